@@ -1,0 +1,259 @@
+/* NCCL plugin ABI as seen by autoccl: tuner v2–v5 and profiler v5.
+ *
+ * Written from the ABI facts in DESIGN.md §3 and checked against NCCL 2.28;
+ * NCCL's own headers are deliberately not included so the plugin builds
+ * without NCCL installed. Layouts must match NCCL byte for byte. */
+#ifndef ACL_CORE_ABI_H
+#define ACL_CORE_ABI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7,
+} ncclResult_t;
+
+typedef enum {
+  NCCL_LOG_NONE = 0,
+  NCCL_LOG_VERSION = 1,
+  NCCL_LOG_WARN = 2,
+  NCCL_LOG_INFO = 3,
+  NCCL_LOG_ABORT = 4,
+  NCCL_LOG_TRACE = 5,
+} ncclDebugLogLevel;
+
+/* Subsystem flags of NCCL's logger (NCCL_DEBUG_SUBSYS). */
+enum {
+  NCCL_INIT = 0x1,
+  NCCL_COLL = 0x2,
+  NCCL_ENV = 0x80,
+  NCCL_TUNING = 0x40,
+  NCCL_PROFILE = 0x4000,
+};
+
+typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags,
+                                  const char *file, int line, const char *fmt,
+                                  ...);
+
+typedef enum {
+  ncclFuncBroadcast = 0,
+  ncclFuncReduce = 1,
+  ncclFuncAllGather = 2,
+  ncclFuncReduceScatter = 3,
+  ncclFuncAllReduce = 4,
+} ncclFunc_t;
+
+#define NCCL_NUM_ALGORITHMS 7
+#define NCCL_NUM_PROTOCOLS 3
+#define NCCL_ALGO_UNDEF -1
+#define NCCL_ALGO_TREE 0
+#define NCCL_ALGO_RING 1
+#define NCCL_ALGO_COLLNET_DIRECT 2
+#define NCCL_ALGO_COLLNET_CHAIN 3
+#define NCCL_ALGO_NVLS 4
+#define NCCL_ALGO_NVLS_TREE 5
+#define NCCL_ALGO_PAT 6
+#define NCCL_PROTO_UNDEF -1
+#define NCCL_PROTO_LL 0
+#define NCCL_PROTO_LL128 1
+#define NCCL_PROTO_SIMPLE 2
+
+/* ---- tuner v5 ---- */
+typedef struct {
+  int nNvlDomains;
+  int minRanksPerNvlDomain;
+  int maxRanksPerNvlDomain;
+} ncclNvlDomainInfo_v5_t;
+
+typedef struct {
+  double baseLatencies[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  double hwLatencies[3][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  double llMaxBws[4][3];
+  double perChMaxRingLL128Bws[4][3];
+  double perChMaxTreeLL128Bws[4][3];
+  double perChMaxTreeBws[4][3];
+  double perChMaxNVLSTreeBws[4][3];
+} ncclTunerConstants_v5_t;
+
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(void **ctx, uint64_t commId, size_t nRanks,
+                       size_t nNodes, ncclDebugLogger_t logFunction,
+                       ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+                       ncclTunerConstants_v5_t *constants);
+  /* collCostTable is really float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]. */
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                              int numPipeOps, float **collCostTable,
+                              int numAlgo, int numProto, int regBuff,
+                              int *nChannels);
+  ncclResult_t (*finalize)(void *ctx);
+} ncclTuner_v5_t;
+
+/* ---- tuner v4 ---- */
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                              int numPipeOps, float **collCostTable,
+                              int numAlgo, int numProto, int regBuff,
+                              int *nChannels);
+  ncclResult_t (*destroy)(void *ctx);
+} ncclTuner_v4_t;
+
+/* ---- tuner v3: v4 without regBuff ---- */
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                              int numPipeOps, float **collCostTable,
+                              int numAlgo, int numProto, int *nChannels);
+  ncclResult_t (*destroy)(void *ctx);
+} ncclTuner_v3_t;
+
+/* ---- tuner v2: no cost table; the plugin writes algorithm/protocol ---- */
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                              int collNetSupport, int nvlsSupport,
+                              int numPipeOps, int *algorithm, int *protocol,
+                              int *nChannels);
+  ncclResult_t (*destroy)(void *ctx);
+} ncclTuner_v2_t;
+
+/* ---- profiler v5 ---- */
+enum {
+  ncclProfileGroup = (1 << 0),
+  ncclProfileColl = (1 << 1),
+  ncclProfileP2p = (1 << 2),
+  ncclProfileProxyOp = (1 << 3),
+  ncclProfileProxyStep = (1 << 4),
+  ncclProfileProxyCtrl = (1 << 5),
+  ncclProfileKernelCh = (1 << 6),
+  ncclProfileNetPlugin = (1 << 7),
+  ncclProfileGroupApi = (1 << 8),
+  ncclProfileCollApi = (1 << 9),
+  ncclProfileP2pApi = (1 << 10),
+  ncclProfileKernelLaunch = (1 << 11),
+};
+
+typedef enum {
+  ncclProfilerKernelChStop = 22,
+} ncclProfilerEventState_v5_t;
+
+typedef pid_t ncclPid_t;
+
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      int root;
+      void *stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      void *stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void *stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+      void *parentGroup;
+    } coll;
+    struct {
+      const char *func;
+      void *buff;
+      const char *datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void *parentGroup;
+    } p2p;
+    struct {
+      ncclPid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer; /* GPU globaltimer (ns) at channel start */
+    } kernelCh;
+    struct {
+      int64_t id;
+      void *data;
+    } netPlugin;
+  };
+} ncclProfilerEventDescr_v5_t;
+
+typedef union {
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void *data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer; /* GPU globaltimer (ns) at channel stop */
+  } kernelCh;
+} ncclProfilerEventStateArgs_v5_t;
+
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask,
+                       const char *commName, int nNodes, int nranks, int rank,
+                       ncclDebugLogger_t logfn);
+  ncclResult_t (*startEvent)(void *ctx, void **eHandle,
+                             ncclProfilerEventDescr_v5_t *eDescr);
+  ncclResult_t (*stopEvent)(void *eHandle);
+  ncclResult_t (*recordEventState)(void *eHandle,
+                                   ncclProfilerEventState_v5_t eState,
+                                   ncclProfilerEventStateArgs_v5_t *eStateArgs);
+  ncclResult_t (*finalize)(void *ctx);
+} ncclProfiler_v5_t;
+
+#endif

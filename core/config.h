@@ -1,0 +1,57 @@
+/* Every AUTOCCL_* environment variable, parsed in one place. An invalid value
+ * is reported once (naming the variable and what it accepts) and the default
+ * is used instead; nothing else changes. Documented in README.md. */
+#ifndef ACL_CORE_CONFIG_H
+#define ACL_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum acl_mode {
+  ACL_MODE_ONLINE = 0, /* tune during the job (default) */
+  ACL_MODE_STATIC = 1, /* apply decisions from AUTOCCL_TABLE, never explore */
+  ACL_MODE_OFF = 2,    /* leave NCCL's choice untouched */
+} acl_mode_t;
+
+typedef enum acl_prof_src {
+  ACL_PROF_AUTO = 0, /* CUPTI if it works, else NCCL profiler events */
+  ACL_PROF_CUPTI = 1,
+  ACL_PROF_NCCL = 2,
+  ACL_PROF_OFF = 3,
+} acl_prof_src_t;
+
+typedef struct acl_config {
+  acl_mode_t mode;         /* AUTOCCL_MODE: online | static | off */
+  int http_port;           /* AUTOCCL_HTTP_PORT: base port, -1 = off; 0 = any free port */
+  char http_bind[64];      /* AUTOCCL_HTTP_BIND: default 127.0.0.1 */
+  int log_level;           /* AUTOCCL_LOG: error | warn | info | debug (acl_log_level_t) */
+  char table_path[512];    /* AUTOCCL_TABLE: tuning table (static mode) */
+  char coordinator[256];   /* AUTOCCL_COORDINATOR: host:port for multi-host relay */
+  int warmup_calls;        /* AUTOCCL_WARMUP: 0..1000, default 5 */
+  int samples_per_cand;    /* AUTOCCL_SAMPLES: 2..64, default 5 */
+  int max_workloads;       /* AUTOCCL_MAX_WORKLOADS: per communicator, 1..1024, default 256 */
+  int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, default 30000 */
+  acl_prof_src_t profiler; /* AUTOCCL_PROFILER: auto | cupti | nccl | off */
+  int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+                              SLURM_LOCALID, MPI_LOCALRANKID; else 0 */
+  char sim_feed[128];      /* AUTOCCL_SIM_FEED: internal, set by autoccl-sim */
+} acl_config_t;
+
+typedef const char *(*acl_getenv_fn)(void *user, const char *name);
+/* Called once per problem with a complete human-readable message. */
+typedef void (*acl_config_report_fn)(void *user, const char *msg);
+
+void acl_config_defaults(acl_config_t *cfg);
+/* Parse from an environment lookup; returns the number of invalid values. */
+int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
+                     acl_config_report_fn report, void *report_user);
+/* Process environment; problems go to acl_warn(). */
+int acl_config_from_env(acl_config_t *cfg);
+
+const char *acl_mode_name(acl_mode_t m);
+const char *acl_prof_src_name(acl_prof_src_t s);
+
+/* Strict integer parse of the whole string in [lo, hi]; false otherwise. */
+bool acl_parse_int(const char *s, long lo, long hi, long *out);
+
+#endif

@@ -1,0 +1,92 @@
+/* A process's observable state at one instant: what /api/v1/state, /metrics,
+ * the dashboard and autoccl-top show. Filled by the plugin (or a test) and
+ * rendered by core/render.h. Plain data; validity flags keep missing values
+ * absent rather than zero. */
+#ifndef ACL_CORE_SNAPSHOT_H
+#define ACL_CORE_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/types.h"
+
+#define ACL_SNAPSHOT_VERSION 1
+#define ACL_SNAP_MAX_COMMS 64
+#define ACL_SNAP_MAX_WORKLOADS 512 /* bounds metric label cardinality */
+#define ACL_SNAP_TRAJ 64
+/* Duration histogram upper bounds in seconds: 1e-6 * 4^i, i = 0..ACL_HIST_N-1,
+ * then +Inf (1 us .. ~268 s). */
+#define ACL_HIST_N 15
+
+typedef struct acl_snap_comm {
+  uint64_t id;
+  char name[64];         /* NCCL commName, or hex id when unknown */
+  int rank;              /* -1 when unknown (no profiler ABI) */
+  int nranks;
+  int nnodes;
+  char role[16];         /* "decider" (leader host), "follower", "off" */
+  double consensus_wait_seconds; /* lock + relay waits, this process */
+  uint64_t blocks_published;
+  uint64_t lock_acquisitions;
+} acl_snap_comm_t;
+
+typedef struct acl_snap_workload {
+  int comm;              /* index into comms */
+  acl_wkey_t key;
+  acl_phase_t phase;
+  acl_candidate_t current;   /* under test / applied now */
+  acl_candidate_t best;
+  acl_candidate_t baseline;  /* NCCL's own choice (as the cost table predicts) */
+  bool has_best, has_baseline;
+  double baseline_seconds;   /* measured, robust; valid when has_baseline */
+  double best_seconds;       /* valid when has_best */
+  double speedup;            /* baseline/best; valid when has_speedup */
+  bool has_speedup;
+  double busbw;              /* bytes/s, latest robust; valid when has_busbw */
+  bool has_busbw;
+  double overlap;            /* 0..1; valid when has_overlap */
+  bool has_overlap;
+  uint32_t candidates_evaluated;
+  uint64_t calls_to_converge; /* 0 = not converged */
+  uint32_t retunes;
+  uint64_t calls;            /* this process's calls of this workload */
+  uint64_t bytes;            /* nbytes summed over those calls */
+  uint64_t hist[ACL_HIST_N]; /* per-bucket counts (not cumulative) */
+  uint64_t dur_count;        /* samples in the histogram (>= sum of hist) */
+  double dur_sum;            /* seconds */
+  int traj_len;
+  acl_traj_point_t traj[ACL_SNAP_TRAJ]; /* oldest first */
+} acl_snap_workload_t;
+
+typedef struct acl_snap_profiler {
+  char source[16];          /* "cupti", "nccl", "sim", "none" */
+  bool cupti_available;
+  bool cupti_backed_off;    /* another CUPTI subscriber holds it */
+  uint64_t records;         /* kernel records processed */
+  uint64_t records_dropped;
+  uint64_t samples;         /* samples delivered to the tuner */
+  uint64_t ambiguous;       /* calls not used (fused launches) */
+  uint64_t mismatches;      /* NCCL ran something else than decided */
+  double sample_latency_seconds; /* median call->sample delay, <0 unknown */
+} acl_snap_profiler_t;
+
+typedef struct acl_snapshot {
+  int version;              /* ACL_SNAPSHOT_VERSION */
+  char hostname[64];
+  int pid;
+  int local_rank;
+  char mode[8];             /* online | static | off */
+  double uptime_seconds;
+  acl_snap_profiler_t profiler;
+  int ncomms;
+  acl_snap_comm_t comms[ACL_SNAP_MAX_COMMS];
+  int nworkloads;
+  bool workloads_truncated; /* more existed than ACL_SNAP_MAX_WORKLOADS */
+  acl_snap_workload_t workloads[ACL_SNAP_MAX_WORKLOADS];
+} acl_snapshot_t;
+
+/* Histogram bucket index for a duration (ACL_HIST_N = beyond the last bound). */
+int acl_hist_bucket(double seconds);
+double acl_hist_bound(int i);
+
+#endif

@@ -1,0 +1,112 @@
+#include "core/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void acl_sb_init(acl_strbuf_t *sb) { memset(sb, 0, sizeof(*sb)); }
+
+void acl_sb_free(acl_strbuf_t *sb)
+{
+  if (!sb)
+    return;
+  free(sb->data);
+  memset(sb, 0, sizeof(*sb));
+}
+
+void acl_sb_reset(acl_strbuf_t *sb)
+{
+  sb->len = 0;
+  sb->failed = false;
+  if (sb->data)
+    sb->data[0] = '\0';
+}
+
+bool acl_sb_ok(const acl_strbuf_t *sb) { return !sb->failed; }
+
+static bool reserve(acl_strbuf_t *sb, size_t extra)
+{
+  if (sb->failed)
+    return false;
+  if (sb->len + extra + 1 <= sb->cap)
+    return true;
+  size_t cap = sb->cap ? sb->cap : 256;
+  while (cap < sb->len + extra + 1)
+    cap *= 2;
+  char *p = realloc(sb->data, cap);
+  if (!p) {
+    sb->failed = true;
+    return false;
+  }
+  sb->data = p;
+  sb->cap = cap;
+  return true;
+}
+
+void acl_sb_append(acl_strbuf_t *sb, const char *s, size_t n)
+{
+  if (!reserve(sb, n))
+    return;
+  memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+}
+
+void acl_sb_puts(acl_strbuf_t *sb, const char *s) { acl_sb_append(sb, s, strlen(s)); }
+
+void acl_sb_printf(acl_strbuf_t *sb, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char small[256];
+  int n = vsnprintf(small, sizeof(small), fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    sb->failed = true;
+    return;
+  }
+  if ((size_t)n < sizeof(small)) {
+    acl_sb_append(sb, small, (size_t)n);
+    return;
+  }
+  if (!reserve(sb, (size_t)n))
+    return;
+  va_start(ap, fmt);
+  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  sb->len += (size_t)n;
+}
+
+void acl_sb_json_str(acl_strbuf_t *sb, const char *s)
+{
+  acl_sb_append(sb, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+    case '"': acl_sb_append(sb, "\\\"", 2); break;
+    case '\\': acl_sb_append(sb, "\\\\", 2); break;
+    case '\n': acl_sb_append(sb, "\\n", 2); break;
+    case '\r': acl_sb_append(sb, "\\r", 2); break;
+    case '\t': acl_sb_append(sb, "\\t", 2); break;
+    default:
+      if (*p < 0x20)
+        acl_sb_printf(sb, "\\u%04x", *p);
+      else
+        acl_sb_append(sb, (const char *)p, 1);
+    }
+  }
+  acl_sb_append(sb, "\"", 1);
+}
+
+char *acl_sb_steal(acl_strbuf_t *sb, size_t *len)
+{
+  if (!sb->data)
+    acl_sb_append(sb, "", 0);
+  char *p = sb->failed ? NULL : sb->data;
+  if (len)
+    *len = p ? sb->len : 0;
+  if (!p)
+    free(sb->data);
+  memset(sb, 0, sizeof(*sb));
+  return p;
+}

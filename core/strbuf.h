@@ -1,0 +1,28 @@
+/* A growable string buffer for rendering JSON and metrics text. Allocation
+ * failure is sticky: the buffer reports it once at the end (acl_sb_ok). */
+#ifndef ACL_CORE_STRBUF_H
+#define ACL_CORE_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct acl_strbuf {
+  char *data;
+  size_t len;
+  size_t cap;
+  bool failed;
+} acl_strbuf_t;
+
+void acl_sb_init(acl_strbuf_t *sb);
+void acl_sb_free(acl_strbuf_t *sb);
+void acl_sb_reset(acl_strbuf_t *sb);
+bool acl_sb_ok(const acl_strbuf_t *sb);
+void acl_sb_append(acl_strbuf_t *sb, const char *s, size_t n);
+void acl_sb_puts(acl_strbuf_t *sb, const char *s);
+void acl_sb_printf(acl_strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string literal, quotes included. */
+void acl_sb_json_str(acl_strbuf_t *sb, const char *s);
+/* Takes ownership of the data (NUL-terminated); the buffer is left empty. */
+char *acl_sb_steal(acl_strbuf_t *sb, size_t *len);
+
+#endif

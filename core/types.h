@@ -1,0 +1,82 @@
+/* Pure types shared by every module: collectives, candidates, workload keys,
+ * samples and tuning phases. No vendor dependency. */
+#ifndef ACL_CORE_TYPES_H
+#define ACL_CORE_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ACL_NUM_COLL 5  /* Broadcast, Reduce, AllGather, ReduceScatter, AllReduce */
+#define ACL_NUM_ALGO 7  /* same indices as NCCL */
+#define ACL_NUM_PROTO 3 /* same indices as NCCL */
+#define ACL_NUM_AP (ACL_NUM_ALGO * ACL_NUM_PROTO)
+#define ACL_AP_BIT(a, p) (1u << ((a) * ACL_NUM_PROTO + (p)))
+
+/* What to run for one call. algo == ACL_ALGO_NCCL means "NCCL's own choice":
+ * the cost table and nChannels are left untouched (the baseline). */
+#define ACL_ALGO_NCCL (-1)
+typedef struct acl_candidate {
+  int8_t algo;
+  int8_t proto;
+  int16_t nchannels;   /* 0 = NCCL decides */
+  int32_t chunk_bytes; /* 0 = NCCL decides; settable from tuner v6 on */
+} acl_candidate_t;
+
+/* A workload: the calls that are the same call on every rank. Never keyed on
+ * regBuff (it can differ between ranks). */
+typedef struct acl_wkey {
+  uint64_t comm_id;
+  uint64_t nbytes;
+  int32_t num_pipe_ops;
+  uint8_t coll;
+  uint8_t pad[3];
+} acl_wkey_t;
+
+typedef enum acl_phase {
+  ACL_PHASE_WARMUP = 0,    /* samples dropped, NCCL's choice runs */
+  ACL_PHASE_BASELINE = 1,  /* NCCL's choice measured */
+  ACL_PHASE_EXPLORING = 2, /* candidates under test */
+  ACL_PHASE_CONVERGED = 3, /* final decision applied */
+  ACL_PHASE_RETUNING = 4,  /* drift detected, exploring again */
+  ACL_PHASE_DISABLED = 5,  /* mode off or fallback to NCCL after a failure */
+  ACL_PHASE_COUNT
+} acl_phase_t;
+
+/* One measured call. */
+typedef struct acl_sample {
+  double seconds;  /* duration of the call (slowest rank when aggregated) */
+  float overlap;   /* fraction of it that overlapped compute kernels, 0..1; <0 unknown */
+  float pad;
+} acl_sample_t;
+
+/* One point of a workload's search trajectory (what the endpoint charts). */
+typedef struct acl_traj_point {
+  uint32_t step;    /* exploration step, from 0 */
+  uint16_t cand_id;
+  uint16_t pad;
+  acl_candidate_t cand;
+  float busbw;      /* bytes/s, robust statistic of the candidate's samples */
+  float overlap;    /* mean overlap of those samples, 0..1 (<0 unknown) */
+} acl_traj_point_t;
+
+const char *acl_coll_name(int coll);   /* "AllReduce" ... or "?" */
+const char *acl_coll_short(int coll);  /* "all_reduce" ... (metric labels) */
+const char *acl_algo_name(int algo);   /* "RING" ...; "NCCL" for ACL_ALGO_NCCL */
+const char *acl_proto_name(int proto); /* "SIMPLE" ... */
+const char *acl_phase_name(acl_phase_t ph); /* "warmup", "exploring", ... */
+/* Parse NCCL's spellings ("AllReduce", "Ring"/"RING", "Simple"/"SIMPLE");
+ * -1 when unknown. Case-insensitive. */
+int acl_coll_parse(const char *s);
+int acl_algo_parse(const char *s);
+int acl_proto_parse(const char *s);
+
+bool acl_candidate_eq(const acl_candidate_t *a, const acl_candidate_t *b);
+/* "RING/SIMPLE/16ch", "NCCL default" ... into buf; returns buf. */
+char *acl_candidate_str(const acl_candidate_t *c, char *buf, size_t len);
+
+/* nccl-tests' bus-bandwidth factor: AllReduce 2(n-1)/n, AllGather and
+ * ReduceScatter (n-1)/n on the whole buffer, Broadcast/Reduce 1. */
+double acl_busbw_factor(int coll, int nranks);
+
+#endif

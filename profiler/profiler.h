@@ -1,0 +1,71 @@
+/* Sample sources: turn each tuned collective call into a measured sample
+ * (duration, overlap with compute) tagged with what it ran.
+ *
+ * Sources: CUPTI activity records (dlopen'ed libcupti; attribution through
+ * external correlation pushed at getCollInfo), NCCL profiler v5 events
+ * (KernelCh GPU timestamps; the fallback), and a simulated source that reads
+ * overlap from autoccl-sim's feed. One process-wide profiler object. */
+#ifndef ACL_PROFILER_PROFILER_H
+#define ACL_PROFILER_PROFILER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/abi.h"
+#include "core/config.h"
+#include "core/snapshot.h"
+#include "core/types.h"
+
+/* Identifies one call of one rank: handed to the profiler when the tuner
+ * decides it, handed back with its sample. */
+typedef struct acl_call_tag {
+  void *rank_ctx;      /* opaque: the plugin's per-rank context */
+  uint64_t call_idx;   /* index of this call within its workload */
+  uint32_t widx;       /* workload index within the communicator */
+  uint16_t cand_id;    /* search candidate it ran */
+  uint8_t coll;
+  uint8_t pad;
+  uint64_t nbytes;
+  acl_candidate_t cand; /* what it should have run (for mismatch checks) */
+} acl_call_tag_t;
+
+typedef struct acl_prof_sample {
+  acl_call_tag_t tag;
+  double seconds;      /* GPU time of the collective on this rank */
+  float overlap;       /* 0..1, <0 unknown */
+  uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
+} acl_prof_sample_t;
+
+/* Called from whichever thread produced the sample; must be cheap. */
+typedef void (*acl_prof_sink_fn)(void *user, const acl_prof_sample_t *s);
+
+typedef struct acl_prof acl_prof_t;
+
+/* Never fails hard: with no usable source it returns a profiler whose
+ * source is "none" and which drops tags. */
+acl_prof_t *acl_prof_create(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user);
+void acl_prof_destroy(acl_prof_t *p); /* flushes; accepts NULL */
+
+/* Per-rank registration (rank_ctx is the plugin's object for one rank of one
+ * communicator); returns an opaque per-rank profiler state. */
+void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
+                           int nranks);
+void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank);
+
+/* Tuner side, on the calling thread, right after a decision. */
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag);
+
+/* NCCL profiler v5 events for this rank (the plugin forwards them). The
+ * returned mask is what the plugin asks NCCL for. */
+int acl_prof_nccl_mask(const acl_prof_t *p);
+ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
+                                 ncclProfilerEventDescr_v5_t *d);
+ncclResult_t acl_prof_nccl_stop(acl_prof_t *p, void *eHandle);
+ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEventState_v5_t st,
+                                 ncclProfilerEventStateArgs_v5_t *args);
+
+/* Push pending CUPTI records now (tests, finalize). */
+void acl_prof_flush(acl_prof_t *p);
+void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out);
+
+#endif

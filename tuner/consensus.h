@@ -1,0 +1,65 @@
+/* Rank consensus (DESIGN.md §5): every rank of a communicator applies the
+ * same candidate at the same call of a workload.
+ *
+ * Per communicator and host, a POSIX shared-memory segment (named from the
+ * user id and commId) holds the workloads' search states, the published
+ * decision blocks and the samples of every local rank, under a
+ * process-shared robust mutex. The first rank to reach an undecided call
+ * steps the search and publishes "calls [k, k+R) use candidate c"; every rank
+ * applies the block covering its own call index, so nobody ever waits for
+ * another rank's progress. Across hosts, the host with rank 0 decides and
+ * relays blocks over TCP (tuner/relay.h).
+ *
+ * One acl_cons_t per rank (per tuner init): it holds that rank's call
+ * counters; several may share one segment inside one process. */
+#ifndef ACL_TUNER_CONSENSUS_H
+#define ACL_TUNER_CONSENSUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/snapshot.h"
+#include "core/types.h"
+#include "tuner/search.h"
+
+typedef struct acl_cons acl_cons_t;
+
+typedef struct acl_cons_params {
+  uint64_t comm_id;
+  int nranks;
+  int nnodes;
+  int rank;                   /* -1 when unknown (no profiler ABI) */
+  const acl_config_t *cfg;
+  acl_search_params_t search; /* defaults for new workloads */
+} acl_cons_params_t;
+
+/* What getCollInfo applies. */
+typedef struct acl_decision {
+  uint32_t widx;
+  uint16_t cand_id;
+  uint16_t pad;
+  uint64_t call_idx;
+  acl_candidate_t cand; /* algo == ACL_ALGO_NCCL: leave NCCL's choice */
+} acl_decision_t;
+
+/* Joins (or creates) the communicator's segment. NULL with a message in err
+ * when it cannot: the caller must then fail loudly, not fall back silently. */
+acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen);
+void acl_cons_destroy(acl_cons_t *c); /* last rank out removes the segment; NULL ok */
+
+/* The decision for this rank's next call of the workload. 0 on success;
+ * negative with a message in err when this rank cannot apply a consistent
+ * decision (the collective must then fail with a clear NCCL error). */
+int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
+                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                    char *err, size_t errlen);
+
+/* A measured call of this rank. */
+void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
+                         double seconds, float overlap);
+
+/* Fills comm (one entry) and up to max workloads (returns how many). */
+int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);
+
+#endif
