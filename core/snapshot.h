@@ -32,6 +32,8 @@ typedef struct acl_snap_comm {
 
 typedef struct acl_snap_workload {
   int comm;              /* index into comms */
+  int rank;              /* rank of this process in that communicator, -1 unknown */
+  uint32_t widx;         /* workload index within the communicator */
   acl_wkey_t key;
   acl_phase_t phase;
   acl_candidate_t current;   /* under test / applied now */
