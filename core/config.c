@@ -14,7 +14,7 @@ void acl_config_defaults(acl_config_t *cfg)
   cfg->mode = ACL_MODE_ONLINE;
   cfg->http_port = -1;
   snprintf(cfg->http_bind, sizeof(cfg->http_bind), "127.0.0.1");
-  cfg->log_level = ACL_LOG_WARN;
+  cfg->log_level = ACL_LOG_INFO; /* NCCL_DEBUG filters further */
   cfg->warmup_calls = 5;
   cfg->samples_per_cand = 5;
   cfg->max_workloads = 256;

@@ -24,7 +24,7 @@ typedef struct acl_config {
   acl_mode_t mode;         /* AUTOCCL_MODE: online | static | off */
   int http_port;           /* AUTOCCL_HTTP_PORT: base port, -1 = off; 0 = any free port */
   char http_bind[64];      /* AUTOCCL_HTTP_BIND: default 127.0.0.1 */
-  int log_level;           /* AUTOCCL_LOG: error | warn | info | debug (acl_log_level_t) */
+  int log_level;           /* AUTOCCL_LOG: error | warn | info (default) | debug */
   char table_path[512];    /* AUTOCCL_TABLE: tuning table (static mode) */
   char coordinator[256];   /* AUTOCCL_COORDINATOR: host:port for multi-host relay */
   int warmup_calls;        /* AUTOCCL_WARMUP: 0..1000, default 5 */

@@ -1,0 +1,365 @@
+/* Plugin glue: process-wide state (config, profiler, endpoint), the per-rank
+ * contexts that tie the profiler and tuner ABIs together, and the decision
+ * path of getCollInfo. Snapshots and SSE events live in plugin_obs.c. */
+#include "tuner/plugin.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/snapshot.h"
+#include "core/table.h"
+#include "profiler/profiler.h"
+#include "tuner/consensus.h"
+#include "tuner/plugin_int.h"
+
+acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The rank a profiler init just created on this thread: the tuner init of
+ * the same communicator follows on the same thread (DESIGN.md §3). */
+static __thread acl_rank_t *tls_pending;
+
+static void sample_sink(void *user, const acl_prof_sample_t *s);
+
+/* Called with acl_proc.lock held. */
+static void proc_start_locked(ncclDebugLogger_t log)
+{
+  acl_log_set_nccl(log);
+  if (!acl_proc.cfg_loaded) {
+    acl_config_from_env(&acl_proc.cfg);
+    acl_log_set_level((acl_log_level_t)acl_proc.cfg.log_level);
+    clock_gettime(CLOCK_MONOTONIC, &acl_proc.t0);
+    acl_proc.cfg_loaded = true;
+    if (acl_proc.cfg.mode == ACL_MODE_STATIC) {
+      char err[320];
+      if (!acl_proc.cfg.table_path[0]) {
+        acl_warn("AUTOCCL_MODE=static needs AUTOCCL_TABLE=<file>; leaving NCCL's choices");
+      } else if (!(acl_proc.table = calloc(1, sizeof(*acl_proc.table))) ||
+                 acl_table_load(acl_proc.cfg.table_path, acl_proc.table, err, sizeof(err))) {
+        acl_warn("cannot use tuning table: %s; leaving NCCL's choices",
+                 acl_proc.table ? err : "out of memory");
+        free(acl_proc.table);
+        acl_proc.table = NULL;
+      } else {
+        acl_info("static mode: %d rules from %s", acl_proc.table->nrules,
+                 acl_proc.cfg.table_path);
+      }
+    }
+    acl_info("loaded (mode %s, profiler %s)", acl_mode_name(acl_proc.cfg.mode),
+             acl_prof_src_name(acl_proc.cfg.profiler));
+  }
+  if (acl_proc.cfg.mode == ACL_MODE_OFF)
+    return;
+  if (!acl_proc.prof)
+    acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
+  acl_obs_start_locked();
+}
+
+/* Called with acl_proc.lock held when the last rank goes. */
+static void proc_stop_locked(void)
+{
+  acl_obs_stop_locked();
+  acl_prof_destroy(acl_proc.prof);
+  acl_proc.prof = NULL;
+}
+
+static acl_rank_t *rank_create_locked(uint64_t comm_id)
+{
+  acl_rank_t *r = calloc(1, sizeof(*r));
+  if (!r)
+    return NULL;
+  int cap = acl_proc.cfg.max_workloads;
+  r->stats = calloc((size_t)cap, sizeof(*r->stats));
+  if (!r->stats) {
+    free(r);
+    return NULL;
+  }
+  r->nstats = cap;
+  r->comm_id = comm_id;
+  r->rank = -1;
+  r->next = acl_proc.ranks;
+  acl_proc.ranks = r;
+  acl_proc.nranks_live++;
+  return r;
+}
+
+/* Drops one of the two references (profiler, tuner). Lock held. */
+static void rank_unref_locked(acl_rank_t *r)
+{
+  if (r->has_profiler || r->has_tuner)
+    return;
+  if (tls_pending == r)
+    tls_pending = NULL;
+  for (acl_rank_t **pp = &acl_proc.ranks; *pp; pp = &(*pp)->next) {
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  }
+  acl_prof_rank_detach(acl_proc.prof, r->prof_rank);
+  acl_cons_destroy(r->cons);
+  free(r->stats);
+  free(r);
+  if (--acl_proc.nranks_live == 0)
+    proc_stop_locked();
+}
+
+acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, int nnodes,
+                                       int nranks, int rank, ncclDebugLogger_t log, int *mask)
+{
+  pthread_mutex_lock(&acl_proc.lock);
+  proc_start_locked(log);
+  acl_rank_t *r = rank_create_locked(comm_id);
+  if (r) {
+    r->has_profiler = true;
+    r->rank = rank;
+    r->nranks = nranks;
+    r->nnodes = nnodes;
+    snprintf(r->name, sizeof(r->name), "%s", comm_name && *comm_name ? comm_name : "");
+    tls_pending = r;
+  }
+  *mask = r && acl_proc.cfg.mode != ACL_MODE_OFF ? acl_prof_nccl_mask(acl_proc.prof) : 0;
+  pthread_mutex_unlock(&acl_proc.lock);
+  return r;
+}
+
+static void join_consensus_locked(acl_rank_t *r)
+{
+  acl_cons_params_t p = {
+      .comm_id = r->comm_id,
+      .nranks = r->nranks,
+      .nnodes = r->nnodes,
+      .rank = r->rank,
+      .cfg = &acl_proc.cfg,
+  };
+  acl_search_params_default(&p.search);
+  p.search.warmup_calls = acl_proc.cfg.warmup_calls;
+  p.search.samples_per_cand = acl_proc.cfg.samples_per_cand;
+  p.search.nranks = r->nranks;
+  r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
+  if (!r->cons) {
+    /* Never a silent fallback on one rank: every collective of this
+     * communicator fails loudly instead (see getCollInfo). */
+    acl_error("comm %016llx: cannot join rank consensus: %s; collectives will fail",
+              (unsigned long long)r->comm_id, r->cons_err);
+  }
+}
+
+acl_rank_t *acl_plugin_tuner_attach(int abi, uint64_t comm_id, size_t nranks, size_t nnodes,
+                                    ncclDebugLogger_t log)
+{
+  pthread_mutex_lock(&acl_proc.lock);
+  proc_start_locked(log);
+  acl_rank_t *r = NULL;
+  if (tls_pending && (abi < 5 || tls_pending->comm_id == comm_id) && !tls_pending->has_tuner)
+    r = tls_pending;
+  tls_pending = NULL;
+  if (!r && !(r = rank_create_locked(comm_id)))
+    goto out;
+  if (abi < 5 && r->comm_id)
+    comm_id = r->comm_id; /* learned from the profiler init just before */
+  r->has_tuner = true;
+  r->abi = abi;
+  r->comm_id = comm_id;
+  r->nranks = (int)nranks;
+  r->nnodes = (int)nnodes;
+  if (!r->prof_rank && acl_proc.prof)
+    r->prof_rank = acl_prof_rank_attach(acl_proc.prof, r, comm_id, r->rank, r->nranks);
+  if (acl_proc.cfg.mode != ACL_MODE_ONLINE)
+    goto out;
+  if (comm_id == 0) {
+    /* Tuner v2-v4 carry no communicator id, so ranks in different processes
+     * cannot find each other's decisions: tuning online could diverge. */
+    r->online_unsafe = true;
+    acl_warn("tuner ABI v%d has no communicator id; online tuning needs NCCL >= 2.27 "
+             "(tuner v5) or the autoccl profiler; leaving NCCL's choices",
+             abi);
+    goto out;
+  }
+  join_consensus_locked(r);
+out:
+  if (r)
+    acl_info("comm %016llx rank %d/%zu nodes %zu: tuner v%d attached (%s)",
+             (unsigned long long)comm_id, r->rank, nranks, nnodes, abi,
+             acl_mode_name(acl_proc.cfg.mode));
+  pthread_mutex_unlock(&acl_proc.lock);
+  return r;
+}
+
+void acl_plugin_profiler_detach(acl_rank_t *r)
+{
+  if (!r)
+    return;
+  pthread_mutex_lock(&acl_proc.lock);
+  r->has_profiler = false;
+  rank_unref_locked(r);
+  pthread_mutex_unlock(&acl_proc.lock);
+}
+
+void acl_plugin_tuner_detach(acl_rank_t *r)
+{
+  if (!r)
+    return;
+  pthread_mutex_lock(&acl_proc.lock);
+  r->has_tuner = false;
+  rank_unref_locked(r);
+  pthread_mutex_unlock(&acl_proc.lock);
+}
+
+/* Makes NCCL's strict-minimum scan pick (a, p): zero its cost and keep every
+ * other valid entry strictly positive. -1 entries stay untouched. */
+static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
+{
+  for (int i = 0; i < NCCL_NUM_ALGORITHMS; i++)
+    for (int j = 0; j < NCCL_NUM_PROTOCOLS; j++)
+      if (t[i][j] >= 0.0f && t[i][j] <= 0.0f && !(i == a && j == p))
+        t[i][j] = 1.0f;
+  t[a][p] = 0.0f;
+}
+
+static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *detail)
+{
+  if (atomic_fetch_or(&r->logged, bit) & bit)
+    return;
+  acl_error("comm %016llx rank %d: %s: %s", (unsigned long long)r->comm_id, r->rank, what,
+            detail);
+}
+
+static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes,
+                                  float (*t)[NCCL_NUM_PROTOCOLS], int *nch)
+{
+  const acl_table_rule_t *rule = acl_table_lookup(acl_proc.table, coll, nbytes);
+  if (!rule)
+    return ncclSuccess;
+  const acl_candidate_t *c = &rule->cand;
+  if (t[c->algo][c->proto] < 0.0f) {
+    /* Another rank may well be able to run it: refuse rather than diverge. */
+    char d[160];
+    snprintf(d, sizeof(d), "%s %zu bytes: table rule %s/%s is unavailable here",
+             acl_coll_name(coll), nbytes, acl_algo_name(c->algo), acl_proto_name(c->proto));
+    log_once(r, ACL_LOGGED_STATIC, "static decision cannot be applied", d);
+    return ncclInvalidUsage;
+  }
+  apply_choice(t, c->algo, c->proto);
+  if (c->nchannels > 0)
+    *nch = c->nchannels;
+  return ncclSuccess;
+}
+
+ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, int pipe_ops,
+                                      float (*t)[NCCL_NUM_PROTOCOLS], int *nch)
+{
+  if (!r || !t || coll < 0 || coll >= ACL_NUM_COLL)
+    return ncclSuccess;
+  acl_mode_t mode = acl_proc.cfg.mode;
+  if (mode == ACL_MODE_OFF || r->online_unsafe)
+    return ncclSuccess;
+  if (mode == ACL_MODE_STATIC)
+    return acl_proc.table ? decide_static(r, coll, nbytes, t, nch) : ncclSuccess;
+  if (!r->cons) {
+    log_once(r, ACL_LOGGED_JOIN, "rank consensus unavailable", r->cons_err);
+    return ncclSystemError;
+  }
+  acl_wkey_t key = {.comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops,
+                    .coll = (uint8_t)coll};
+  acl_decision_t d;
+  char err[256];
+  if (acl_cons_decide(r->cons, &key, (const float (*)[ACL_NUM_PROTO])t, &d, err,
+                      sizeof(err)) != 0) {
+    log_once(r, ACL_LOGGED_DECIDE, "no consistent decision, failing this collective", err);
+    return ncclInternalError;
+  }
+  if (d.cand.algo != ACL_ALGO_NCCL) {
+    if (t[d.cand.algo][d.cand.proto] < 0.0f) {
+      log_once(r, ACL_LOGGED_DECIDE, "decided candidate is unavailable on this rank",
+               "failing this collective rather than diverging");
+      return ncclInternalError;
+    }
+    apply_choice(t, d.cand.algo, d.cand.proto);
+    if (d.cand.nchannels > 0)
+      *nch = d.cand.nchannels;
+  }
+  if (d.widx < (uint32_t)r->nstats) {
+    acl_rank_stats_t *st = &r->stats[d.widx];
+    atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->bytes, nbytes, memory_order_relaxed);
+  }
+  if (r->prof_rank) {
+    acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
+                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .nbytes = nbytes,
+                          .cand = d.cand};
+    acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t acl_plugin_get_coll_info_v2(acl_rank_t *r, int coll, size_t nbytes, int *algo,
+                                         int *proto, int *nch)
+{
+  /* No cost table: validity is unknown, so only the static table can speak,
+   * and NCCL checks its own constraints on what we set. */
+  if (!r || acl_proc.cfg.mode != ACL_MODE_STATIC || !acl_proc.table)
+    return ncclSuccess;
+  const acl_table_rule_t *rule = acl_table_lookup(acl_proc.table, coll, nbytes);
+  if (rule) {
+    *algo = rule->cand.algo;
+    *proto = rule->cand.proto;
+    if (rule->cand.nchannels > 0)
+      *nch = rule->cand.nchannels;
+  }
+  return ncclSuccess;
+}
+
+static void sample_sink(void *user, const acl_prof_sample_t *s)
+{
+  (void)user;
+  acl_rank_t *r = s->tag.rank_ctx;
+  if (!r)
+    return;
+  if (r->cons)
+    acl_cons_add_sample(r->cons, s->tag.widx, s->tag.call_idx, s->tag.cand_id, s->seconds,
+                        s->overlap);
+  if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
+    acl_rank_stats_t *st = &r->stats[s->tag.widx];
+    int b = acl_hist_bucket(s->seconds);
+    if (b < ACL_HIST_N)
+      atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->dur_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->dur_ns, (uint64_t)(s->seconds * 1e9), memory_order_relaxed);
+  }
+}
+
+ncclResult_t acl_plugin_event_start(acl_rank_t *r, void **eHandle,
+                                    ncclProfilerEventDescr_v5_t *d)
+{
+  *eHandle = NULL;
+  if (!r || !r->prof_rank || !acl_proc.prof)
+    return ncclSuccess;
+  return acl_prof_nccl_start(acl_proc.prof, r->prof_rank, eHandle, d);
+}
+
+ncclResult_t acl_plugin_event_stop(void *eHandle)
+{
+  return eHandle && acl_proc.prof ? acl_prof_nccl_stop(acl_proc.prof, eHandle) : ncclSuccess;
+}
+
+ncclResult_t acl_plugin_event_state(void *eHandle, ncclProfilerEventState_v5_t st,
+                                    ncclProfilerEventStateArgs_v5_t *args)
+{
+  return eHandle && acl_proc.prof ? acl_prof_nccl_state(acl_proc.prof, eHandle, st, args)
+                                  : ncclSuccess;
+}
+
+/* Library unload / process exit: stop the threads we own. Ranks that NCCL
+ * never finalized keep their segments; the next job detects them as stale. */
+__attribute__((destructor)) static void acl_plugin_unload(void)
+{
+  pthread_mutex_lock(&acl_proc.lock);
+  if (acl_proc.nranks_live > 0)
+    proc_stop_locked();
+  pthread_mutex_unlock(&acl_proc.lock);
+}

@@ -1,0 +1,73 @@
+/* Internals shared by plugin.c (decisions) and plugin_obs.c (snapshots,
+ * endpoint). Not used outside tuner/. */
+#ifndef ACL_TUNER_PLUGIN_INT_H
+#define ACL_TUNER_PLUGIN_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/snapshot.h"
+#include "core/table.h"
+#include "tuner/plugin.h"
+
+/* This process's view of one workload of one rank (the search state itself
+ * is shared, in the consensus segment). Relaxed atomics: the getCollInfo
+ * thread, the sample thread and the endpoint touch them concurrently. */
+typedef struct acl_rank_stats {
+  _Atomic uint64_t calls;
+  _Atomic uint64_t bytes;
+  _Atomic uint64_t hist[ACL_HIST_N];
+  _Atomic uint64_t dur_count;
+  _Atomic uint64_t dur_ns;
+} acl_rank_stats_t;
+
+enum {
+  ACL_LOGGED_JOIN = 1u << 0,
+  ACL_LOGGED_DECIDE = 1u << 1,
+  ACL_LOGGED_STATIC = 1u << 2,
+};
+
+struct acl_rank {
+  uint64_t comm_id;
+  char name[64];
+  int rank; /* -1 until the profiler ABI tells */
+  int nranks, nnodes;
+  int abi;
+  bool has_profiler, has_tuner;
+  bool online_unsafe; /* tuner ABI without commId */
+  struct acl_cons *cons;
+  char cons_err[256];
+  void *prof_rank;
+  acl_rank_stats_t *stats; /* indexed by workload index */
+  int nstats;
+  _Atomic unsigned logged;
+  struct acl_rank *next;
+};
+
+typedef struct acl_proc {
+  pthread_mutex_t lock; /* ranks list, start/stop */
+  bool cfg_loaded;
+  acl_config_t cfg;
+  acl_table_t *table;   /* static mode */
+  struct timespec t0;
+  struct acl_prof *prof;
+  struct acl_web *web;
+  bool web_failed;      /* logged once; not retried */
+  pthread_t watcher;
+  bool watcher_running;
+  atomic_bool watcher_stop;
+  struct acl_rank *ranks;
+  int nranks_live;
+} acl_proc_t;
+
+extern acl_proc_t acl_proc;
+
+/* plugin_obs.c; called with acl_proc.lock held. */
+void acl_obs_start_locked(void);
+void acl_obs_stop_locked(void);
+
+#endif

@@ -1,0 +1,231 @@
+/* Observability of the plugin: builds snapshots of every rank this process
+ * holds, serves them on the endpoint and turns changes into SSE events. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/render.h"
+#include "profiler/profiler.h"
+#include "tuner/consensus.h"
+#include "tuner/plugin_int.h"
+#include "web/server.h"
+
+/* One snapshot buffer, reused under its own lock: renders are serialised. */
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+static acl_snapshot_t *snap;
+
+static void fill_stats(acl_snap_workload_t *w, const acl_rank_stats_t *st)
+{
+  w->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
+  w->bytes = atomic_load_explicit(&st->bytes, memory_order_relaxed);
+  for (int b = 0; b < ACL_HIST_N; b++)
+    w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
+  w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
+  w->dur_sum = (double)atomic_load_explicit(&st->dur_ns, memory_order_relaxed) * 1e-9;
+}
+
+/* Fills s from every live rank. Takes acl_proc.lock. */
+static void snapshot_build(acl_snapshot_t *s)
+{
+  s->version = ACL_SNAPSHOT_VERSION;
+  gethostname(s->hostname, sizeof(s->hostname) - 1);
+  s->hostname[sizeof(s->hostname) - 1] = '\0';
+  s->pid = (int)getpid();
+  s->ncomms = 0;
+  s->nworkloads = 0;
+  s->workloads_truncated = false;
+
+  pthread_mutex_lock(&acl_proc.lock);
+  s->local_rank = acl_proc.cfg.local_rank;
+  snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  s->uptime_seconds = (double)(now.tv_sec - acl_proc.t0.tv_sec) +
+                      (double)(now.tv_nsec - acl_proc.t0.tv_nsec) * 1e-9;
+  memset(&s->profiler, 0, sizeof(s->profiler));
+  if (acl_proc.prof)
+    acl_prof_stats(acl_proc.prof, &s->profiler);
+  else
+    snprintf(s->profiler.source, sizeof(s->profiler.source), "none");
+
+  for (acl_rank_t *r = acl_proc.ranks; r && s->ncomms < ACL_SNAP_MAX_COMMS; r = r->next) {
+    if (!r->has_tuner)
+      continue;
+    acl_snap_comm_t *c = &s->comms[s->ncomms];
+    memset(c, 0, sizeof(*c));
+    int room = ACL_SNAP_MAX_WORKLOADS - s->nworkloads;
+    acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
+    int n = 0;
+    if (r->cons) {
+      n = acl_cons_snapshot(r->cons, c, ws, room);
+      if (n < 0)
+        n = 0;
+    } else {
+      snprintf(c->role, sizeof(c->role), "%s",
+               acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
+    }
+    c->id = r->comm_id;
+    if (r->name[0])
+      snprintf(c->name, sizeof(c->name), "%s", r->name);
+    else
+      snprintf(c->name, sizeof(c->name), "%016llx", (unsigned long long)r->comm_id);
+    c->rank = r->rank;
+    c->nranks = r->nranks;
+    c->nnodes = r->nnodes;
+    for (int i = 0; i < n; i++) {
+      ws[i].comm = s->ncomms;
+      ws[i].rank = r->rank;
+      if (ws[i].widx < (uint32_t)r->nstats)
+        fill_stats(&ws[i], &r->stats[ws[i].widx]);
+    }
+    if (n == room && room > 0)
+      s->workloads_truncated = true;
+    s->nworkloads += n;
+    s->ncomms++;
+  }
+  pthread_mutex_unlock(&acl_proc.lock);
+}
+
+static void render_with(void (*render)(const acl_snapshot_t *, acl_strbuf_t *),
+                        acl_strbuf_t *out)
+{
+  pthread_mutex_lock(&snap_lock);
+  if (!snap)
+    snap = calloc(1, sizeof(*snap));
+  if (snap) {
+    snapshot_build(snap);
+    render(snap, out);
+  } else {
+    out->failed = true;
+  }
+  pthread_mutex_unlock(&snap_lock);
+}
+
+static void src_metrics(void *user, acl_strbuf_t *out)
+{
+  (void)user;
+  render_with(acl_render_metrics, out);
+}
+
+static void src_state(void *user, acl_strbuf_t *out)
+{
+  (void)user;
+  render_with(acl_render_state_json, out);
+}
+
+/* What the watcher remembers per workload to notice changes. */
+typedef struct seen {
+  uint64_t comm_id;
+  int rank;
+  uint32_t widx;
+  acl_phase_t phase;
+  uint32_t last_step;
+  int traj_len;
+  acl_candidate_t best;
+} seen_t;
+
+#define WATCH_PERIOD_US 250000
+#define WATCH_MAX_EVENTS 64 /* per period, so a burst can't flood clients */
+
+static seen_t *seen_find(seen_t *tab, int n, const acl_snapshot_t *s,
+                         const acl_snap_workload_t *w)
+{
+  for (int i = 0; i < n; i++)
+    if (tab[i].comm_id == s->comms[w->comm].id && tab[i].rank == w->rank &&
+        tab[i].widx == w->widx)
+      return &tab[i];
+  return NULL;
+}
+
+static void *watcher_main(void *arg)
+{
+  (void)arg;
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  seen_t *tab = calloc(ACL_SNAP_MAX_WORKLOADS, sizeof(*tab));
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  int nseen = 0;
+  while (s && tab && !atomic_load(&acl_proc.watcher_stop)) {
+    usleep(WATCH_PERIOD_US);
+    snapshot_build(s);
+    int events = 0;
+    for (int i = 0; i < s->nworkloads && events < WATCH_MAX_EVENTS; i++) {
+      const acl_snap_workload_t *w = &s->workloads[i];
+      uint32_t step = w->traj_len ? w->traj[w->traj_len - 1].step : 0;
+      seen_t *p = seen_find(tab, nseen, s, w);
+      if (!p) {
+        if (nseen == ACL_SNAP_MAX_WORKLOADS)
+          continue;
+        p = &tab[nseen++];
+        *p = (seen_t){.comm_id = s->comms[w->comm].id, .rank = w->rank, .widx = w->widx,
+                      .phase = ACL_PHASE_COUNT};
+      }
+      const char *ev = NULL;
+      if (p->phase != w->phase || !acl_candidate_eq(&p->best, &w->best))
+        ev = "decision";
+      else if (p->traj_len != w->traj_len || p->last_step != step)
+        ev = "sample";
+      if (!ev)
+        continue;
+      p->phase = w->phase;
+      p->best = w->best;
+      p->traj_len = w->traj_len;
+      p->last_step = step;
+      acl_sb_reset(&sb);
+      acl_render_event_json(s, w, &sb);
+      pthread_mutex_lock(&acl_proc.lock);
+      if (acl_sb_ok(&sb) && acl_proc.web)
+        acl_web_publish(acl_proc.web, ev, sb.data);
+      pthread_mutex_unlock(&acl_proc.lock);
+      events++;
+    }
+  }
+  acl_sb_free(&sb);
+  free(tab);
+  free(s);
+  return NULL;
+}
+
+void acl_obs_start_locked(void)
+{
+  const acl_config_t *cfg = &acl_proc.cfg;
+  if (acl_proc.web || acl_proc.web_failed || cfg->http_port < 0)
+    return;
+  int port = cfg->http_port == 0 ? 0 : cfg->http_port + cfg->local_rank;
+  char err[256] = "";
+  acl_web_source_t src = {.user = NULL, .render_metrics = src_metrics, .render_state = src_state};
+  if (port > 65535) {
+    snprintf(err, sizeof(err), "port %d (AUTOCCL_HTTP_PORT + local rank %d) is out of range",
+             port, cfg->local_rank);
+  } else {
+    acl_proc.web = acl_web_start(cfg->http_bind, port, &src, err, sizeof(err));
+  }
+  if (!acl_proc.web) {
+    /* Logged once; the job goes on without an endpoint. */
+    acl_proc.web_failed = true;
+    acl_warn("HTTP endpoint disabled: %s", err);
+    return;
+  }
+  acl_info("endpoint on http://%s:%d/ (metrics at /metrics)", cfg->http_bind,
+           acl_web_port(acl_proc.web));
+  atomic_store(&acl_proc.watcher_stop, false);
+  acl_proc.watcher_running = pthread_create(&acl_proc.watcher, NULL, watcher_main, NULL) == 0;
+}
+
+void acl_obs_stop_locked(void)
+{
+  if (acl_proc.watcher_running) {
+    atomic_store(&acl_proc.watcher_stop, true);
+    /* The watcher takes acl_proc.lock briefly to publish: let it finish. */
+    pthread_mutex_unlock(&acl_proc.lock);
+    pthread_join(acl_proc.watcher, NULL);
+    pthread_mutex_lock(&acl_proc.lock);
+    acl_proc.watcher_running = false;
+  }
+  acl_web_stop(acl_proc.web);
+  acl_proc.web = NULL;
+  acl_proc.web_failed = false;
+}
