@@ -1,0 +1,110 @@
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void acl_h_load(acl_h_plugin_t *p)
+{
+  memset(p, 0, sizeof(*p));
+  const char *path = getenv("ACL_PLUGIN");
+  cr_assert_not_null(path, "ACL_PLUGIN must name the built plugin");
+  p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(p->handle, "dlopen: %s", dlerror());
+  /* NCCL's order: the newest ABI it knows first. */
+  p->v5 = dlsym(p->handle, "ncclTunerPlugin_v5");
+  p->v4 = dlsym(p->handle, "ncclTunerPlugin_v4");
+  p->v3 = dlsym(p->handle, "ncclTunerPlugin_v3");
+  p->v2 = dlsym(p->handle, "ncclTunerPlugin_v2");
+  p->prof = dlsym(p->handle, "ncclProfiler_v5");
+  p->version = p->v5 ? 5 : p->v4 ? 4 : p->v3 ? 3 : p->v2 ? 2 : 0;
+}
+
+void acl_h_unload(acl_h_plugin_t *p)
+{
+  if (p->handle)
+    dlclose(p->handle);
+  memset(p, 0, sizeof(*p));
+}
+
+static void alpha_beta(float *out, double alpha_us, double bw_gbs, size_t nbytes, double factor)
+{
+  *out = (float)(alpha_us + factor * (double)nbytes / (bw_gbs * 1e3));
+}
+
+void acl_h_cost_table(int coll, size_t nbytes, int nranks, float t[7][3])
+{
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++)
+      t[a][p] = -1.0f;
+  double n = nranks, f = coll == ncclFuncAllReduce ? 2.0 * (n - 1) / n
+                         : (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
+                             ? (n - 1) / n
+                             : 1.0;
+  /* Per-protocol latency (us) and bandwidth (GB/s): LL is fast to start and
+   * slow to stream, Simple the reverse. */
+  static const double lat[3] = {4.0, 6.5, 11.0}, bw[3] = {40.0, 150.0, 260.0};
+  for (int p = 0; p < 3; p++)
+    alpha_beta(&t[NCCL_ALGO_RING][p], lat[p] * (n - 1), bw[p], nbytes, f);
+  if (coll == ncclFuncAllReduce) {
+    for (int p = 0; p < 3; p++)
+      alpha_beta(&t[NCCL_ALGO_TREE][p], lat[p] * 2.0, bw[p] * 0.8, nbytes, f);
+    alpha_beta(&t[NCCL_ALGO_NVLS][2], 9.0, 330.0, nbytes, f); /* Simple only */
+  }
+  if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) {
+    alpha_beta(&t[NCCL_ALGO_NVLS][2], 9.0, 300.0, nbytes, f);
+    alpha_beta(&t[NCCL_ALGO_PAT][2], 7.0, 180.0, nbytes, f);
+  }
+}
+
+int acl_h_select(float t[7][3], int *algo, int *proto)
+{
+  float best = -1.0f;
+  *algo = *proto = -1;
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++)
+      if (t[a][p] >= 0.0f && (best < 0.0f || t[a][p] < best)) {
+        best = t[a][p];
+        *algo = a;
+        *proto = p;
+      }
+  return *algo < 0 ? -1 : 0;
+}
+
+static char log_buf[1 << 16];
+static size_t log_len;
+
+void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                  const char *fmt, ...)
+{
+  (void)file;
+  (void)line;
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  int n = snprintf(log_buf + log_len, sizeof(log_buf) - log_len, "[%d/%lx] %s\n", (int)level,
+                   flags, msg);
+  if (n > 0 && log_len + (size_t)n < sizeof(log_buf))
+    log_len += (size_t)n;
+}
+
+int acl_h_log_count(const char *needle)
+{
+  int n = 0;
+  for (const char *p = log_buf; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+const char *acl_h_log_text(void) { return log_buf; }
+
+void acl_h_log_clear(void)
+{
+  log_len = 0;
+  log_buf[0] = '\0';
+}

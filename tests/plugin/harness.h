@@ -1,0 +1,42 @@
+/* Loads the built plugin exactly as NCCL does and plays NCCL's part around
+ * it: dlopen(RTLD_NOW|RTLD_LOCAL), tuner symbol lookup v5 -> v2, cost tables
+ * shaped like NCCL's (float[7][3] passed as float**), NCCL's selection rule. */
+#ifndef ACL_TESTS_HARNESS_H
+#define ACL_TESTS_HARNESS_H
+
+#include <stddef.h>
+
+#include "core/abi.h"
+
+typedef struct acl_h_plugin {
+  void *handle;
+  int version; /* highest tuner ABI found: 5..2, 0 = none */
+  ncclTuner_v5_t *v5;
+  ncclTuner_v4_t *v4;
+  ncclTuner_v3_t *v3;
+  ncclTuner_v2_t *v2;
+  ncclProfiler_v5_t *prof;
+} acl_h_plugin_t;
+
+/* Path from $ACL_PLUGIN (set by meson); aborts the test on failure. */
+void acl_h_load(acl_h_plugin_t *p);
+void acl_h_unload(acl_h_plugin_t *p);
+
+/* A realistic cost table (us) for nranks GPUs on one NVLink node: an
+ * alpha-beta model per (algo, proto), -1 where NCCL would not offer the pair
+ * (CollNet without a CollNet network, NVLS outside AllReduce/AllGather/
+ * ReduceScatter, PAT outside AllGather/ReduceScatter, Tree outside
+ * AllReduce). */
+void acl_h_cost_table(int coll, size_t nbytes, int nranks, float t[7][3]);
+/* NCCL's rule: strict minimum over entries >= 0, algorithm-major scan, the
+ * lowest index wins ties. Returns 0, or -1 when nothing is valid. */
+int acl_h_select(float t[7][3], int *algo, int *proto);
+
+/* Messages the plugin sent through the logger we hand it. */
+void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                  const char *fmt, ...);
+int acl_h_log_count(const char *needle); /* lines containing needle */
+const char *acl_h_log_text(void);
+void acl_h_log_clear(void);
+
+#endif

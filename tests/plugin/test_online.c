@@ -1,0 +1,123 @@
+/* Online tuning through the real plugin, played like NCCL: profiler init
+ * then tuner init per rank, one thread driving every rank of the
+ * communicator inside each "group" (the DESIGN.md §5 hazard), samples fed
+ * back through the profiler ABI (Coll + KernelCh events). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NR 4
+static acl_h_plugin_t P;
+
+typedef struct rank {
+  void *pctx, *tctx;
+  int mask;
+} rank_t;
+
+static void teardown(void) { acl_h_unload(&P); }
+TestSuite(online, .fini = teardown, .timeout = 60);
+
+static const char *const coll_names[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                          "AllReduce"};
+static const char *const algo_names[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                          "NVLS", "NVLS_TREE", "PAT"};
+static const char *const proto_names[3] = {"LL", "LL128", "SIMPLE"};
+
+/* The simulated truth: RING/LL128 with 16 channels is fastest for this
+ * size; NCCL's cost table believes otherwise. */
+static double true_us(int a, int p, int nch)
+{
+  double base = a == NCCL_ALGO_RING ? 100.0 : 140.0;
+  double proto = p == NCCL_PROTO_LL128 ? 0.8 : p == NCCL_PROTO_LL ? 1.6 : 1.0;
+  int ch = nch > 0 ? nch : 8;
+  double chf = 1.0 + 0.15 * fabs(log2((double)ch / 16.0));
+  return base * proto * chf;
+}
+
+static void feed(rank_t *r, int coll, size_t nbytes, int a, int p, int nch, uint64_t *clock)
+{
+  if (!(r->mask & ncclProfileColl))
+    return;
+  ncclProfilerEventDescr_v5_t d = {0};
+  d.type = ncclProfileColl;
+  d.coll.func = coll_names[coll];
+  d.coll.count = nbytes / 4;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = (uint8_t)(nch > 0 ? nch : 8);
+  d.coll.algo = algo_names[a];
+  d.coll.proto = proto_names[p];
+  void *coll_h = NULL;
+  P.prof->startEvent(r->pctx, &coll_h, &d);
+  double us = true_us(a, p, nch);
+  for (int c = 0; c < d.coll.nChannels && (r->mask & ncclProfileKernelCh); c++) {
+    ncclProfilerEventDescr_v5_t k = {0};
+    k.type = ncclProfileKernelCh;
+    k.parentObj = coll_h;
+    k.kernelCh.channelId = (uint8_t)c;
+    k.kernelCh.pTimer = *clock;
+    void *kh = NULL;
+    P.prof->startEvent(r->pctx, &kh, &k);
+    ncclProfilerEventStateArgs_v5_t st = {.kernelCh.pTimer = *clock + (uint64_t)(us * 1000.0)};
+    P.prof->recordEventState(kh, ncclProfilerKernelChStop, &st);
+    P.prof->stopEvent(kh);
+  }
+  P.prof->stopEvent(coll_h);
+  *clock += (uint64_t)(us * 1000.0) + 1000;
+}
+
+Test(online, one_thread_drives_four_ranks_and_they_agree)
+{
+  setenv("AUTOCCL_MODE", "online", 1);
+  acl_h_load(&P);
+  rank_t r[NR] = {0};
+  uint64_t comm = 0xfeedbeef12345678ull ^ (uint64_t)getpid();
+  for (int i = 0; i < NR; i++) {
+    cr_assert_eq(P.prof->init(&r[i].pctx, comm, &r[i].mask, "harness", 1, NR, i, acl_h_logger),
+                 ncclSuccess);
+    cr_assert_eq(P.v5->init(&r[i].tctx, comm, NR, 1, acl_h_logger, NULL, NULL), ncclSuccess);
+    cr_assert_not_null(r[i].tctx);
+  }
+  const size_t sizes[3] = {64u << 10, 4u << 20, 64u << 20};
+  uint64_t clock[NR] = {0};
+  int changed = 0, last[3][3] = {{-1}}, stable_since[3] = {0};
+  for (int call = 0; call < 1500; call++) {
+    int w = call % 3, coll = w == 1 ? ncclFuncAllGather : ncclFuncAllReduce;
+    int got[NR][3];
+    /* One group: rank 0, 1, 2, 3 in turn on this thread. */
+    for (int i = 0; i < NR; i++) {
+      float t[7][3];
+      acl_h_cost_table(coll, sizes[w], NR, t);
+      int nch = 0;
+      cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1,
+                                     (float **)(void *)t, 7, 3, 0, &nch),
+                   ncclSuccess, "call %d rank %d failed: %s", call, i, acl_h_log_text());
+      acl_h_select(t, &got[i][0], &got[i][1]);
+      got[i][2] = nch;
+    }
+    for (int i = 1; i < NR; i++)
+      cr_assert(got[i][0] == got[0][0] && got[i][1] == got[0][1] && got[i][2] == got[0][2],
+                "call %d: rank %d runs %d/%d/%d, rank 0 runs %d/%d/%d", call, i, got[i][0],
+                got[i][1], got[i][2], got[0][0], got[0][1], got[0][2]);
+    for (int i = 0; i < NR; i++)
+      feed(&r[i], coll, sizes[w], got[i][0], got[i][1], got[i][2], &clock[i]);
+    if (memcmp(last[w], got[0], sizeof(last[w])) != 0) {
+      changed++;
+      stable_since[w] = call;
+      memcpy(last[w], got[0], sizeof(last[w]));
+    }
+  }
+  /* It explored (decisions changed) and then settled on something. */
+  cr_assert_gt(changed, 3, "the tuner never tried another candidate");
+  for (int w = 0; w < 3; w++)
+    cr_assert_lt(stable_since[w], 1200, "workload %d still changing at call %d", w,
+                 stable_since[w]);
+  for (int i = 0; i < NR; i++) {
+    cr_assert_eq(P.v5->finalize(r[i].tctx), ncclSuccess);
+    cr_assert_eq(P.prof->finalize(r[i].pctx), ncclSuccess);
+  }
+}
