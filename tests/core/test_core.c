@@ -1,0 +1,184 @@
+/* core/: config parsing, tuning tables, string buffer, names and formulas. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/strbuf.h"
+#include "core/table.h"
+#include "core/types.h"
+
+typedef struct kv {
+  const char *k, *v;
+} kv_t;
+
+static const char *fake_get(void *user, const char *name)
+{
+  for (const kv_t *e = user; e->k; e++)
+    if (strcmp(e->k, name) == 0)
+      return e->v;
+  return NULL;
+}
+
+static char reports[8][512];
+static int nreports;
+static void collect(void *user, const char *msg)
+{
+  (void)user;
+  if (nreports < 8)
+    snprintf(reports[nreports], sizeof(reports[0]), "%s", msg);
+  nreports++;
+}
+
+static int parse(const kv_t *env, acl_config_t *cfg)
+{
+  nreports = 0;
+  acl_config_defaults(cfg);
+  return acl_config_parse(cfg, fake_get, (void *)env, collect, NULL);
+}
+
+Test(config, defaults_when_unset)
+{
+  kv_t env[] = {{NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(env, &c), 0);
+  cr_assert_eq(c.mode, ACL_MODE_ONLINE);
+  cr_assert_eq(c.http_port, -1);
+  cr_assert_str_eq(c.http_bind, "127.0.0.1");
+  cr_assert_eq(c.warmup_calls, 5);
+  cr_assert_eq(c.local_rank, 0);
+}
+
+Test(config, valid_values)
+{
+  kv_t env[] = {{"AUTOCCL_MODE", "STATIC"}, {"AUTOCCL_HTTP_PORT", "9464"},
+                {"AUTOCCL_HTTP_BIND", "0.0.0.0"}, {"AUTOCCL_LOG", "debug"},
+                {"AUTOCCL_COORDINATOR", "10.0.0.1:29501"}, {"LOCAL_RANK", "3"},
+                {"AUTOCCL_WARMUP", "0"}, {NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(env, &c), 0);
+  cr_assert_eq(c.mode, ACL_MODE_STATIC);
+  cr_assert_eq(c.http_port, 9464);
+  cr_assert_str_eq(c.http_bind, "0.0.0.0");
+  cr_assert_eq(c.log_level, 3);
+  cr_assert_str_eq(c.coordinator, "10.0.0.1:29501");
+  cr_assert_eq(c.local_rank, 3);
+  cr_assert_eq(c.warmup_calls, 0);
+}
+
+Test(config, invalid_values_named_and_defaulted)
+{
+  kv_t env[] = {{"AUTOCCL_MODE", "fast"}, {"AUTOCCL_HTTP_PORT", "80x"},
+                {"AUTOCCL_SAMPLES", "1"}, {"AUTOCCL_COORDINATOR", "nohost"},
+                {"AUTOCCL_HTTP_BIND", "1.2.3.4; rm -rf"}, {NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(env, &c), 5);
+  cr_assert_eq(nreports, 5);
+  cr_assert_eq(c.mode, ACL_MODE_ONLINE);
+  cr_assert_eq(c.http_port, -1);
+  cr_assert_eq(c.samples_per_cand, 5);
+  cr_assert_str_eq(c.coordinator, "");
+  cr_assert_str_eq(c.http_bind, "127.0.0.1");
+  cr_assert(strstr(reports[0], "AUTOCCL_MODE") && strstr(reports[0], "online, static, off"),
+            "%s", reports[0]);
+  cr_assert(strstr(reports[1], "AUTOCCL_HTTP_PORT"), "%s", reports[1]);
+}
+
+Test(config, local_rank_sources_in_order)
+{
+  kv_t env[] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "5"}, {"SLURM_LOCALID", "6"}, {NULL, NULL}};
+  acl_config_t c;
+  parse(env, &c);
+  cr_assert_eq(c.local_rank, 5);
+  kv_t env2[] = {{"AUTOCCL_LOCAL_RANK", "2"}, {"LOCAL_RANK", "7"}, {NULL, NULL}};
+  parse(env2, &c);
+  cr_assert_eq(c.local_rank, 2);
+}
+
+Test(config, int_parse_is_strict)
+{
+  long v;
+  cr_assert(acl_parse_int("42", 0, 100, &v) && v == 42);
+  cr_assert_not(acl_parse_int("42 ", 0, 100, &v));
+  cr_assert_not(acl_parse_int("", 0, 100, &v));
+  cr_assert_not(acl_parse_int("101", 0, 100, &v));
+  cr_assert_not(acl_parse_int("99999999999999999999", 0, 100, &v));
+}
+
+Test(table, parses_rules_and_first_match_wins)
+{
+  const char *txt = "# c\n\nall_reduce 0 64K RING LL 0  # small\n"
+                    "AllReduce 64K max Tree Simple 16\r\n* 0 max RING LL128 0\n";
+  acl_table_t t;
+  char err[200];
+  cr_assert_eq(acl_table_parse(txt, strlen(txt), &t, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(t.nrules, 3);
+  const acl_table_rule_t *r = acl_table_lookup(&t, 4, 65536);
+  cr_assert_eq(r->cand.algo, 1); /* 64K is inside the first (inclusive) range */
+  r = acl_table_lookup(&t, 4, 65537);
+  cr_assert_eq(r->cand.algo, 0);
+  cr_assert_eq(r->cand.nchannels, 16);
+  r = acl_table_lookup(&t, 2, 10);
+  cr_assert_eq(r->cand.proto, 1);
+}
+
+Test(table, errors_name_the_line)
+{
+  const char *bad[] = {"all_reduce 0 1M RING LL\n", "all_reduce 0 1Q RING LL 0\n",
+                       "x 0 1M RING LL 0\n", "all_reduce 2M 1M RING LL 0\n",
+                       "all_reduce 0 1M RING LL 65\n", "ok 0\n"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    acl_table_t t;
+    char err[200] = "";
+    cr_assert_neq(acl_table_parse(bad[i], strlen(bad[i]), &t, err, sizeof(err)), 0, "%s",
+                  bad[i]);
+    cr_assert(strstr(err, "line 1"), "%s", err);
+  }
+}
+
+Test(table, sizes)
+{
+  uint64_t v;
+  cr_assert(acl_parse_size("64K", &v) && v == 65536);
+  cr_assert(acl_parse_size("1GiB", &v) && v == (1ull << 30));
+  cr_assert(acl_parse_size("max", &v) && v == UINT64_MAX);
+  cr_assert_not(acl_parse_size("-1", &v));
+  cr_assert_not(acl_parse_size("99999999999999999T", &v));
+}
+
+Test(strbuf, grows_and_escapes_json)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  for (int i = 0; i < 1000; i++)
+    acl_sb_printf(&sb, "%d,", i);
+  cr_assert(acl_sb_ok(&sb));
+  cr_assert_eq(strncmp(sb.data, "0,1,2,", 6), 0);
+  acl_sb_reset(&sb);
+  acl_sb_json_str(&sb, "a\"b\\c\n\x01");
+  cr_assert_str_eq(sb.data, "\"a\\\"b\\\\c\\n\\u0001\"");
+  size_t n;
+  char *s = acl_sb_steal(&sb, &n);
+  cr_assert_eq(n, strlen(s));
+  free(s);
+  acl_sb_free(&sb);
+}
+
+Test(types, names_parse_and_busbw)
+{
+  cr_assert_eq(acl_coll_parse("AllReduce"), 4);
+  cr_assert_eq(acl_coll_parse("all_gather"), 2);
+  cr_assert_eq(acl_algo_parse("Ring"), 1);
+  cr_assert_eq(acl_algo_parse("NVLS_TREE"), 5);
+  cr_assert_eq(acl_proto_parse("Simple"), 2);
+  cr_assert_eq(acl_proto_parse("bogus"), -1);
+  cr_assert_float_eq(acl_busbw_factor(4, 8), 1.75, 1e-12);
+  cr_assert_float_eq(acl_busbw_factor(2, 8), 0.875, 1e-12);
+  cr_assert_float_eq(acl_busbw_factor(0, 8), 1.0, 1e-12);
+  char buf[64];
+  acl_candidate_t c = {.algo = 1, .proto = 2, .nchannels = 16};
+  cr_assert_str_eq(acl_candidate_str(&c, buf, sizeof(buf)), "RING/SIMPLE/16ch");
+  c.algo = ACL_ALGO_NCCL;
+  cr_assert_str_eq(acl_candidate_str(&c, buf, sizeof(buf)), "NCCL default");
+}
