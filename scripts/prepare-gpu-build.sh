@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds here for the GPU machine: a build folder with CUDA parts on, and
+# devlib/ with the libraries the GPU machine lacks (libmicrohttpd). Then:
+#   run(command="scripts/gpu-check.sh build-gpu", carry=["build-gpu","devlib"])
+set -eu
+B=${1:-build-gpu}
+[ -d "$B" ] || meson setup "$B" -Dcuda=enabled -Dtests=disabled -Dtui=disabled
+meson compile -C "$B"
+mkdir -p devlib
+cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 devlib/
+du -sh "$B" devlib
