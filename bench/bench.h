@@ -126,6 +126,15 @@ struct run_summary {
   int rc;
 };
 
+/* bounded string copy that always terminates dst */
+static inline void str_copy(char *dst, size_t len, const char *src) {
+  size_t n = 0;
+  if (!len) return;
+  while (n + 1 < len && src[n]) n++;
+  for (size_t i = 0; i < n; i++) dst[i] = src[i];
+  dst[n] = 0;
+}
+
 /* ---- args.c ---- */
 void cfg_defaults(struct bench_cfg *c);
 /* returns 0 ok, BENCH_EXIT_USAGE on error (message printed), -1 if --help/--version printed */
@@ -178,8 +187,11 @@ void progress_done(const struct bench_cfg *c);
 /* ---- worker.c (CUDA + NCCL) ---- */
 int worker_main(const struct bench_cfg *c);
 
-/* ---- fake.c: synthetic worker for tests without a GPU ---- */
-void fake_run(const struct bench_cfg *c, const size_t *sizes, int nsizes, struct run_summary *s);
+/* ---- fake.c: synthetic timings for tests without a GPU (--fake) ----
+ * per-iteration times (us) of one rank for one size under the NCCL_* and
+ * NCCL_TUNER_PLUGIN variables of the environment; *status = 1 when the
+ * environment asks for an algorithm the collective does not support. */
+void fake_times(const struct bench_cfg *c, int nranks, size_t bytes, int T, double *out, int *status);
 
 /* ---- compare.c ---- */
 int compare_main(const struct bench_cfg *c);

@@ -1,0 +1,696 @@
+/* The measuring side of autoccl-bench: NCCL communicators, buffers, CUDA
+ * event timing per iteration, result checking, and the two launch models
+ * (--procs: fork one process per GPU, ncclUniqueId over a pipe,
+ * ncclCommInitRank; --single: ncclCommInitAll and group calls). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "bench.h"
+#include "gemm.h"
+
+_Static_assert((int)ncclInt8 == DT_INT8 && (int)ncclUint8 == DT_UINT8 && (int)ncclInt32 == DT_INT32 &&
+                   (int)ncclUint32 == DT_UINT32 && (int)ncclInt64 == DT_INT64 && (int)ncclUint64 == DT_UINT64 &&
+                   (int)ncclFloat16 == DT_HALF && (int)ncclFloat32 == DT_FLOAT && (int)ncclFloat64 == DT_DOUBLE &&
+                   (int)ncclBfloat16 == DT_BF16,
+               "datatype enum must match ncclDataType_t");
+_Static_assert((int)ncclSum == OP_SUM && (int)ncclProd == OP_PROD && (int)ncclMax == OP_MAX && (int)ncclMin == OP_MIN,
+               "op enum must match ncclRedOp_t");
+
+#define EVENT_CHUNK 1024
+
+/* Lives in MAP_SHARED memory so forked ranks write their results where the
+ * parent reads them. */
+struct shared {
+  int nranks, nsizes, T;
+  size_t sizes[BENCH_MAX_SIZES];
+  atomic_int size_done[BENCH_MAX_RANKS];
+  int status[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
+  long long wrong[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
+  double gemm_tf[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
+  double gemm_iso[BENCH_MAX_RANKS], gemm_run[BENCH_MAX_RANKS], gemm_duty[BENCH_MAX_RANKS];
+  int nccl_version;
+  char errmsg[BENCH_MAX_RANKS][256];
+  double times[]; /* [rank][size][T], microseconds */
+};
+
+static double *times_of(struct shared *sh, int rank, int s) {
+  return sh->times + ((size_t)rank * (size_t)sh->nsizes + (size_t)s) * (size_t)sh->T;
+}
+
+struct gpu {
+  int dev, rank;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  void *send, *recv;
+  void *hsend, *hrecv;
+  cudaEvent_t ev0[EVENT_CHUNK], ev1[EVENT_CHUNK];
+  int nev;
+  struct gemm_ctx *gemm;
+  long long gemm_done0;
+  /* per size */
+  void *in, *out;
+  size_t in_elems, out_elems, check_elems;
+};
+
+static void set_err(struct shared *sh, int rank, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(struct shared *sh, int rank, const char *fmt, ...) {
+  if (sh->errmsg[rank][0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sh->errmsg[rank], sizeof(sh->errmsg[rank]), fmt, ap);
+  va_end(ap);
+}
+
+#define CTRY(rank, call)                                                                                           \
+  do {                                                                                                             \
+    cudaError_t e_ = (call);                                                                                       \
+    if (e_ != cudaSuccess) {                                                                                       \
+      set_err(sh, (rank), "rank %d: %s: %s", (rank), #call, cudaGetErrorString(e_));                               \
+      goto fail;                                                                                                   \
+    }                                                                                                              \
+  } while (0)
+
+#define NTRY(rank, comm, call)                                                                                     \
+  do {                                                                                                             \
+    ncclResult_t r_ = (call);                                                                                      \
+    if (r_ != ncclSuccess) {                                                                                       \
+      const char *last_ = ncclGetLastError(comm);                                                                  \
+      set_err(sh, (rank), "rank %d: %s: %s%s%s", (rank), #call, ncclGetErrorString(r_), last_ && *last_ ? ": " : "", \
+              last_ ? last_ : "");                                                                                 \
+      goto fail;                                                                                                   \
+    }                                                                                                              \
+  } while (0)
+
+static ncclResult_t launch(const struct bench_cfg *c, struct gpu *g, size_t count, int nranks) {
+  ncclDataType_t dt = (ncclDataType_t)c->dt;
+  ncclRedOp_t op = (ncclRedOp_t)c->op;
+  switch (c->coll) {
+  case COLL_ALL_REDUCE: return ncclAllReduce(g->in, g->out, count, dt, op, g->comm, g->stream);
+  case COLL_ALL_GATHER: return ncclAllGather(g->in, g->out, count / (size_t)nranks, dt, g->comm, g->stream);
+  case COLL_REDUCE_SCATTER:
+    return ncclReduceScatter(g->in, g->out, count / (size_t)nranks, dt, op, g->comm, g->stream);
+  case COLL_BROADCAST: return ncclBroadcast(g->in, g->out, count, dt, c->root, g->comm, g->stream);
+  case COLL_REDUCE: return ncclReduce(g->in, g->out, count, dt, op, c->root, g->comm, g->stream);
+  default: return ncclInvalidArgument;
+  }
+}
+
+/* where input and output live for this size (nccl-tests' in-place layout) */
+static void place_buffers(const struct bench_cfg *c, struct gpu *g, size_t count, int nranks) {
+  size_t es = dtype_size(c->dt), per = count / (size_t)nranks;
+  char *send = g->send, *recv = g->recv;
+  switch (c->coll) {
+  case COLL_ALL_GATHER:
+    g->out = recv;
+    g->out_elems = count;
+    g->in = c->inplace ? recv + (size_t)g->rank * per * es : send;
+    g->in_elems = per;
+    break;
+  case COLL_REDUCE_SCATTER:
+    g->in = send;
+    g->in_elems = count;
+    g->out = c->inplace ? send + (size_t)g->rank * per * es : recv;
+    g->out_elems = per;
+    break;
+  default: /* all_reduce, broadcast, reduce */
+    g->out = recv;
+    g->out_elems = count;
+    g->in = c->inplace ? recv : send;
+    g->in_elems = count;
+    break;
+  }
+  g->check_elems = (c->coll == COLL_REDUCE && g->rank != c->root) ? 0 : g->out_elems;
+}
+
+static void print_device_line(struct gpu *g) {
+  struct cudaDeviceProp p;
+  char bus[32] = "?";
+  if (cudaGetDeviceProperties(&p, g->dev) == cudaSuccess) {
+    snprintf(bus, sizeof(bus), "%04x:%02x:%02x", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+    printf("#  rank %2d  pid %7d  device %2d [%s] %s\n", g->rank, (int)getpid(), g->dev, bus, p.name);
+  }
+  fflush(stdout);
+}
+
+static void summarize_size(const struct bench_cfg *c, struct shared *sh, int s, struct size_result *r) {
+  int T = sh->T, n = sh->nranks;
+  r->bytes = sh->sizes[s];
+  r->count = sh->sizes[s] / dtype_size(c->dt);
+  r->status = 0;
+  r->wrong = 0;
+  r->gemm_tflops = -1;
+  double gsum = 0;
+  int gn = 0;
+  for (int k = 0; k < n; k++) {
+    if (sh->status[k][s]) r->status = sh->status[k][s];
+    r->wrong += sh->wrong[k][s];
+    if (c->gemm && sh->gemm_tf[k][s] >= 0) {
+      gsum += sh->gemm_tf[k][s];
+      gn++;
+    }
+  }
+  if (gn) r->gemm_tflops = gsum / gn;
+  double *t = malloc(sizeof(double) * (size_t)T);
+  if (!t) {
+    r->status = -1;
+    return;
+  }
+  double sum = 0;
+  for (int i = 0; i < T; i++) {
+    double m = 0;
+    for (int k = 0; k < n; k++) {
+      double v = times_of(sh, k, s)[i];
+      if (v > m) m = v;
+    }
+    t[i] = m;
+    sum += m;
+  }
+  r->time_incl_us = sum / T;
+  int first = T - c->iters;
+  double mn = INFINITY;
+  for (int i = first; i < T; i++)
+    if (t[i] < mn) mn = t[i];
+  r->time_min_us = mn;
+  r->time_us = median_of(t + first, c->iters);
+  free(t);
+  if (r->status) {
+    r->time_us = r->time_incl_us = r->time_min_us = NAN;
+  }
+}
+
+/* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
+static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal, int reporter) {
+  int n = sh->nranks, T = sh->T;
+  size_t maxbytes = sh->sizes[sh->nsizes - 1];
+  int failed = 0, s = 0;
+  int maxprint = 10;
+  struct run_summary *rowbuf = NULL;
+  for (int j = 0; j < nlocal; j++) {
+    struct gpu *g = &gs[j];
+    CTRY(g->rank, cudaSetDevice(g->dev));
+    CTRY(g->rank, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    CTRY(g->rank, cudaMalloc(&g->send, maxbytes));
+    CTRY(g->rank, cudaMalloc(&g->recv, maxbytes));
+    CTRY(g->rank, cudaMemset(g->send, 0, maxbytes));
+    CTRY(g->rank, cudaMemset(g->recv, 0, maxbytes));
+    g->nev = T < EVENT_CHUNK ? T : EVENT_CHUNK;
+    for (int i = 0; i < g->nev; i++) {
+      CTRY(g->rank, cudaEventCreate(&g->ev0[i]));
+      CTRY(g->rank, cudaEventCreate(&g->ev1[i]));
+    }
+    if (c->check) {
+      CTRY(g->rank, cudaMallocHost(&g->hsend, maxbytes));
+      CTRY(g->rank, cudaMallocHost(&g->hrecv, maxbytes));
+    }
+    if (!c->internal_child) print_device_line(g);
+  }
+  for (int j = 0; j < nlocal; j++) {
+    if (!c->gemm) break;
+    char err[300];
+    gs[j].gemm = gemm_start(gs[j].dev, c->gemm_n, c->gemm_duty, err, sizeof(err));
+    if (!gs[j].gemm) {
+      set_err(sh, gs[j].rank, "rank %d: %s", gs[j].rank, err);
+      goto fail;
+    }
+    sh->gemm_iso[gs[j].rank] = gemm_iso_tflops(gs[j].gemm);
+  }
+  rowbuf = calloc(1, sizeof(*rowbuf));
+  if (!rowbuf) goto fail;
+
+  for (s = 0; s < sh->nsizes; s++) {
+    size_t bytes = sh->sizes[s], count = bytes / dtype_size(c->dt);
+    char sz[32];
+    format_size(bytes, sz, sizeof(sz));
+    if (reporter) progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label, coll_name(c->coll), sz, s + 1,
+                           sh->nsizes, T);
+    for (int j = 0; j < nlocal; j++) place_buffers(c, &gs[j], count, n);
+    double t0 = now_s();
+    for (int j = 0; j < nlocal; j++) gs[j].gemm_done0 = gs[j].gemm ? gemm_done(gs[j].gemm) : 0;
+    int k = 0, base = 0;
+    for (int it = 0; it < T; it++) {
+      if (c->check) {
+        for (int j = 0; j < nlocal; j++) {
+          struct gpu *g = &gs[j];
+          size_t es = dtype_size(c->dt);
+          pattern_fill(c, n, g->rank, it, g->hsend, g->in_elems);
+          CTRY(g->rank, cudaSetDevice(g->dev));
+          CTRY(g->rank, cudaMemsetAsync(g->out, 0x7f, g->out_elems * es, g->stream));
+          CTRY(g->rank, cudaMemcpyAsync(g->in, g->hsend, g->in_elems * es, cudaMemcpyHostToDevice, g->stream));
+        }
+      }
+      for (int j = 0; j < nlocal; j++) {
+        CTRY(gs[j].rank, cudaSetDevice(gs[j].dev));
+        CTRY(gs[j].rank, cudaEventRecord(gs[j].ev0[k], gs[j].stream));
+      }
+      {
+        ncclResult_t lr = ncclSuccess;
+        int bad = 0;
+        if (nlocal > 1) lr = ncclGroupStart();
+        for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
+          lr = launch(c, &gs[j], count, n);
+          bad = j;
+        }
+        if (nlocal > 1) {
+          ncclResult_t er = ncclGroupEnd(); /* always close the group */
+          if (lr == ncclSuccess) lr = er;
+        }
+        if (lr != ncclSuccess) {
+          const char *last = ncclGetLastError(gs[bad].comm);
+          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank, coll_name(c->coll), sz,
+                  ncclGetErrorString(lr), last && *last ? ": " : "", last ? last : "");
+          goto fail;
+        }
+      }
+      for (int j = 0; j < nlocal; j++) {
+        CTRY(gs[j].rank, cudaSetDevice(gs[j].dev));
+        CTRY(gs[j].rank, cudaEventRecord(gs[j].ev1[k], gs[j].stream));
+      }
+      if (c->check) {
+        size_t es = dtype_size(c->dt);
+        for (int j = 0; j < nlocal; j++) {
+          struct gpu *g = &gs[j];
+          CTRY(g->rank, cudaSetDevice(g->dev));
+          if (g->check_elems)
+            CTRY(g->rank, cudaMemcpyAsync(g->hrecv, g->out, g->check_elems * es, cudaMemcpyDeviceToHost, g->stream));
+        }
+        for (int j = 0; j < nlocal; j++) {
+          struct gpu *g = &gs[j];
+          CTRY(g->rank, cudaSetDevice(g->dev));
+          CTRY(g->rank, cudaStreamSynchronize(g->stream));
+          sh->wrong[g->rank][s] += check_output(c, n, g->rank, count, it, g->hrecv, g->check_elems, &maxprint);
+        }
+      }
+      k++;
+      if (k == gs[0].nev || it == T - 1) {
+        for (int j = 0; j < nlocal; j++) {
+          struct gpu *g = &gs[j];
+          CTRY(g->rank, cudaSetDevice(g->dev));
+          CTRY(g->rank, cudaEventSynchronize(g->ev1[k - 1]));
+          double *dst = times_of(sh, g->rank, s);
+          for (int i = 0; i < k; i++) {
+            float ms = 0;
+            CTRY(g->rank, cudaEventElapsedTime(&ms, g->ev0[i], g->ev1[i]));
+            dst[base + i] = 1e3 * (double)ms;
+          }
+        }
+        base += k;
+        k = 0;
+      }
+    }
+    double t1 = now_s();
+    for (int j = 0; j < nlocal; j++) {
+      struct gpu *g = &gs[j];
+      ncclResult_t ae = ncclSuccess;
+      NTRY(g->rank, g->comm, ncclCommGetAsyncError(g->comm, &ae));
+      if (ae != ncclSuccess) {
+        set_err(sh, g->rank, "rank %d: asynchronous NCCL error: %s", g->rank, ncclGetErrorString(ae));
+        goto fail;
+      }
+      sh->gemm_tf[g->rank][s] =
+          g->gemm && t1 > t0 ? (double)(gemm_done(g->gemm) - g->gemm_done0) * gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12
+                             : -1.0;
+      atomic_store(&sh->size_done[g->rank], s + 1);
+    }
+    if (reporter && !c->internal_child) {
+      /* wait (bounded) for the other ranks' times of this size */
+      double deadline = now_s() + 60.0;
+      for (int r = 0; r < n; r++)
+        while (atomic_load(&sh->size_done[r]) < s + 1 && now_s() < deadline) usleep(100);
+      summarize_size(c, sh, s, &rowbuf->res[0]);
+      progress_done(c);
+      print_table_row(stdout, c, n, &rowbuf->res[0]);
+    }
+  }
+  goto cleanup;
+fail:
+  failed = 1;
+  for (int j = 0; j < nlocal; j++) {
+    for (int s2 = s; s2 < sh->nsizes; s2++) sh->status[gs[j].rank][s2] = 1;
+    atomic_store(&sh->size_done[gs[j].rank], sh->nsizes);
+  }
+cleanup:
+  if (reporter) progress_done(c);
+  for (int j = 0; j < nlocal; j++) {
+    struct gpu *g = &gs[j];
+    if (g->gemm) {
+      char err[300];
+      if (gemm_stop(g->gemm, &sh->gemm_run[g->rank], &sh->gemm_duty[g->rank], err, sizeof(err))) {
+        set_err(sh, g->rank, "rank %d: %s", g->rank, err);
+        failed = 1;
+      }
+      g->gemm = NULL;
+    }
+  }
+  for (int j = 0; j < nlocal; j++) {
+    struct gpu *g = &gs[j];
+    cudaSetDevice(g->dev);
+    if (g->stream) cudaStreamSynchronize(g->stream);
+  }
+  for (int j = 0; j < nlocal; j++) {
+    struct gpu *g = &gs[j];
+    if (g->comm) {
+      if (failed) ncclCommAbort(g->comm);
+      else ncclCommDestroy(g->comm);
+      g->comm = NULL;
+    }
+  }
+  for (int j = 0; j < nlocal; j++) {
+    struct gpu *g = &gs[j];
+    cudaSetDevice(g->dev);
+    for (int i = 0; i < g->nev; i++) {
+      if (g->ev0[i]) cudaEventDestroy(g->ev0[i]);
+      if (g->ev1[i]) cudaEventDestroy(g->ev1[i]);
+    }
+    if (g->send) cudaFree(g->send);
+    if (g->recv) cudaFree(g->recv);
+    if (g->hsend) cudaFreeHost(g->hsend);
+    if (g->hrecv) cudaFreeHost(g->hrecv);
+    if (g->stream) cudaStreamDestroy(g->stream);
+  }
+  free(rowbuf);
+  return failed ? BENCH_EXIT_RUNTIME : 0;
+}
+
+static int check_devices(struct shared *sh, int rank, int need) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    set_err(sh, rank, "no usable CUDA device: %s", cudaGetErrorString(e));
+    return -1;
+  }
+  if (count < need) {
+    set_err(sh, rank, "-g %d needs %d GPUs, but %d %s visible", need, need, count, count == 1 ? "is" : "are");
+    return -1;
+  }
+  return 0;
+}
+
+static void fail_all_sizes(struct shared *sh, int rank) {
+  for (int s = 0; s < sh->nsizes; s++) sh->status[rank][s] = 1;
+  atomic_store(&sh->size_done[rank], sh->nsizes);
+}
+
+static int single_run(const struct bench_cfg *c, struct shared *sh) {
+  int n = sh->nranks;
+  struct gpu *gs = calloc((size_t)n, sizeof(struct gpu));
+  ncclComm_t comms[BENCH_MAX_RANKS];
+  int devs[BENCH_MAX_RANKS];
+  if (!gs) return BENCH_EXIT_RUNTIME;
+  if (check_devices(sh, 0, n)) {
+    for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
+    free(gs);
+    return BENCH_EXIT_RUNTIME;
+  }
+  for (int r = 0; r < n; r++) devs[r] = r;
+  ncclResult_t nr = ncclCommInitAll(comms, n, devs);
+  if (nr != ncclSuccess) {
+    set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr), ncclGetLastError(NULL));
+    for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
+    free(gs);
+    return BENCH_EXIT_RUNTIME;
+  }
+  for (int r = 0; r < n; r++) {
+    gs[r].dev = r;
+    gs[r].rank = r;
+    gs[r].comm = comms[r];
+  }
+  int rc = run_local(c, sh, gs, n, 1);
+  free(gs);
+  return rc;
+}
+
+static int write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len) {
+  char *p = buf;
+  while (len) {
+    ssize_t r = read(fd, p, len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    len -= (size_t)r;
+  }
+  return 0;
+}
+
+/* one rank in its own process */
+static int rank_main(const struct bench_cfg *c, struct shared *sh, int rank, int (*pipes)[2]) {
+  int n = sh->nranks;
+  ncclUniqueId id;
+  struct gpu *g = calloc(1, sizeof(struct gpu));
+  if (!g) return BENCH_EXIT_RUNTIME;
+  if (rank == 0) {
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) {
+      set_err(sh, 0, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+      memset(&id, 0, sizeof(id)); /* peers get a zero id and fail their init */
+    }
+    for (int k = 1; k < n; k++)
+      if (write_all(pipes[k][1], &id, sizeof(id))) set_err(sh, 0, "cannot send the NCCL id to rank %d", k);
+    for (int k = 1; k < n; k++) close(pipes[k][1]);
+    if (r != ncclSuccess) goto fail;
+  } else {
+    if (read_all(pipes[rank][0], &id, sizeof(id))) {
+      set_err(sh, rank, "rank %d: no NCCL id from rank 0", rank);
+      goto fail;
+    }
+    close(pipes[rank][0]);
+  }
+  if (check_devices(sh, rank, n)) goto fail;
+  {
+    cudaError_t e = cudaSetDevice(rank);
+    if (e != cudaSuccess) {
+      set_err(sh, rank, "rank %d: cudaSetDevice(%d): %s", rank, rank, cudaGetErrorString(e));
+      goto fail;
+    }
+  }
+  g->dev = rank;
+  g->rank = rank;
+  {
+    ncclResult_t r = ncclCommInitRank(&g->comm, n, id, rank);
+    if (r != ncclSuccess) {
+      set_err(sh, rank, "rank %d: ncclCommInitRank: %s: %s", rank, ncclGetErrorString(r), ncclGetLastError(NULL));
+      goto fail;
+    }
+  }
+  {
+    int rc = run_local(c, sh, g, 1, rank == 0);
+    free(g);
+    return rc;
+  }
+fail:
+  fail_all_sizes(sh, rank);
+  free(g);
+  return BENCH_EXIT_RUNTIME;
+}
+
+static int procs_run(const struct bench_cfg *c, struct shared *sh) {
+  int n = sh->nranks;
+  int pipes[BENCH_MAX_RANKS][2];
+  pid_t pids[BENCH_MAX_RANKS];
+  memset(pipes, -1, sizeof(pipes));
+  for (int k = 1; k < n; k++)
+    if (pipe(pipes[k])) {
+      set_err(sh, 0, "pipe: %s", strerror(errno));
+      return BENCH_EXIT_RUNTIME;
+    }
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p < 0) {
+      set_err(sh, r, "fork: %s", strerror(errno));
+      for (int k = 0; k < r; k++) kill(pids[k], SIGKILL);
+      for (int k = 0; k < r; k++) waitpid(pids[k], NULL, 0);
+      return BENCH_EXIT_RUNTIME;
+    }
+    if (p == 0) {
+      /* child: keep only our pipe ends */
+      for (int k = 1; k < n; k++) {
+        if (r == 0) {
+          close(pipes[k][0]);
+        } else {
+          close(pipes[k][1]);
+          if (k != r) close(pipes[k][0]);
+        }
+      }
+      int rc = rank_main(c, sh, r, pipes);
+      fflush(stdout);
+      fflush(stderr);
+      _exit(rc);
+    }
+    pids[r] = p;
+  }
+  for (int k = 1; k < n; k++) {
+    close(pipes[k][0]);
+    close(pipes[k][1]);
+  }
+  /* wait; once one rank fails, give the others 20 s, then kill them (they
+   * may be stuck in a collective with the dead rank) */
+  int alive = n, rc = 0;
+  int done[BENCH_MAX_RANKS] = {0};
+  double fail_at = 0;
+  while (alive > 0) {
+    int st = 0;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      for (int r = 0; r < n; r++) {
+        if (pids[r] != p || done[r]) continue;
+        done[r] = 1;
+        alive--;
+        int bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (bad) {
+          if (WIFSIGNALED(st)) set_err(sh, r, "rank %d killed by signal %d", r, WTERMSIG(st));
+          else if (!sh->errmsg[r][0]) set_err(sh, r, "rank %d exited with status %d", r, WEXITSTATUS(st));
+          rc = BENCH_EXIT_RUNTIME;
+          if (fail_at == 0) fail_at = now_s();
+        }
+      }
+    } else if (p == 0) {
+      usleep(20000);
+      if (fail_at > 0 && now_s() - fail_at > 20.0) {
+        for (int r = 0; r < n; r++)
+          if (!done[r]) {
+            set_err(sh, r, "rank %d killed after a peer failed", r);
+            kill(pids[r], SIGKILL);
+            fail_all_sizes(sh, r);
+          }
+        fail_at = now_s() + 1e9;
+      }
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
+  return rc;
+}
+
+static void summarize(const struct bench_cfg *c, struct shared *sh, struct run_summary *s) {
+  memset(s, 0, sizeof(*s));
+  s->nsizes = sh->nsizes;
+  for (int i = 0; i < sh->nsizes; i++) summarize_size(c, sh, i, &s->res[i]);
+  int gn = 0;
+  for (int r = 0; r < sh->nranks; r++) {
+    if (sh->gemm_iso[r] > 0) {
+      s->gemm_iso_tflops += sh->gemm_iso[r];
+      s->gemm_run_tflops += sh->gemm_run[r];
+      s->gemm_duty_seen += sh->gemm_duty[r];
+      gn++;
+    }
+  }
+  if (gn) {
+    s->gemm_iso_tflops /= gn;
+    s->gemm_run_tflops /= gn;
+    s->gemm_duty_seen /= gn;
+  }
+  s->nccl_version = sh->nccl_version;
+  for (int r = 0; r < sh->nranks; r++)
+    if (sh->errmsg[r][0]) {
+      snprintf(s->errmsg, sizeof(s->errmsg), "%s", sh->errmsg[r]);
+      break;
+    }
+}
+
+int worker_main(const struct bench_cfg *c) {
+  size_t sizes[BENCH_MAX_SIZES];
+  int n = c->ngpus;
+  int nsizes = bench_sizes(c, n, sizes, BENCH_MAX_SIZES);
+  int T = c->warmup + c->iters;
+  size_t bytes = sizeof(struct shared) + sizeof(double) * (size_t)n * (size_t)nsizes * (size_t)T;
+  struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    fprintf(stderr, BENCH_NAME ": error: cannot map %zu bytes for results: %s\n", bytes, strerror(errno));
+    return BENCH_EXIT_RUNTIME;
+  }
+  sh->nranks = n;
+  sh->nsizes = nsizes;
+  sh->T = T;
+  memcpy(sh->sizes, sizes, sizeof(size_t) * (size_t)nsizes);
+  {
+    int v = 0;
+    if (!c->fake && ncclGetVersion(&v) == ncclSuccess) sh->nccl_version = v;
+  }
+  if (!c->internal_child) print_table_header(stdout, c, n);
+
+  int rc;
+  if (c->fake) {
+    rc = 0;
+    for (int s = 0; s < nsizes; s++) {
+      int st = 0;
+      for (int r = 0; r < n; r++) fake_times(c, n, sizes[s], T, times_of(sh, r, s), &st);
+      for (int r = 0; r < n; r++) {
+        sh->status[r][s] = st;
+        sh->gemm_tf[r][s] = c->gemm ? 600.0 : -1.0;
+      }
+      if (st && !sh->errmsg[0][0]) set_err(sh, 0, "fake: unsupported configuration");
+    }
+    if (c->gemm)
+      for (int r = 0; r < n; r++) {
+        sh->gemm_iso[r] = 700.0;
+        sh->gemm_run[r] = 600.0;
+        sh->gemm_duty[r] = c->gemm_duty;
+      }
+    if (!c->internal_child) {
+      struct size_result row;
+      for (int s = 0; s < nsizes; s++) {
+        summarize_size(c, sh, s, &row);
+        print_table_row(stdout, c, n, &row);
+      }
+    }
+  } else if (c->procs) {
+    rc = procs_run(c, sh);
+  } else {
+    rc = single_run(c, sh);
+  }
+
+  struct run_summary *sum = calloc(1, sizeof(*sum));
+  if (!sum) {
+    munmap(sh, bytes);
+    return BENCH_EXIT_RUNTIME;
+  }
+  summarize(c, sh, sum);
+  long long wrong = 0;
+  int any_fail = 0;
+  for (int s = 0; s < nsizes; s++) {
+    wrong += sum->res[s].wrong;
+    if (sum->res[s].status) any_fail = 1;
+  }
+  if (any_fail && rc == 0) rc = BENCH_EXIT_RUNTIME;
+  if (wrong > 0 && rc == 0) rc = BENCH_EXIT_WRONG;
+  sum->rc = rc;
+  if (c->internal_child) {
+    print_child_lines(stdout, sum);
+  } else {
+    print_run_footer(stdout, c, n, sum);
+    if (sum->errmsg[0]) fprintf(stderr, BENCH_NAME ": error: %s\n", sum->errmsg);
+    if (c->json) print_run_json(stdout, c, n, sum);
+  }
+  free(sum);
+  munmap(sh, bytes);
+  /* in the compare driver's children the driver decides what a failed
+   * size means (an unsupported sweep config is not an error) */
+  return rc;
+}
