@@ -1,0 +1,369 @@
+/* Prometheus text exposition format 0.0.4 of a snapshot (metric list:
+ * docs/api.md). Every family is written whole (HELP, TYPE, then all its
+ * samples), only when it has samples; unknown values are omitted. Label
+ * cardinality is bounded by ACL_SNAP_MAX_WORKLOADS and ACL_SNAP_MAX_COMMS. */
+#include "core/render.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/render_util.h"
+
+#ifndef ACL_VERSION
+#define ACL_VERSION "unknown"
+#endif
+
+typedef struct mctx {
+  const acl_snapshot_t *s;
+  acl_strbuf_t *out;
+  int nc, nw;
+  acl_strbuf_t labels;                         /* escaped label sets, NUL-separated */
+  size_t comm_lbl[ACL_SNAP_MAX_COMMS];         /* offsets: comm="..",rank=".." */
+  size_t wl_lbl[ACL_SNAP_MAX_WORKLOADS];       /* offsets: full workload labels */
+  bool skip[ACL_SNAP_MAX_WORKLOADS];           /* duplicate label set: not rendered */
+  const char *family;                          /* header written for this family */
+} mctx_t;
+
+static const char *lbl(const mctx_t *m, size_t off) { return m->labels.data + off; }
+
+/* Writes "# HELP" and "# TYPE" once, before the family's first sample. */
+static void head(mctx_t *m, const char *name, const char *type, const char *help)
+{
+  if (m->family == name)
+    return;
+  m->family = name;
+  acl_sb_printf(m->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample_u64(mctx_t *m, const char *name, const char *labels, uint64_t v)
+{
+  acl_sb_printf(m->out, "%s{%s} %" PRIu64 "\n", name, labels, v);
+}
+
+static void sample_f(mctx_t *m, const char *name, const char *labels, double v)
+{
+  acl_sb_printf(m->out, "%s{%s} ", name, labels);
+  acl_render_prom_float(m->out, v);
+  acl_sb_puts(m->out, "\n");
+}
+
+static void sample_plain(mctx_t *m, const char *name, double v)
+{
+  acl_sb_printf(m->out, "%s ", name);
+  acl_render_prom_float(m->out, v);
+  acl_sb_puts(m->out, "\n");
+}
+
+/* Comm label: the name when unique and non-empty, else name/hex id. */
+static void build_comm_labels(mctx_t *m)
+{
+  const acl_snapshot_t *s = m->s;
+  for (int i = 0; i < m->nc; i++) {
+    const acl_snap_comm_t *c = &s->comms[i];
+    size_t nlen = strnlen(c->name, sizeof(c->name));
+    bool unique = nlen > 0;
+    for (int j = 0; unique && j < m->nc; j++)
+      if (j != i && s->comms[j].id != c->id &&
+          strnlen(s->comms[j].name, sizeof(c->name)) == nlen &&
+          memcmp(s->comms[j].name, c->name, nlen) == 0)
+        unique = false;
+    char hex[24];
+    acl_render_comm_hex(c->id, hex, sizeof(hex));
+    m->comm_lbl[i] = m->labels.len;
+    acl_sb_puts(&m->labels, "comm=\"");
+    if (nlen) {
+      acl_render_prom_label(&m->labels, c->name, sizeof(c->name));
+      if (!unique)
+        acl_sb_puts(&m->labels, "/");
+    }
+    if (!unique)
+      acl_sb_puts(&m->labels, hex);
+    if (c->rank >= 0)
+      acl_sb_printf(&m->labels, "\",rank=\"%d\"", c->rank);
+    else
+      acl_sb_puts(&m->labels, "\",rank=\"unknown\"");
+    acl_sb_append(&m->labels, "", 1); /* keep the NUL as a separator */
+  }
+}
+
+static int cmp_wl(const void *a, const void *b, void *user)
+{
+  const mctx_t *m = user;
+  int ia = *(const int *)a, ib = *(const int *)b;
+  int r = strcmp(lbl(m, m->wl_lbl[ia]), lbl(m, m->wl_lbl[ib]));
+  return r ? r : ia - ib;
+}
+
+static void build_workload_labels(mctx_t *m)
+{
+  const acl_snapshot_t *s = m->s;
+  for (int i = 0; i < m->nw; i++) {
+    const acl_snap_workload_t *w = &s->workloads[i];
+    m->wl_lbl[i] = m->labels.len;
+    if (w->comm >= 0 && w->comm < m->nc) {
+      acl_sb_puts(&m->labels, lbl(m, m->comm_lbl[w->comm]));
+    } else {
+      char hex[24];
+      acl_sb_printf(&m->labels, "comm=\"%s\",rank=\"unknown\"",
+                    acl_render_comm_hex(w->key.comm_id, hex, sizeof(hex)));
+    }
+    acl_sb_printf(&m->labels, ",collective=\"%s\",bytes=\"%" PRIu64 "\",pipe_ops=\"%d\"",
+                  acl_coll_short(w->key.coll), w->key.nbytes, (int)w->key.num_pipe_ops);
+    acl_sb_append(&m->labels, "", 1);
+  }
+  if (!acl_sb_ok(&m->labels) || m->nw < 2)
+    return;
+  /* Two workloads with one label set would be a duplicate series: keep the
+   * first only. Sorting finds them in n log n. */
+  int idx[ACL_SNAP_MAX_WORKLOADS];
+  for (int i = 0; i < m->nw; i++)
+    idx[i] = i;
+  qsort_r(idx, (size_t)m->nw, sizeof(int), cmp_wl, m);
+  for (int i = 1; i < m->nw; i++)
+    if (strcmp(lbl(m, m->wl_lbl[idx[i]]), lbl(m, m->wl_lbl[idx[i - 1]])) == 0)
+      m->skip[idx[i]] = true;
+}
+
+static void render_process(mctx_t *m)
+{
+  const acl_snapshot_t *s = m->s;
+  const acl_snap_profiler_t *p = &s->profiler;
+  head(m, "autoccl_build_info", "gauge", "autoccl build; always 1, the version is a label.");
+  acl_sb_puts(m->out, "autoccl_build_info{version=\"");
+  acl_render_prom_label(m->out, ACL_VERSION, 64);
+  acl_sb_puts(m->out, "\"} 1\n");
+  if (isfinite(s->uptime_seconds) && s->uptime_seconds >= 0) {
+    head(m, "autoccl_uptime_seconds", "gauge", "Seconds since the plugin started in this process.");
+    sample_plain(m, "autoccl_uptime_seconds", s->uptime_seconds);
+  }
+  head(m, "autoccl_workloads", "gauge", "Workloads (comm, collective, bytes) shown in this exposition.");
+  sample_plain(m, "autoccl_workloads", m->nw);
+  head(m, "autoccl_workloads_truncated", "gauge",
+       "1 when more workloads existed than the exposition holds (" "512" ").");
+  sample_plain(m, "autoccl_workloads_truncated",
+               s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? 1 : 0);
+
+  if (strnlen(p->source, sizeof(p->source)) > 0) {
+    head(m, "autoccl_profiler_source", "gauge", "Sample source in use; always 1, the source is a label.");
+    acl_sb_puts(m->out, "autoccl_profiler_source{source=\"");
+    acl_render_prom_label(m->out, p->source, sizeof(p->source));
+    acl_sb_puts(m->out, "\"} 1\n");
+  }
+  head(m, "autoccl_profiler_cupti_available", "gauge", "1 when libcupti could be loaded.");
+  sample_plain(m, "autoccl_profiler_cupti_available", p->cupti_available);
+  head(m, "autoccl_profiler_cupti_backed_off", "gauge",
+       "1 when another CUPTI subscriber holds CUPTI and autoccl backed off.");
+  sample_plain(m, "autoccl_profiler_cupti_backed_off", p->cupti_backed_off);
+  static const struct { const char *name, *help; size_t off; } ctr[] = {
+      {"autoccl_profiler_records_total", "Kernel records processed.",
+       offsetof(acl_snap_profiler_t, records)},
+      {"autoccl_profiler_records_dropped_total", "Kernel records dropped (buffers full).",
+       offsetof(acl_snap_profiler_t, records_dropped)},
+      {"autoccl_profiler_samples_total", "Samples delivered to the tuner.",
+       offsetof(acl_snap_profiler_t, samples)},
+      {"autoccl_profiler_ambiguous_total", "Calls not used as samples (fused launches).",
+       offsetof(acl_snap_profiler_t, ambiguous)},
+      {"autoccl_profiler_mismatches_total", "Calls where NCCL ran something else than decided.",
+       offsetof(acl_snap_profiler_t, mismatches)},
+  };
+  for (size_t i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {
+    uint64_t v;
+    memcpy(&v, (const char *)p + ctr[i].off, sizeof(v));
+    head(m, ctr[i].name, "counter", ctr[i].help);
+    acl_sb_printf(m->out, "%s %" PRIu64 "\n", ctr[i].name, v);
+  }
+  if (isfinite(p->sample_latency_seconds) && p->sample_latency_seconds >= 0) {
+    head(m, "autoccl_profiler_sample_latency_seconds", "gauge",
+         "Median delay from a call to its sample reaching the tuner.");
+    sample_plain(m, "autoccl_profiler_sample_latency_seconds", p->sample_latency_seconds);
+  }
+}
+
+static void render_comms(mctx_t *m)
+{
+  const acl_snapshot_t *s = m->s;
+  for (int i = 0; i < m->nc; i++) {
+    const acl_snap_comm_t *c = &s->comms[i];
+    char hex[24];
+    head(m, "autoccl_communicator_info", "gauge",
+         "Communicators seen; always 1, id and consensus role are labels.");
+    acl_sb_printf(m->out, "autoccl_communicator_info{%s,comm_id=\"%s\",role=\"", lbl(m, m->comm_lbl[i]),
+                  acl_render_comm_hex(c->id, hex, sizeof(hex)));
+    acl_render_prom_label(m->out, c->role, sizeof(c->role));
+    acl_sb_puts(m->out, "\"} 1\n");
+  }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_communicator_ranks", "gauge", "Ranks in the communicator.");
+    sample_f(m, "autoccl_communicator_ranks", lbl(m, m->comm_lbl[i]), s->comms[i].nranks);
+  }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_communicator_nodes", "gauge", "Nodes (hosts) spanned by the communicator.");
+    sample_f(m, "autoccl_communicator_nodes", lbl(m, m->comm_lbl[i]), s->comms[i].nnodes);
+  }
+  for (int i = 0; i < m->nc; i++) {
+    double v = s->comms[i].consensus_wait_seconds;
+    if (!isfinite(v) || v < 0)
+      continue;
+    head(m, "autoccl_consensus_wait_seconds_total", "counter",
+         "Seconds this process waited for the consensus lock or relayed decisions.");
+    sample_f(m, "autoccl_consensus_wait_seconds_total", lbl(m, m->comm_lbl[i]), v);
+  }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_consensus_blocks_published_total", "counter",
+         "Decision blocks published by this process.");
+    sample_u64(m, "autoccl_consensus_blocks_published_total", lbl(m, m->comm_lbl[i]),
+               s->comms[i].blocks_published);
+  }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_consensus_lock_acquisitions_total", "counter",
+         "Times this process took the shared consensus lock.");
+    sample_u64(m, "autoccl_consensus_lock_acquisitions_total", lbl(m, m->comm_lbl[i]),
+               s->comms[i].lock_acquisitions);
+  }
+}
+
+static void render_histograms(mctx_t *m)
+{
+  static const char *name = "autoccl_collective_duration_seconds";
+  for (int i = 0; i < m->nw; i++) {
+    if (m->skip[i])
+      continue;
+    const acl_snap_workload_t *w = &m->s->workloads[i];
+    const char *l = lbl(m, m->wl_lbl[i]);
+    head(m, name, "histogram", "Duration of collective calls (slowest rank when aggregated).");
+    uint64_t cum = 0;
+    for (int b = 0; b < ACL_HIST_N; b++) {
+      cum += w->hist[b];
+      acl_sb_printf(m->out, "%s_bucket{%s,le=\"", name, l);
+      acl_render_prom_float(m->out, acl_hist_bound(b));
+      acl_sb_printf(m->out, "\"} %" PRIu64 "\n", cum);
+    }
+    /* +Inf must equal _count and be >= every bucket, even on odd input. */
+    uint64_t count = w->dur_count > cum ? w->dur_count : cum;
+    acl_sb_printf(m->out, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, l, count);
+    acl_sb_printf(m->out, "%s_sum{%s} ", name, l);
+    acl_render_prom_float(m->out, w->dur_sum);
+    acl_sb_printf(m->out, "\n%s_count{%s} %" PRIu64 "\n", name, l, count);
+  }
+}
+
+typedef enum { F_U64, F_DBL } ftype_t;
+typedef struct wfam {
+  const char *name, *type, *help;
+  ftype_t ft;
+  size_t off;       /* value */
+  ptrdiff_t valid;  /* offset of a bool that must be true, -1 = always */
+  bool nonzero;     /* omit when 0 (0 means "not yet") */
+} wfam_t;
+
+#define WOFF(f) offsetof(acl_snap_workload_t, f)
+static const wfam_t k_wfams[] = {
+    {"autoccl_collective_calls_total", "counter", "Calls of this workload in this process.", F_U64,
+     WOFF(calls), -1, false},
+    {"autoccl_collective_bytes_total", "counter", "Bytes of those calls (the NCCL buffer size).", F_U64,
+     WOFF(bytes), -1, false},
+    {"autoccl_collective_bus_bandwidth_bytes_per_second", "gauge",
+     "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw), false},
+    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL-default time divided by the best time, measured.",
+     F_DBL, WOFF(speedup), WOFF(has_speedup), false},
+    {"autoccl_tuner_baseline_duration_seconds", "gauge", "Measured duration under NCCL's own choice.",
+     F_DBL, WOFF(baseline_seconds), WOFF(has_baseline), false},
+    {"autoccl_tuner_best_duration_seconds", "gauge", "Measured duration of the best candidate so far.",
+     F_DBL, WOFF(best_seconds), WOFF(has_best), false},
+    {"autoccl_compute_overlap_ratio", "gauge",
+     "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL, WOFF(overlap),
+     WOFF(has_overlap), false},
+    {"autoccl_tuner_candidates_evaluated_total", "counter", "Candidates measured by the search.", F_U64,
+     WOFF(candidates_evaluated), -1, false},
+    {"autoccl_tuner_retunes_total", "counter", "Times drift restarted the search.", F_U64, WOFF(retunes),
+     -1, false},
+    {"autoccl_tuner_calls_to_converge", "gauge", "Calls the search took to converge.", F_U64,
+     WOFF(calls_to_converge), -1, true},
+};
+
+static uint64_t field_u64(const acl_snap_workload_t *w, const wfam_t *f)
+{
+  const char *p = (const char *)w + f->off;
+  if (f->off == WOFF(candidates_evaluated) || f->off == WOFF(retunes)) {
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  uint64_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+static void render_workload_family(mctx_t *m, const wfam_t *f)
+{
+  for (int i = 0; i < m->nw; i++) {
+    const acl_snap_workload_t *w = &m->s->workloads[i];
+    if (m->skip[i])
+      continue;
+    if (f->valid >= 0 && !*(const bool *)((const char *)w + f->valid))
+      continue;
+    const char *l = lbl(m, m->wl_lbl[i]);
+    if (f->ft == F_U64) {
+      uint64_t v = field_u64(w, f);
+      if (f->nonzero && v == 0)
+        continue;
+      head(m, f->name, f->type, f->help);
+      sample_u64(m, f->name, l, v);
+    } else {
+      double v;
+      memcpy(&v, (const char *)w + f->off, sizeof(v));
+      if (!isfinite(v) || (f->off == WOFF(overlap) && v < 0))
+        continue;
+      head(m, f->name, f->type, f->help);
+      sample_f(m, f->name, l, v);
+    }
+  }
+}
+
+static void render_states(mctx_t *m)
+{
+  for (int i = 0; i < m->nw; i++) {
+    if (m->skip[i])
+      continue;
+    const acl_snap_workload_t *w = &m->s->workloads[i];
+    head(m, "autoccl_tuner_state", "gauge",
+         "Tuning state of the workload, one-hot over the state label.");
+    for (int ph = 0; ph < ACL_PHASE_COUNT; ph++)
+      acl_sb_printf(m->out, "autoccl_tuner_state{%s,state=\"%s\"} %d\n", lbl(m, m->wl_lbl[i]),
+                    acl_phase_name((acl_phase_t)ph), (int)w->phase == ph);
+  }
+}
+
+void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
+{
+  mctx_t *m = calloc(1, sizeof(*m));
+  if (!m) {
+    out->failed = true;
+    return;
+  }
+  m->s = s;
+  m->out = out;
+  m->nc = s->ncomms < 0 ? 0 : (s->ncomms > ACL_SNAP_MAX_COMMS ? ACL_SNAP_MAX_COMMS : s->ncomms);
+  m->nw = s->nworkloads < 0 ? 0
+          : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
+  acl_sb_init(&m->labels);
+  build_comm_labels(m);
+  build_workload_labels(m);
+  if (!acl_sb_ok(&m->labels)) {
+    out->failed = true;
+    goto done;
+  }
+  render_process(m);
+  render_comms(m);
+  render_histograms(m);
+  for (size_t f = 0; f < sizeof(k_wfams) / sizeof(k_wfams[0]); f++)
+    render_workload_family(m, &k_wfams[f]);
+  render_states(m);
+done:
+  acl_sb_free(&m->labels);
+  free(m);
+}

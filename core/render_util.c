@@ -1,0 +1,140 @@
+#include "core/render_util.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Shortest of %.15g / %.17g that reads back as the same double. */
+static void put_double(acl_strbuf_t *sb, double v)
+{
+  char buf[40];
+  snprintf(buf, sizeof(buf), "%.15g", v);
+  if (strtod(buf, NULL) != v)
+    snprintf(buf, sizeof(buf), "%.17g", v);
+  acl_sb_puts(sb, buf);
+}
+
+size_t acl_utf8_seq(const unsigned char *p, size_t n)
+{
+  if (n == 0)
+    return 0;
+  unsigned c = p[0];
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  unsigned cp, min;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2, cp = c & 0x1F, min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, cp = c & 0x0F, min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, cp = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+static const char k_replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen)
+{
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t n = s ? strnlen(s, maxlen) : 0;
+  acl_sb_append(sb, "\"", 1);
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    if (c >= 0x80) {
+      size_t l = acl_utf8_seq(p + i, n - i);
+      if (l == 0) {
+        acl_sb_append(sb, k_replacement, 3);
+        i++;
+      } else {
+        acl_sb_append(sb, (const char *)p + i, l);
+        i += l;
+      }
+      continue;
+    }
+    switch (c) {
+    case '"': acl_sb_append(sb, "\\\"", 2); break;
+    case '\\': acl_sb_append(sb, "\\\\", 2); break;
+    case '\n': acl_sb_append(sb, "\\n", 2); break;
+    case '\r': acl_sb_append(sb, "\\r", 2); break;
+    case '\t': acl_sb_append(sb, "\\t", 2); break;
+    default:
+      if (c < 0x20 || c == 0x7F)
+        acl_sb_printf(sb, "\\u%04x", c);
+      else
+        acl_sb_append(sb, (const char *)p + i, 1);
+    }
+    i++;
+  }
+  acl_sb_append(sb, "\"", 1);
+}
+
+void acl_render_json_num(acl_strbuf_t *sb, double v)
+{
+  if (!isfinite(v)) {
+    acl_sb_puts(sb, "null");
+    return;
+  }
+  put_double(sb, v);
+}
+
+void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen)
+{
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t n = s ? strnlen(s, maxlen) : 0;
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    if (c >= 0x80) {
+      size_t l = acl_utf8_seq(p + i, n - i);
+      if (l == 0) {
+        acl_sb_append(sb, k_replacement, 3);
+        i++;
+      } else {
+        acl_sb_append(sb, (const char *)p + i, l);
+        i += l;
+      }
+      continue;
+    }
+    if (c == '\\')
+      acl_sb_append(sb, "\\\\", 2);
+    else if (c == '"')
+      acl_sb_append(sb, "\\\"", 2);
+    else if (c == '\n')
+      acl_sb_append(sb, "\\n", 2);
+    else if (c < 0x20 || c == 0x7F)
+      acl_sb_append(sb, "?", 1);
+    else
+      acl_sb_append(sb, (const char *)p + i, 1);
+    i++;
+  }
+}
+
+void acl_render_prom_float(acl_strbuf_t *sb, double v)
+{
+  if (isnan(v))
+    acl_sb_puts(sb, "NaN");
+  else if (isinf(v))
+    acl_sb_puts(sb, v > 0 ? "+Inf" : "-Inf");
+  else
+    put_double(sb, v);
+}
+
+char *acl_render_comm_hex(uint64_t id, char *buf, size_t len)
+{
+  snprintf(buf, len, "0x%016" PRIx64, id);
+  return buf;
+}

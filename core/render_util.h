@@ -1,0 +1,30 @@
+/* Internal helpers shared by core/render.c and core/render_metrics.c:
+ * escaping for JSON and Prometheus label values (UTF-8 sanitised, since
+ * names come from NCCL and hostnames), number formatting, comm labels. */
+#ifndef ACL_CORE_RENDER_UTIL_H
+#define ACL_CORE_RENDER_UTIL_H
+
+#include <stddef.h>
+
+#include "core/snapshot.h"
+#include "core/strbuf.h"
+
+/* Length (1..4) of the valid UTF-8 sequence at p (n bytes left), 0 if the
+ * bytes there are not valid UTF-8 (overlong, surrogate, truncated...). */
+size_t acl_utf8_seq(const unsigned char *p, size_t n);
+
+/* JSON string literal of the first strnlen(s, maxlen) bytes; invalid UTF-8
+ * becomes U+FFFD. NULL renders as "". */
+void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen);
+/* A JSON number, or null when not finite (JSON has no NaN/Inf). */
+void acl_render_json_num(acl_strbuf_t *sb, double v);
+/* Prometheus label value (without quotes): \\ \" \n escaped, other control
+ * characters as '?', invalid UTF-8 as U+FFFD. */
+void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen);
+/* Prometheus sample value: NaN, +Inf, -Inf or a decimal. */
+void acl_render_prom_float(acl_strbuf_t *sb, double v);
+
+/* "0x%016llx" of a communicator id into buf (>= 19 bytes). */
+char *acl_render_comm_hex(uint64_t id, char *buf, size_t len);
+
+#endif

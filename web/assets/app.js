@@ -1,0 +1,250 @@
+// autoccl dashboard: renders /api/v1/state, refreshed (throttled) on every
+// event of the /api/v1/events stream. No libraries, no network but this host.
+'use strict';
+
+const REFRESH_MIN_MS = 500;    // at most two state fetches a second
+const POLL_MS = 10000;         // fallback refresh when no events arrive
+const RECONNECT_MS = 3000;     // when the browser gave up on the stream
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2',
+                 '#ca8a04', '#db2777', '#4b5563', '#65a30d', '#7c3aed', '#0d9488'];
+const $ = (id) => document.getElementById(id);
+
+let state = null;
+let selectedKey = null;
+let refreshTimer = null;
+let lastRefresh = 0;
+const subspaceColours = new Map();
+
+function wkey(w) { return [w.comm, w.rank, w.collective, w.bytes, w.pipe_ops].join('|'); }
+function isNum(v) { return typeof v === 'number' && isFinite(v); }
+function dash(v, f) { return v === null || v === undefined ? '—' : f(v); }
+
+function fmtBytes(b) {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+  return (Number.isInteger(b) ? b : b.toFixed(1)) + ' ' + u[i];
+}
+function fmtBw(v) { return (v / 1e9).toFixed(v >= 1e10 ? 1 : 2) + ' GB/s'; }
+function fmtPct(v) { return (100 * v).toFixed(0) + '%'; }
+function fmtSecs(v) {
+  if (v < 1e-3) return (v * 1e6).toFixed(0) + ' µs';
+  if (v < 1) return (v * 1e3).toFixed(1) + ' ms';
+  return v.toFixed(2) + ' s';
+}
+function subspaceOf(c) { return !c || c.algo === 'NCCL' ? 'NCCL default' : c.algo + '/' + c.proto; }
+function fmtCand(c) {
+  if (!c) return '—';
+  if (c.algo === 'NCCL') return 'NCCL default';
+  return c.algo + '/' + c.proto + (c.channels > 0 ? ' ' + c.channels + 'ch' : '');
+}
+function colourOf(subspace) {
+  if (!subspaceColours.has(subspace))
+    subspaceColours.set(subspace, subspace === 'NCCL default' ? '#111827'
+                        : PALETTE[subspaceColours.size % PALETTE.length]);
+  return subspaceColours.get(subspace);
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+function commName(id) {
+  const c = (state.communicators || []).find((x) => x.id === id);
+  return c && c.name ? c.name : id;
+}
+
+function renderTable() {
+  const tbody = $('workloads').tBodies[0];
+  const rows = [];
+  for (const w of state.workloads || []) {
+    const tr = document.createElement('tr');
+    const key = wkey(w);
+    tr.dataset.key = key;
+    tr.className = 'workload' + (key === selectedKey ? ' selected' : '');
+    cell(tr, commName(w.comm));
+    cell(tr, dash(w.rank, String));
+    cell(tr, w.collective);
+    cell(tr, fmtBytes(w.bytes), 'num');
+    cell(tr, w.state, 'state-' + w.state);
+    cell(tr, dash(w.subspace, String));
+    cell(tr, fmtCand(w.candidate));
+    cell(tr, fmtCand(w.best));
+    cell(tr, dash(w.speedup, (v) => v.toFixed(3) + '×'), 'num');
+    cell(tr, dash(w.overlap, fmtPct), 'num');
+    cell(tr, dash(w.busbw, fmtBw), 'num');
+    tr.addEventListener('click', () => { selectedKey = key; render(); });
+    rows.push(tr);
+  }
+  tbody.replaceChildren(...rows);
+  $('empty').hidden = rows.length > 0;
+  $('truncated').hidden = !state.workloads_truncated;
+}
+
+function renderComms() {
+  const rows = (state.communicators || []).map((c) => {
+    const tr = document.createElement('tr');
+    cell(tr, c.name);
+    cell(tr, c.id);
+    cell(tr, dash(c.rank, String));
+    cell(tr, String(c.nranks), 'num');
+    cell(tr, c.role);
+    cell(tr, dash(c.consensus_wait_seconds, fmtSecs), 'num');
+    cell(tr, String(c.blocks_published), 'num');
+    return tr;
+  });
+  $('comms').tBodies[0].replaceChildren(...rows);
+  const p = state.profiler || {};
+  $('profiler').textContent = 'profiler source: ' + p.source +
+    (p.cupti_backed_off ? ' (CUPTI held by another tool: backed off)' : '') +
+    ' · records ' + p.records + ' · dropped ' + p.records_dropped + ' · samples ' + p.samples +
+    ' · mismatches ' + p.mismatches;
+}
+
+function sameCand(a, b) {
+  return a && b && a.algo === b.algo && a.proto === b.proto && a.channels === b.channels;
+}
+
+// The trajectory of w: busbw (left axis) and overlap (bars, right axis) per step.
+function drawTrajectory(w) {
+  const cv = $('trajectory');
+  const dpr = window.devicePixelRatio || 1;
+  const cssW = cv.clientWidth || 960, cssH = Math.round(cssW * 340 / 960);
+  if (cv.width !== Math.round(cssW * dpr)) { cv.width = Math.round(cssW * dpr); cv.height = Math.round(cssH * dpr); }
+  const g = cv.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, cssW, cssH);
+  const L = 64, R = 48, T = 14, B = 34, W = cssW - L - R, H = cssH - T - B;
+  const legend = $('legend');
+  const pts = w ? (w.trajectory || []).filter((p) => isNum(p.busbw)) : [];
+  cv.dataset.points = String(pts.length);
+  cv.dataset.workload = w ? wkey(w) : '';
+  g.font = '12px system-ui, sans-serif';
+  g.fillStyle = '#687085';
+  if (!pts.length) {
+    g.fillText(w ? 'no measured candidate yet' : 'no workload selected', L + 10, T + 20);
+    legend.replaceChildren();
+    cv.dataset.current = '-1';
+    return;
+  }
+  const s0 = pts[0].step, s1 = Math.max(pts[pts.length - 1].step, s0 + 1);
+  let ymax = Math.max(...pts.map((p) => p.busbw)) * 1.1;
+  if (!(ymax > 0)) ymax = 1;
+  const x = (s) => L + (s - s0) / (s1 - s0) * W;
+  const y = (v) => T + H - v / ymax * H;
+  // Axes and grid.
+  g.strokeStyle = '#dde1e8';
+  g.lineWidth = 1;
+  for (let i = 0; i <= 4; i++) {
+    const yy = T + H * i / 4;
+    g.beginPath(); g.moveTo(L, yy); g.lineTo(L + W, yy); g.stroke();
+    g.fillText((ymax * (4 - i) / 4 / 1e9).toFixed(1), 8, yy + 4);
+    g.fillText(fmtPct((4 - i) / 4), L + W + 8, yy + 4);
+  }
+  g.fillText('GB/s', 8, cssH - 8);
+  g.fillText('step', L + W / 2, cssH - 8);
+  g.fillText(String(s0), L, T + H + 16);
+  g.fillText(String(s1), L + W - 10, T + H + 16);
+  // Overlap bars.
+  const bw = Math.max(2, Math.min(12, W / (s1 - s0 + 1) * 0.5));
+  g.fillStyle = 'rgba(107,114,128,0.25)';
+  for (const p of pts)
+    if (isNum(p.overlap)) g.fillRect(x(p.step) - bw / 2, T + H - p.overlap * H, bw, p.overlap * H);
+  // The path, then the points coloured by subspace.
+  g.strokeStyle = '#9ca3af';
+  g.beginPath();
+  pts.forEach((p, i) => (i ? g.lineTo(x(p.step), y(p.busbw)) : g.moveTo(x(p.step), y(p.busbw))));
+  g.stroke();
+  const seen = new Map();
+  for (const p of pts) {
+    const sub = subspaceOf(p);
+    const col = colourOf(sub);
+    seen.set(sub, col);
+    g.fillStyle = col;
+    g.beginPath(); g.arc(x(p.step), y(p.busbw), 4, 0, 2 * Math.PI); g.fill();
+  }
+  // The candidate under test: its latest point, ringed.
+  let cur = -1;
+  for (let i = pts.length - 1; i >= 0; i--) if (sameCand(pts[i], w.candidate)) { cur = i; break; }
+  cv.dataset.current = String(cur);
+  if (cur >= 0) {
+    g.strokeStyle = '#111827';
+    g.lineWidth = 2;
+    g.beginPath(); g.arc(x(pts[cur].step), y(pts[cur].busbw), 8, 0, 2 * Math.PI); g.stroke();
+  }
+  legend.replaceChildren(...[...seen].map(([sub, col]) => {
+    const item = document.createElement('span');
+    const sw = document.createElement('span');
+    sw.className = 'sw';
+    sw.style.background = col;
+    item.appendChild(sw);
+    item.appendChild(document.createTextNode(sub));
+    return item;
+  }));
+}
+
+function render() {
+  if (!state) return;
+  $('proc').textContent = state.host + ' · pid ' + state.pid + ' · local rank ' + state.local_rank +
+    ' · mode ' + state.mode + ' · up ' + dash(state.uptime_seconds, (v) => v.toFixed(0) + ' s');
+  const ws = state.workloads || [];
+  if (!ws.some((w) => wkey(w) === selectedKey)) {
+    const pick = ws.find((w) => w.state === 'exploring' || w.state === 'retuning') || ws[0];
+    selectedKey = pick ? wkey(pick) : null;
+  }
+  renderTable();
+  renderComms();
+  const w = ws.find((x) => wkey(x) === selectedKey) || null;
+  $('selected').textContent = w ? commName(w.comm) + ' · ' + w.collective + ' · ' +
+    fmtBytes(w.bytes) + ' · ' + w.state : '';
+  drawTrajectory(w);
+  document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
+}
+
+async function refresh() {
+  refreshTimer = null;
+  lastRefresh = Date.now();
+  try {
+    const r = await fetch('/api/v1/state', { cache: 'no-store' });
+    if (!r.ok) throw new Error('HTTP ' + r.status);
+    state = await r.json();
+    render();
+  } catch (e) {
+    $('proc').textContent = 'state unavailable: ' + e.message;
+  }
+}
+
+function scheduleRefresh() {
+  if (refreshTimer !== null) return;
+  const wait = Math.max(0, REFRESH_MIN_MS - (Date.now() - lastRefresh));
+  refreshTimer = setTimeout(refresh, wait);
+}
+
+function setStream(up) {
+  $('banner').hidden = up;
+  const s = $('status');
+  s.textContent = up ? 'live' : 'disconnected';
+  s.className = 'pill ' + (up ? 'live' : 'down');
+}
+
+function connect() {
+  const es = new EventSource('/api/v1/events');
+  es.onopen = () => { setStream(true); scheduleRefresh(); };
+  es.onerror = () => {
+    setStream(false);
+    // The browser retries by itself unless the stream is closed for good.
+    if (es.readyState === EventSource.CLOSED) setTimeout(connect, RECONNECT_MS);
+  };
+  es.addEventListener('sample', scheduleRefresh);
+  es.addEventListener('decision', scheduleRefresh);
+}
+
+window.addEventListener('resize', () => render());
+setInterval(scheduleRefresh, POLL_MS);
+refresh();
+connect();

@@ -1,0 +1,171 @@
+/* Request routing. Read-only: GET and HEAD on known paths, 405 (with
+ * Allow) for other methods there, 404 elsewhere. Query strings are ignored
+ * (MHD strips them from url). Static bodies are built once and shared. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "web/assets.h"
+#include "web/web_int.h"
+
+static const char k_csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+static struct MHD_Response *static_text(const char *body, const char *ctype)
+{
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+  if (!r)
+    return NULL;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  return r;
+}
+
+int acl_web_routes_init(acl_web_t *w)
+{
+  const char *txt = "text/plain; charset=utf-8";
+  w->r_404 = static_text("not found\n", txt);
+  w->r_405 = static_text("method not allowed (read-only endpoint: GET, HEAD)\n", txt);
+  w->r_503_sse = static_text("too many event streams\n", txt);
+  w->r_healthz = static_text("ok\n", txt);
+  w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
+  w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
+  if (!w->r_404 || !w->r_405 || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
+    return -1;
+  MHD_add_response_header(w->r_405, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  MHD_add_response_header(w->r_healthz, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  for (size_t i = 0; i < acl_web_nassets; i++) {
+    const acl_web_asset_t *a = &acl_web_assets[i];
+    struct MHD_Response *r = MHD_create_response_from_buffer(a->len, (void *)a->data,
+                                                             MHD_RESPMEM_PERSISTENT);
+    if (!r)
+      return -1;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->content_type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Content-Security-Policy", k_csp);
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    w->r_assets[i] = r;
+  }
+  return 0;
+}
+
+void acl_web_routes_free(acl_web_t *w)
+{
+  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_503_sse, &w->r_healthz,
+                                &w->r_head_sse};
+  for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
+    if (*rs[i])
+      MHD_destroy_response(*rs[i]);
+    *rs[i] = NULL;
+  }
+  if (w->r_assets) {
+    for (size_t i = 0; i < acl_web_nassets; i++)
+      if (w->r_assets[i])
+        MHD_destroy_response(w->r_assets[i]);
+    free(w->r_assets);
+    w->r_assets = NULL;
+  }
+}
+
+typedef void (*render_fn)(void *user, acl_strbuf_t *out);
+
+static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render_fn fn,
+                               const char *ctype)
+{
+  if (!fn) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        sizeof("no data source\n") - 1, (void *)"no data source\n", MHD_RESPMEM_PERSISTENT);
+    if (!r)
+      return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+    MHD_destroy_response(r);
+    return ret;
+  }
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  fn(w->src.user, &sb);
+  size_t len = 0;
+  char *body = acl_sb_steal(&sb, &len);
+  unsigned status = MHD_HTTP_OK;
+  struct MHD_Response *r;
+  if (body) {
+    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r)
+      free(body);
+  } else {
+    acl_warn("web: out of memory rendering a response");
+    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+    r = MHD_create_response_from_buffer(sizeof("out of memory\n") - 1, (void *)"out of memory\n",
+                                        MHD_RESPMEM_PERSISTENT);
+    ctype = "text/plain; charset=utf-8";
+  }
+  if (!r)
+    return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  enum MHD_Result ret = MHD_queue_response(conn, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+typedef enum { R_NONE, R_METRICS, R_STATE, R_EVENTS, R_HEALTHZ, R_ASSET } route_t;
+
+static route_t match(const char *url, size_t *asset)
+{
+  if (!url)
+    return R_NONE;
+  if (strcmp(url, "/metrics") == 0)
+    return R_METRICS;
+  if (strcmp(url, "/api/v1/state") == 0)
+    return R_STATE;
+  if (strcmp(url, "/api/v1/events") == 0)
+    return R_EVENTS;
+  if (strcmp(url, "/healthz") == 0)
+    return R_HEALTHZ;
+  const char *want = strcmp(url, "/") == 0 ? "/index.html" : url;
+  for (size_t i = 0; i < acl_web_nassets; i++)
+    if (strcmp(want, acl_web_assets[i].path) == 0) {
+      *asset = i;
+      return R_ASSET;
+    }
+  return R_NONE;
+}
+
+enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version,
+                              const char *upload_data, size_t *upload_size, void **req_cls)
+{
+  (void)version;
+  (void)upload_data;
+  (void)req_cls;
+  acl_web_t *w = cls;
+  size_t asset = 0;
+  route_t rt = match(url, &asset);
+  if (rt == R_NONE)
+    return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);
+  bool head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+  if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+    return MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, w->r_405);
+  if (*upload_size) /* a GET with a body: not ours to read */
+    *upload_size = 0;
+  switch (rt) {
+  case R_METRICS:
+    return dynamic(w, conn, w->src.render_metrics, "text/plain; version=0.0.4; charset=utf-8");
+  case R_STATE:
+    return dynamic(w, conn, w->src.render_state, "application/json");
+  case R_EVENTS:
+    if (head)
+      return MHD_queue_response(conn, MHD_HTTP_OK, w->r_head_sse);
+    return acl_web_sse_open(w, conn);
+  case R_HEALTHZ:
+    return MHD_queue_response(conn, MHD_HTTP_OK, w->r_healthz);
+  case R_ASSET:
+    return MHD_queue_response(conn, MHD_HTTP_OK, w->r_assets[asset]);
+  default:
+    return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);
+  }
+}
