@@ -6,6 +6,7 @@
 #define ACL_SIM_LANDSCAPE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/types.h"
@@ -35,6 +36,13 @@ void acl_land_nccl_default(const acl_landscape_t *l, int coll, uint64_t nbytes, 
 /* Best candidate the tuner could choose, and its time. */
 double acl_land_oracle(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
                        double interference, acl_candidate_t *best);
+/* NCCL's cost table for this call as a plugin would receive it: predicted
+ * microseconds for valid (algo, proto) pairs (NCCL's model: close to the
+ * landscape, with a deterministic model error), -1 for the others; the
+ * default's pair is the strict minimum, so NCCL's pick matches
+ * acl_land_nccl_default. */
+void acl_land_cost_table(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                         float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
 /* Multiplicative noise factor (mean 1, relative sd `rel`), from *rng state. */
 double acl_land_noise(uint64_t *rng, double rel);
 

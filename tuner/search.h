@@ -35,6 +35,13 @@ typedef struct acl_search_params {
   double prune_ratio;   /* drop a subspace whose best is > ratio x slower */
 } acl_search_params_t;
 
+/* Resource axes of the coordinate descent. Only nChannels is settable on
+ * NCCL 2.28; the chunk axis exists (NCCL 2.30 tuner v6) but is disabled. */
+#define ACL_SEARCH_AXIS_CHANNELS 0
+#define ACL_SEARCH_AXIS_CHUNK 1
+#define ACL_SEARCH_NUM_AXES 2
+#define ACL_SEARCH_MAX_SUBS ACL_NUM_AP
+
 typedef struct acl_search_cand {
   acl_candidate_t cand;
   uint16_t nsamples;     /* kept (ring of ACL_SEARCH_MAX_SAMPLES) */
@@ -42,7 +49,28 @@ typedef struct acl_search_cand {
   float seconds[ACL_SEARCH_MAX_SAMPLES];
   float overlap[ACL_SEARCH_MAX_SAMPLES];
   double robust_seconds; /* trimmed statistic, 0 = not judged yet */
+  /* private */
+  uint16_t planned;      /* calls handed out in the current evaluation */
+  uint16_t got;          /* samples received in the current evaluation */
+  uint8_t judged;        /* 1 = robust_seconds is a verdict */
+  uint8_t sub;           /* subspace index, 0xff for the baseline */
+  uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
 } acl_search_cand_t;
+
+/* One (algorithm, protocol) subspace and its coordinate-descent state. */
+typedef struct acl_search_sub {
+  int8_t algo, proto;
+  uint8_t state;           /* 0 pending, 1 active, 2 done, 3 pruned, 4 invalid */
+  uint8_t axis;            /* axis being descended */
+  uint8_t center[ACL_SEARCH_NUM_AXES]; /* grid index of the incumbent */
+  int8_t lo, hi;           /* exclusive bracket on the current axis */
+  uint8_t step;            /* current step in grid indices */
+  uint8_t dir;             /* 0 try up next, 1 try down next */
+  uint8_t checked;         /* first point passed the prune rule */
+  uint8_t pad;
+  uint16_t best_cand;      /* best judged cand of this subspace, 0 = none */
+  uint16_t pad2;
+} acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to search.c; other modules
  * only use the functions below and sizeof(). */
@@ -50,7 +78,9 @@ typedef struct acl_search {
   acl_search_params_t params;
   acl_wkey_t key;
   uint8_t phase;            /* acl_phase_t */
-  uint8_t pad0[3];
+  uint8_t nsubs;
+  uint8_t cur_sub;          /* index into subs of the active subspace, 0xff none */
+  uint8_t tuned_once;       /* 1 after the first convergence */
   uint32_t valid_mask;      /* ACL_AP_BIT(a, p): runnable on every rank */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's prior, us */
   int8_t nccl_algo, nccl_proto;            /* NCCL's argmin of the cost table */
@@ -60,13 +90,21 @@ typedef struct acl_search {
   uint64_t calls_planned;   /* calls handed out by acl_search_next */
   uint64_t samples_seen;
   uint64_t calls_to_converge; /* 0 until converged */
-  uint32_t steps;
+  uint64_t tune_start_call; /* calls_planned when this (re)tuning began */
+  uint64_t explore_calls;   /* calls handed out while exploring (cap) */
+  uint32_t steps;           /* candidates judged (exploration steps) */
   uint32_t traj_head;       /* next write index in traj */
   uint32_t traj_len;
   uint32_t retunes;
+  uint32_t warmup_dropped;  /* baseline samples dropped as warm-up */
+  uint32_t confirm_round;   /* extra sampling rounds before converging */
+  uint32_t tune_start_step; /* steps when this (re)tuning began */
   double converged_seconds; /* robust time of the decision when converged */
-  uint32_t drift_count;
-  uint32_t state_words[64]; /* search-private scratch (axis positions etc.) */
+  uint32_t drift_count;     /* samples of the decision since convergence */
+  uint32_t drift_head;
+  float drift_win[64];      /* recent samples of the decision (ring) */
+  double overlap_conv;      /* mean overlap when converged, <0 unknown */
+  acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
 } acl_search_t;

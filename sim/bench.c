@@ -1,0 +1,267 @@
+/* Tuner benchmark runner: drives tuner/search.c the way the consensus layer
+ * does (blocks from acl_search_next, samples back, late by a few calls)
+ * against landscapes, and measures what the search ends up choosing. */
+#include "sim/bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "sim/bench_int.h"
+#include "sim/landscape.h"
+#include "tuner/search.h"
+
+#define BENCH_MAX_LAG 4 /* samples arrive 0..3 calls late (GPU behind host) */
+#define BENCH_OUTLIER_P 0.02
+
+static uint64_t mix(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static double unif(uint64_t *s)
+{
+  *s = mix(*s + 0x9e3779b97f4a7c15ull);
+  return (double)(*s >> 11) * 0x1.0p-53;
+}
+
+static void usage(FILE *f, const char *prog)
+{
+  fprintf(f,
+          "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
+          "          [--calls C] [--h200-reps R]\n"
+          "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
+          "  --seed S        random seed, unsigned integer (default 1)\n"
+          "  --samples K     samples per candidate, 2..16 (default 5)\n"
+          "  --noise R       relative noise sd, 0..0.5 (default 0.10)\n"
+          "  --calls C       calls per run, 100..100000 (default 1000)\n"
+          "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n",
+          prog);
+}
+
+static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
+{
+  const char *prog = argc > 0 ? argv[0] : "autoccl-tunerbench";
+  memset(o, 0, sizeof *o);
+  o->landscapes = 1000;
+  o->seed = 1;
+  o->samples = 5;
+  o->noise = 0.10;
+  o->calls = 1000;
+  o->h200_reps = 20;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long n;
+    if (strcmp(a, "--bench") == 0)
+      continue;
+    if (strcmp(a, "--json") == 0) {
+      o->json = true;
+      continue;
+    }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout, prog);
+      return 1;
+    }
+    if (!v) {
+      fprintf(stderr, "%s: unknown option or missing value: '%s'\n", prog, a);
+      usage(stderr, prog);
+      return -1;
+    }
+    i++;
+    if (strcmp(a, "--landscapes") == 0 && acl_parse_int(v, 0, 100000, &n)) {
+      o->landscapes = (int)n;
+    } else if (strcmp(a, "--samples") == 0 && acl_parse_int(v, 2, 16, &n)) {
+      o->samples = (int)n;
+    } else if (strcmp(a, "--calls") == 0 && acl_parse_int(v, 100, 100000, &n)) {
+      o->calls = (int)n;
+    } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
+      o->h200_reps = (int)n;
+    } else if (strcmp(a, "--seed") == 0) {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 10);
+      if (errno || *end || end == v || v[0] == '-') {
+        fprintf(stderr, "%s: --seed wants an unsigned integer, got '%s'\n", prog, v);
+        return -1;
+      }
+      o->seed = s;
+    } else if (strcmp(a, "--noise") == 0) {
+      char *end;
+      double r = strtod(v, &end);
+      if (*end || end == v || !(r >= 0.0 && r <= 0.5)) {
+        fprintf(stderr, "%s: --noise wants a number in 0..0.5, got '%s'\n", prog, v);
+        return -1;
+      }
+      o->noise = r;
+    } else {
+      fprintf(stderr, "%s: bad option or value: %s '%s'\n", prog, a, v);
+      usage(stderr, prog);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+typedef struct pending {
+  int cand;
+  uint64_t due; /* call index after which the sample is delivered */
+  double seconds;
+  float overlap;
+} pending_t;
+
+/* One workload tuned for o->calls calls. */
+static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll,
+                    uint64_t nbytes, int nranks, double interf, uint64_t seed,
+                    acl_bench_run_t *r, acl_search_t *s)
+{
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  p.samples_per_cand = o->samples;
+  p.max_channels = acl_land_max_channels(l);
+  p.nranks = nranks;
+  acl_wkey_t key = {.comm_id = 1, .nbytes = nbytes, .num_pipe_ops = 1, .coll = (uint8_t)coll};
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  acl_land_cost_table(l, coll, nbytes, nranks, cost);
+  acl_search_init(s, &p, &key, cost);
+  acl_search_restrict(s, cost);
+
+  memset(r, 0, sizeof *r);
+  r->coll = (uint8_t)coll;
+  r->nbytes = nbytes;
+  r->nranks = (uint8_t)nranks;
+  r->interference = interf;
+  acl_land_nccl_default(l, coll, nbytes, nranks, &r->deflt);
+  double t_oracle = acl_land_oracle(l, coll, nbytes, nranks, interf, &r->oracle);
+
+  uint64_t rng = mix(seed);
+  pending_t q[BENCH_MAX_LAG + 1];
+  int nq = 0;
+  /* Noise-free time of what ran at each call (for the overhead). */
+  double *ran = malloc(sizeof(double) * (size_t)o->calls);
+  uint64_t k = 0;
+  while (k < (uint64_t)o->calls) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(s, &c, &len);
+    if (len == 0)
+      len = 1;
+    double t = acl_land_time(l, coll, nbytes, nranks, &c, interf);
+    for (uint32_t j = 0; j < len && k < (uint64_t)o->calls; j++, k++) {
+      if (ran)
+        ran[k] = t;
+      double noisy = t * acl_land_noise(&rng, o->noise);
+      if (unif(&rng) < BENCH_OUTLIER_P)
+        noisy *= 1.5 + 1.5 * unif(&rng); /* stragglers: a slow rank, a page fault */
+      float ov = (float)(interf + (interf > 0.0 ? 0.05 * (unif(&rng) - 0.5) : 0.0));
+      q[nq++] = (pending_t){id, k + (uint64_t)(unif(&rng) * BENCH_MAX_LAG), noisy, ov};
+      /* Deliver what is due (in call order, as a profiler would). */
+      int w = 0;
+      for (int i = 0; i < nq; i++) {
+        if (q[i].due <= k || nq == BENCH_MAX_LAG + 1)
+          acl_search_add_sample(s, q[i].cand, q[i].seconds, q[i].overlap);
+        else
+          q[w++] = q[i];
+      }
+      nq = w;
+    }
+  }
+  acl_search_report_t rep;
+  acl_search_report(s, &rep);
+  r->converged = rep.phase == ACL_PHASE_CONVERGED;
+  r->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : rep.best;
+  r->calls_to_converge = (uint32_t)rep.calls_to_converge;
+  r->cands_evaluated = rep.candidates_evaluated;
+  r->retunes = rep.retunes;
+  double t_final = acl_land_time(l, coll, nbytes, nranks, &r->final, interf);
+  double t_base = acl_land_time(l, coll, nbytes, nranks, &r->deflt, interf);
+  r->final_over_oracle = t_oracle / t_final;
+  r->final_over_baseline = t_base / t_final;
+  r->oracle_over_baseline = t_base / t_oracle;
+  double extra = 0.0;
+  if (ran)
+    for (int i = 0; i < o->calls; i++)
+      extra += ran[i] - t_final;
+  r->overhead = extra / (t_final * o->calls);
+  free(ran);
+}
+
+int acl_sim_bench_main(int argc, char **argv)
+{
+  acl_bench_opts_t o;
+  int rc = parse_opts(argc, argv, &o);
+  if (rc != 0)
+    return rc < 0 ? 2 : 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+
+  char err[256] = "";
+  acl_landscape_t *h200 = acl_land_create_h200(err, sizeof err);
+  if (!h200) {
+    fprintf(stderr, "tunerbench: H200 landscape: %s\n", err);
+    return 2;
+  }
+  enum { NSIZES = 10 }; /* 4 KiB .. 1 GiB, x4 */
+  size_t nh = (size_t)ACL_NUM_COLL * NSIZES * (size_t)o.h200_reps;
+  size_t ns = (size_t)ACL_NUM_COLL * NSIZES * (size_t)o.landscapes;
+  acl_bench_run_t *hr = calloc(nh ? nh : 1, sizeof *hr);
+  acl_bench_run_t *sr = calloc(ns ? ns : 1, sizeof *sr);
+  acl_search_t *s = malloc(sizeof *s);
+  bool ok = false;
+  if (!hr || !sr || !s) {
+    fprintf(stderr, "tunerbench: out of memory\n");
+    goto out;
+  }
+
+  size_t i = 0;
+  for (int rep = 0; rep < o.h200_reps; rep++)
+    for (int c = 0; c < ACL_NUM_COLL; c++)
+      for (int z = 0; z < NSIZES; z++) {
+        uint64_t seed = mix(o.seed * 1000003ull + (uint64_t)(rep * 131 + c * 17 + z));
+        uint64_t rr = seed;
+        /* Half the runs isolated, half under a compute episode. */
+        double interf = rep % 2 ? 0.2 + 0.6 * unif(&rr) : 0.0;
+        run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, &hr[i++], s);
+      }
+  fprintf(stderr, "tunerbench: H200 landscape: %zu runs done\n", nh);
+
+  i = 0;
+  for (int n = 0; n < o.landscapes; n++) {
+    uint64_t lseed = mix(o.seed ^ (0xabcdefull + (uint64_t)n));
+    acl_landscape_t *l = acl_land_create_synth(lseed);
+    if (!l) {
+      fprintf(stderr, "tunerbench: out of memory\n");
+      goto out;
+    }
+    uint64_t rr = lseed;
+    static const int ranks[] = {2, 4, 8};
+    int nranks = ranks[(int)(unif(&rr) * 3)];
+    for (int c = 0; c < ACL_NUM_COLL; c++)
+      for (int z = 0; z < NSIZES; z++) {
+        double interf = unif(&rr) < 0.5 ? 0.0 : 0.2 + 0.6 * unif(&rr);
+        run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, mix(lseed + (uint64_t)(c * 16 + z)),
+                &sr[i], s);
+        sr[i++].synthetic = 1;
+      }
+    acl_land_destroy(l);
+    if ((n + 1) % 100 == 0 || n + 1 == o.landscapes)
+      fprintf(stderr, "tunerbench: synthetic landscapes: %d/%d\n", n + 1, o.landscapes);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ok = acl_bench_print(&o, hr, nh, sr, ns,
+                       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+out:
+  free(s);
+  free(hr);
+  free(sr);
+  acl_land_destroy(h200);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,55 @@
+/* Private to the tuner benchmark (sim/bench.c, sim/bench_report.c). */
+#ifndef ACL_SIM_BENCH_INT_H
+#define ACL_SIM_BENCH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/types.h"
+
+/* One tuning run: one workload on one landscape. */
+typedef struct acl_bench_run {
+  uint8_t coll;
+  uint8_t synthetic;
+  uint8_t converged;
+  uint8_t nranks;
+  uint64_t nbytes;
+  double interference;
+  double final_over_oracle;   /* bandwidth ratio, <= 1 */
+  double final_over_baseline; /* noise-free, at the run's interference */
+  double oracle_over_baseline;
+  double overhead;            /* extra time over the first calls / final's */
+  uint32_t calls_to_converge;
+  uint32_t cands_evaluated;
+  uint32_t retunes;
+  acl_candidate_t final, oracle, deflt;
+} acl_bench_run_t;
+
+typedef struct acl_bench_opts {
+  bool json;
+  int landscapes;      /* synthetic landscapes */
+  uint64_t seed;
+  int samples;         /* samples_per_cand */
+  double noise;        /* relative sd of the multiplicative noise */
+  int calls;           /* calls per run (overhead window) */
+  int h200_reps;       /* noise seeds per H200 workload */
+} acl_bench_opts_t;
+
+typedef struct acl_bench_summary {
+  size_t n;
+  double foo_median, foo_p5, foo_min;   /* final / oracle */
+  double calls_median, calls_p95, calls_max;
+  double overhead_mean, overhead_median, overhead_p95;
+  double fob_min, fob_median;           /* final / baseline */
+  double oob_median;                    /* oracle / baseline: headroom */
+  size_t not_converged, below_baseline; /* fob < 0.99 */
+  double retunes_mean;
+} acl_bench_summary_t;
+
+void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summary_t *out);
+/* Prints the human tables or the JSON line; returns true when targets are met. */
+bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,
+                     const acl_bench_run_t *syn, size_t ns, double seconds);
+
+#endif

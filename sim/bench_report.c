@@ -1,0 +1,188 @@
+/* Tuner benchmark statistics and output (table, or one JSON line). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/bench_int.h"
+
+/* Targets from the brief (docs/benchmarks-tuner.md). */
+#define T_FOO_MEDIAN 0.98
+#define T_FOO_P5 0.95
+#define T_CALLS_MEDIAN 60.0
+#define T_OVERHEAD 0.03
+#define T_FOB_MIN 0.99
+
+static int cmp_d(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Percentile by linear interpolation on sorted values, q in 0..1. */
+static double pct(const double *v, size_t n, double q)
+{
+  if (n == 0)
+    return NAN;
+  double pos = q * (double)(n - 1);
+  size_t i = (size_t)pos;
+  if (i + 1 >= n)
+    return v[n - 1];
+  return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
+void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summary_t *s)
+{
+  memset(s, 0, sizeof *s);
+  s->n = n;
+  if (n == 0)
+    return;
+  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
+  double *d = malloc(n * sizeof *d), *e = malloc(n * sizeof *e);
+  if (!a || !b || !c || !d || !e)
+    goto out;
+  double ov_sum = 0.0, rt = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    a[i] = runs[i].final_over_oracle;
+    b[i] = runs[i].calls_to_converge;
+    c[i] = runs[i].overhead;
+    d[i] = runs[i].final_over_baseline;
+    e[i] = runs[i].oracle_over_baseline;
+    ov_sum += runs[i].overhead;
+    rt += runs[i].retunes;
+    s->not_converged += !runs[i].converged;
+    s->below_baseline += runs[i].final_over_baseline < T_FOB_MIN;
+  }
+  qsort(a, n, sizeof *a, cmp_d);
+  qsort(b, n, sizeof *b, cmp_d);
+  qsort(c, n, sizeof *c, cmp_d);
+  qsort(d, n, sizeof *d, cmp_d);
+  qsort(e, n, sizeof *e, cmp_d);
+  s->foo_median = pct(a, n, 0.5);
+  s->foo_p5 = pct(a, n, 0.05);
+  s->foo_min = a[0];
+  s->calls_median = pct(b, n, 0.5);
+  s->calls_p95 = pct(b, n, 0.95);
+  s->calls_max = b[n - 1];
+  s->overhead_mean = ov_sum / (double)n;
+  s->overhead_median = pct(c, n, 0.5);
+  s->overhead_p95 = pct(c, n, 0.95);
+  s->fob_min = d[0];
+  s->fob_median = pct(d, n, 0.5);
+  s->oob_median = pct(e, n, 0.5);
+  s->retunes_mean = rt / (double)n;
+out:
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+  free(e);
+}
+
+static void print_row(const char *name, const acl_bench_summary_t *s)
+{
+  printf("%-10s %7zu %7.4f %7.4f %7.4f %6.0f %6.0f %6.0f %7.2f%% %7.2f%% %7.4f %7.4f %7.4f %5zu\n",
+         name, s->n, s->foo_median, s->foo_p5, s->foo_min, s->calls_median, s->calls_p95,
+         s->calls_max, 100.0 * s->overhead_mean, 100.0 * s->overhead_p95, s->fob_min,
+         s->fob_median, s->oob_median, s->below_baseline);
+}
+
+static void json_obj(const char *name, const acl_bench_summary_t *s)
+{
+  printf("\"%s\":{\"runs\":%zu,\"final_over_oracle_median\":%.5f,\"final_over_oracle_p5\":%.5f,"
+         "\"final_over_oracle_min\":%.5f,\"calls_to_converge_median\":%.1f,"
+         "\"calls_to_converge_p95\":%.1f,\"exploration_overhead\":%.5f,"
+         "\"exploration_overhead_p95\":%.5f,\"final_over_baseline_min\":%.5f,"
+         "\"final_over_baseline_median\":%.5f,\"oracle_over_baseline_median\":%.5f,"
+         "\"below_baseline_runs\":%zu,\"not_converged\":%zu}",
+         name, s->n, s->foo_median, s->foo_p5, s->foo_min, s->calls_median, s->calls_p95,
+         s->overhead_mean, s->overhead_p95, s->fob_min, s->fob_median, s->oob_median,
+         s->below_baseline, s->not_converged);
+}
+
+/* Per (collective, size) view of the H200 runs without interference. */
+static void h200_detail(const acl_bench_run_t *h, size_t nh)
+{
+  printf("\nH200 landscape, isolated runs (median over noise seeds):\n");
+  printf("%-14s %10s %-22s %-22s %-22s %8s %8s %6s\n", "collective", "bytes", "NCCL default",
+         "final (last seed)", "oracle", "fin/orc", "fin/def", "calls");
+  for (int c = 0; c < ACL_NUM_COLL; c++)
+    for (uint64_t b = 4096; b <= (1ull << 30); b <<= 2) {
+      double foo[1000], fob[1000], calls[1000];
+      size_t n = 0;
+      const acl_bench_run_t *last = NULL;
+      for (size_t i = 0; i < nh && n < 1000; i++)
+        if (h[i].coll == c && h[i].nbytes == b && h[i].interference == 0.0) {
+          foo[n] = h[i].final_over_oracle;
+          fob[n] = h[i].final_over_baseline;
+          calls[n++] = h[i].calls_to_converge;
+          last = &h[i];
+        }
+      if (!n)
+        continue;
+      qsort(foo, n, sizeof foo[0], cmp_d);
+      qsort(fob, n, sizeof fob[0], cmp_d);
+      qsort(calls, n, sizeof calls[0], cmp_d);
+      char d[40], f[40], o[40];
+      printf("%-14s %10llu %-22s %-22s %-22s %8.4f %8.4f %6.0f\n", acl_coll_name(c),
+             (unsigned long long)b, acl_candidate_str(&last->deflt, d, sizeof d),
+             acl_candidate_str(&last->final, f, sizeof f),
+             acl_candidate_str(&last->oracle, o, sizeof o), pct(foo, n, 0.5), pct(fob, n, 0.5),
+             pct(calls, n, 0.5));
+    }
+}
+
+bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,
+                     const acl_bench_run_t *syn, size_t ns, double seconds)
+{
+  acl_bench_summary_t sh, ss, sa;
+  acl_bench_summarize(h200, nh, &sh);
+  acl_bench_summarize(syn, ns, &ss);
+  acl_bench_run_t *all = malloc((nh + ns + 1) * sizeof *all);
+  if (!all) {
+    fprintf(stderr, "tunerbench: out of memory\n");
+    return false;
+  }
+  memcpy(all, h200, nh * sizeof *all);
+  memcpy(all + nh, syn, ns * sizeof *all);
+  acl_bench_summarize(all, nh + ns, &sa);
+  free(all);
+  bool met = sa.foo_median >= T_FOO_MEDIAN && sa.foo_p5 >= T_FOO_P5 &&
+             sa.calls_median <= T_CALLS_MEDIAN && sa.overhead_mean <= T_OVERHEAD &&
+             sa.fob_min >= T_FOB_MIN;
+  if (o->json) {
+    printf("{\"landscapes\":%d,\"seed\":%llu,\"samples_per_cand\":%d,\"noise\":%.3f,"
+           "\"calls\":%d,\"seconds\":%.2f,",
+           o->landscapes, (unsigned long long)o->seed, o->samples, o->noise, o->calls, seconds);
+    printf("\"final_over_oracle_median\":%.5f,\"final_over_oracle_p5\":%.5f,"
+           "\"calls_to_converge_median\":%.1f,\"exploration_overhead\":%.5f,"
+           "\"final_over_baseline_min\":%.5f,\"targets_met\":%s,",
+           sa.foo_median, sa.foo_p5, sa.calls_median, sa.overhead_mean, sa.fob_min,
+           met ? "true" : "false");
+    json_obj("h200", &sh);
+    printf(",");
+    json_obj("synthetic", &ss);
+    printf("}\n");
+    return met;
+  }
+  printf("autoccl tuner benchmark: %d synthetic landscapes + H200 (x%d seeds), seed %llu, "
+         "%d samples/cand, noise %.0f%%, %d calls/run, %.1f s\n\n",
+         o->landscapes, o->h200_reps, (unsigned long long)o->seed, o->samples,
+         100.0 * o->noise, o->calls, seconds);
+  printf("%-10s %7s %7s %7s %7s %6s %6s %6s %8s %8s %7s %7s %7s %5s\n", "landscape", "runs",
+         "f/o med", "f/o p5", "f/o min", "calls", "c p95", "c max", "ovh mean", "ovh p95",
+         "f/b min", "f/b med", "o/b med", "<0.99");
+  print_row("h200", &sh);
+  print_row("synthetic", &ss);
+  print_row("all", &sa);
+  printf("\nf/o = final/oracle bandwidth; calls = calls to converge (warm-up included);\n"
+         "ovh = extra time over the first %d calls vs always running the final choice;\n"
+         "f/b = final/NCCL-default bandwidth (noise-free); o/b = oracle headroom.\n",
+         o->calls);
+  printf("targets: f/o median >= %.2f, p5 >= %.2f, calls median <= %.0f, overhead <= %.0f%%, "
+         "f/b min >= %.2f: %s\n",
+         T_FOO_MEDIAN, T_FOO_P5, T_CALLS_MEDIAN, 100.0 * T_OVERHEAD, T_FOB_MIN,
+         met ? "MET" : "NOT MET");
+  h200_detail(h200, nh);
+  return met;
+}

@@ -1,0 +1,390 @@
+/* Performance landscapes (sim/landscape.h); model and assumptions are
+ * documented in docs/tuner.md.
+ *
+ * Shared by both kinds:
+ * - Sizes between model points: log-log interpolation of the time of the
+ *   same candidate at the two neighbouring points.
+ * - Ranks: bus bandwidth is taken as constant across rank counts (stated
+ *   assumption), so t(n) = t(2) * busbw_factor(coll, n) / busbw_factor(coll, 2).
+ * - Interference i in 0..1 (compute running concurrently): every candidate
+ *   slows by (1 + i * (interf_base + interf_per_ch * nch / max_channels)):
+ *   channels are SMs taken from the GEMMs and slowed by them, so under
+ *   interference fewer channels win. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/landscape_int.h"
+
+extern const unsigned char acl_sim_h200_csv[];
+extern const unsigned long acl_sim_h200_csv_len;
+
+/* ---- random numbers (deterministic, no global state) ---------------------- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
+
+static double gauss(uint64_t *s)
+{
+  double u1 = unif(s), u2 = unif(s);
+  if (u1 < 1e-300)
+    u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+double acl_land_noise(uint64_t *rng, double rel)
+{
+  if (!rng || !(rel > 0.0))
+    return 1.0;
+  /* Log-normal with mean exactly 1 and relative sd exactly rel. */
+  double s2 = log(1.0 + rel * rel);
+  return exp(gauss(rng) * sqrt(s2) - 0.5 * s2);
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+acl_landscape_t *acl_land_create_h200(char *err, size_t errlen)
+{
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  acl_landscape_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  l->kind = ACL_LAND_H200;
+  snprintf(l->name, sizeof l->name, "h200x2-nccl2.28.3");
+  l->max_channels = ACL_LAND_MAX_CH;
+  l->interf_base = 0.10;
+  l->interf_per_ch = 0.60;
+  if (strlen((const char *)acl_sim_h200_csv) != acl_sim_h200_csv_len) {
+    snprintf(err, errlen, "embedded H200 data is corrupt");
+    goto fail;
+  }
+  if (acl_land_h200_load(l, (const char *)acl_sim_h200_csv, err, errlen) < 0)
+    goto fail;
+  return l;
+fail:
+  free(l);
+  return NULL;
+}
+
+void acl_land_destroy(acl_landscape_t *l) { free(l); }
+
+const char *acl_land_name(const acl_landscape_t *l) { return l ? l->name : "?"; }
+
+int acl_land_max_channels(const acl_landscape_t *l) { return l ? l->max_channels : 0; }
+
+/* ---- synthetic ------------------------------------------------------------- */
+
+static double anchor_bytes(int k) { return 1024.0 * pow(4.0, k); }
+
+/* Fraction of a call's time that is bandwidth (not latency) bound: channels
+ * matter only there. */
+static double bw_fraction(const acl_landscape_t *l, int coll, double bytes)
+{
+  double bw_t = bytes / (l->busbw_gbs[coll] * 1e3); /* us; busbw in GB/s */
+  return bw_t / (bw_t + l->lat_us[coll]);
+}
+
+static void syn_valid_pairs(uint64_t *rng, int coll, bool v[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  memset(v, 0, sizeof(bool) * ACL_NUM_AP);
+  for (int p = 0; p < ACL_NUM_PROTO; p++)
+    v[1][p] = true; /* Ring everywhere */
+  if (coll == 4) {
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      v[0][p] = true; /* Tree */
+    v[4][2] = unif(rng) < 0.5; /* NVLS (Simple only) on NVSwitch systems */
+  } else if (coll == 2 || coll == 3) {
+    v[4][2] = unif(rng) < 0.3;
+    v[6][2] = unif(rng) < 0.2; /* PAT */
+  }
+  /* Some pairs disabled (NCCL_PROTO/NCCL_ALGO, registered buffers ...). */
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      if (v[a][p] && !(a == 1 && p == 2) && unif(rng) < 0.1)
+        v[a][p] = false;
+}
+
+/* NCCL's default channel count: a size heuristic, not an optimum. */
+static int syn_default_ch(const acl_landscape_t *l, double bytes)
+{
+  int nc = 2;
+  while (nc < l->max_channels * 3 / 4 && bytes > 65536.0 * nc)
+    nc *= 2;
+  return nc > l->max_channels * 3 / 4 ? l->max_channels * 3 / 4 : nc;
+}
+
+static double syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo, int proto,
+                     int nch);
+
+static void syn_anchor(acl_landscape_t *l, uint64_t *rng, int coll, int k)
+{
+  acl_land_syn_pt_t *pt = &l->s[coll][k];
+  bool v[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  syn_valid_pairs(rng, coll, v);
+  double wf = bw_fraction(l, coll, anchor_bytes(k));
+  int nvalid = 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      nvalid += v[a][p];
+  int winner = (int)(unif(rng) * nvalid), idx = 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++) {
+      if (!v[a][p])
+        continue;
+      /* Offsets: one winner at 1, the others 1.0x-3x slower. */
+      pt->factor[a][p] = idx++ == winner ? 1.0f : (float)exp(fabs(gauss(rng)) * 0.45);
+      double lp = log2((double)l->max_channels) - unif(rng) * 1.5 - (1.0 - wf) * unif(rng) * 3.0;
+      pt->peak[a][p] = (float)(lp < 0.0 ? 1.0 : exp2(lp));
+      pt->al[a][p] = (float)(0.05 + 0.35 * unif(rng));
+      pt->ar[a][p] = (float)(0.01 + 0.14 * unif(rng));
+      pt->pred_err[a][p] = (float)exp(gauss(rng) * 0.2);
+    }
+  /* NCCL's pick: argmin of its (erroneous) prediction at its channel count. */
+  pt->def_ch = syn_default_ch(l, anchor_bytes(k));
+  double bestc = INFINITY;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++) {
+      if (pt->factor[a][p] <= 0.0f)
+        continue;
+      double c = syn_at(l, coll, k, anchor_bytes(k), a, p, pt->def_ch) * pt->pred_err[a][p];
+      if (c < bestc) {
+        bestc = c;
+        pt->def_algo = a;
+        pt->def_proto = p;
+      }
+    }
+}
+
+acl_landscape_t *acl_land_create_synth(uint64_t seed)
+{
+  acl_landscape_t *l = calloc(1, sizeof *l);
+  if (!l)
+    return NULL;
+  uint64_t rng = seed ^ 0x5eed5eed12345678ull;
+  l->kind = ACL_LAND_SYNTH;
+  snprintf(l->name, sizeof l->name, "synth-%llu", (unsigned long long)seed);
+  l->max_channels = ACL_LAND_MAX_CH;
+  l->interf_base = 0.05 + 0.10 * unif(&rng);
+  l->interf_per_ch = 0.3 + 0.6 * unif(&rng);
+  for (int c = 0; c < ACL_NUM_COLL; c++) {
+    l->lat_us[c] = 8.0 + 12.0 * unif(&rng);
+    l->busbw_gbs[c] = 100.0 + 300.0 * unif(&rng);
+  }
+  for (int c = 0; c < ACL_NUM_COLL; c++)
+    for (int k = 0; k < ACL_LAND_SYN_NANCH; k++)
+      syn_anchor(l, &rng, c, k);
+  return l;
+}
+
+/* Synthetic time (us, 2 ranks, no interference) with the shape of anchor k:
+ *   t = (lat + bytes/busbw) * factor(a,p) * (1 + w * g(nch))
+ *   g = al * log2(nch/peak)^2 below the peak, ar * log2(nch/peak)^2 above
+ * (unimodal in nch), w = 0.1 + 0.9 * bandwidth-bound fraction. */
+static double syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo, int proto,
+                     int nch)
+{
+  const acl_land_syn_pt_t *pt = &l->s[coll][k];
+  if (algo == ACL_ALGO_NCCL) {
+    algo = pt->def_algo;
+    proto = pt->def_proto;
+  }
+  if (algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 || proto >= ACL_NUM_PROTO ||
+      pt->factor[algo][proto] <= 0.0f)
+    return INFINITY;
+  if (nch <= 0)
+    nch = pt->def_ch;
+  double x = log2((double)nch / pt->peak[algo][proto]);
+  double g = (x < 0.0 ? pt->al[algo][proto] : pt->ar[algo][proto]) * x * x;
+  double w = 0.1 + 0.9 * bw_fraction(l, coll, bytes);
+  double base = l->lat_us[coll] + bytes / (l->busbw_gbs[coll] * 1e3);
+  return base * pt->factor[algo][proto] * (1.0 + w * g);
+}
+
+/* ---- common evaluation ----------------------------------------------------- */
+
+/* Index of the nearest model point (log size) and the interpolation bracket. */
+static int nearest_point(double bytes)
+{
+  if (bytes <= 1024.0)
+    return 0;
+  int k = (int)floor(log(bytes / 1024.0) / log(4.0) + 0.5);
+  return k < 0 ? 0 : (k > ACL_LAND_H200_NSIZE - 1 ? ACL_LAND_H200_NSIZE - 1 : k);
+}
+
+static bool ranks_ok(int coll, int nranks) { return coll >= 0 && coll < ACL_NUM_COLL && nranks > 1; }
+
+/* Broadcast and Reduce reuse AllGather and ReduceScatter (stated assumption):
+ * a ring Broadcast of N bytes moves N over each link, like an AllGather of
+ * 2N on 2 ranks, so t_bcast(N) = t_allgather(2N); Reduce likewise. */
+static int h200_mcoll(int coll, double *bytes)
+{
+  switch (coll) {
+  case 0: *bytes *= 2.0; return 0;
+  case 1: *bytes *= 2.0; return 1;
+  case 2: return 0;
+  case 3: return 1;
+  default: return 2;
+  }
+}
+
+static void default_at(const acl_landscape_t *l, int coll, double bytes, acl_candidate_t *out)
+{
+  memset(out, 0, sizeof *out);
+  if (l->kind == ACL_LAND_H200) {
+    int mc = h200_mcoll(coll, &bytes);
+    const acl_land_h200_pt_t *pt = &l->h[mc][nearest_point(bytes)];
+    out->algo = (int8_t)pt->def_algo;
+    out->proto = (int8_t)pt->def_proto;
+    out->nchannels = (int16_t)pt->def_ch;
+  } else {
+    const acl_land_syn_pt_t *pt = &l->s[coll][nearest_point(bytes)];
+    out->algo = (int8_t)pt->def_algo;
+    out->proto = (int8_t)pt->def_proto;
+    out->nchannels = (int16_t)pt->def_ch;
+  }
+}
+
+/* Noise-free time (seconds) at 2 ranks without interference. */
+static double base_time(const acl_landscape_t *l, int coll, double bytes, int algo, int proto,
+                        int nch)
+{
+  if (l->kind == ACL_LAND_SYNTH) {
+    /* Shape of the nearest anchor keeps every call's surface unimodal. */
+    return syn_at(l, coll, nearest_point(bytes), bytes, algo, proto, nch) * 1e-6;
+  }
+  int mc = h200_mcoll(coll, &bytes);
+  if (bytes <= l->sizes[0])
+    return acl_land_h200_at(l, mc, 0, algo, proto, nch) * 1e-6;
+  int top = ACL_LAND_H200_NSIZE - 1;
+  if (bytes >= l->sizes[top]) /* bandwidth bound beyond 1 GiB */
+    return acl_land_h200_at(l, mc, top, algo, proto, nch) * (bytes / l->sizes[top]) * 1e-6;
+  int i = (int)floor(log(bytes / 1024.0) / log(4.0));
+  if (i >= top)
+    i = top - 1;
+  double w = log(bytes / l->sizes[i]) / log(l->sizes[i + 1] / l->sizes[i]);
+  double t0 = acl_land_h200_at(l, mc, i, algo, proto, nch);
+  double t1 = acl_land_h200_at(l, mc, i + 1, algo, proto, nch);
+  if (!isfinite(t0) || !isfinite(t1))
+    return INFINITY;
+  return exp((1.0 - w) * log(t0) + w * log(t1)) * 1e-6;
+}
+
+bool acl_land_valid(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks, int algo,
+                    int proto)
+{
+  if (!l || !ranks_ok(coll, nranks) || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
+      proto >= ACL_NUM_PROTO)
+    return false;
+  return isfinite(base_time(l, coll, (double)nbytes, algo, proto, l->max_channels));
+}
+
+void acl_land_nccl_default(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                           acl_candidate_t *out)
+{
+  (void)nranks;
+  memset(out, 0, sizeof *out);
+  if (!l || coll < 0 || coll >= ACL_NUM_COLL) {
+    out->algo = ACL_ALGO_NCCL;
+    return;
+  }
+  default_at(l, coll, (double)nbytes, out);
+}
+
+double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                     const acl_candidate_t *c, double interference)
+{
+  if (!l || !c || !ranks_ok(coll, nranks))
+    return INFINITY;
+  acl_candidate_t d;
+  default_at(l, coll, (double)nbytes, &d);
+  int algo = c->algo, proto = c->proto, nch = c->nchannels;
+  if (algo == ACL_ALGO_NCCL) { /* NCCL's default: same as its explicit pick */
+    algo = d.algo;
+    proto = d.proto;
+    nch = d.nchannels;
+  }
+  if (nch <= 0)
+    nch = d.nchannels;
+  if (nch > l->max_channels) /* NCCL clamps to the channels it built */
+    nch = l->max_channels;
+  double t = base_time(l, coll, (double)nbytes, algo, proto, nch);
+  if (!isfinite(t))
+    return INFINITY;
+  double f2 = acl_busbw_factor(coll, 2), fn = acl_busbw_factor(coll, nranks);
+  t *= fn / f2;
+  if (interference > 0.0) {
+    if (interference > 1.0)
+      interference = 1.0;
+    t *= 1.0 + interference * (l->interf_base + l->interf_per_ch * nch / l->max_channels);
+  }
+  return t;
+}
+
+double acl_land_oracle(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                       double interference, acl_candidate_t *best)
+{
+  double bt = INFINITY;
+  acl_candidate_t c = {0}, b = {.algo = ACL_ALGO_NCCL};
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++) {
+      if (!acl_land_valid(l, coll, nbytes, nranks, a, p))
+        continue;
+      for (int n = 1; n <= l->max_channels; n++) {
+        c.algo = (int8_t)a;
+        c.proto = (int8_t)p;
+        c.nchannels = (int16_t)n;
+        double t = acl_land_time(l, coll, nbytes, nranks, &c, interference);
+        if (t < bt) {
+          bt = t;
+          b = c;
+        }
+      }
+    }
+  if (best)
+    *best = b;
+  return bt;
+}
+
+void acl_land_cost_table(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                         float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  acl_candidate_t d;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      cost[a][p] = -1.0f;
+  if (!l || !ranks_ok(coll, nranks))
+    return;
+  default_at(l, coll, (double)nbytes, &d);
+  double tdef = acl_land_time(l, coll, nbytes, nranks, &d, 0.0) * 1e6;
+  int k = nearest_point((double)nbytes);
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++) {
+      if (!acl_land_valid(l, coll, nbytes, nranks, a, p))
+        continue;
+      acl_candidate_t c = {.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = d.nchannels};
+      double t = acl_land_time(l, coll, nbytes, nranks, &c, 0.0) * 1e6;
+      /* NCCL's model error: synthetic draws, or a fixed +-20% pattern. */
+      double e = l->kind == ACL_LAND_SYNTH ? l->s[coll][k].pred_err[a][p]
+                                           : 1.0 + 0.2 * sin(1.7 * a + 2.9 * p + k);
+      double pred = t * e;
+      if (a == d.algo && p == d.proto)
+        pred = tdef;
+      else if (pred <= tdef * 1.02) /* NCCL's pick stays its strict minimum */
+        pred = tdef * 1.02;
+      cost[a][p] = (float)pred;
+    }
+}

@@ -1,0 +1,55 @@
+/* Private layout of landscapes (sim/landscape.c, sim/landscape_h200.c). */
+#ifndef ACL_SIM_LANDSCAPE_INT_H
+#define ACL_SIM_LANDSCAPE_INT_H
+
+#include "sim/landscape.h"
+
+#define ACL_LAND_H200_NSIZE 11 /* 1 KiB .. 1 GiB, x4 */
+#define ACL_LAND_H200_NCOLL 3  /* measured: AllGather, ReduceScatter, AllReduce */
+#define ACL_LAND_H200_NCH 7    /* channel counts measured: 1 2 4 8 16 24 32 */
+#define ACL_LAND_SYN_NANCH 11  /* synthetic shape anchors: 1 KiB x 4^k */
+#define ACL_LAND_MAX_CH 32
+
+enum { ACL_LAND_H200 = 1, ACL_LAND_SYNTH = 2 };
+
+/* Measured model at one size (see docs/tuner.md "H200 landscape"). */
+typedef struct acl_land_h200_pt {
+  double t_def;                   /* default config, out-of-place, us */
+  double a_ratio[ACL_NUM_ALGO];   /* forced algo / default; 0 = not offered */
+  double p_ratio[ACL_NUM_PROTO];  /* forced proto / default */
+  double c_ratio[ACL_LAND_H200_NCH]; /* forced channels / default */
+  int def_algo, def_proto, def_ch; /* what the default ran (def_ch: a count) */
+} acl_land_h200_pt_t;
+
+typedef struct acl_land_syn_pt {
+  float factor[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* subspace offset >= 1; 0 = invalid */
+  float peak[ACL_NUM_ALGO][ACL_NUM_PROTO];   /* channel count of the optimum */
+  float al[ACL_NUM_ALGO][ACL_NUM_PROTO];     /* curvature below the peak */
+  float ar[ACL_NUM_ALGO][ACL_NUM_PROTO];     /* curvature above the peak */
+  float pred_err[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL cost-model error */
+  int def_algo, def_proto, def_ch;
+} acl_land_syn_pt_t;
+
+struct acl_landscape {
+  int kind;
+  char name[48];
+  int max_channels;
+  double interf_base;   /* slowdown per unit interference, any candidate */
+  double interf_per_ch; /* extra per unit interference at max channels */
+  /* H200 */
+  double sizes[ACL_LAND_H200_NSIZE];
+  acl_land_h200_pt_t h[ACL_LAND_H200_NCOLL][ACL_LAND_H200_NSIZE];
+  /* synthetic */
+  double lat_us[ACL_NUM_COLL];
+  double busbw_gbs[ACL_NUM_COLL];
+  acl_land_syn_pt_t s[ACL_NUM_COLL][ACL_LAND_SYN_NANCH];
+};
+
+extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];
+
+/* Parses the embedded CSV into l (kind H200). 0 or -1 with err. */
+int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t errlen);
+/* Model time (us) at measured size index i, 2 ranks, no interference. */
+double acl_land_h200_at(const acl_landscape_t *l, int mcoll, int i, int algo, int proto, int nch);
+
+#endif
