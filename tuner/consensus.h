@@ -32,7 +32,14 @@ typedef struct acl_cons_params {
   int rank;                   /* -1 when unknown (no profiler ABI) */
   const acl_config_t *cfg;
   acl_search_params_t search; /* defaults for new workloads */
+  /* Internal (tests, simulator): salts the segment name so that simulated
+   * hosts on one machine do not share a segment. NULL or "" in production. */
+  const char *shm_ns;
 } acl_cons_params_t;
+
+/* acl_decision_t.widx of a workload refused because the communicator's
+ * workload table (cfg->max_workloads) is full: NCCL's choice, on every rank. */
+#define ACL_CONS_WIDX_NONE UINT32_MAX
 
 /* What getCollInfo applies. */
 typedef struct acl_decision {
@@ -61,5 +68,22 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
 
 /* Fills comm (one entry) and up to max workloads (returns how many). */
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);
+
+/* Counters beyond the snapshot (tests, docs/consensus.md). */
+typedef struct acl_cons_stats {
+  uint64_t lock_acquisitions, blocks_published, relay_calls;
+  double wait_seconds;
+  uint64_t refused;     /* workloads refused by the full table (segment-wide) */
+  uint64_t recoveries;  /* dead lock holders recovered (segment-wide) */
+  uint32_t attached;    /* ranks attached to this host's segment */
+  uint32_t nworkloads;
+  int role;             /* 0 decider (leader host), 1 follower host */
+  char shm_name[96];
+} acl_cons_stats_t;
+void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st);
+
+/* Test hooks: take the segment lock and keep it (the caller is then killed);
+ * with widx valid, also mark that workload as being mutated. 0 on success. */
+int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
 
 #endif

@@ -1,0 +1,185 @@
+/* Internals of rank consensus, shared by consensus.c (decisions, samples),
+ * cons_shm.c (segment lifetime, robust lock) and relay.c (multi-host).
+ * Not used outside tuner/. Layout notes: docs/consensus.md. */
+#ifndef ACL_TUNER_CONS_INT_H
+#define ACL_TUNER_CONS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tuner/consensus.h"
+
+#define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
+#define ACL_CONS_LAYOUT 1u
+#define ACL_CONS_RING 512      /* published blocks kept per workload */
+#define ACL_CONS_SLOTS 128     /* calls whose samples are being aggregated */
+#define ACL_CONS_MAX_PROCS 128 /* processes recorded for stale detection */
+#define ACL_CONS_RANK_BITS 4096 /* ranks whose masks are de-duplicated */
+#define ACL_CONS_WARM_SPAN 4   /* NCCL-default block while ranks are missing */
+#define ACL_CONS_MAX_AHEAD 1000000ull /* a request further ahead is refused */
+
+enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };
+
+/* One published block, read without the lock as a seqlock: tag is the block
+ * number + 1 once the words are written, 0 while they are. */
+typedef struct cons_block {
+  _Atomic uint64_t tag;
+  _Atomic uint64_t start;
+  _Atomic uint64_t info; /* len:32 | cand_id:16 | algo:8 | proto:8 */
+  _Atomic uint64_t res;  /* nchannels:16 | chunk:32 | phase:8 */
+} cons_block_t;
+
+/* A plain copy of a block. */
+typedef struct cons_blk {
+  uint64_t num;   /* block number */
+  uint64_t start; /* first call covered */
+  uint32_t len;
+  uint16_t cand_id;
+  uint8_t phase;
+  acl_candidate_t cand;
+} cons_blk_t;
+
+/* Samples of one call from the local ranks, until all reported. */
+typedef struct cons_slot {
+  uint64_t call1; /* call index + 1, 0 = empty */
+  uint16_t cand_id;
+  uint16_t nrep;
+  float seconds; /* slowest so far */
+  float overlap; /* of the slowest */
+  uint32_t pad;
+} cons_slot_t;
+
+/* One workload in the segment. Everything but the atomics is only touched
+ * under the segment lock. */
+typedef struct cons_wl {
+  acl_wkey_t key;
+  _Atomic uint32_t present; /* follower segments fill sparse indices */
+  uint32_t dirty;    /* set while the search or ring is being mutated */
+  uint32_t disabled; /* a lock holder died mid-update: NCCL default from now on */
+  uint32_t nrestricted;
+  uint8_t phase;     /* of the latest block */
+  uint8_t pad[7];
+  _Atomic uint64_t nblocks;
+  uint64_t next_call; /* first call not covered by a block */
+  uint64_t samples_fed, samples_dropped;
+  uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
+  cons_slot_t slots[ACL_CONS_SLOTS];
+  cons_block_t ring[ACL_CONS_RING];
+  acl_search_t search;
+} cons_wl_t;
+
+typedef struct cons_proc {
+  int32_t pid;
+  uint32_t refs;
+  uint64_t start_time; /* /proc/<pid>/stat field 22; 0 unknown */
+} cons_proc_t;
+
+/* Settings that change decisions: equal on every rank or the join fails. */
+typedef struct cons_settings {
+  int32_t mode, nranks, nnodes, max_workloads;
+  int32_t warmup_calls, samples_per_cand, max_channels, search_nranks;
+  int32_t drift_window, pad;
+  double drift_ratio, prune_ratio;
+} cons_settings_t;
+
+typedef struct cons_hdr {
+  _Atomic uint64_t magic; /* written last by the creator */
+  uint32_t layout, hdr_size;
+  uint64_t wl_size, total_size;
+  uint64_t comm_id, job_id, generation;
+  int32_t creator_pid;
+  uint32_t pad0;
+  uint64_t creator_start;
+  cons_settings_t set;
+  _Atomic uint32_t retired; /* unlinked or being replaced: do not join */
+  _Atomic uint32_t leader;  /* rank 0 is attached on this host */
+  _Atomic uint32_t nworkloads; /* indices in use (sparse on followers) */
+  uint32_t pad1;
+  pthread_mutex_t lock;
+  /* under the lock */
+  uint32_t attached; /* ranks (acl_cons_t) attached on this host */
+  uint32_t nprocs;
+  cons_proc_t procs[ACL_CONS_MAX_PROCS];
+  uint64_t refused;   /* workload creations refused: table full */
+  uint64_t recoveries; /* dead lock holders recovered */
+  uint64_t blocks_published;
+  uint64_t lock_test_hold; /* test hook scratch */
+} cons_hdr_t;
+
+/* A segment mapped once per process, shared by its ranks. */
+typedef struct cons_map {
+  char name[96];
+  pid_t pid;
+  cons_hdr_t *hdr;
+  size_t size;
+  int refs;
+  struct cons_map *next;
+} cons_map_t;
+
+/* This rank's view of one workload (process-local open addressing). */
+typedef struct cons_local {
+  acl_wkey_t key;
+  uint8_t used, resolved, restricted, pad;
+  uint32_t widx;  /* ACL_CONS_WIDX_NONE: table full, NCCL default */
+  uint64_t next;  /* this rank's next call index */
+  uint64_t hint;  /* block number to look at first */
+  uint64_t c_start, c_end; /* cached block */
+  uint16_t c_cand_id;
+  acl_candidate_t c_cand;
+} cons_local_t;
+
+typedef struct cons_relay_client cons_relay_client_t;
+
+struct acl_cons {
+  cons_map_t *map;
+  cons_hdr_t *hdr;
+  uint64_t comm_id;
+  int rank, nranks, nnodes;
+  int role;
+  int timeout_ms;
+  acl_mode_t mode;
+  acl_search_params_t sp;
+  cons_settings_t set;
+  uint64_t set_hash;
+  cons_local_t *tab;
+  uint32_t tab_mask, tab_used, tab_limit;
+  char coord_host[256];
+  int coord_port;
+  cons_relay_client_t *client; /* follower hosts */
+  bool registered;             /* rank 0: registered with the relay server */
+  _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
+};
+
+/* cons_shm.c */
+size_t cons_wl_size(void);
+cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx);
+void cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p);
+uint64_t cons_settings_hash(const cons_settings_t *s);
+int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char *msg, size_t len);
+uint64_t cons_now_ns(void);
+/* Maps and joins (attached++); NULL with err on failure. */
+cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t errlen);
+void cons_seg_detach(acl_cons_t *c);
+/* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c. */
+int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen);
+void cons_unlock(cons_hdr_t *h);
+
+/* consensus.c: the decider step, shared with the relay server. Called with
+ * the lock held. Finds or creates the workload (ACL_CONS_WIDX_NONE when the
+ * table is full), restricts with cost when restrict_rank != INT32_MIN (-1:
+ * unknown rank, counted without de-duplication), and makes sure a block
+ * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead. */
+#define CONS_NO_RESTRICT INT32_MIN
+int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
+                      const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
+                      uint32_t *widx, cons_blk_t *blk, uint64_t *published);
+/* Lock-free read of the block covering call: 0 hit, 1 not yet published,
+ * -2 overwritten (call too old). */
+int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);
+/* Appends blk to w's ring (lock held), unless it is already there. */
+void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk);
+
+#endif

@@ -1,0 +1,530 @@
+/* Consensus segment lifetime: naming, create/join, stale detection and
+ * replacement, the robust process-shared lock, detach and removal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "tuner/cons_int.h"
+
+#define HDR_ALIGN 4096
+
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static cons_map_t *maps;
+
+uint64_t cons_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+size_t cons_wl_size(void)
+{
+  return (sizeof(cons_wl_t) + 63) & ~(size_t)63;
+}
+
+static size_t hdr_span(void)
+{
+  return (sizeof(cons_hdr_t) + HDR_ALIGN - 1) & ~(size_t)(HDR_ALIGN - 1);
+}
+
+cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx)
+{
+  return (cons_wl_t *)((char *)h + hdr_span() + (size_t)widx * cons_wl_size());
+}
+
+void cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p)
+{
+  memset(s, 0, sizeof(*s));
+  s->mode = (int32_t)p->cfg->mode;
+  s->nranks = p->nranks;
+  s->nnodes = p->nnodes;
+  s->max_workloads = p->cfg->max_workloads;
+  s->warmup_calls = p->search.warmup_calls;
+  s->samples_per_cand = p->search.samples_per_cand;
+  s->max_channels = p->search.max_channels;
+  s->search_nranks = p->search.nranks;
+  s->drift_window = p->search.drift_window;
+  s->drift_ratio = p->search.drift_ratio;
+  s->prune_ratio = p->search.prune_ratio;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t cons_settings_hash(const cons_settings_t *s)
+{
+  return fnv(0xcbf29ce484222325ull, s, sizeof(*s)); /* memset'd: padding is zero */
+}
+
+int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char *msg, size_t len)
+{
+#define DIFF_I(f, what)                                                                      \
+  if (a->f != b->f) {                                                                        \
+    snprintf(msg, len, "%s differs: this rank has %d, the communicator has %d", what,        \
+             (int)a->f, (int)b->f);                                                          \
+    return 1;                                                                                \
+  }
+  if (a->mode != b->mode) {
+    snprintf(msg, len, "AUTOCCL_MODE differs: this rank has %s, the communicator has %s",
+             acl_mode_name((acl_mode_t)a->mode), acl_mode_name((acl_mode_t)b->mode));
+    return 1;
+  }
+  DIFF_I(warmup_calls, "AUTOCCL_WARMUP")
+  DIFF_I(samples_per_cand, "AUTOCCL_SAMPLES")
+  DIFF_I(max_workloads, "AUTOCCL_MAX_WORKLOADS")
+  DIFF_I(nranks, "communicator size")
+  DIFF_I(nnodes, "node count")
+  DIFF_I(max_channels, "search max_channels")
+  DIFF_I(search_nranks, "search nranks")
+  DIFF_I(drift_window, "search drift_window")
+  if (a->drift_ratio != b->drift_ratio || a->prune_ratio != b->prune_ratio) {
+    snprintf(msg, len, "search drift/prune ratios differ");
+    return 1;
+  }
+#undef DIFF_I
+  return 0;
+}
+
+/* Identifies the job, so a segment of another job is never joined. */
+static uint64_t job_identity(void)
+{
+  static const char *vars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "MASTER_ADDR",
+                               "MASTER_PORT", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"};
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char *v = getenv(vars[i]);
+    h = fnv(h, vars[i], strlen(vars[i]) + 1);
+    if (v)
+      h = fnv(h, v, strlen(v) + 1);
+  }
+  return h;
+}
+
+static uint64_t proc_start_time(pid_t pid)
+{
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* comm may contain spaces */
+  if (!p)
+    return 0;
+  /* after ")": state is field 3; starttime is field 22 */
+  int field = 2;
+  for (; *p && field < 22; p++)
+    if (*p == ' ')
+      field++;
+  return strtoull(p, NULL, 10);
+}
+
+static bool proc_alive(int32_t pid, uint64_t start)
+{
+  if (pid <= 0)
+    return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return false;
+  uint64_t now = proc_start_time(pid);
+  /* a recycled pid has another start time; unknown counts as alive */
+  return !(start && now && now != start);
+}
+
+static int robust_lock_init(pthread_mutex_t *m)
+{
+  pthread_mutexattr_t a;
+  if (pthread_mutexattr_init(&a))
+    return -1;
+  int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+  rc = rc ? rc : pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+  rc = rc ? rc : pthread_mutex_init(m, &a);
+  pthread_mutexattr_destroy(&a);
+  return rc ? -1 : 0;
+}
+
+/* A dead holder may have left a workload half-updated: such a workload is
+ * disabled (NCCL default, published consistently to every rank). */
+static void recover_locked(cons_hdr_t *h)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
+  if (n > (uint32_t)h->set.max_workloads)
+    n = (uint32_t)h->set.max_workloads;
+  for (uint32_t i = 0; i < n; i++) {
+    cons_wl_t *w = cons_wl(h, i);
+    if (w->dirty) {
+      w->dirty = 0;
+      w->disabled = 1;
+    }
+  }
+  /* drop process entries whose processes are gone */
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++) {
+    if (proc_alive(h->procs[i].pid, h->procs[i].start_time))
+      h->procs[k++] = h->procs[i];
+    else if (h->attached >= h->procs[i].refs)
+      h->attached -= h->procs[i].refs;
+  }
+  h->nprocs = k;
+  h->recoveries++;
+}
+
+static int lock_raw(cons_hdr_t *h, int timeout_ms)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += timeout_ms / 1000;
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  int rc = pthread_mutex_trylock(&h->lock);
+  if (rc == EBUSY)
+    rc = pthread_mutex_timedlock(&h->lock, &ts);
+  if (rc == EOWNERDEAD) {
+    acl_warn("consensus: a process died holding the lock of comm %016llx; recovering",
+             (unsigned long long)h->comm_id);
+    recover_locked(h);
+    if (pthread_mutex_consistent(&h->lock) != 0)
+      return ENOTRECOVERABLE;
+    rc = 0;
+  }
+  return rc;
+}
+
+int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen)
+{
+  uint64_t t0 = cons_now_ns();
+  int rc = lock_raw(h, timeout_ms);
+  uint64_t dt = cons_now_ns() - t0;
+  if (c) {
+    atomic_fetch_add_explicit(&c->wait_ns, dt, memory_order_relaxed);
+    if (rc == 0)
+      atomic_fetch_add_explicit(&c->lock_acq, 1, memory_order_relaxed);
+  }
+  if (rc == 0)
+    return 0;
+  if (err)
+    snprintf(err, errlen, "consensus lock of comm %016llx %s", (unsigned long long)h->comm_id,
+             rc == ETIMEDOUT ? "not obtained within the timeout (AUTOCCL_TIMEOUT_MS): "
+                               "another rank holds it and does not progress"
+                             : "unusable (not recoverable)");
+  return -1;
+}
+
+void cons_unlock(cons_hdr_t *h)
+{
+  pthread_mutex_unlock(&h->lock);
+}
+
+static void seg_name(char *out, size_t len, uint64_t comm_id, const char *ns)
+{
+  if (ns && *ns)
+    snprintf(out, len, "/autoccl-%u-%016llx-%.32s", (unsigned)getuid(),
+             (unsigned long long)comm_id, ns);
+  else
+    snprintf(out, len, "/autoccl-%u-%016llx", (unsigned)getuid(), (unsigned long long)comm_id);
+}
+
+static size_t seg_size(int max_workloads)
+{
+  return hdr_span() + (size_t)max_workloads * cons_wl_size();
+}
+
+static void proc_add_locked(cons_hdr_t *h, pid_t pid, uint64_t start)
+{
+  for (uint32_t i = 0; i < h->nprocs; i++)
+    if (h->procs[i].pid == pid) {
+      h->procs[i].refs++;
+      return;
+    }
+  if (h->nprocs < ACL_CONS_MAX_PROCS) /* beyond: stale detection uses the first ones */
+    h->procs[h->nprocs++] = (cons_proc_t){.pid = pid, .refs = 1, .start_time = start};
+}
+
+static void proc_del_locked(cons_hdr_t *h, pid_t pid)
+{
+  for (uint32_t i = 0; i < h->nprocs; i++)
+    if (h->procs[i].pid == pid) {
+      if (--h->procs[i].refs == 0)
+        h->procs[i] = h->procs[--h->nprocs];
+      return;
+    }
+}
+
+/* Creator side: the name did not exist. */
+static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err, size_t errlen)
+{
+  if (ftruncate(fd, (off_t)size) != 0) {
+    snprintf(err, errlen, "cannot size the consensus segment (%zu bytes): %s", size,
+             strerror(errno));
+    return NULL;
+  }
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    snprintf(err, errlen, "cannot map the consensus segment: %s", strerror(errno));
+    return NULL;
+  }
+  cons_hdr_t *h = p;
+  h->creator_pid = (int32_t)getpid(); /* first: lets joiners judge a crashed init */
+  h->layout = ACL_CONS_LAYOUT;
+  h->hdr_size = (uint32_t)sizeof(cons_hdr_t);
+  h->wl_size = cons_wl_size();
+  h->total_size = size;
+  h->comm_id = c->comm_id;
+  h->job_id = job_identity();
+  h->generation = cons_now_ns() ^ ((uint64_t)getpid() << 32);
+  h->creator_start = proc_start_time(getpid());
+  h->set = c->set;
+  if (robust_lock_init(&h->lock) != 0) {
+    snprintf(err, errlen, "cannot initialise the robust process-shared mutex");
+    munmap(p, size);
+    return NULL;
+  }
+  atomic_store_explicit(&h->magic, ACL_CONS_MAGIC, memory_order_release);
+  return h;
+}
+
+typedef enum { JOIN_OK, JOIN_RETRY, JOIN_FAIL } join_rc_t;
+
+/* Judges an existing segment: join it, retry (it was replaced), or fail. */
+static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, acl_cons_t *c,
+                           uint64_t deadline, char *err, size_t errlen)
+{
+  while (atomic_load_explicit(&h->magic, memory_order_acquire) != ACL_CONS_MAGIC) {
+    int32_t cp = h->creator_pid;
+    if (cp > 0 && !proc_alive(cp, 0)) {
+      /* crashed during init: nobody can have joined it */
+      if (atomic_exchange(&h->retired, 1) == 0)
+        shm_unlink(name);
+      acl_warn("consensus: replacing %s, left half-initialised by dead pid %d", name, cp);
+      return JOIN_RETRY;
+    }
+    if (cons_now_ns() > deadline) {
+      snprintf(err, errlen, "consensus segment %s never finished initialising (creator "
+               "pid %d); remove /dev/shm%s if no job uses it", name, (int)cp, name);
+      return JOIN_FAIL;
+    }
+    sleep_ms(1);
+  }
+  if (atomic_load(&h->retired))
+    return JOIN_RETRY;
+  if (h->layout != ACL_CONS_LAYOUT || h->hdr_size != sizeof(cons_hdr_t) ||
+      h->wl_size != cons_wl_size()) {
+    snprintf(err, errlen, "consensus segment %s has another layout (another autoccl "
+             "version?); all ranks must load the same plugin", name);
+    return JOIN_FAIL;
+  }
+  char ebuf[200];
+  if (lock_raw(h, c->timeout_ms) != 0) {
+    snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
+             c->timeout_ms);
+    return JOIN_FAIL;
+  }
+  if (atomic_load(&h->retired)) {
+    cons_unlock(h);
+    return JOIN_RETRY;
+  }
+  bool any_alive = false;
+  for (uint32_t i = 0; i < h->nprocs && !any_alive; i++)
+    any_alive = proc_alive(h->procs[i].pid, h->procs[i].start_time);
+  bool same_job = h->job_id == job_identity();
+  if (!any_alive) {
+    /* every process that ever attached is gone: a crashed job's leftover */
+    atomic_store(&h->retired, 1);
+    shm_unlink(name);
+    cons_unlock(h);
+    acl_warn("consensus: replacing stale segment %s (generation %llx, %s job, all "
+             "attached processes dead)", name, (unsigned long long)h->generation,
+             same_job ? "same" : "another");
+    return JOIN_RETRY;
+  }
+  if (!same_job) {
+    cons_unlock(h);
+    snprintf(err, errlen, "consensus segment %s belongs to another live job (pid %d, job "
+             "identity from TORCHELASTIC_RUN_ID/SLURM_JOB_ID/MASTER_ADDR/MASTER_PORT "
+             "differs)", name, (int)h->procs[0].pid);
+    return JOIN_FAIL;
+  }
+  if (h->total_size != size || cons_settings_diff(&c->set, &h->set, ebuf, sizeof(ebuf))) {
+    if (h->total_size != size && !cons_settings_diff(&c->set, &h->set, ebuf, sizeof(ebuf)))
+      snprintf(ebuf, sizeof(ebuf), "segment size differs");
+    cons_unlock(h);
+    snprintf(err, errlen, "settings mismatch with the ranks already in comm %016llx: %s "
+             "(every rank must run with the same AUTOCCL_* settings)",
+             (unsigned long long)c->comm_id, ebuf);
+    return JOIN_FAIL;
+  }
+  proc_add_locked(h, getpid(), proc_start_time(getpid()));
+  h->attached++;
+  cons_unlock(h);
+  return JOIN_OK;
+}
+
+static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char *err,
+                            size_t errlen)
+{
+  size_t size = seg_size(c->set.max_workloads);
+  uint64_t deadline = cons_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  for (int attempt = 0; attempt < 64; attempt++) {
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+      cons_hdr_t *h = seg_init(fd, c, size, err, errlen);
+      close(fd);
+      if (!h) {
+        shm_unlink(name);
+        return NULL;
+      }
+      proc_add_locked(h, getpid(), h->creator_start); /* not yet visible to others */
+      h->attached = 1;
+      *sizep = size;
+      return h;
+    }
+    if (errno != EEXIST) {
+      snprintf(err, errlen, "cannot create shared memory %s: %s", name, strerror(errno));
+      return NULL;
+    }
+    fd = shm_open(name, O_RDWR, 0600);
+    if (fd < 0) {
+      if (errno == ENOENT)
+        continue; /* removed meanwhile */
+      snprintf(err, errlen, "cannot open shared memory %s: %s", name, strerror(errno));
+      return NULL;
+    }
+    struct stat st;
+    size_t have = 0;
+    while (fstat(fd, &st) == 0 && (have = (size_t)st.st_size) < sizeof(cons_hdr_t)) {
+      if (cons_now_ns() > deadline)
+        break;
+      sleep_ms(1); /* creator between shm_open and ftruncate */
+    }
+    if (have < sizeof(cons_hdr_t)) {
+      close(fd);
+      snprintf(err, errlen, "shared memory %s stays empty (a creator died right after "
+               "creating it?); remove /dev/shm%s if no job uses it", name, name);
+      return NULL;
+    }
+    void *p = mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+      snprintf(err, errlen, "cannot map shared memory %s: %s", name, strerror(errno));
+      return NULL;
+    }
+    join_rc_t rc = seg_judge(name, p, size, c, deadline, err, errlen);
+    if (rc == JOIN_OK) {
+      *sizep = have;
+      return p;
+    }
+    munmap(p, have);
+    if (rc == JOIN_FAIL)
+      return NULL;
+  }
+  snprintf(err, errlen, "consensus segment %s keeps being replaced; giving up", name);
+  return NULL;
+}
+
+cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t errlen)
+{
+  char name[96];
+  seg_name(name, sizeof(name), c->comm_id, ns);
+  pthread_mutex_lock(&maps_mu);
+  cons_map_t *m = maps;
+  for (; m; m = m->next)
+    if (m->pid == getpid() && strcmp(m->name, name) == 0)
+      break;
+  if (m) {
+    /* another rank of this process: same mapping, one more attached rank */
+    char ebuf[200];
+    if (cons_settings_diff(&c->set, &m->hdr->set, ebuf, sizeof(ebuf))) {
+      snprintf(err, errlen, "settings mismatch with the ranks already in comm %016llx: %s",
+               (unsigned long long)c->comm_id, ebuf);
+      m = NULL;
+      goto out;
+    }
+    if (lock_raw(m->hdr, c->timeout_ms) != 0) {
+      snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
+               c->timeout_ms);
+      m = NULL;
+      goto out;
+    }
+    proc_add_locked(m->hdr, getpid(), 0);
+    m->hdr->attached++;
+    cons_unlock(m->hdr);
+    m->refs++;
+    goto out;
+  }
+  m = calloc(1, sizeof(*m));
+  if (!m) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  snprintf(m->name, sizeof(m->name), "%s", name);
+  m->pid = getpid();
+  m->hdr = seg_open(name, c, &m->size, err, errlen);
+  if (!m->hdr) {
+    free(m);
+    m = NULL;
+    goto out;
+  }
+  m->refs = 1;
+  m->next = maps;
+  maps = m;
+out:
+  pthread_mutex_unlock(&maps_mu);
+  return m;
+}
+
+void cons_seg_detach(acl_cons_t *c)
+{
+  cons_map_t *m = c->map;
+  if (!m)
+    return;
+  pthread_mutex_lock(&maps_mu);
+  cons_hdr_t *h = m->hdr;
+  if (lock_raw(h, c->timeout_ms) == 0) {
+    proc_del_locked(h, getpid());
+    if (h->attached > 0)
+      h->attached--;
+    if (c->rank == 0)
+      atomic_store(&h->leader, 0);
+    if (h->attached == 0 && atomic_exchange(&h->retired, 1) == 0)
+      shm_unlink(m->name); /* last rank out */
+    cons_unlock(h);
+  } else {
+    acl_warn("consensus: %s: lock unavailable at detach; leaving the segment", m->name);
+  }
+  if (--m->refs == 0) {
+    cons_map_t **pp = &maps;
+    while (*pp && *pp != m)
+      pp = &(*pp)->next;
+    if (*pp)
+      *pp = m->next;
+    munmap(m->hdr, m->size);
+    free(m);
+  }
+  c->map = NULL;
+  c->hdr = NULL;
+  pthread_mutex_unlock(&maps_mu);
+}

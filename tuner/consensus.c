@@ -1,0 +1,770 @@
+/* Rank consensus: decisions and samples (DESIGN.md §5, docs/consensus.md).
+ * Segment lifetime and the lock are in cons_shm.c, the multi-host relay in
+ * relay.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "tuner/cons_int.h"
+#include "tuner/relay.h"
+
+#define REFUSED_CAP 1024 /* refused keys remembered per rank */
+#define SAMPLE_LOCK_MS 1000
+
+/* ---- published blocks ---------------------------------------------------- */
+
+static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res,
+                       cons_blk_t *b)
+{
+  b->num = num;
+  b->start = start;
+  b->len = (uint32_t)info;
+  b->cand_id = (uint16_t)(info >> 32);
+  b->cand.algo = (int8_t)(uint8_t)(info >> 48);
+  b->cand.proto = (int8_t)(uint8_t)(info >> 56);
+  b->cand.nchannels = (int16_t)(uint16_t)res;
+  b->cand.chunk_bytes = (int32_t)(uint32_t)(res >> 16);
+  b->phase = (uint8_t)(res >> 48);
+}
+
+/* Seqlock read of block number j: false when it is not (any more) there. */
+static bool ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b)
+{
+  cons_block_t *s = &w->ring[j % ACL_CONS_RING];
+  uint64_t t1 = atomic_load_explicit(&s->tag, memory_order_acquire);
+  if (t1 != j + 1)
+    return false;
+  uint64_t start = atomic_load_explicit(&s->start, memory_order_relaxed);
+  uint64_t info = atomic_load_explicit(&s->info, memory_order_relaxed);
+  uint64_t res = atomic_load_explicit(&s->res, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&s->tag, memory_order_relaxed) != t1)
+    return false;
+  blk_unpack(j, start, info, res, b);
+  return true;
+}
+
+static void ring_publish(cons_wl_t *w, const cons_blk_t *b)
+{
+  cons_block_t *s = &w->ring[b->num % ACL_CONS_RING];
+  uint64_t info = (uint64_t)b->len | (uint64_t)b->cand_id << 32 |
+                  (uint64_t)(uint8_t)b->cand.algo << 48 | (uint64_t)(uint8_t)b->cand.proto << 56;
+  uint64_t res = (uint64_t)(uint16_t)b->cand.nchannels |
+                 (uint64_t)(uint32_t)b->cand.chunk_bytes << 16 | (uint64_t)b->phase << 48;
+  atomic_store_explicit(&s->tag, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&s->start, b->start, memory_order_relaxed);
+  atomic_store_explicit(&s->info, info, memory_order_relaxed);
+  atomic_store_explicit(&s->res, res, memory_order_relaxed);
+  atomic_store_explicit(&s->tag, b->num + 1, memory_order_release);
+  w->next_call = b->start + b->len;
+  w->phase = b->phase;
+  atomic_store_explicit(&w->nblocks, b->num + 1, memory_order_release);
+}
+
+int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out)
+{
+  for (int tries = 0; tries < 4 * ACL_CONS_RING + 8; tries++) {
+    uint64_t n = atomic_load_explicit(&w->nblocks, memory_order_acquire);
+    if (n == 0)
+      return 1;
+    uint64_t lower = n > ACL_CONS_RING ? n - ACL_CONS_RING : 0;
+    uint64_t j = *hint;
+    if (j >= n)
+      j = n - 1;
+    if (j < lower)
+      j = lower;
+    cons_blk_t b;
+    if (!ring_read(w, j, &b)) {
+      *hint = j + 1; /* overwritten meanwhile: it was old, look newer */
+      continue;
+    }
+    if (call < b.start) {
+      if (j == lower)
+        return -2;
+      *hint = j - 1;
+    } else if (call - b.start >= b.len) {
+      if (j + 1 >= n)
+        return 1;
+      *hint = j + 1;
+    } else {
+      *hint = j;
+      *out = b;
+      return 0;
+    }
+  }
+  return -2;
+}
+
+/* First call not covered by this host's blocks (lock-free). */
+static uint64_t ring_end(cons_wl_t *w)
+{
+  for (int tries = 0; tries < 16; tries++) {
+    uint64_t n = atomic_load_explicit(&w->nblocks, memory_order_acquire);
+    cons_blk_t b;
+    if (n == 0)
+      return 0;
+    if (ring_read(w, n - 1, &b))
+      return b.start + b.len;
+  }
+  return 0;
+}
+
+void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk)
+{
+  uint64_t n = atomic_load_explicit(&w->nblocks, memory_order_relaxed);
+  if (blk->num != n)
+    return; /* already there (another local rank fetched it), or not next */
+  w->dirty = 1;
+  ring_publish(w, blk);
+  w->dirty = 0;
+}
+
+/* ---- the decider step (lock held) ----------------------------------------- */
+
+static void params_of(const cons_hdr_t *h, acl_search_params_t *p)
+{
+  acl_search_params_default(p);
+  p->warmup_calls = h->set.warmup_calls;
+  p->samples_per_cand = h->set.samples_per_cand;
+  p->max_channels = h->set.max_channels;
+  p->nranks = h->set.search_nranks;
+  p->drift_window = h->set.drift_window;
+  p->drift_ratio = h->set.drift_ratio;
+  p->prune_ratio = h->set.prune_ratio;
+}
+
+static bool key_eq(const acl_wkey_t *a, const acl_wkey_t *b)
+{
+  return a->comm_id == b->comm_id && a->nbytes == b->nbytes &&
+         a->num_pipe_ops == b->num_pipe_ops && a->coll == b->coll;
+}
+
+static cons_wl_t *wl_find(cons_hdr_t *h, const acl_wkey_t *key, uint32_t *widx)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++) {
+    cons_wl_t *w = cons_wl(h, i);
+    if (atomic_load_explicit(&w->present, memory_order_acquire) && key_eq(&w->key, key)) {
+      *widx = i;
+      return w;
+    }
+  }
+  return NULL;
+}
+
+/* The next block of w: the search's choice, or NCCL's while some rank of the
+ * communicator has not reported its valid set yet, or for good once a dead
+ * lock holder left w half-updated. */
+static void step_locked(cons_hdr_t *h, cons_wl_t *w)
+{
+  cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
+                  .start = w->next_call};
+  w->dirty = 1;
+  if (w->disabled) {
+    b.len = 4096;
+    b.cand_id = ACL_SEARCH_CAND_NCCL;
+    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.phase = ACL_PHASE_DISABLED;
+  } else if (w->nrestricted < (uint32_t)h->set.nranks &&
+             acl_search_phase(&w->search) != ACL_PHASE_CONVERGED) {
+    b.len = ACL_CONS_WARM_SPAN;
+    b.cand_id = ACL_SEARCH_CAND_NCCL;
+    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.phase = ACL_PHASE_WARMUP;
+  } else {
+    uint32_t len = 1;
+    int id = acl_search_next(&w->search, &b.cand, &len);
+    b.cand_id = (uint16_t)(id < 0 ? 0 : id);
+    if (id <= 0)
+      b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.len = len ? len : 1;
+    b.phase = (uint8_t)acl_search_phase(&w->search);
+  }
+  ring_publish(w, &b);
+  w->dirty = 0;
+  h->blocks_published++;
+}
+
+int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
+                      const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
+                      uint32_t *widx, cons_blk_t *blk, uint64_t *published)
+{
+  cons_wl_t *w = wl_find(h, key, widx);
+  if (!w) {
+    /* "table full" is read from the shared table under the lock, and the
+     * table only grows: every rank reaches the same verdict for a key */
+    uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+    if (n >= (uint32_t)h->set.max_workloads) {
+      h->refused++;
+      *widx = ACL_CONS_WIDX_NONE;
+      return 1;
+    }
+    w = cons_wl(h, n);
+    memset(w, 0, sizeof(*w));
+    w->key = (acl_wkey_t){.comm_id = key->comm_id, .nbytes = key->nbytes,
+                          .num_pipe_ops = key->num_pipe_ops, .coll = key->coll};
+    acl_search_params_t sp;
+    params_of(h, &sp);
+    acl_search_init(&w->search, &sp, &w->key, cost);
+    atomic_store_explicit(&w->present, 1, memory_order_release);
+    atomic_store_explicit(&h->nworkloads, n + 1, memory_order_release);
+    *widx = n;
+  }
+  if (restrict_rank != CONS_NO_RESTRICT) {
+    bool fresh = true;
+    if (restrict_rank >= 0 && restrict_rank < ACL_CONS_RANK_BITS) {
+      uint64_t bit = 1ull << (restrict_rank % 64);
+      fresh = !(w->rank_bits[restrict_rank / 64] & bit);
+      w->rank_bits[restrict_rank / 64] |= bit;
+    }
+    if (fresh) {
+      w->dirty = 1;
+      acl_search_restrict(&w->search, cost);
+      w->dirty = 0;
+      w->nrestricted++;
+    }
+  }
+  if (call >= w->next_call && call - w->next_call > ACL_CONS_MAX_AHEAD)
+    return -3;
+  while (w->next_call <= call) {
+    step_locked(h, w);
+    if (published)
+      (*published)++;
+  }
+  uint64_t hint = atomic_load_explicit(&w->nblocks, memory_order_relaxed) - 1;
+  return cons_ring_find(w, call, &hint, blk) == 0 ? 0 : -2;
+}
+
+/* ---- per-rank workload table ---------------------------------------------- */
+
+static uint64_t key_hash(const acl_wkey_t *k)
+{
+  uint64_t h = k->nbytes * 0x9e3779b97f4a7c15ull ^ k->comm_id;
+  h ^= ((uint64_t)(uint32_t)k->num_pipe_ops << 8 | k->coll) * 0xff51afd7ed558ccdull;
+  h ^= h >> 29;
+  return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+static cons_local_t *local_find(acl_cons_t *c, const acl_wkey_t *k)
+{
+  for (uint32_t i = (uint32_t)key_hash(k) & c->tab_mask;; i = (i + 1) & c->tab_mask) {
+    cons_local_t *e = &c->tab[i];
+    if (!e->used)
+      return NULL;
+    if (key_eq(&e->key, k))
+      return e;
+  }
+}
+
+static cons_local_t *local_insert(acl_cons_t *c, const acl_wkey_t *k, uint32_t widx)
+{
+  if (widx == ACL_CONS_WIDX_NONE && c->tab_used >= c->tab_limit)
+    return NULL; /* refused keys beyond the cap are looked up each time */
+  uint32_t i = (uint32_t)key_hash(k) & c->tab_mask;
+  while (c->tab[i].used)
+    i = (i + 1) & c->tab_mask;
+  cons_local_t *e = &c->tab[i];
+  memset(e, 0, sizeof(*e));
+  e->key = *k;
+  e->widx = widx;
+  e->used = 1;
+  c->tab_used++;
+  return e;
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen)
+{
+  char dummy[8];
+  if (!err || !errlen) {
+    err = dummy;
+    errlen = sizeof(dummy);
+  }
+  err[0] = '\0';
+  if (!p || !p->cfg) {
+    snprintf(err, errlen, "consensus: no parameters");
+    return NULL;
+  }
+  if (p->nranks < 1 || p->nnodes < 1 || p->rank < -1 || p->rank >= p->nranks) {
+    snprintf(err, errlen, "consensus: invalid communicator (rank %d of %d, %d nodes)",
+             p->rank, p->nranks, p->nnodes);
+    return NULL;
+  }
+  if (p->cfg->max_workloads < 1 || p->cfg->max_workloads > 65536) {
+    snprintf(err, errlen, "consensus: max_workloads %d out of range", p->cfg->max_workloads);
+    return NULL;
+  }
+  if (p->nnodes > 1 && p->rank < 0) {
+    snprintf(err, errlen, "consensus: %d nodes but this rank's number is unknown: load "
+             "autoccl as the profiler plugin too (NCCL_PROFILER_PLUGIN) so the leader host "
+             "can be found", p->nnodes);
+    return NULL;
+  }
+  acl_cons_t *c = calloc(1, sizeof(*c));
+  if (!c) {
+    snprintf(err, errlen, "consensus: out of memory");
+    return NULL;
+  }
+  c->comm_id = p->comm_id;
+  c->rank = p->rank;
+  c->nranks = p->nranks;
+  c->nnodes = p->nnodes;
+  c->mode = p->cfg->mode;
+  c->timeout_ms = p->cfg->timeout_ms > 0 ? p->cfg->timeout_ms : 30000;
+  c->sp = p->search;
+  cons_settings_from(&c->set, p);
+  c->set_hash = cons_settings_hash(&c->set);
+  uint32_t want = 2u * ((uint32_t)p->cfg->max_workloads + REFUSED_CAP), cap = 64;
+  while (cap < want)
+    cap <<= 1;
+  c->tab = calloc(cap, sizeof(*c->tab));
+  if (!c->tab) {
+    snprintf(err, errlen, "consensus: out of memory");
+    goto fail;
+  }
+  c->tab_mask = cap - 1;
+  c->tab_limit = (uint32_t)p->cfg->max_workloads + REFUSED_CAP;
+  c->role = CONS_ROLE_DECIDER;
+  if (p->nnodes > 1) {
+    if (acl_relay_parse_addr(p->cfg->coordinator, getenv("MASTER_ADDR"), getenv("MASTER_PORT"),
+                             c->coord_host, sizeof(c->coord_host), &c->coord_port, err,
+                             errlen) != 0)
+      goto fail;
+    if (p->rank != 0) {
+      c->role = CONS_ROLE_FOLLOWER;
+      c->client = acl_relay_client_create(c->coord_host, c->coord_port);
+      if (!c->client) {
+        snprintf(err, errlen, "consensus: out of memory");
+        goto fail;
+      }
+    }
+  }
+  c->map = cons_seg_attach(c, p->shm_ns, err, errlen);
+  if (!c->map)
+    goto fail;
+  c->hdr = c->map->hdr;
+  if (p->nnodes > 1 && p->rank == 0) {
+    atomic_store(&c->hdr->leader, 1);
+    if (acl_relay_register(c, err, errlen) != 0)
+      goto fail;
+    c->registered = true;
+  }
+  return c;
+fail:
+  acl_cons_destroy(c);
+  return NULL;
+}
+
+void acl_cons_destroy(acl_cons_t *c)
+{
+  if (!c)
+    return;
+  if (c->registered)
+    acl_relay_unregister(c);
+  acl_relay_client_destroy(c->client);
+  cons_seg_detach(c);
+  free(c->tab);
+  free(c);
+}
+
+/* ---- decide ----------------------------------------------------------------- */
+
+static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
+                 const acl_candidate_t *cand, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO],
+                 acl_decision_t *out, char *err, size_t errlen)
+{
+  if (cand->algo != ACL_ALGO_NCCL) {
+    if (cand->algo < 0 || cand->algo >= ACL_NUM_ALGO || cand->proto < 0 ||
+        cand->proto >= ACL_NUM_PROTO || cost[cand->algo][cand->proto] < 0.0f) {
+      char cb[48];
+      snprintf(err, errlen, "call %llu of %s/%llu bytes: the communicator decided %s, which "
+               "this rank's cost table marks unsupported; failing this collective rather "
+               "than diverging", (unsigned long long)k,
+               acl_coll_name(e ? e->key.coll : -1),
+               (unsigned long long)(e ? e->key.nbytes : 0), acl_candidate_str(cand, cb, sizeof(cb)));
+      return -1;
+    }
+  }
+  out->widx = widx;
+  out->cand_id = cand_id;
+  out->pad = 0;
+  out->call_idx = k;
+  out->cand = *cand;
+  if (e)
+    e->next = k + 1;
+  return 0;
+}
+
+static void cache_blk(cons_local_t *e, const cons_blk_t *b)
+{
+  e->c_start = b->start;
+  e->c_end = b->start + b->len;
+  e->c_cand_id = b->cand_id;
+  e->c_cand = b->cand;
+}
+
+static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)
+{
+  snprintf(err, errlen, "call %llu of %s/%llu bytes is older than the %d decision blocks "
+           "kept: this rank lags too far behind the others; no guess is made",
+           (unsigned long long)k, acl_coll_name(key->coll), (unsigned long long)key->nbytes,
+           ACL_CONS_RING);
+  return -1;
+}
+
+static bool leader_here(acl_cons_t *c)
+{
+  return c->role == CONS_ROLE_DECIDER || atomic_load_explicit(&c->hdr->leader,
+                                                              memory_order_relaxed);
+}
+
+/* Leader host: the first rank to reach an undecided call steps the search. */
+static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
+                        const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                        char *err, size_t errlen)
+{
+  if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0)
+    return -1;
+  uint32_t widx = ACL_CONS_WIDX_NONE;
+  cons_blk_t b;
+  uint64_t pub = 0;
+  bool first = !e || !e->restricted;
+  int rc = cons_serve_locked(c->hdr, key, k, cost, first ? c->rank : CONS_NO_RESTRICT, &widx,
+                             &b, &pub);
+  cons_unlock(c->hdr);
+  atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
+  if (rc == 1) {
+    if (!e)
+      local_insert(c, key, ACL_CONS_WIDX_NONE);
+    acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+    return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+  }
+  if (rc == -2)
+    return too_old(key, k, err, errlen);
+  if (rc != 0) {
+    snprintf(err, errlen, "call %llu is implausibly far ahead of the decided calls",
+             (unsigned long long)k);
+    return -1;
+  }
+  if (!e && !(e = local_insert(c, key, widx))) {
+    snprintf(err, errlen, "consensus: per-rank workload table full");
+    return -1;
+  }
+  e->restricted = 1;
+  e->hint = b.num;
+  cache_blk(e, &b);
+  return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
+}
+
+/* Follower host: fetch the blocks from the leader host's relay, one at a time,
+ * without holding the local lock across the network. */
+static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
+                         const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                         char *err, size_t errlen)
+{
+  uint64_t t0 = cons_now_ns();
+  for (int guard = 0; guard < 100000; guard++) {
+    if (leader_here(c)) /* rank 0 attached to this very segment meanwhile */
+      return slow_decider(c, e, key, k, cost, out, err, errlen);
+    uint64_t q = 0;
+    cons_blk_t b;
+    if (e && e->widx != ACL_CONS_WIDX_NONE) {
+      cons_wl_t *w = cons_wl(c->hdr, e->widx);
+      int r = cons_ring_find(w, k, &e->hint, &b);
+      if (r == 0 && e->restricted) {
+        cache_blk(e, &b);
+        return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+      }
+      if (r == -2)
+        return too_old(key, k, err, errlen);
+      q = r == 0 ? k : ring_end(w); /* first call this host lacks */
+    }
+    acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
+                           .rank = c->rank, .comm_id = c->comm_id, .key = *key,
+                           .call_idx = q, .settings_hash = c->set_hash};
+    memcpy(req.cost, cost, sizeof(req.cost));
+    acl_relay_resp_t resp;
+    int left = c->timeout_ms - (int)((cons_now_ns() - t0) / 1000000ull);
+    atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
+    uint64_t w0 = cons_now_ns();
+    int rc = acl_relay_client_call(c->client, &req, &resp, left > 0 ? left : 1, err, errlen);
+    atomic_fetch_add_explicit(&c->wait_ns, cons_now_ns() - w0, memory_order_relaxed);
+    if (rc != 0)
+      return -1;
+    if (resp.status == ACL_RELAY_FULL) {
+      if (!e)
+        local_insert(c, key, ACL_CONS_WIDX_NONE);
+      acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+      return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+    }
+    if (resp.status == ACL_RELAY_TOO_OLD)
+      return too_old(key, q, err, errlen);
+    if (resp.status != ACL_RELAY_OK) {
+      snprintf(err, errlen, "coordinator %s:%d refused call %llu of %s/%llu bytes: %s",
+               c->coord_host, c->coord_port, (unsigned long long)q, acl_coll_name(key->coll),
+               (unsigned long long)key->nbytes, acl_relay_status_name(resp.status));
+      return -1;
+    }
+    if (resp.widx >= (uint32_t)c->set.max_workloads) {
+      snprintf(err, errlen, "coordinator sent workload index %u beyond the table",
+               (unsigned)resp.widx);
+      return -1;
+    }
+    if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0)
+      return -1;
+    cons_wl_t *w = cons_wl(c->hdr, resp.widx);
+    if (!atomic_load_explicit(&w->present, memory_order_acquire)) {
+      memset(w, 0, sizeof(*w));
+      w->key = req.key;
+      memset(w->key.pad, 0, sizeof(w->key.pad));
+      atomic_store_explicit(&w->present, 1, memory_order_release);
+      if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
+        atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
+    }
+    cons_blk_t nb = {.num = resp.block_num, .start = resp.start, .len = resp.len,
+                     .cand_id = resp.cand_id, .phase = resp.phase, .cand = resp.cand};
+    cons_ring_put(w, &nb);
+    cons_unlock(c->hdr);
+    if (!e && !(e = local_insert(c, key, resp.widx))) {
+      snprintf(err, errlen, "consensus: per-rank workload table full");
+      return -1;
+    }
+    e->restricted = 1;
+  }
+  snprintf(err, errlen, "consensus: no block for call %llu after many relay answers",
+           (unsigned long long)k);
+  return -1;
+}
+
+int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
+                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                    char *err, size_t errlen)
+{
+  char dummy[8];
+  if (!err || !errlen) {
+    err = dummy;
+    errlen = sizeof(dummy);
+  }
+  if (!c || !key || !cost || !out) {
+    snprintf(err, errlen, "consensus: invalid arguments");
+    return -1;
+  }
+  cons_local_t *e = local_find(c, key);
+  uint64_t k = 0;
+  if (e) {
+    if (e->widx == ACL_CONS_WIDX_NONE) {
+      acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+      return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+    }
+    k = e->next;
+    if (k - e->c_start < e->c_end - e->c_start) /* converged path: cached block */
+      return apply(e, k, e->widx, e->c_cand_id, &e->c_cand, cost, out, err, errlen);
+    if (e->restricted) {
+      cons_blk_t b;
+      int r = cons_ring_find(cons_wl(c->hdr, e->widx), k, &e->hint, &b);
+      if (r == 0) {
+        cache_blk(e, &b);
+        return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+      }
+      if (r == -2)
+        return too_old(key, k, err, errlen);
+    }
+  }
+  if (leader_here(c))
+    return slow_decider(c, e, key, k, cost, out, err, errlen);
+  return slow_follower(c, e, key, k, cost, out, err, errlen);
+}
+
+/* ---- relay server side ---------------------------------------------------- */
+
+void cons_serve_remote(acl_cons_t *c, const acl_relay_req_t *req, acl_relay_resp_t *resp)
+{
+  memset(resp, 0, sizeof(*resp));
+  if (req->settings_hash != c->set_hash) {
+    resp->status = ACL_RELAY_MISMATCH;
+    return;
+  }
+  if (cons_lock(NULL, c->hdr, c->timeout_ms < 2000 ? c->timeout_ms : 2000, NULL, 0) != 0) {
+    resp->status = ACL_RELAY_BUSY;
+    return;
+  }
+  uint32_t widx = ACL_CONS_WIDX_NONE;
+  cons_blk_t b;
+  uint64_t pub = 0;
+  int rank = req->flags & ACL_RELAY_F_RESTRICT ? (req->rank >= 0 ? req->rank : -1)
+                                               : CONS_NO_RESTRICT;
+  int rc = cons_serve_locked(c->hdr, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub);
+  cons_unlock(c->hdr);
+  atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
+  resp->widx = widx;
+  if (rc == 1) {
+    resp->status = ACL_RELAY_FULL;
+  } else if (rc == -2) {
+    resp->status = ACL_RELAY_TOO_OLD;
+  } else if (rc == -3) {
+    resp->status = ACL_RELAY_AHEAD;
+  } else {
+    resp->status = ACL_RELAY_OK;
+    resp->phase = b.phase;
+    resp->block_num = b.num;
+    resp->start = b.start;
+    resp->len = b.len;
+    resp->cand_id = b.cand_id;
+    resp->cand = b.cand;
+  }
+}
+
+/* ---- samples, snapshot, stats --------------------------------------------- */
+
+static void feed_locked(cons_wl_t *w, cons_slot_t *s)
+{
+  if (!w->disabled) {
+    w->dirty = 1;
+    acl_search_add_sample(&w->search, s->cand_id, s->seconds, s->overlap);
+    w->dirty = 0;
+    w->samples_fed++;
+  }
+  memset(s, 0, sizeof(*s));
+}
+
+void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
+                         double seconds, float overlap)
+{
+  if (!c || widx >= (uint32_t)c->set.max_workloads || !(seconds >= 0.0) || seconds > 1e6)
+    return;
+  if (!leader_here(c))
+    return; /* follower hosts: the leader host's samples drive the search */
+  if (cons_lock(c, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+    return;
+  cons_hdr_t *h = c->hdr;
+  if (widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
+    goto out;
+  cons_wl_t *w = cons_wl(h, widx);
+  cons_slot_t *s = &w->slots[call_idx % ACL_CONS_SLOTS];
+  if (s->call1 && s->call1 != call_idx + 1) {
+    if (s->call1 > call_idx + 1) { /* slot recycled by a newer call: late */
+      w->samples_dropped++;
+      goto out;
+    }
+    feed_locked(w, s); /* a rank never reported the older call */
+  }
+  if (!s->call1) {
+    s->call1 = call_idx + 1;
+    s->cand_id = cand_id;
+    s->seconds = (float)seconds;
+    s->overlap = overlap;
+    s->nrep = 1;
+  } else if (s->cand_id != cand_id) {
+    w->samples_dropped++; /* ranks ran different candidates: never averaged */
+    goto out;
+  } else {
+    if ((float)seconds > s->seconds) {
+      s->seconds = (float)seconds;
+      s->overlap = overlap;
+    }
+    s->nrep++;
+  }
+  if (s->nrep >= h->attached)
+    feed_locked(w, s);
+out:
+  cons_unlock(h);
+}
+
+int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
+{
+  if (!c)
+    return 0;
+  bool lead = leader_here(c);
+  if (comm) {
+    comm->id = c->comm_id;
+    comm->rank = c->rank;
+    comm->nranks = c->nranks;
+    comm->nnodes = c->nnodes;
+    snprintf(comm->role, sizeof(comm->role), "%s", lead ? "decider" : "follower");
+    comm->consensus_wait_seconds =
+        (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
+    comm->blocks_published = atomic_load_explicit(&c->blocks_published, memory_order_relaxed);
+    comm->lock_acquisitions = atomic_load_explicit(&c->lock_acq, memory_order_relaxed);
+  }
+  if (!ws || max <= 0)
+    return 0;
+  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+    return 0;
+  cons_hdr_t *h = c->hdr;
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  int k = 0;
+  for (uint32_t i = 0; i < n && k < max; i++) {
+    cons_wl_t *w = cons_wl(h, i);
+    if (!atomic_load_explicit(&w->present, memory_order_relaxed))
+      continue;
+    acl_snap_workload_t *o = &ws[k++];
+    memset(o, 0, sizeof(*o));
+    o->rank = c->rank;
+    o->widx = i;
+    o->key = w->key;
+    o->phase = (acl_phase_t)w->phase;
+    uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed);
+    cons_blk_t b;
+    if (nb && ring_read(w, nb - 1, &b))
+      o->current = b.cand;
+    else
+      o->current.algo = ACL_ALGO_NCCL;
+    if (!lead || w->disabled)
+      continue; /* follower hosts hold blocks, not the search */
+    acl_search_report_t r;
+    acl_search_report(&w->search, &r);
+    o->phase = r.phase;
+    o->current = r.current;
+    o->best = r.best;
+    o->baseline = r.baseline;
+    o->has_baseline = r.baseline_seconds > 0;
+    o->baseline_seconds = r.baseline_seconds;
+    o->has_best = r.best_seconds > 0;
+    o->best_seconds = r.best_seconds;
+    o->has_speedup = r.speedup > 0;
+    o->speedup = r.speedup;
+    o->has_busbw = r.busbw > 0;
+    o->busbw = r.busbw;
+    o->has_overlap = r.overlap >= 0;
+    o->overlap = r.overlap >= 0 ? r.overlap : 0;
+    o->candidates_evaluated = r.candidates_evaluated;
+    o->calls_to_converge = r.calls_to_converge;
+    o->retunes = r.retunes;
+    o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_SNAP_TRAJ);
+  }
+  cons_unlock(h);
+  return k;
+}
+
+void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
+{
+  memset(st, 0, sizeof(*st));
+  if (!c)
+    return;
+  st->lock_acquisitions = atomic_load(&c->lock_acq);
+  st->blocks_published = atomic_load(&c->blocks_published);
+  st->relay_calls = atomic_load(&c->relay_calls);
+  st->wait_seconds = (double)atomic_load(&c->wait_ns) * 1e-9;
+  st->role = leader_here(c) ? CONS_ROLE_DECIDER : CONS_ROLE_FOLLOWER;
+  snprintf(st->shm_name, sizeof(st->shm_name), "%s", c->map ? c->map->name : "");
+  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) == 0) {
+    st->refused = c->hdr->refused;
+    st->recoveries = c->hdr->recoveries;
+    st->attached = c->hdr->attached;
+    st->nworkloads = atomic_load(&c->hdr->nworkloads);
+    cons_unlock(c->hdr);
+  }
+}
+
+int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
+{
+  if (!c || cons_lock(NULL, c->hdr, c->timeout_ms, NULL, 0) != 0)
+    return -1;
+  if (widx < atomic_load(&c->hdr->nworkloads))
+    cons_wl(c->hdr, widx)->dirty = 1;
+  return 0; /* lock kept on purpose */
+}

@@ -1,0 +1,640 @@
+/* Multi-host relay: wire format, coordinator address, the process-wide
+ * server (a poll() thread) and the follower client. See relay.h. */
+#include "tuner/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "tuner/cons_int.h"
+
+/* ---- wire format (pure) --------------------------------------------------- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p)
+{
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++)
+    v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap)
+{
+  if (cap < 4 + ACL_RELAY_REQ_LEN)
+    return 0;
+  uint8_t *p = buf + 4;
+  put32(buf, ACL_RELAY_REQ_LEN);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = 1;
+  p[2] = r->flags & ACL_RELAY_F_RESTRICT;
+  p[3] = r->key.coll;
+  put32(p + 4, (uint32_t)r->rank);
+  put32(p + 8, (uint32_t)r->key.num_pipe_ops);
+  put32(p + 12, 0);
+  put64(p + 16, r->comm_id);
+  put64(p + 24, r->key.nbytes);
+  put64(p + 32, r->call_idx);
+  put64(p + 40, r->settings_hash);
+  for (int i = 0; i < ACL_NUM_AP; i++) {
+    uint32_t bits;
+    memcpy(&bits, &r->cost[i / ACL_NUM_PROTO][i % ACL_NUM_PROTO], 4);
+    put32(p + 48 + 4 * i, bits);
+  }
+  return 4 + ACL_RELAY_REQ_LEN;
+}
+
+long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != ACL_RELAY_REQ_LEN)
+    return -1;
+  if (len < 4 + ACL_RELAY_REQ_LEN)
+    return 0;
+  const uint8_t *p = buf + 4;
+  if (p[0] != ACL_RELAY_VERSION || p[1] != 1 || (p[2] & ~ACL_RELAY_F_RESTRICT) ||
+      p[3] >= ACL_NUM_COLL || get32(p + 12) != 0)
+    return -1;
+  acl_relay_req_t r;
+  memset(&r, 0, sizeof(r));
+  r.flags = p[2];
+  r.key.coll = p[3];
+  r.rank = (int32_t)get32(p + 4);
+  r.key.num_pipe_ops = (int32_t)get32(p + 8);
+  r.comm_id = get64(p + 16);
+  r.key.comm_id = r.comm_id;
+  r.key.nbytes = get64(p + 24);
+  r.call_idx = get64(p + 32);
+  r.settings_hash = get64(p + 40);
+  if (r.rank < -1)
+    return -1;
+  for (int i = 0; i < ACL_NUM_AP; i++) {
+    uint32_t bits = get32(p + 48 + 4 * i);
+    float f;
+    memcpy(&f, &bits, 4);
+    if (f != f) /* NaN never comes from NCCL */
+      return -1;
+    r.cost[i / ACL_NUM_PROTO][i % ACL_NUM_PROTO] = f;
+  }
+  *out = r;
+  return 4 + ACL_RELAY_REQ_LEN;
+}
+
+size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap)
+{
+  if (cap < 4 + ACL_RELAY_RESP_LEN)
+    return 0;
+  uint8_t *p = buf + 4;
+  memset(p, 0, ACL_RELAY_RESP_LEN);
+  put32(buf, ACL_RELAY_RESP_LEN);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = 2;
+  p[2] = r->status;
+  p[3] = r->phase;
+  put32(p + 4, r->widx);
+  put64(p + 8, r->block_num);
+  put64(p + 16, r->start);
+  put32(p + 24, r->len);
+  p[28] = (uint8_t)r->cand_id;
+  p[29] = (uint8_t)(r->cand_id >> 8);
+  p[30] = (uint8_t)r->cand.algo;
+  p[31] = (uint8_t)r->cand.proto;
+  p[32] = (uint8_t)(uint16_t)r->cand.nchannels;
+  p[33] = (uint8_t)((uint16_t)r->cand.nchannels >> 8);
+  put32(p + 36, (uint32_t)r->cand.chunk_bytes);
+  return 4 + ACL_RELAY_RESP_LEN;
+}
+
+long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != ACL_RELAY_RESP_LEN)
+    return -1;
+  if (len < 4 + ACL_RELAY_RESP_LEN)
+    return 0;
+  const uint8_t *p = buf + 4;
+  if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
+      p[3] >= ACL_PHASE_COUNT || p[34] || p[35] || get64(p + 40) != 0)
+    return -1;
+  acl_relay_resp_t r;
+  memset(&r, 0, sizeof(r));
+  r.status = p[2];
+  r.phase = p[3];
+  r.widx = get32(p + 4);
+  r.block_num = get64(p + 8);
+  r.start = get64(p + 16);
+  r.len = get32(p + 24);
+  r.cand_id = (uint16_t)(p[28] | p[29] << 8);
+  r.cand.algo = (int8_t)p[30];
+  r.cand.proto = (int8_t)p[31];
+  r.cand.nchannels = (int16_t)(uint16_t)(p[32] | p[33] << 8);
+  r.cand.chunk_bytes = (int32_t)get32(p + 36);
+  if (r.status == ACL_RELAY_OK) {
+    bool nccl = r.cand.algo == ACL_ALGO_NCCL;
+    if (r.len == 0 || r.start + r.len < r.start ||
+        (!nccl && (r.cand.algo < 0 || r.cand.algo >= ACL_NUM_ALGO || r.cand.proto < 0 ||
+                   r.cand.proto >= ACL_NUM_PROTO)) ||
+        r.cand.nchannels < 0 || r.cand.chunk_bytes < 0)
+      return -1;
+  }
+  *out = r;
+  return 4 + ACL_RELAY_RESP_LEN;
+}
+
+const char *acl_relay_status_name(int s)
+{
+  static const char *names[] = {"ok", "workload table full", "call too old",
+                                "communicator not registered on the leader host",
+                                "settings differ from the leader host (AUTOCCL_* mismatch)",
+                                "leader host busy (lock timeout)", "malformed request",
+                                "call index too far ahead"};
+  return s >= 0 && s < ACL_RELAY_NSTATUS ? names[s] : "unknown status";
+}
+
+int acl_relay_parse_addr(const char *coord, const char *maddr, const char *mport, char *host,
+                         size_t hostlen, int *port, char *err, size_t errlen)
+{
+  long pv = 0;
+  if (coord && *coord) {
+    const char *colon;
+    const char *h = coord;
+    size_t hl;
+    if (coord[0] == '[') {
+      const char *rb = strchr(coord, ']');
+      if (!rb || rb[1] != ':')
+        goto bad_coord;
+      h = coord + 1;
+      hl = (size_t)(rb - h);
+      colon = rb + 1;
+    } else {
+      colon = strrchr(coord, ':');
+      if (!colon || strchr(coord, ':') != colon)
+        goto bad_coord;
+      hl = (size_t)(colon - coord);
+    }
+    if (hl == 0 || hl >= hostlen || !acl_parse_int(colon + 1, 1, 65535, &pv))
+      goto bad_coord;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = (int)pv;
+    return 0;
+  bad_coord:
+    snprintf(err, errlen, "AUTOCCL_COORDINATOR=\"%.100s\" is not host:port (port 1..65535)",
+             coord);
+    return -1;
+  }
+  if (!maddr || !*maddr || !mport || !*mport) {
+    snprintf(err, errlen, "several nodes need a coordinator: set AUTOCCL_COORDINATOR=host:port "
+             "(or MASTER_ADDR and MASTER_PORT; the relay then uses MASTER_PORT+1)");
+    return -1;
+  }
+  if (!acl_parse_int(mport, 1, 65534, &pv)) {
+    snprintf(err, errlen, "MASTER_PORT=\"%.40s\" is not a port in 1..65534", mport);
+    return -1;
+  }
+  if (strlen(maddr) >= hostlen) {
+    snprintf(err, errlen, "MASTER_ADDR is too long");
+    return -1;
+  }
+  snprintf(host, hostlen, "%s", maddr);
+  *port = (int)pv + 1;
+  return 0;
+}
+
+/* ---- sockets ---------------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void nap_ms(int ms)
+{
+  struct timespec ts = {0, (long)ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int set_nonblock(int fd)
+{
+  int fl = fcntl(fd, F_GETFL);
+  return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void set_nodelay(int fd)
+{
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static struct addrinfo *resolve(const char *host, int port, bool passive)
+{
+  char ps[16];
+  snprintf(ps, sizeof(ps), "%d", port);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = passive ? AI_PASSIVE : 0};
+  struct addrinfo *res = NULL;
+  return getaddrinfo(host, ps, &hints, &res) == 0 ? res : NULL;
+}
+
+/* ---- server ----------------------------------------------------------------- */
+
+#define SRV_MAX_CONN 1024
+#define SRV_BUF 512
+
+typedef struct srv_conn {
+  int fd;
+  size_t len;
+  uint8_t buf[SRV_BUF];
+} srv_conn_t;
+
+typedef struct srv_comm {
+  acl_cons_t *c;
+  struct srv_comm *next;
+} srv_comm_t;
+
+static struct {
+  pthread_mutex_t mu;      /* lifecycle, comm registry (held while serving) */
+  int lfd, wake[2];
+  bool running;
+  pthread_t thr;
+  char host[256];
+  int port;
+  srv_comm_t *comms;
+  srv_conn_t *conns;
+  int nconns;
+} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = {-1, -1}};
+
+static void srv_handle(const acl_relay_req_t *req, acl_relay_resp_t *resp)
+{
+  memset(resp, 0, sizeof(*resp));
+  resp->status = ACL_RELAY_NO_COMM;
+  pthread_mutex_lock(&srv.mu);
+  for (srv_comm_t *s = srv.comms; s; s = s->next)
+    if (s->c->comm_id == req->comm_id) {
+      cons_serve_remote(s->c, req, resp);
+      break;
+    }
+  pthread_mutex_unlock(&srv.mu);
+}
+
+/* false: close the connection */
+static bool srv_read(srv_conn_t *cn)
+{
+  ssize_t r = recv(cn->fd, cn->buf + cn->len, SRV_BUF - cn->len, 0);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+    return false;
+  if (r < 0)
+    return true;
+  cn->len += (size_t)r;
+  for (;;) {
+    acl_relay_req_t req;
+    long used = acl_relay_decode_req(cn->buf, cn->len, &req);
+    if (used < 0)
+      return false; /* protocol error: drop the peer, change nothing */
+    if (used == 0)
+      return cn->len < SRV_BUF;
+    acl_relay_resp_t resp;
+    uint8_t out[4 + ACL_RELAY_RESP_LEN];
+    srv_handle(&req, &resp);
+    size_t n = acl_relay_encode_resp(&resp, out, sizeof(out));
+    if (send(cn->fd, out, n, MSG_NOSIGNAL) != (ssize_t)n)
+      return false; /* one small answer per request: a full socket is a dead peer */
+    memmove(cn->buf, cn->buf + used, cn->len - (size_t)used);
+    cn->len -= (size_t)used;
+  }
+}
+
+static void *srv_main(void *arg)
+{
+  (void)arg;
+  struct pollfd *pf = calloc(SRV_MAX_CONN + 2, sizeof(*pf));
+  if (!pf)
+    return NULL;
+  for (;;) {
+    pf[0] = (struct pollfd){.fd = srv.wake[0], .events = POLLIN};
+    pf[1] = (struct pollfd){.fd = srv.lfd, .events = POLLIN};
+    for (int i = 0; i < srv.nconns; i++)
+      pf[2 + i] = (struct pollfd){.fd = srv.conns[i].fd, .events = POLLIN};
+    int n = poll(pf, (nfds_t)(2 + srv.nconns), 1000);
+    if (n < 0 && errno != EINTR)
+      break;
+    if (pf[0].revents)
+      break;
+    if (pf[1].revents & POLLIN) {
+      int fd = accept(srv.lfd, NULL, NULL);
+      if (fd >= 0) {
+        if (srv.nconns >= SRV_MAX_CONN || set_nonblock(fd) != 0) {
+          close(fd);
+        } else {
+          set_nodelay(fd);
+          srv.conns[srv.nconns].fd = fd;
+          srv.conns[srv.nconns].len = 0;
+          srv.nconns++;
+        }
+      }
+    }
+    for (int i = srv.nconns - 1; i >= 0; i--) {
+      if (!pf[2 + i].revents)
+        continue;
+      if (!srv_read(&srv.conns[i])) {
+        close(srv.conns[i].fd);
+        srv.conns[i] = srv.conns[--srv.nconns];
+      }
+    }
+  }
+  free(pf);
+  return NULL;
+}
+
+static int srv_listen(const char *host, int port, char *err, size_t errlen)
+{
+  struct addrinfo *ai = resolve(host, port, true);
+  if (!ai) {
+    snprintf(err, errlen, "coordinator host \"%s\" does not resolve", host);
+    return -1;
+  }
+  int fd = -1, e = 0;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0 &&
+        set_nonblock(fd) == 0)
+      break;
+    e = errno;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(ai);
+  if (fd < 0)
+    snprintf(err, errlen, "cannot listen on coordinator %s:%d: %s", host, port,
+             strerror(e ? e : EADDRNOTAVAIL));
+  return fd;
+}
+
+int acl_relay_register(acl_cons_t *c, char *err, size_t errlen)
+{
+  int rc = -1;
+  srv_comm_t *s = calloc(1, sizeof(*s));
+  if (!s) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  s->c = c;
+  pthread_mutex_lock(&srv.mu);
+  if (srv.running && (strcmp(srv.host, c->coord_host) != 0 || srv.port != c->coord_port)) {
+    snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host,
+             srv.port, c->coord_host, c->coord_port);
+    goto out;
+  }
+  for (srv_comm_t *o = srv.comms; o; o = o->next)
+    if (o->c->comm_id == c->comm_id) {
+      snprintf(err, errlen, "comm %016llx already has a rank 0 in this process",
+               (unsigned long long)c->comm_id);
+      goto out;
+    }
+  if (!srv.running) {
+    srv.conns = calloc(SRV_MAX_CONN, sizeof(*srv.conns));
+    if (!srv.conns) {
+      snprintf(err, errlen, "out of memory");
+      goto out;
+    }
+    srv.nconns = 0;
+    if ((srv.lfd = srv_listen(c->coord_host, c->coord_port, err, errlen)) < 0)
+      goto fail_srv;
+    if (pipe2(srv.wake, O_CLOEXEC) != 0) {
+      snprintf(err, errlen, "pipe: %s", strerror(errno));
+      goto fail_srv;
+    }
+    if (pthread_create(&srv.thr, NULL, srv_main, NULL) != 0) {
+      snprintf(err, errlen, "cannot start the relay thread");
+      goto fail_srv;
+    }
+    snprintf(srv.host, sizeof(srv.host), "%s", c->coord_host);
+    srv.port = c->coord_port;
+    srv.running = true;
+    acl_info("consensus relay listening on %s:%d", srv.host, srv.port);
+  }
+  s->next = srv.comms;
+  srv.comms = s;
+  s = NULL;
+  rc = 0;
+  goto out;
+fail_srv:
+  if (srv.lfd >= 0)
+    close(srv.lfd);
+  for (int i = 0; i < 2; i++)
+    if (srv.wake[i] >= 0)
+      close(srv.wake[i]);
+  srv.lfd = srv.wake[0] = srv.wake[1] = -1;
+  free(srv.conns);
+  srv.conns = NULL;
+out:
+  pthread_mutex_unlock(&srv.mu);
+  free(s);
+  return rc;
+}
+
+void acl_relay_unregister(acl_cons_t *c)
+{
+  pthread_mutex_lock(&srv.mu);
+  for (srv_comm_t **pp = &srv.comms; *pp; pp = &(*pp)->next)
+    if ((*pp)->c == c) {
+      srv_comm_t *s = *pp;
+      *pp = s->next;
+      free(s);
+      break;
+    }
+  bool stop = srv.running && !srv.comms;
+  if (stop)
+    srv.running = false;
+  pthread_mutex_unlock(&srv.mu);
+  if (!stop)
+    return;
+  /* the thread takes srv.mu per request: join outside it */
+  ssize_t w = write(srv.wake[1], "x", 1);
+  (void)w;
+  pthread_join(srv.thr, NULL);
+  pthread_mutex_lock(&srv.mu);
+  for (int i = 0; i < srv.nconns; i++)
+    close(srv.conns[i].fd);
+  free(srv.conns);
+  srv.conns = NULL;
+  srv.nconns = 0;
+  close(srv.lfd);
+  close(srv.wake[0]);
+  close(srv.wake[1]);
+  srv.lfd = srv.wake[0] = srv.wake[1] = -1;
+  pthread_mutex_unlock(&srv.mu);
+}
+
+/* ---- client ----------------------------------------------------------------- */
+
+struct cons_relay_client {
+  char host[256];
+  int port;
+  int fd;
+};
+
+cons_relay_client_t *acl_relay_client_create(const char *host, int port)
+{
+  cons_relay_client_t *cl = calloc(1, sizeof(*cl));
+  if (!cl)
+    return NULL;
+  snprintf(cl->host, sizeof(cl->host), "%s", host);
+  cl->port = port;
+  cl->fd = -1;
+  return cl;
+}
+
+void acl_relay_client_destroy(cons_relay_client_t *cl)
+{
+  if (!cl)
+    return;
+  if (cl->fd >= 0)
+    close(cl->fd);
+  free(cl);
+}
+
+static void cl_close(cons_relay_client_t *cl)
+{
+  if (cl->fd >= 0)
+    close(cl->fd);
+  cl->fd = -1;
+}
+
+static int cl_connect(cons_relay_client_t *cl, uint64_t deadline, char *why, size_t whylen)
+{
+  struct addrinfo *ai = resolve(cl->host, cl->port, false);
+  if (!ai) {
+    snprintf(why, whylen, "host does not resolve");
+    return -1;
+  }
+  int fd = -1;
+  for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0 || set_nonblock(fd) != 0)
+      goto next;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+      break;
+    if (errno != EINPROGRESS)
+      goto next;
+    uint64_t now = now_ms();
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int left = deadline > now ? (int)(deadline - now) : 0;
+    int soerr = 0;
+    socklen_t sl = sizeof(soerr);
+    if (poll(&p, 1, left) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 &&
+        soerr == 0)
+      break;
+    errno = soerr ? soerr : ETIMEDOUT;
+  next:
+    snprintf(why, whylen, "%s", strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(ai);
+  if (fd < 0)
+    return -1;
+  set_nodelay(fd);
+  cl->fd = fd;
+  return 0;
+}
+
+/* One exchange on a connected socket; -1 drops the connection. */
+static int cl_exchange(cons_relay_client_t *cl, const uint8_t *req, size_t n,
+                       acl_relay_resp_t *resp, uint64_t deadline, char *why, size_t whylen)
+{
+  if (send(cl->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
+    snprintf(why, whylen, "send: %s", strerror(errno));
+    return -1;
+  }
+  uint8_t buf[4 + ACL_RELAY_RESP_LEN];
+  size_t have = 0;
+  for (;;) {
+    long used = acl_relay_decode_resp(buf, have, resp);
+    if (used > 0)
+      return 0;
+    if (used < 0) {
+      snprintf(why, whylen, "malformed answer");
+      return -1;
+    }
+    uint64_t now = now_ms();
+    if (now >= deadline) {
+      snprintf(why, whylen, "no answer in time");
+      return -1;
+    }
+    struct pollfd p = {.fd = cl->fd, .events = POLLIN};
+    if (poll(&p, 1, (int)(deadline - now)) <= 0)
+      continue;
+    ssize_t r = recv(cl->fd, buf + have, sizeof(buf) - have, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      snprintf(why, whylen, "%s", r == 0 ? "connection closed" : strerror(errno));
+      return -1;
+    }
+    if (r > 0)
+      have += (size_t)r;
+  }
+}
+
+int acl_relay_client_call(cons_relay_client_t *cl, const acl_relay_req_t *req,
+                          acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen)
+{
+  uint8_t out[4 + ACL_RELAY_REQ_LEN];
+  size_t n = acl_relay_encode_req(req, out, sizeof(out));
+  uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+  char why[128] = "no attempt";
+  do {
+    if (cl->fd < 0 && cl_connect(cl, deadline, why, sizeof(why)) != 0) {
+      nap_ms(20);
+      continue;
+    }
+    if (cl_exchange(cl, out, n, resp, deadline, why, sizeof(why)) != 0) {
+      cl_close(cl);
+      nap_ms(20);
+      continue;
+    }
+    if (resp->status != ACL_RELAY_NO_COMM)
+      return 0;
+    snprintf(why, sizeof(why), "%s", acl_relay_status_name(ACL_RELAY_NO_COMM));
+    nap_ms(20); /* the leader host may not have created the comm yet */
+  } while (now_ms() < deadline);
+  snprintf(err, errlen, "no decision from the leader host's relay %s:%d within %d ms "
+           "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?", cl->host, cl->port,
+           timeout_ms, why);
+  return -1;
+}

@@ -1,0 +1,102 @@
+/* Multi-host relay (DESIGN.md §5): the host holding rank 0 of a
+ * communicator decides; other hosts fetch the blocks it publishes over TCP.
+ *
+ * The process holding rank 0 registers the communicator with a process-wide
+ * relay server listening on the coordinator address (AUTOCCL_COORDINATOR, else
+ * MASTER_ADDR:MASTER_PORT+1). A follower rank asks "which block covers call k
+ * of workload W of comm X?"; the server answers from the leader host's
+ * segment, running the first-to-arrive step itself when nobody on the leader
+ * host has reached call k yet, so the leader host never waits on followers.
+ *
+ * Wire format (all integers little-endian): a frame is u32 payload length,
+ * then the payload. Request payload (ACL_RELAY_REQ_LEN bytes):
+ *   u8 version=1, u8 type=1, u8 flags (bit0: restrict with cost), u8 coll,
+ *   i32 rank, i32 num_pipe_ops, u32 reserved=0,
+ *   u64 comm_id, u64 nbytes, u64 call_idx, u64 settings_hash,
+ *   f32 cost[7][3] (IEEE-754 bits)
+ * Response payload (ACL_RELAY_RESP_LEN bytes):
+ *   u8 version=1, u8 type=2, u8 status, u8 phase, u32 widx,
+ *   u64 block_num, u64 start, u32 len, u16 cand_id, i8 algo, i8 proto,
+ *   i16 nchannels, u16 reserved=0, i32 chunk_bytes, u64 reserved=0
+ * Parsing is strict: any other length, version, type, flag bit, reserved
+ * value, collective or status is rejected. */
+#ifndef ACL_TUNER_RELAY_H
+#define ACL_TUNER_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/types.h"
+
+#define ACL_RELAY_VERSION 1
+#define ACL_RELAY_REQ_LEN 132
+#define ACL_RELAY_RESP_LEN 48
+#define ACL_RELAY_FRAME_MAX 4096 /* a longer declared frame is a protocol error */
+
+enum {
+  ACL_RELAY_OK = 0,
+  ACL_RELAY_FULL = 1,     /* workload table full: NCCL default */
+  ACL_RELAY_TOO_OLD = 2,  /* the block covering that call was overwritten */
+  ACL_RELAY_NO_COMM = 3,  /* communicator not registered (yet, or any more) */
+  ACL_RELAY_MISMATCH = 4, /* settings differ from the leader host */
+  ACL_RELAY_BUSY = 5,     /* leader segment lock not obtained in time */
+  ACL_RELAY_BAD = 6,      /* malformed request */
+  ACL_RELAY_AHEAD = 7,    /* call index implausibly far ahead */
+  ACL_RELAY_NSTATUS
+};
+
+typedef struct acl_relay_req {
+  uint8_t flags;
+  int32_t rank;
+  uint64_t comm_id;
+  acl_wkey_t key; /* key.comm_id == comm_id */
+  uint64_t call_idx;
+  uint64_t settings_hash;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+} acl_relay_req_t;
+#define ACL_RELAY_F_RESTRICT 1u
+
+typedef struct acl_relay_resp {
+  uint8_t status, phase;
+  uint32_t widx;
+  uint64_t block_num, start;
+  uint32_t len;
+  uint16_t cand_id;
+  acl_candidate_t cand;
+} acl_relay_resp_t;
+
+/* Encode into buf (cap >= 4 + payload); returns the frame length, 0 if cap is
+ * too small. */
+size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap);
+size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap);
+/* Pure parsers of one frame at buf: > 0 bytes consumed, 0 incomplete (need
+ * more bytes), -1 malformed (close the connection). */
+long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out);
+long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out);
+const char *acl_relay_status_name(int status);
+
+/* Coordinator address: coordinator ("host:port", "[v6]:port") when non-empty,
+ * else master_addr with master_port + 1. 0, or -1 with a message. */
+int acl_relay_parse_addr(const char *coordinator, const char *master_addr,
+                         const char *master_port, char *host, size_t hostlen, int *port,
+                         char *err, size_t errlen);
+
+struct acl_cons;
+/* Rank 0: start (first time) the process-wide server and register comm. */
+int acl_relay_register(struct acl_cons *c, char *err, size_t errlen);
+void acl_relay_unregister(struct acl_cons *c);
+
+/* A follower's connection (one per rank; reconnects as needed). */
+typedef struct cons_relay_client cons_relay_client_t;
+cons_relay_client_t *acl_relay_client_create(const char *host, int port);
+void acl_relay_client_destroy(cons_relay_client_t *cl); /* NULL ok */
+/* One request/answer within timeout_ms, retrying connection failures and
+ * ACL_RELAY_NO_COMM until then. 0 with *resp (any status), -1 with err. */
+int acl_relay_client_call(cons_relay_client_t *cl, const acl_relay_req_t *req,
+                          acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen);
+
+/* consensus.c: answers a request from the registered comm's segment. */
+void cons_serve_remote(struct acl_cons *leader, const acl_relay_req_t *req,
+                       acl_relay_resp_t *resp);
+
+#endif
