@@ -1,0 +1,357 @@
+/* autoccl-sim: the parent process. Sets up the shared control block, the
+ * simulator feed and the decision logs, forks the rank processes, watches
+ * progress (stop, hang, crash), reads the endpoints and reports. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profiler/simfeed.h"
+#include "sim/bench.h"
+#include "sim/nccl_model.h"
+#include "sim/sim.h"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+  (void)sig;
+  interrupted++;
+}
+
+static int free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+static acl_landscape_t *make_landscape(const char *spec, char *err, size_t errlen)
+{
+  if (strcmp(spec, "h200") == 0)
+    return acl_land_create_h200(err, errlen);
+  uint64_t seed = 1;
+  if (strncmp(spec, "synthetic:", 10) == 0)
+    seed = strtoull(spec + 10, NULL, 0);
+  acl_landscape_t *l = acl_land_create_synth(seed);
+  if (!l)
+    snprintf(err, errlen, "cannot create the synthetic landscape (out of memory)");
+  return l;
+}
+
+static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double el,
+                     bool tty, double *last_line)
+{
+  uint64_t lo = UINT64_MAX, calls = 0;
+  for (int r = 0; r < o->nranks; r++) {
+    uint64_t s = ctl->rank[r].steps_done;
+    lo = s < lo ? s : lo;
+    calls += ctl->rank[r].calls;
+  }
+  double frac = o->steps ? (double)lo / (double)o->steps : el / o->duration_s;
+  frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+  if (tty) {
+    char bar[31];
+    int fill = (int)(frac * 30);
+    for (int i = 0; i < 30; i++)
+      bar[i] = i < fill ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs ", bar, frac * 100,
+            (unsigned long long)lo, (unsigned long long)calls, el);
+  } else if (el - *last_line >= 5.0) {
+    *last_line = el;
+    fprintf(stderr, "autoccl-sim: %.0f%% step %llu, %llu calls, %.1fs\n", frac * 100,
+            (unsigned long long)lo, (unsigned long long)calls, el);
+  }
+}
+
+static void kill_all(pid_t *pids, int n)
+{
+  for (int i = 0; i < n; i++)
+    if (pids[i] > 0)
+      kill(pids[i], SIGKILL);
+  for (int i = 0; i < n; i++)
+    if (pids[i] > 0) {
+      while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {
+      }
+      pids[i] = 0;
+    }
+}
+
+static void rm_logdir(const char *dir, int nranks)
+{
+  char p[300];
+  for (int r = 0; r < nranks; r++) {
+    snprintf(p, sizeof(p), "%s/rank%d.log", dir, r);
+    unlink(p);
+  }
+  rmdir(dir);
+}
+
+static void print_where(const acl_sim_opts_t *o, int nprocs)
+{
+  FILE *f = o->json ? stderr : stdout;
+  fprintf(f, "autoccl-sim: %d ranks in %d processes; plugin %s\n", o->nranks, nprocs, o->plugin);
+  if (o->port < 0)
+    return;
+  fprintf(f,
+          "  live tuning:  autoccl-top --url http://127.0.0.1:%d\n"
+          "  dashboard:    http://127.0.0.1:%d/\n"
+          "  Prometheus:   http://127.0.0.1:%d/metrics\n",
+          o->port, o->port, o->port);
+  if (nprocs > 1)
+    fprintf(f, "  (rank processes serve ports %d..%d)\n", o->port, o->port + nprocs - 1);
+  fflush(f);
+}
+
+int main(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--bench") == 0)
+      return acl_sim_bench_main(argc, argv);
+  acl_sim_opts_t o;
+  int code = ACL_SIM_EXIT_USAGE;
+  int rc = acl_sim_parse_args(argc, argv, &o, &code);
+  if (rc != 0)
+    return rc > 0 ? code : ACL_SIM_EXIT_USAGE;
+
+  acl_sim_world_t w;
+  memset(&w, 0, sizeof(w));
+  w.o = &o;
+  w.parent_pid = (int)getpid();
+  char err[512] = "";
+  int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
+  pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
+  int feed_fd = -1;
+  acl_simfeed_t *feed = MAP_FAILED;
+  acl_sim_step_t *step = NULL;
+  w.ctl = MAP_FAILED;
+  if (!pids)
+    goto out;
+  if (!(w.land = make_landscape(o.landscape, err, sizeof(err)))) {
+    fprintf(stderr, "autoccl-sim: landscape %s: %s\n", o.landscape, err);
+    status = ACL_SIM_EXIT_USAGE;
+    goto out;
+  }
+  if (!(step = acl_sim_step_create(o.mix, o.nranks, o.ncomms))) {
+    fprintf(stderr, "autoccl-sim: out of memory building the workload\n");
+    goto out;
+  }
+  w.step = step;
+  if (o.nhosts > 1 && o.coord_port == 0 && (o.coord_port = free_port()) <= 0) {
+    fprintf(stderr, "autoccl-sim: no free loopback port for the coordinator\n");
+    goto out;
+  }
+  w.ctl = mmap(NULL, sizeof(acl_sim_ctl_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+               -1, 0);
+  if (w.ctl == MAP_FAILED) {
+    fprintf(stderr, "autoccl-sim: mmap: %s\n", strerror(errno));
+    goto out;
+  }
+  memset(w.ctl, 0, sizeof(*w.ctl));
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t nonce = acl_sim_mix(((uint64_t)now.tv_sec << 30) ^ (uint64_t)now.tv_nsec ^
+                               ((uint64_t)getpid() << 16));
+  /* Distinct per run, so concurrent runs never share consensus segments. */
+  for (int c = 0; c < o.ncomms; c++)
+    w.ctl->comm_ids[c] = acl_sim_mix(nonce + (uint64_t)c) | 1;
+  w.ctl->start_clock_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+  atomic_store(&w.ctl->stop_step, o.steps ? o.steps : UINT64_MAX);
+
+  snprintf(w.feed_name, sizeof(w.feed_name), "/autoccl-sim-%d-%08llx", (int)getpid(),
+           (unsigned long long)(nonce & 0xffffffffu));
+  feed_fd = shm_open(w.feed_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (feed_fd < 0 || ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
+      (feed = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, feed_fd,
+                   0)) == MAP_FAILED) {
+    fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name, strerror(errno));
+    goto out;
+  }
+  feed->magic = ACL_SIMFEED_MAGIC;
+  feed->nranks = (uint32_t)o.nranks;
+
+  const char *tmp = getenv("TMPDIR");
+  snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(w.logdir)) {
+    fprintf(stderr, "autoccl-sim: cannot create a directory for decision logs (%s): %s\n",
+            w.logdir, strerror(errno));
+    w.logdir[0] = '\0';
+    goto out;
+  }
+  if (!o.quiet)
+    print_where(&o, nprocs);
+
+  struct sigaction sa = {0};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  fflush(NULL);
+  double t0 = acl_sim_now();
+  for (int p = 0; p < nprocs; p++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "autoccl-sim: fork: %s\n", strerror(errno));
+      kill_all(pids, p);
+      goto out;
+    }
+    if (pid == 0) {
+      /* The parent stops ranks cleanly on Ctrl-C; ranks die with it. */
+      signal(SIGINT, SIG_IGN);
+      signal(SIGTERM, SIG_DFL);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != w.parent_pid)
+        _exit(ACL_SIM_EXIT_FAILED);
+      _exit(acl_sim_proc_main(&w, p));
+    }
+    pids[p] = pid;
+  }
+
+  /* Watch: stop at the deadline, fail on a crash or a hang. */
+  bool tty = isatty(2) && !o.quiet, failed = false;
+  double last_line = 0, last_move = acl_sim_now();
+  uint64_t last_calls = 0;
+  for (;;) {
+    double el = acl_sim_now() - t0;
+    for (int p = 0; p < nprocs && !failed; p++) {
+      int st;
+      if (pids[p] > 0 && waitpid(pids[p], &st, WNOHANG) == pids[p]) {
+        pids[p] = 0;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+          int r = p * o.ranks_per_proc;
+          snprintf(err, sizeof(err), "rank process %d (ranks %d..%d) %s %d%s%s", p, r,
+                   r + o.ranks_per_proc - 1, WIFEXITED(st) ? "exited with" : "was killed by signal",
+                   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                   w.ctl->rank[r].error[0] ? ": " : "", w.ctl->rank[r].error);
+          failed = true;
+        }
+      }
+    }
+    if (failed)
+      break;
+    bool stop_now = (o.duration_s > 0 && el >= o.duration_s) || interrupted;
+    if (stop_now && !atomic_load(&w.ctl->stopping)) {
+      atomic_store(&w.ctl->stopping, 1u);
+      uint64_t m = 0;
+      for (int r = 0; r < o.nranks; r++) {
+        uint64_t s = atomic_load(&w.ctl->rank[r].progress);
+        m = s > m ? s : m;
+      }
+      uint64_t cur = atomic_load(&w.ctl->stop_step);
+      atomic_store(&w.ctl->stop_step, m + 1 < cur ? m + 1 : cur);
+    }
+    if (interrupted > 1) {
+      snprintf(err, sizeof(err), "interrupted");
+      failed = true;
+      break;
+    }
+    int finished = 0;
+    uint64_t calls = 0;
+    for (int r = 0; r < o.nranks; r++) {
+      finished += atomic_load(&w.ctl->rank[r].state) >= 2;
+      calls += w.ctl->rank[r].calls;
+    }
+    if (finished == o.nranks)
+      break;
+    if (calls != last_calls) {
+      last_calls = calls;
+      last_move = acl_sim_now();
+    } else if (acl_sim_now() - last_move > o.hang_timeout_s) {
+      snprintf(err, sizeof(err),
+               "no rank made a call for %.1f s (hang: a consensus deadlock?); %d of %d ranks "
+               "had finished",
+               o.hang_timeout_s, finished, o.nranks);
+      failed = true;
+      break;
+    }
+    if (!o.quiet)
+      progress(&o, w.ctl, el, tty, &last_line);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  double wall = acl_sim_now() - t0;
+  if (tty)
+    fputc('\n', stderr);
+  if (failed) {
+    kill_all(pids, nprocs);
+    fprintf(stderr, "autoccl-sim: %s\n", err);
+    for (int r = 0; r < o.nranks; r++)
+      if (w.ctl->rank[r].error[0])
+        fprintf(stderr, "autoccl-sim: %s\n", w.ctl->rank[r].error);
+    goto out;
+  }
+  /* Read the plugin's own consensus figure while the ranks are still up. */
+  double ep_wait = 0;
+  bool ep_ok = o.port > 0;
+  for (int p = 0; ep_ok && p < nprocs; p++) {
+    double v = acl_sim_fetch_wait(o.port + p, 2.0);
+    if (v < 0)
+      ep_ok = false;
+    else
+      ep_wait += v;
+  }
+  atomic_store(&w.ctl->release, 1u);
+  double deadline = acl_sim_now() + 10 + o.hang_timeout_s;
+  for (int p = 0; p < nprocs; p++) {
+    int st;
+    pid_t got;
+    while (pids[p] > 0 && (got = waitpid(pids[p], &st, WNOHANG)) == 0 && acl_sim_now() < deadline) {
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    if (pids[p] > 0 && got == pids[p]) {
+      pids[p] = 0;
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        int r = p * o.ranks_per_proc;
+        fprintf(stderr, "autoccl-sim: rank process %d failed while finalizing (%s %d)%s%s\n", p,
+                WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                w.ctl->rank[r].error[0] ? ": " : "", w.ctl->rank[r].error);
+        failed = true;
+      }
+    } else if (pids[p] > 0) {
+      fprintf(stderr, "autoccl-sim: rank process %d did not finish finalize in time\n", p);
+      failed = true;
+    }
+  }
+  if (failed) {
+    kill_all(pids, nprocs);
+    goto out;
+  }
+  status = acl_sim_report(&w, wall, ep_wait, ep_ok);
+out:
+  if (pids)
+    kill_all(pids, nprocs);
+  if (w.logdir[0])
+    rm_logdir(w.logdir, o.nranks);
+  if (feed != MAP_FAILED)
+    munmap(feed, sizeof(acl_simfeed_t));
+  if (feed_fd >= 0) {
+    close(feed_fd);
+    shm_unlink(w.feed_name);
+  }
+  if (w.ctl != MAP_FAILED)
+    munmap(w.ctl, sizeof(acl_sim_ctl_t));
+  acl_sim_step_destroy(step);
+  acl_land_destroy(w.land);
+  free(pids);
+  return status;
+}

@@ -1,0 +1,557 @@
+/* A rank process: loads the plugin and plays NCCL's part for one or more
+ * ranks (per communicator: profiler init, tuner init; per call: cost table,
+ * getCollInfo, selection, profiler events; at the end finalize). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profiler/simfeed.h"
+#include "sim/nccl_model.h"
+#include "sim/sim.h"
+
+typedef struct comm_rank {
+  void *tctx, *pctx;
+  bool tinit, pinit;
+  int mask;
+  uint64_t seq[ACL_NUM_COLL];
+  uint64_t ncalls; /* calls on this communicator (same on every rank) */
+} comm_rank_t;
+
+typedef struct rank_drv {
+  const acl_sim_world_t *w;
+  const acl_sim_plugin_t *pl;
+  acl_simfeed_t *feed;
+  int rank, host;
+  comm_rank_t *comms;
+  uint64_t clock_ns;
+  uint64_t jitter_rng;
+  FILE *log;
+  acl_sim_rank_slot_t *slot;
+  /* The call in flight (decided, not yet run). */
+  acl_candidate_t ran;
+  bool failed_call;
+} rank_drv_t;
+
+double acl_sim_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+  if (s <= 0)
+    return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void note_error(rank_drv_t *d, const char *fmt, const char *what, int rc)
+{
+  d->slot->plugin_errors++;
+  if (!d->slot->error[0])
+    snprintf(d->slot->error, sizeof(d->slot->error), fmt, d->rank, what, rc);
+}
+
+static void fill_constants(ncclTunerConstants_v5_t *k)
+{
+  /* Plausible NCCL 2.28 values (µs, GB/s); the plugin may read them. */
+  memset(k, 0, sizeof(*k));
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      k->baseLatencies[a][p] = p == NCCL_PROTO_LL ? 6.6 : p == NCCL_PROTO_LL128 ? 14.0 : 8.4;
+      k->hwLatencies[0][a][p] = p == NCCL_PROTO_LL ? 0.6 : p == NCCL_PROTO_LL128 ? 1.25 : 4.0;
+      k->hwLatencies[1][a][p] = p == NCCL_PROTO_LL ? 1.0 : p == NCCL_PROTO_LL128 ? 1.9 : 4.0;
+      k->hwLatencies[2][a][p] = p == NCCL_PROTO_LL ? 5.0 : p == NCCL_PROTO_LL128 ? 8.4 : 14.0;
+    }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 3; j++) {
+      k->llMaxBws[i][j] = 39.0;
+      k->perChMaxRingLL128Bws[i][j] = 20.0;
+      k->perChMaxTreeLL128Bws[i][j] = 20.0;
+      k->perChMaxTreeBws[i][j] = 24.0;
+      k->perChMaxNVLSTreeBws[i][j] = 24.0;
+    }
+}
+
+static int comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  comm_rank_t *cr = &d->comms[c];
+  uint64_t id = d->w->ctl->comm_ids[c];
+  char name[64];
+  int first = -1;
+  for (size_t i = 0; i < d->w->step->ncalls; i++)
+    if (d->w->step->calls[i].comm == c) {
+      first = d->w->step->calls[i].group;
+      break;
+    }
+  snprintf(name, sizeof(name), "%s-%d", first >= 0 ? acl_sim_group_name(first) : "idle", c);
+  if (d->pl->prof) {
+    cr->mask = 0;
+    ncclResult_t rc = d->pl->prof->init(&cr->pctx, id, &cr->mask, name, o->nhosts, o->nranks,
+                                        d->rank, acl_sim_logger);
+    if (rc != ncclSuccess) {
+      /* NCCL disables the profiler for this communicator and goes on. */
+      note_error(d, "rank %d: profiler %s returned %d", "init", rc);
+      cr->pctx = NULL;
+    } else {
+      cr->pinit = true;
+    }
+  }
+  if (d->pl->tuner_version) {
+    ncclResult_t rc;
+    size_t nr = (size_t)o->nranks, nn = (size_t)o->nhosts;
+    if (d->pl->tuner_version == 5) {
+      ncclNvlDomainInfo_v5_t nvl = {o->nhosts, o->nranks / o->nhosts,
+                                    (o->nranks + o->nhosts - 1) / o->nhosts};
+      ncclTunerConstants_v5_t k;
+      fill_constants(&k);
+      rc = d->pl->t5->init(&cr->tctx, id, nr, nn, acl_sim_logger, &nvl, &k);
+    } else if (d->pl->tuner_version == 4) {
+      rc = d->pl->t4->init(nr, nn, acl_sim_logger, &cr->tctx);
+    } else if (d->pl->tuner_version == 3) {
+      rc = d->pl->t3->init(nr, nn, acl_sim_logger, &cr->tctx);
+    } else {
+      rc = d->pl->t2->init(nr, nn, acl_sim_logger, &cr->tctx);
+    }
+    if (rc != ncclSuccess) {
+      /* NCCL fails communicator creation: the job cannot go on. */
+      note_error(d, "rank %d: tuner %s returned %d", "init", rc);
+      snprintf(err, errlen, "rank %d: tuner init of communicator %d returned %d", d->rank, c,
+               (int)rc);
+      return -1;
+    }
+    cr->tinit = true;
+  }
+  return 0;
+}
+
+static void comm_fini(rank_drv_t *d, int c)
+{
+  comm_rank_t *cr = &d->comms[c];
+  if (cr->tinit) {
+    ncclResult_t rc;
+    switch (d->pl->tuner_version) {
+    case 5: rc = d->pl->t5->finalize(cr->tctx); break;
+    case 4: rc = d->pl->t4->destroy(cr->tctx); break;
+    case 3: rc = d->pl->t3->destroy(cr->tctx); break;
+    default: rc = d->pl->t2->destroy(cr->tctx); break;
+    }
+    if (rc != ncclSuccess)
+      note_error(d, "rank %d: tuner %s returned %d", "finalize", rc);
+    cr->tinit = false;
+  }
+  if (cr->pinit) {
+    ncclResult_t rc = d->pl->prof->finalize(cr->pctx);
+    if (rc != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "finalize", rc);
+    cr->pinit = false;
+  }
+}
+
+/* getCollInfo and NCCL's choice: sets d->ran / d->failed_call. */
+static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  const acl_landscape_t *land = d->w->land;
+  comm_rank_t *cr = &d->comms[call->comm];
+  acl_candidate_t def;
+  acl_land_nccl_default(land, call->coll, call->nbytes, o->nranks, &def);
+  uint32_t valid = 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      if (acl_land_valid(land, call->coll, call->nbytes, o->nranks, a, p))
+        valid |= ACL_AP_BIT(a, p);
+  float table[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  acl_sim_cost_table(table, call->coll, call->nbytes, o->nranks, o->nhosts, valid, def.algo,
+                     def.proto);
+  int nch = 0, v2_algo = NCCL_ALGO_UNDEF, v2_proto = NCCL_PROTO_UNDEF;
+  ncclResult_t rc = ncclSuccess;
+  d->failed_call = false;
+  if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
+    double t0 = acl_sim_now();
+    switch (d->pl->tuner_version) {
+    case 5:
+      rc = d->pl->t5->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
+                                  (float **)table, ACL_NUM_ALGO, ACL_NUM_PROTO, 0, &nch);
+      break;
+    case 4:
+      rc = d->pl->t4->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
+                                  (float **)table, ACL_NUM_ALGO, ACL_NUM_PROTO, 0, &nch);
+      break;
+    case 3:
+      rc = d->pl->t3->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
+                                  (float **)table, ACL_NUM_ALGO, ACL_NUM_PROTO, &nch);
+      break;
+    default:
+      rc = d->pl->t2->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 0,
+                                  (valid & ACL_AP_BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)) != 0,
+                                  1, &v2_algo, &v2_proto, &nch);
+      break;
+    }
+    d->slot->gci_seconds += acl_sim_now() - t0;
+  }
+  if (rc != ncclSuccess) {
+    /* NCCL fails the collective with the plugin's error. */
+    note_error(d, "rank %d: tuner %s returned %d", "getCollInfo", rc);
+    d->failed_call = true;
+    return;
+  }
+  int a, p;
+  if (v2_algo >= 0 && v2_algo < ACL_NUM_ALGO && v2_proto >= 0 && v2_proto < ACL_NUM_PROTO &&
+      table[v2_algo][v2_proto] >= 0) {
+    a = v2_algo;
+    p = v2_proto;
+  } else if (!acl_sim_select(table, &a, &p)) {
+    note_error(d, "rank %d: %s left no usable algorithm/protocol (%d)", "getCollInfo", 0);
+    d->failed_call = true;
+    return;
+  }
+  d->ran.algo = (int8_t)a;
+  d->ran.proto = (int8_t)p;
+  d->ran.nchannels = (int16_t)acl_sim_clamp_channels(nch, acl_land_max_channels(land));
+  d->ran.chunk_bytes = 0;
+}
+
+static void log_call(rank_drv_t *d)
+{
+  acl_sim_logent_t e = {0};
+  if (d->failed_call) {
+    e.algo = e.proto = -1;
+    e.flags = ACL_SIM_LOG_ERROR;
+  } else {
+    e.algo = d->ran.algo;
+    e.proto = d->ran.proto;
+    e.nchannels = d->ran.nchannels;
+  }
+  if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
+    snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s",
+             d->rank, strerror(errno));
+  d->slot->calls++;
+}
+
+/* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
+ * draws all ranks' noise from per-call seeds, so all agree without talking. */
+static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  double t = acl_land_time(d->w->land, call->coll, call->nbytes, o->nranks, &d->ran, level);
+  uint64_t base = acl_sim_mix(o->seed ^ acl_sim_mix(d->w->ctl->comm_ids[call->comm])) ^
+                  acl_sim_mix(d->comms[call->comm].ncalls);
+  double worst = 0;
+  for (int r = 0; r < o->nranks; r++) {
+    uint64_t rng = acl_sim_mix(base + (uint64_t)r);
+    double f = o->noise > 0 ? acl_land_noise(&rng, o->noise) : 1.0;
+    if (f > worst)
+      worst = f;
+  }
+  return t * worst;
+}
+
+static int channels_used(rank_drv_t *d, const acl_sim_call_t *call)
+{
+  if (d->ran.nchannels > 0)
+    return d->ran.nchannels;
+  acl_candidate_t def;
+  acl_land_nccl_default(d->w->land, call->coll, call->nbytes, d->w->o->nranks, &def);
+  int n = def.algo == d->ran.algo && def.proto == d->ran.proto && def.nchannels > 0
+              ? def.nchannels
+              : acl_land_max_channels(d->w->land);
+  return n < 1 ? 1 : n > 255 ? 255 : n;
+}
+
+static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
+                        uint64_t dur_ns)
+{
+  comm_rank_t *cr = &d->comms[call->comm];
+  if (!cr->pinit)
+    return;
+  const ncclProfiler_v5_t *pf = d->pl->prof;
+  int nch = channels_used(d, call);
+  uint64_t seq = cr->seq[call->coll]++;
+  void *coll_h = NULL;
+  ncclResult_t rc;
+  if (cr->mask & ncclProfileColl) {
+    ncclProfilerEventDescr_v5_t e;
+    memset(&e, 0, sizeof(e));
+    e.type = ncclProfileColl;
+    e.rank = d->rank;
+    e.coll.seqNumber = seq;
+    e.coll.func = acl_coll_name(call->coll);
+    e.coll.count = acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks,
+                                            ACL_SIM_DTYPE_BYTES);
+    e.coll.datatype = "float";
+    e.coll.nChannels = (uint8_t)nch;
+    e.coll.nWarps = 16;
+    e.coll.algo = acl_algo_name(d->ran.algo);
+    e.coll.proto = acl_proto_name(d->ran.proto);
+    if ((rc = pf->startEvent(cr->pctx, &coll_h, &e)) != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "startEvent(Coll)", rc);
+    /* NCCL stops the Coll event at launch, before the proxy reports the
+     * kernel's channels; the plugin must keep the handle for its children. */
+    if (coll_h && (rc = pf->stopEvent(coll_h)) != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "stopEvent(Coll)", rc);
+  }
+  if (!(cr->mask & ncclProfileKernelCh))
+    return;
+  uint64_t skew = dur_ns / 8;
+  for (int ch = 0; ch < nch; ch++) {
+    /* Channel 0 spans the whole call; the others start a little later and
+     * stop a little earlier, as real channels do. */
+    uint64_t s = start_ns + (ch ? (uint64_t)(ch % 4) * skew / 4 : 0);
+    uint64_t t = start_ns + dur_ns - (ch ? (uint64_t)(ch % 3) * skew / 3 : 0);
+    ncclProfilerEventDescr_v5_t e;
+    memset(&e, 0, sizeof(e));
+    e.type = ncclProfileKernelCh;
+    e.parentObj = coll_h;
+    e.rank = d->rank;
+    e.kernelCh.channelId = (uint8_t)ch;
+    e.kernelCh.pTimer = s;
+    void *h = NULL;
+    if ((rc = pf->startEvent(cr->pctx, &h, &e)) != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "startEvent(KernelCh)", rc);
+    if (!h)
+      continue;
+    ncclProfilerEventStateArgs_v5_t a;
+    memset(&a, 0, sizeof(a));
+    a.kernelCh.pTimer = t;
+    if ((rc = pf->recordEventState(h, ncclProfilerKernelChStop, &a)) != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "recordEventState(KernelChStop)", rc);
+    if ((rc = pf->stopEvent(h)) != ncclSuccess)
+      note_error(d, "rank %d: profiler %s returned %d", "stopEvent(KernelCh)", rc);
+  }
+}
+
+/* "Runs" the decided call: advances the GPU clock, emits profiler events,
+ * logs the decision. Returns simulated seconds. */
+static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
+{
+  double sec = 0;
+  if (!d->failed_call) {
+    sec = call_seconds(d, call, level);
+    uint64_t dur_ns = (uint64_t)(sec * 1e9);
+    if (dur_ns < 1)
+      dur_ns = 1;
+    prof_events(d, call, d->clock_ns, dur_ns);
+    d->clock_ns += dur_ns;
+  }
+  d->comms[call->comm].ncalls++;
+  log_call(d);
+  return sec;
+}
+
+/* Commits this thread's ranks to `step`; false when the run stops before it.
+ * Progress is stored before the stop flag is read, and the parent raises the
+ * flag before reading progress, so no rank can slip past the agreed stop. */
+static bool commit_step(rank_drv_t *ds, int n, uint64_t step)
+{
+  acl_sim_ctl_t *ctl = ds[0].w->ctl;
+  for (int i = 0; i < n; i++)
+    atomic_store(&ds[i].slot->progress, step);
+  uint64_t stop;
+  if (atomic_load(&ctl->stopping))
+    while ((stop = atomic_load(&ctl->stop_step)) == UINT64_MAX)
+      sleep_s(0.001);
+  stop = atomic_load(&ctl->stop_step);
+  return step < stop;
+}
+
+static void jitter(rank_drv_t *d)
+{
+  double us = d->w->o->host_jitter_us;
+  if (us <= 0)
+    return;
+  d->jitter_rng = acl_sim_mix(d->jitter_rng);
+  sleep_s((double)(d->jitter_rng >> 11) * 0x1.0p-53 * us * 1e-6);
+}
+
+static void publish_overlap(rank_drv_t *d, double level)
+{
+  if (!d->feed || d->rank >= ACL_SIMFEED_MAX_RANKS)
+    return;
+  atomic_store(&d->feed->overlap_milli[d->rank], (uint32_t)lround(level * 1000.0));
+  atomic_store(&d->feed->compute_kernels[d->rank], level > 0 ? 2u : 0u);
+}
+
+/* Drives ranks ds[0..n) from the calling thread (n > 1 only in group mode). */
+static void drive(rank_drv_t *ds, int n)
+{
+  const acl_sim_world_t *w = ds[0].w;
+  const acl_sim_opts_t *o = w->o;
+  for (int i = 0; i < n; i++)
+    atomic_store(&ds[i].slot->state, 1u);
+  for (uint64_t step = 0; commit_step(ds, n, step); step++) {
+    double level = acl_sim_interf_level(&o->interf, step);
+    for (int i = 0; i < n; i++)
+      publish_overlap(&ds[i], level);
+    for (size_t k = 0; k < w->step->ncalls; k++) {
+      const acl_sim_call_t *call = &w->step->calls[k];
+      jitter(&ds[0]);
+      /* NCCL group semantics: every rank's getCollInfo, then the launches. */
+      for (int i = 0; i < n; i++)
+        rank_decide(&ds[i], call);
+      double sec = 0;
+      for (int i = 0; i < n; i++) {
+        double s = rank_run(&ds[i], call, level);
+        sec = s > sec ? s : sec;
+      }
+      if (o->realtime)
+        sleep_s(sec * o->slowdown);
+    }
+    for (int i = 0; i < n; i++) {
+      ds[i].clock_ns += (uint64_t)(o->step_compute_s * 1e9);
+      ds[i].slot->steps_done = step + 1;
+    }
+    if (o->realtime)
+      sleep_s(o->step_compute_s * o->slowdown);
+  }
+  for (int i = 0; i < n; i++)
+    atomic_store(&ds[i].slot->state, 2u);
+}
+
+static void *drive_thread(void *arg)
+{
+  drive((rank_drv_t *)arg, 1);
+  return NULL;
+}
+
+static acl_simfeed_t *feed_open(const char *name)
+{
+  if (!name[0])
+    return NULL;
+  int fd = shm_open(name, O_RDWR, 0);
+  if (fd < 0)
+    return NULL;
+  void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static void set_env_int(const char *name, long v)
+{
+  char b[32];
+  snprintf(b, sizeof(b), "%ld", v);
+  setenv(name, b, 1);
+}
+
+int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
+{
+  const acl_sim_opts_t *o = w->o;
+  int rpp = o->ranks_per_proc, first = proc * rpp, n = rpp;
+  if (first + n > o->nranks)
+    n = o->nranks - first;
+  int procs_per_host = (o->nranks / o->nhosts + rpp - 1) / rpp;
+  int ranks_per_host = o->nranks / o->nhosts;
+  int host = first / ranks_per_host, local = proc - host * procs_per_host;
+  acl_sim_plugin_t pl;
+  rank_drv_t *ds = calloc((size_t)n, sizeof(*ds));
+  pthread_t *th = calloc((size_t)n, sizeof(*th));
+  acl_simfeed_t *feed = NULL;
+  int status = ACL_SIM_EXIT_FAILED, inited = 0, started = 0;
+  char err[512] = "";
+  if (!ds || !th) {
+    snprintf(err, sizeof(err), "out of memory");
+    goto fail_alloc;
+  }
+  /* What the plugin reads from the environment for this process. */
+  set_env_int("AUTOCCL_LOCAL_RANK", local);
+  if (o->port >= 0)
+    set_env_int("AUTOCCL_HTTP_PORT", o->port + host * procs_per_host);
+  if (o->nhosts > 1) {
+    set_env_int("AUTOCCL_SHM_SALT", host);
+    char coord[64];
+    snprintf(coord, sizeof(coord), "127.0.0.1:%d", o->coord_port);
+    setenv("AUTOCCL_COORDINATOR", coord, 1);
+  }
+  setenv("AUTOCCL_SIM_FEED", w->feed_name, 1);
+  acl_sim_logger_setup(o->verbose, first);
+  feed = feed_open(w->feed_name);
+  if (acl_sim_plugin_load(o->plugin, &pl, err, sizeof(err)) != 0)
+    goto fail_alloc;
+  for (int i = 0; i < n; i++) {
+    rank_drv_t *d = &ds[i];
+    d->w = w;
+    d->pl = &pl;
+    d->feed = feed;
+    d->rank = first + i;
+    d->host = host;
+    d->slot = &w->ctl->rank[d->rank];
+    d->clock_ns = w->ctl->start_clock_ns;
+    d->jitter_rng = acl_sim_mix(o->seed * 31 + (uint64_t)d->rank);
+    inited = i + 1; /* whatever is opened below is released at fail_ranks */
+    d->comms = calloc((size_t)o->ncomms, sizeof(*d->comms));
+    char path[300];
+    snprintf(path, sizeof(path), "%s/rank%d.log", w->logdir, d->rank);
+    d->log = fopen(path, "wb");
+    if (!d->comms || !d->log) {
+      snprintf(err, sizeof(err), "rank %d: cannot open %s: %s", d->rank, path, strerror(errno));
+      goto fail_ranks;
+    }
+    setvbuf(d->log, NULL, _IOFBF, 1 << 16);
+  }
+  /* Communicator creation, rank by rank on this thread (ncclCommInitAll
+   * style): per communicator the profiler init, then the tuner init. */
+  for (int c = 0; c < o->ncomms; c++)
+    for (int i = 0; i < n; i++)
+      if (comm_init(&ds[i], c, err, sizeof(err)) != 0)
+        goto fail_comms;
+  if (o->group_mode || n == 1) {
+    drive(ds, n);
+  } else {
+    for (; started < n; started++)
+      if (pthread_create(&th[started], NULL, drive_thread, &ds[started]) != 0) {
+        snprintf(err, sizeof(err), "cannot start a rank thread");
+        break;
+      }
+    for (int i = 0; i < started; i++)
+      pthread_join(th[i], NULL);
+    if (started < n)
+      goto fail_comms;
+  }
+  for (int i = 0; i < n; i++)
+    if (fflush(ds[i].log) != 0) {
+      snprintf(err, sizeof(err), "rank %d: writing decision log: %s", ds[i].rank,
+               strerror(errno));
+      goto fail_comms;
+    }
+  /* Keep the plugin (and its endpoint) alive until the parent has read it. */
+  while (!atomic_load(&w->ctl->release) && getppid() == w->parent_pid)
+    sleep_s(0.002);
+  status = ACL_SIM_EXIT_OK;
+fail_comms:
+  for (int c = o->ncomms - 1; c >= 0; c--)
+    for (int i = 0; i < n; i++)
+      comm_fini(&ds[i], c);
+fail_ranks:
+  for (int i = 0; i < inited; i++) {
+    if (ds[i].log && fclose(ds[i].log) != 0 && status == ACL_SIM_EXIT_OK) {
+      snprintf(err, sizeof(err), "rank %d: closing decision log: %s", ds[i].rank,
+               strerror(errno));
+      status = ACL_SIM_EXIT_FAILED;
+    }
+    free(ds[i].comms);
+  }
+  acl_sim_plugin_unload(&pl);
+fail_alloc:
+  if (feed)
+    munmap(feed, sizeof(*feed));
+  for (int i = 0; i < n; i++) {
+    acl_sim_rank_slot_t *s = &w->ctl->rank[first + i];
+    if (status != ACL_SIM_EXIT_OK && !s->error[0])
+      snprintf(s->error, sizeof(s->error), "%.255s", err);
+    atomic_store(&s->state, status == ACL_SIM_EXIT_OK ? 3u : 4u);
+  }
+  free(th);
+  free(ds);
+  return status;
+}

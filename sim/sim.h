@@ -1,0 +1,131 @@
+/* autoccl-sim internals shared by its files (not a public interface). */
+#ifndef ACL_SIM_SIM_H
+#define ACL_SIM_SIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/abi.h"
+#include "core/types.h"
+#include "sim/landscape.h"
+#include "sim/workload.h"
+
+#define ACL_SIM_MAX_RANKS 256
+#define ACL_SIM_MAX_COMMS 256
+
+/* Exit statuses (documented in --help). */
+enum {
+  ACL_SIM_EXIT_OK = 0,
+  ACL_SIM_EXIT_INCONSISTENT = 1, /* divergent decisions or plugin errors */
+  ACL_SIM_EXIT_USAGE = 2,        /* bad flags or files: nothing was run */
+  ACL_SIM_EXIT_FAILED = 3,       /* a rank crashed, hung or could not load the plugin */
+};
+
+typedef struct acl_sim_opts {
+  int nranks;
+  int ncomms;
+  int ranks_per_proc; /* ranks one process drives (--threads-per-proc) */
+  bool group_mode;    /* one thread drives them all, NCCL group style */
+  int nhosts;
+  acl_sim_mix_t mix;
+  char landscape[64]; /* "h200" | "synthetic[:seed]" */
+  double noise;
+  acl_sim_interf_t interf;
+  char interf_spec[128];
+  double duration_s; /* wall clock; <= 0 when --steps is used */
+  uint64_t steps;    /* 0 when --duration is used */
+  int port;          /* -1: no endpoint */
+  int coord_port;    /* 0: pick a free one */
+  double host_jitter_us;
+  bool realtime;
+  double slowdown;         /* --realtime: wall seconds per simulated second */
+  double step_compute_s;   /* simulated compute per training step */
+  double hang_timeout_s;   /* no progress for this long = hang */
+  uint64_t seed;
+  bool verbose, quiet, json;
+  char plugin[1024];
+} acl_sim_opts_t;
+
+/* Parses argv. Returns -1 on error (message printed), 1 when --help/--bench
+ * handled the run (*exit_code set), 0 to run. */
+int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code);
+void acl_sim_usage(FILE *f);
+
+/* Per rank, in memory shared between the parent and the rank processes. */
+typedef struct acl_sim_rank_slot {
+  _Atomic uint64_t progress; /* step this rank has committed to */
+  _Atomic uint32_t state;    /* 0 init, 1 running, 2 finished steps, 3 done, 4 failed */
+  uint32_t pad;
+  uint64_t calls;
+  uint64_t plugin_errors;
+  uint64_t steps_done;
+  double gci_seconds; /* wall time inside getCollInfo */
+  char error[256];    /* first error, for the report */
+} acl_sim_rank_slot_t;
+
+typedef struct acl_sim_ctl {
+  _Atomic uint32_t stopping; /* parent wants to stop: wait for stop_step */
+  _Atomic uint64_t stop_step; /* ranks run steps < stop_step */
+  _Atomic uint32_t release;  /* parent read the endpoints: finalize now */
+  uint32_t pad;
+  uint64_t comm_ids[ACL_SIM_MAX_COMMS];
+  uint64_t start_clock_ns; /* simulated GPU globaltimer at step 0 */
+  acl_sim_rank_slot_t rank[ACL_SIM_MAX_RANKS];
+} acl_sim_ctl_t;
+
+/* One decision-log entry per call per rank: what NCCL ran. */
+typedef struct acl_sim_logent {
+  int8_t algo, proto; /* -1/-1 when the call failed */
+  int16_t nchannels;  /* clamped; 0 = NCCL decides */
+  uint8_t flags;      /* ACL_SIM_LOG_* */
+  uint8_t pad[3];
+} acl_sim_logent_t;
+#define ACL_SIM_LOG_ERROR 1u
+
+/* The loaded plugin (one per rank process). */
+typedef struct acl_sim_plugin {
+  void *dl;
+  int tuner_version; /* 5..2, 0 when no tuner symbol */
+  const ncclTuner_v5_t *t5;
+  const ncclTuner_v4_t *t4;
+  const ncclTuner_v3_t *t3;
+  const ncclTuner_v2_t *t2;
+  const ncclProfiler_v5_t *prof;
+} acl_sim_plugin_t;
+
+int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t errlen);
+void acl_sim_plugin_unload(acl_sim_plugin_t *p);
+/* NCCL-style logger handed to the plugin (WARN only unless verbose). */
+void acl_sim_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void acl_sim_logger_setup(bool verbose, int first_rank);
+
+/* Everything a rank process needs (set up by the parent before fork). */
+typedef struct acl_sim_world {
+  const acl_sim_opts_t *o;
+  acl_landscape_t *land;
+  const acl_sim_step_t *step;
+  acl_sim_ctl_t *ctl;
+  char logdir[256];
+  char feed_name[128];
+  int parent_pid;
+} acl_sim_world_t;
+
+/* Body of rank process `proc` (drives ranks [proc*rpp, ...)). Returns the
+ * process exit status. */
+int acl_sim_proc_main(const acl_sim_world_t *w, int proc);
+
+/* Reads the decision logs and prints the report; returns the exit status. */
+int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
+                   bool endpoint_ok);
+
+/* Sum of consensus_wait_seconds over /api/v1/state of 127.0.0.1:port; -1 on
+ * failure. */
+double acl_sim_fetch_wait(int port, double timeout_s);
+
+double acl_sim_now(void); /* monotonic seconds */
+
+#endif

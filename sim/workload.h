@@ -1,0 +1,62 @@
+/* Training-step call lists (what one rank issues per step) and the
+ * interference schedule. Pure: the same arguments give the same calls on
+ * every rank, which is what makes call k of a workload the same call
+ * everywhere. */
+#ifndef ACL_SIM_WORKLOAD_H
+#define ACL_SIM_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum acl_sim_mix {
+  ACL_SIM_MIX_FSDP = 0, /* FSDP of a Llama-3.1-8B-like model */
+  ACL_SIM_MIX_DDP = 1,  /* DDP gradient buckets */
+  ACL_SIM_MIX_TP = 2,   /* tensor parallel activations */
+  ACL_SIM_MIX_MIXED = 3,
+} acl_sim_mix_t;
+
+/* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed"; -1 when unknown. */
+int acl_sim_mix_parse(const char *s);
+const char *acl_sim_mix_name(acl_sim_mix_t m);
+/* Name of a call group ("fsdp-llama8b", "ddp", "tp"). */
+const char *acl_sim_group_name(int group);
+
+typedef struct acl_sim_call {
+  uint8_t coll;    /* ncclFunc_t */
+  uint8_t group;   /* ACL_SIM_MIX_FSDP / DDP / TP: which part of the mix */
+  uint16_t comm;   /* communicator index */
+  uint32_t wid;    /* distinct workload index (comm, coll, bytes) */
+  uint64_t nbytes; /* tuner nBytes (whole buffer for AllGather/ReduceScatter) */
+} acl_sim_call_t;
+
+typedef struct acl_sim_step {
+  acl_sim_call_t *calls; /* in issue order */
+  size_t ncalls;
+  size_t nworkloads;     /* distinct wid values: 0..nworkloads-1 */
+} acl_sim_step_t;
+
+/* Builds one training step's calls. Mixes are split over communicators:
+ * comm c carries group g when g % ncomms == c, and comms beyond the mix's
+ * groups repeat them (c % ngroups). NULL on allocation failure. */
+acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms);
+void acl_sim_step_destroy(acl_sim_step_t *s); /* NULL ok */
+
+/* Interference schedule over training steps: "none", "demo", or a comma list
+ * of FROM-TO=LEVEL (steps, TO exclusive and optional: "200-=0.6") and
+ * every:PERIOD:LEN=LEVEL (the first LEN steps of every PERIOD). Later items
+ * win where they overlap. Levels in [0, 1]. */
+#define ACL_SIM_INTERF_MAX 16
+typedef struct acl_sim_interf {
+  int n;
+  struct {
+    uint64_t from, to; /* to == UINT64_MAX: open-ended */
+    uint64_t period;   /* 0: a plain range */
+    double level;
+  } ep[ACL_SIM_INTERF_MAX];
+} acl_sim_interf_t;
+
+bool acl_sim_interf_parse(const char *s, acl_sim_interf_t *out, char *err, size_t errlen);
+double acl_sim_interf_level(const acl_sim_interf_t *in, uint64_t step);
+
+#endif

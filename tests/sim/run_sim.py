@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Runs autoccl-sim with --json and checks its report.
+
+usage: run_sim.py [checks] -- SIM [sim args]
+checks:
+  --exit N            expected exit status (default 0)
+  --converged         every workload's state is "converged"
+  --min-speedup X     every workload's speedup >= X
+  --divergent-min N   divergent_decisions >= N (default: must be 0 unless --exit 1)
+  --errors-min N      plugin_errors >= N
+  --fake-out FILE     the fake plugin's summary file: no violations, Coll events
+                      equal calls, KernelCh events present (FILE is removed first)
+  --expect-stderr S   stderr must contain S (repeatable); with --exit 2 stdout empty
+  --timeout S         wall-clock bound for the sim (default 20)
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def fail(msg, out="", err=""):
+    print("FAIL:", msg)
+    if out:
+        print("--- stdout (tail) ---\n" + out[-3000:])
+    if err:
+        print("--- stderr (tail) ---\n" + err[-3000:])
+    sys.exit(1)
+
+
+def main(argv):
+    if "--" not in argv:
+        fail("missing -- before the command")
+    i = argv.index("--")
+    opts, cmd = argv[:i], argv[i + 1:]
+    want_exit, converged, min_speedup = 0, False, None
+    div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
+    k = 0
+    while k < len(opts):
+        o = opts[k]
+        if o == "--converged":
+            converged = True
+            k += 1
+            continue
+        v = opts[k + 1]
+        k += 2
+        if o == "--exit":
+            want_exit = int(v)
+        elif o == "--min-speedup":
+            min_speedup = float(v)
+        elif o == "--divergent-min":
+            div_min = int(v)
+        elif o == "--errors-min":
+            err_min = int(v)
+        elif o == "--fake-out":
+            fake_out = v
+        elif o == "--expect-stderr":
+            stderr_needles.append(v)
+        elif o == "--timeout":
+            timeout = float(v)
+        else:
+            fail("unknown check " + o)
+    env = dict(os.environ)
+    if fake_out:
+        if os.path.exists(fake_out):
+            os.unlink(fake_out)
+        env["ACL_FAKE_OUT"] = fake_out
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        fail("autoccl-sim ran past %.0f s" % timeout, e.stdout or "", e.stderr or "")
+    wall = time.monotonic() - t0
+    out, err = p.stdout, p.stderr
+    print("$", " ".join(cmd), "-> exit", p.returncode, "in %.1f s" % wall)
+    if p.returncode != want_exit:
+        fail("exit status %d, expected %d" % (p.returncode, want_exit), out, err)
+    for s in stderr_needles:
+        if s not in err:
+            fail("stderr lacks %r" % s, out, err)
+    if want_exit == 2:
+        if out.strip():
+            fail("usage error but stdout is not empty", out, err)
+        return
+    lines = out.strip().splitlines()
+    if not lines:
+        fail("no output", out, err)
+    try:
+        rep = json.loads(lines[-1])
+    except ValueError as e:
+        fail("last stdout line is not JSON: %s" % e, out, err)
+    for key in ("divergent_decisions", "consensus_wait_seconds", "plugin_errors", "workloads"):
+        if key not in rep:
+            fail("report lacks " + key, out, err)
+    print("divergent=%d errors=%d wait=%s steps=%d calls/rank=%d workloads=%d" % (
+        rep["divergent_decisions"], rep["plugin_errors"], rep["consensus_wait_seconds"],
+        rep["steps"], rep["calls_per_rank"], len(rep["workloads"])))
+    if div_min is None:
+        if rep["divergent_decisions"] != 0:
+            fail("divergent_decisions = %d" % rep["divergent_decisions"], out, err)
+    elif rep["divergent_decisions"] < div_min:
+        fail("divergent_decisions = %d < %d" % (rep["divergent_decisions"], div_min), out, err)
+    if err_min is None:
+        if rep["plugin_errors"] != 0:
+            fail("plugin_errors = %d" % rep["plugin_errors"], out, err)
+    elif rep["plugin_errors"] < err_min:
+        fail("plugin_errors = %d < %d" % (rep["plugin_errors"], err_min), out, err)
+    if not rep["workloads"]:
+        fail("no workloads in the report", out, err)
+    for w in rep["workloads"]:
+        for key in ("collective", "bytes", "state", "speedup", "final_over_oracle",
+                    "calls_to_converge"):
+            if key not in w:
+                fail("workload lacks " + key, out, err)
+        desc = "%s %s %d B comm %d" % (w["workload"], w["collective"], w["bytes"], w["comm"])
+        if w["calls"] <= 0:
+            fail(desc + ": no calls", out, err)
+        if converged and w["state"] != "converged":
+            fail(desc + ": state " + w["state"], out, err)
+        if min_speedup is not None and (w["speedup"] is None or w["speedup"] < min_speedup):
+            fail(desc + ": speedup %s < %s" % (w["speedup"], min_speedup), out, err)
+        if w["final_over_oracle"] is not None and w["final_over_oracle"] > 1.0 + 1e-9:
+            fail(desc + ": better than the oracle (%s)" % w["final_over_oracle"], out, err)
+    if fake_out:
+        try:
+            with open(fake_out) as f:
+                rows = [dict(kv.split("=") for kv in l.split()) for l in f if l.strip()]
+        except OSError as e:
+            fail("fake plugin summary: %s" % e, out, err)
+        want = rep["ranks"] * rep["comms"]
+        if len(rows) != want:
+            fail("fake plugin finalized %d contexts, expected %d" % (len(rows), want), out, err)
+        calls = sum(int(r["calls"]) for r in rows)
+        if calls != rep["calls_per_rank"] * rep["ranks"]:
+            fail("fake plugin saw %d getCollInfo calls, report says %d x %d" % (
+                calls, rep["calls_per_rank"], rep["ranks"]), out, err)
+        for r in rows:
+            if int(r["violations"]) and want_exit == 0:
+                fail("ABI violations seen by the fake plugin: %s" % r, out, err)
+            if want_exit == 0 and int(r["coll"]) != int(r["calls"]):
+                fail("Coll events %s != calls %s" % (r["coll"], r["calls"]), out, err)
+            if want_exit == 0 and int(r["kch"]) < int(r["calls"]):
+                fail("KernelCh events %s < calls %s" % (r["kch"], r["calls"]), out, err)
+        os.unlink(fake_out)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,116 @@
+/* Training-step call lists and interference schedules. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/abi.h"
+#include "sim/nccl_model.h"
+#include "sim/workload.h"
+
+Test(workload, parse_names)
+{
+  cr_assert_eq(acl_sim_mix_parse("fsdp-llama8b"), ACL_SIM_MIX_FSDP);
+  cr_assert_eq(acl_sim_mix_parse("ddp"), ACL_SIM_MIX_DDP);
+  cr_assert_eq(acl_sim_mix_parse("tp"), ACL_SIM_MIX_TP);
+  cr_assert_eq(acl_sim_mix_parse("mixed"), ACL_SIM_MIX_MIXED);
+  cr_assert_eq(acl_sim_mix_parse("Mixed"), -1);
+  cr_assert_eq(acl_sim_mix_parse(""), -1);
+  cr_assert_eq(acl_sim_mix_parse(NULL), -1);
+}
+
+Test(workload, ddp_buckets)
+{
+  acl_sim_step_t *s = acl_sim_step_create(ACL_SIM_MIX_DDP, 4, 1);
+  cr_assert_not_null(s);
+  cr_assert_eq(s->ncalls, 5);
+  cr_assert_eq(s->nworkloads, 2, "25 MiB buckets and the small last one");
+  for (size_t i = 0; i < 4; i++) {
+    cr_assert_eq(s->calls[i].coll, ncclFuncAllReduce);
+    cr_assert_eq(s->calls[i].nbytes, 25u << 20);
+    cr_assert_eq(s->calls[i].wid, 0);
+  }
+  cr_assert_lt(s->calls[4].nbytes, 4u << 20);
+  cr_assert_eq(s->calls[4].wid, 1);
+  acl_sim_step_destroy(s);
+}
+
+Test(workload, fsdp_sizes_split_over_ranks)
+{
+  for (int n = 2; n <= 8; n += 3) {
+    acl_sim_step_t *s = acl_sim_step_create(ACL_SIM_MIX_FSDP, n, 1);
+    cr_assert_not_null(s);
+    int ag = 0, rs = 0;
+    for (size_t i = 0; i < s->ncalls; i++) {
+      const acl_sim_call_t *c = &s->calls[i];
+      cr_assert(c->coll == ncclFuncAllGather || c->coll == ncclFuncReduceScatter);
+      cr_assert_neq(acl_sim_count_from_bytes(c->coll, c->nbytes, n, 4), 0,
+                    "%llu bytes splits over %d ranks", (unsigned long long)c->nbytes, n);
+      cr_assert_gt(c->nbytes, 400000000ull, "layer-sized buffers");
+      ag += c->coll == ncclFuncAllGather;
+      rs += c->coll == ncclFuncReduceScatter;
+    }
+    cr_assert_eq(ag, 65, "embeddings + 32 layers forward + 32 backward");
+    cr_assert_eq(rs, 33);
+    cr_assert(s->nworkloads >= 3 && s->nworkloads <= 4);
+    acl_sim_step_destroy(s);
+  }
+}
+
+Test(workload, mixed_spreads_over_comms)
+{
+  acl_sim_step_t *one = acl_sim_step_create(ACL_SIM_MIX_MIXED, 4, 1);
+  acl_sim_step_t *three = acl_sim_step_create(ACL_SIM_MIX_MIXED, 4, 3);
+  acl_sim_step_t *many = acl_sim_step_create(ACL_SIM_MIX_MIXED, 4, 16);
+  cr_assert(one && three && many);
+  cr_assert_eq(one->ncalls, three->ncalls, "3 comms: one part of the mix each");
+  bool seen[3] = {false, false, false};
+  for (size_t i = 0; i < three->ncalls; i++) {
+    cr_assert_eq(three->calls[i].comm, three->calls[i].group);
+    seen[three->calls[i].group] = true;
+  }
+  cr_assert(seen[0] && seen[1] && seen[2], "fsdp, ddp and tp all present");
+  /* 16 comms: every comm carries something, workloads are per comm. */
+  bool used[16] = {false};
+  for (size_t i = 0; i < many->ncalls; i++)
+    used[many->calls[i].comm] = true;
+  for (int c = 0; c < 16; c++)
+    cr_assert(used[c], "comm %d idle", c);
+  cr_assert_gt(many->nworkloads, one->nworkloads * 4);
+  acl_sim_step_destroy(one);
+  acl_sim_step_destroy(three);
+  acl_sim_step_destroy(many);
+  cr_assert_null(acl_sim_step_create(ACL_SIM_MIX_MIXED, 0, 1));
+  cr_assert_null(acl_sim_step_create(ACL_SIM_MIX_MIXED, 4, 0));
+}
+
+Test(interference, schedules)
+{
+  acl_sim_interf_t in;
+  char err[256];
+  cr_assert(acl_sim_interf_parse("none", &in, err, sizeof(err)));
+  cr_assert_eq(in.n, 0);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 5), 0.0, 1e-12);
+  cr_assert(acl_sim_interf_parse("10-20=0.6,30-=0.25", &in, err, sizeof(err)), "%s", err);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 9), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 10), 0.6, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 19), 0.6, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 20), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 1000000), 0.25, 1e-12);
+  cr_assert(acl_sim_interf_parse("every:100:30=0.6", &in, err, sizeof(err)), "%s", err);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 129), 0.6, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 130), 0.0, 1e-12);
+  cr_assert(acl_sim_interf_parse("demo", &in, err, sizeof(err)));
+  cr_assert_gt(in.n, 0);
+}
+
+Test(interference, bad_specs_are_refused_with_a_message)
+{
+  const char *bad[] = {"", "10-20", "10-20=1.5", "20-10=0.5", "x-=0.1", "every:0:0=0.5",
+                       "every:10:20=0.5", "10-20=0.5,", "10-20=-0.1", "5-5=0.2"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    acl_sim_interf_t in = {.n = 7};
+    char err[256] = "";
+    cr_assert_not(acl_sim_interf_parse(bad[i], &in, err, sizeof(err)), "'%s' accepted", bad[i]);
+    cr_assert_neq(err[0], '\0', "no message for '%s'", bad[i]);
+    cr_assert_eq(in.n, 7, "'%s' changed the output", bad[i]);
+  }
+}
