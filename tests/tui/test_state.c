@@ -1,0 +1,212 @@
+/* acl_top_parse_state: the /api/v1/state document -> model. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tui/top.h"
+
+/* The example of docs/api.md, trimmed to what matters here. */
+static const char doc_example[] =
+    "{\"version\": 1, \"host\": \"node-1\", \"pid\": 4242, \"local_rank\": 0, \"mode\": \"online\","
+    " \"uptime_seconds\": 12.5,"
+    " \"profiler\": {\"source\": \"nccl\", \"cupti_available\": false, \"cupti_backed_off\": false,"
+    "   \"records\": 120, \"records_dropped\": 0, \"samples\": 118, \"ambiguous\": 0,"
+    "   \"mismatches\": 0, \"sample_latency_seconds\": null},"
+    " \"communicators\": [{\"id\": \"0x1a2b3c4d5e6f7081\", \"name\": \"dp\", \"rank\": 0,"
+    "   \"nranks\": 4, \"nnodes\": 1, \"role\": \"decider\", \"consensus_wait_seconds\": 0.0012,"
+    "   \"blocks_published\": 37, \"lock_acquisitions\": 40}],"
+    " \"workloads\": [{\"comm\": \"0x1a2b3c4d5e6f7081\", \"rank\": 0, \"collective\": \"AllReduce\","
+    "   \"bytes\": 33554432, \"pipe_ops\": 1, \"state\": \"exploring\", \"subspace\": \"RING/SIMPLE\","
+    "   \"candidate\": {\"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16},"
+    "   \"best\": {\"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 24},"
+    "   \"baseline\": {\"algo\": \"NCCL\", \"proto\": null, \"channels\": 0},"
+    "   \"baseline_seconds\": 0.000410, \"best_seconds\": 0.000371, \"speedup\": 1.105,"
+    "   \"busbw\": 1.6e11, \"overlap\": 0.12, \"candidates_evaluated\": 9,"
+    "   \"calls_to_converge\": null, \"retunes\": 0, \"calls\": 412, \"bytes_total\": 13824425984,"
+    "   \"trajectory\": ["
+    "     {\"step\": 0, \"algo\": \"NCCL\", \"proto\": null, \"channels\": 0, \"busbw\": 1.45e11, \"overlap\": 0.1},"
+    "     {\"step\": 1, \"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16, \"busbw\": 1.5e11, \"overlap\": 0.1}]}],"
+    " \"workloads_truncated\": false}";
+
+Test(state, parses_the_documented_example)
+{
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(doc_example, strlen(doc_example), &m, err, sizeof(err)), 0,
+               "%s", err);
+  cr_expect_str_eq(m.host, "node-1");
+  cr_expect_eq(m.pid, 4242);
+  cr_expect_str_eq(m.profiler.source, "nccl");
+  cr_expect_eq(m.profiler.cupti_available, 0);
+  cr_expect(isnan(m.profiler.sample_latency_seconds));
+  cr_assert_eq(m.ncomms, 1);
+  cr_expect_str_eq(m.comms[0].name, "dp");
+  cr_expect_float_eq(m.comms[0].consensus_wait_seconds, 0.0012, 1e-12);
+  cr_assert_eq(m.nworkloads, 1);
+  const acl_top_workload_t *w = &m.workloads[0];
+  cr_expect_str_eq(w->collective, "AllReduce");
+  cr_expect_eq(w->bytes, 33554432);
+  cr_expect_str_eq(w->state, "exploring");
+  cr_expect(w->candidate.known);
+  cr_expect_str_eq(w->candidate.algo, "RING");
+  cr_expect_eq(w->candidate.channels, 16);
+  cr_expect_eq(w->best.channels, 24);
+  cr_expect_str_eq(w->baseline.proto, "");
+  cr_expect_float_eq(w->speedup, 1.105, 1e-12);
+  cr_expect_eq(w->calls_to_converge, -1); /* null stays unknown */
+  cr_expect_eq(w->bytes_total, 13824425984LL);
+  cr_assert_eq(w->traj_len, 2);
+  cr_expect_str_eq(w->traj[0].cand.algo, "NCCL");
+  cr_expect_float_eq(w->traj[1].busbw, 1.5e11, 1.0);
+  cr_expect_not_null(m.json);
+  acl_top_model_clear(&m);
+  cr_expect_null(m.workloads);
+}
+
+Test(state, nulls_are_unknown_not_zero)
+{
+  const char *s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"rank\":null,"
+                  "\"collective\":\"AllGather\",\"bytes\":null,\"state\":\"warmup\","
+                  "\"candidate\":null,\"best\":null,\"speedup\":null,\"busbw\":null,"
+                  "\"overlap\":null,\"calls\":null,\"baseline_seconds\":null,"
+                  "\"trajectory\":null}]}";
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(s, strlen(s), &m, err, sizeof(err)), 0, "%s", err);
+  const acl_top_workload_t *w = &m.workloads[0];
+  cr_expect_eq(w->rank, -1);
+  cr_expect_eq(w->bytes, -1);
+  cr_expect_not(w->candidate.known);
+  cr_expect_not(w->best.known);
+  cr_expect(isnan(w->speedup));
+  cr_expect(isnan(w->busbw));
+  cr_expect(isnan(w->overlap));
+  cr_expect_eq(w->calls, -1);
+  cr_expect_eq(w->traj_len, 0);
+  cr_expect_eq(m.ncomms, 0);
+  /* And they render as "-". */
+  char b[32];
+  cr_expect_str_eq(acl_top_fmt_ratio(w->speedup, b, sizeof(b)), "-");
+  cr_expect_str_eq(acl_top_fmt_bw(w->busbw, b, sizeof(b)), "-");
+  cr_expect_str_eq(acl_top_fmt_pct(w->overlap, b, sizeof(b)), "-");
+  cr_expect_str_eq(acl_top_fmt_bytes(w->bytes, b, sizeof(b)), "-");
+  cr_expect_str_eq(acl_top_fmt_cand(&w->best, b, sizeof(b)), "-");
+  cr_expect_str_eq(acl_top_fmt_int(w->calls, b, sizeof(b)), "-");
+  acl_top_model_clear(&m);
+}
+
+static void expect_error(const char *doc, size_t len, const char *needle)
+{
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256] = "";
+  cr_expect_eq(acl_top_parse_state(doc, len, &m, err, sizeof(err)), -1, "accepted: %.80s", doc);
+  cr_expect(strstr(err, needle) != NULL, "error '%s' lacks '%s'", err, needle);
+  cr_expect_eq(m.nworkloads, 0);
+  cr_expect_null(m.workloads);
+  cr_expect_null(m.json);
+  acl_top_model_clear(&m);
+}
+
+Test(state, malformed_json_is_rejected_with_position)
+{
+  const char *bad[] = {"", "{", "{\"version\":1,", "[1,2", "{\"version\":1,\"workloads\":[]} x",
+                       "nul", "{\"version\":1,\"workloads\":[],\"version\":1}"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    expect_error(bad[i], strlen(bad[i]), "malformed JSON");
+}
+
+Test(state, wrong_version_is_rejected)
+{
+  const char *s = "{\"version\":2,\"workloads\":[]}";
+  expect_error(s, strlen(s), "unsupported schema version 2");
+  s = "{\"version\":\"1\",\"workloads\":[]}";
+  expect_error(s, strlen(s), "state.version");
+  s = "{\"workloads\":[]}";
+  expect_error(s, strlen(s), "state.version");
+}
+
+Test(state, wrong_types_name_the_field)
+{
+  const char *s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\"},{\"comm\":\"0x1\",\"speedup\":\"fast\"}]}";
+  expect_error(s, strlen(s), "workloads[1].speedup");
+  s = "{\"version\":1,\"workloads\":{}}";
+  expect_error(s, strlen(s), "state.workloads");
+  s = "{\"version\":1,\"workloads\":[{\"rank\":0}]}";
+  expect_error(s, strlen(s), "workloads[0].comm");
+  s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"calls\":-4}]}";
+  expect_error(s, strlen(s), "workloads[0].calls");
+  s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"bytes\":1.5}]}";
+  expect_error(s, strlen(s), "workloads[0].bytes");
+  s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[{\"step\":0,\"busbw\":true}]}]}";
+  expect_error(s, strlen(s), "workloads[0].trajectory[0].busbw");
+  s = "{\"version\":1,\"workloads\":[],\"communicators\":[{\"name\":\"dp\"}]}";
+  expect_error(s, strlen(s), "communicators[0].id");
+  s = "{\"version\":1,\"workloads\":[],\"profiler\":[]}";
+  expect_error(s, strlen(s), "state.profiler");
+}
+
+Test(state, failed_parse_leaves_previous_model_alone_for_the_caller)
+{
+  /* The client parses into a scratch model and swaps only on success. */
+  acl_top_model_t good, scratch;
+  acl_top_model_init(&good);
+  acl_top_model_init(&scratch);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(doc_example, strlen(doc_example), &good, err, sizeof(err)), 0);
+  cr_expect_eq(acl_top_parse_state("{", 1, &scratch, err, sizeof(err)), -1);
+  cr_expect_eq(good.nworkloads, 1);
+  cr_expect_str_eq(good.workloads[0].collective, "AllReduce");
+  acl_top_model_clear(&good);
+  acl_top_model_clear(&scratch);
+}
+
+Test(state, length_is_respected_without_terminator)
+{
+  /* A valid document followed by bytes outside len must parse. */
+  char buf[sizeof(doc_example) + 8];
+  memcpy(buf, doc_example, strlen(doc_example));
+  memcpy(buf + strlen(doc_example), "GARBAGE!", 8);
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_expect_eq(acl_top_parse_state(buf, strlen(doc_example), &m, err, sizeof(err)), 0, "%s", err);
+  acl_top_model_clear(&m);
+}
+
+Test(state, long_trajectory_keeps_the_newest_points)
+{
+  char doc[16384];
+  int n = snprintf(doc, sizeof(doc), "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[");
+  for (int i = 0; i < 100; i++)
+    n += snprintf(doc + n, sizeof(doc) - n, "%s{\"step\":%d,\"busbw\":%d}", i ? "," : "", i, i);
+  n += snprintf(doc + n, sizeof(doc) - n, "]}]}");
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(doc, (size_t)n, &m, err, sizeof(err)), 0, "%s", err);
+  cr_expect_eq(m.workloads[0].traj_len, ACL_TOP_MAX_TRAJ);
+  cr_expect_eq(m.workloads[0].traj[0].step, 100 - ACL_TOP_MAX_TRAJ);
+  cr_expect_eq(m.workloads[0].traj[ACL_TOP_MAX_TRAJ - 1].step, 99);
+  acl_top_model_clear(&m);
+}
+
+Test(state, unknown_fields_are_ignored_and_long_strings_truncated)
+{
+  char doc[512];
+  char longname[200];
+  memset(longname, 'a', sizeof(longname) - 1);
+  longname[sizeof(longname) - 1] = '\0';
+  int n = snprintf(doc, sizeof(doc),
+                   "{\"version\":1,\"future\":{\"x\":[1,2]},\"communicators\":[{\"id\":\"0x1\","
+                   "\"name\":\"%s\"}],\"workloads\":[{\"comm\":\"0x1\",\"new_field\":3}]}",
+                   longname);
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(doc, (size_t)n, &m, err, sizeof(err)), 0, "%s", err);
+  cr_expect_eq(strlen(m.comms[0].name), sizeof(m.comms[0].name) - 1);
+  acl_top_model_clear(&m);
+}

@@ -1,0 +1,323 @@
+/* /api/v1/state (schema 1) -> acl_top_model_t. Strict about types (a wrong
+ * type is an error naming the field), lenient about absence (missing = null)
+ * and about fields it does not know (ignored: newer servers may add some). */
+#include "tui/top.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pctx {
+  char *err;
+  size_t errlen;
+  char path[96]; /* "workloads[3]" prefix of the current object */
+} pctx_t;
+
+__attribute__((format(printf, 2, 3))) static int fail(pctx_t *c, const char *fmt, ...)
+{
+  if (c->err && c->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static const char *pfx(const pctx_t *c) { return c->path[0] ? c->path : "state"; }
+
+/* Each getter: absent or null leaves the "unknown" default; wrong type fails. */
+static int get_str(pctx_t *c, json_t *o, const char *k, char *out, size_t len)
+{
+  json_t *v = json_object_get(o, k);
+  out[0] = '\0';
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_string(v))
+    return fail(c, "%s.%s: expected a string or null", pfx(c), k);
+  snprintf(out, len, "%s", json_string_value(v));
+  return 0;
+}
+
+static int get_dbl(pctx_t *c, json_t *o, const char *k, double *out)
+{
+  json_t *v = json_object_get(o, k);
+  *out = NAN;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_number(v))
+    return fail(c, "%s.%s: expected a number or null", pfx(c), k);
+  double d = json_number_value(v);
+  if (!isfinite(d))
+    return fail(c, "%s.%s: not a finite number", pfx(c), k);
+  *out = d;
+  return 0;
+}
+
+/* Integers: JSON reals with an integral value are accepted (some encoders
+ * write 4.0); negative counters are rejected. */
+static int get_i64(pctx_t *c, json_t *o, const char *k, int64_t *out, int64_t lo)
+{
+  json_t *v = json_object_get(o, k);
+  *out = -1;
+  if (!v || json_is_null(v))
+    return 0;
+  int64_t x;
+  if (json_is_integer(v)) {
+    x = (int64_t)json_integer_value(v);
+  } else if (json_is_real(v)) {
+    double d = json_real_value(v);
+    if (!(d >= -9.2e18 && d <= 9.2e18) || d != floor(d))
+      return fail(c, "%s.%s: expected an integer or null", pfx(c), k);
+    x = (int64_t)d;
+  } else {
+    return fail(c, "%s.%s: expected an integer or null", pfx(c), k);
+  }
+  if (x < lo)
+    return fail(c, "%s.%s: %lld is out of range", pfx(c), k, (long long)x);
+  *out = x;
+  return 0;
+}
+
+static int get_int(pctx_t *c, json_t *o, const char *k, int *out, int lo)
+{
+  int64_t x;
+  if (get_i64(c, o, k, &x, lo) < 0)
+    return -1;
+  if (x > 1000000000)
+    return fail(c, "%s.%s: %lld is out of range", pfx(c), k, (long long)x);
+  *out = (int)x; /* -1 when unknown */
+  return 0;
+}
+
+static int get_bool(pctx_t *c, json_t *o, const char *k, int *out)
+{
+  json_t *v = json_object_get(o, k);
+  *out = -1;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_boolean(v))
+    return fail(c, "%s.%s: expected true, false or null", pfx(c), k);
+  *out = json_is_true(v) ? 1 : 0;
+  return 0;
+}
+
+static int get_cand(pctx_t *c, json_t *o, const char *k, acl_top_cand_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->channels = -1;
+  json_t *v = k ? json_object_get(o, k) : o;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_object(v))
+    return fail(c, "%s.%s: expected an object or null", pfx(c), k ? k : "candidate");
+  out->known = true;
+  if (get_str(c, v, "algo", out->algo, sizeof(out->algo)) < 0 ||
+      get_str(c, v, "proto", out->proto, sizeof(out->proto)) < 0 ||
+      get_int(c, v, "channels", &out->channels, 0) < 0)
+    return -1;
+  return 0;
+}
+
+static int parse_traj(pctx_t *c, json_t *arr, acl_top_workload_t *w)
+{
+  w->traj_len = 0;
+  if (!arr || json_is_null(arr))
+    return 0;
+  if (!json_is_array(arr))
+    return fail(c, "%s.trajectory: expected an array or null", pfx(c));
+  size_t n = json_array_size(arr);
+  size_t first = n > ACL_TOP_MAX_TRAJ ? n - ACL_TOP_MAX_TRAJ : 0; /* keep newest */
+  char saved[sizeof(c->path)];
+  memcpy(saved, c->path, sizeof(saved));
+  for (size_t i = first; i < n; i++) {
+    json_t *p = json_array_get(arr, i);
+    snprintf(c->path, sizeof(c->path), "%.60s.trajectory[%zu]", saved, i);
+    if (!json_is_object(p))
+      return fail(c, "%s: expected an object", c->path);
+    acl_top_traj_t *t = &w->traj[w->traj_len];
+    if (get_i64(c, p, "step", &t->step, 0) < 0 || get_cand(c, p, NULL, &t->cand) < 0 ||
+        get_dbl(c, p, "busbw", &t->busbw) < 0 || get_dbl(c, p, "overlap", &t->overlap) < 0)
+      return -1;
+    w->traj_len++;
+  }
+  memcpy(c->path, saved, sizeof(saved));
+  return 0;
+}
+
+static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
+{
+  memset(w, 0, sizeof(*w));
+  if (!json_is_object(o))
+    return fail(c, "%s: expected an object", c->path);
+  json_t *comm = json_object_get(o, "comm");
+  if (!json_is_string(comm))
+    return fail(c, "%s.comm: expected a string", c->path);
+  snprintf(w->comm, sizeof(w->comm), "%s", json_string_value(comm));
+  if (get_int(c, o, "rank", &w->rank, -1) < 0 ||
+      get_str(c, o, "collective", w->collective, sizeof(w->collective)) < 0 ||
+      get_i64(c, o, "bytes", &w->bytes, 0) < 0 || get_int(c, o, "pipe_ops", &w->pipe_ops, 0) < 0 ||
+      get_str(c, o, "state", w->state, sizeof(w->state)) < 0 ||
+      get_str(c, o, "subspace", w->subspace, sizeof(w->subspace)) < 0 ||
+      get_cand(c, o, "candidate", &w->candidate) < 0 || get_cand(c, o, "best", &w->best) < 0 ||
+      get_cand(c, o, "baseline", &w->baseline) < 0 ||
+      get_dbl(c, o, "baseline_seconds", &w->baseline_seconds) < 0 ||
+      get_dbl(c, o, "best_seconds", &w->best_seconds) < 0 ||
+      get_dbl(c, o, "speedup", &w->speedup) < 0 || get_dbl(c, o, "busbw", &w->busbw) < 0 ||
+      get_dbl(c, o, "overlap", &w->overlap) < 0 ||
+      get_i64(c, o, "candidates_evaluated", &w->candidates_evaluated, 0) < 0 ||
+      get_i64(c, o, "calls_to_converge", &w->calls_to_converge, 0) < 0 ||
+      get_i64(c, o, "retunes", &w->retunes, 0) < 0 || get_i64(c, o, "calls", &w->calls, 0) < 0 ||
+      get_i64(c, o, "bytes_total", &w->bytes_total, 0) < 0)
+    return -1;
+  return parse_traj(c, json_object_get(o, "trajectory"), w);
+}
+
+static int parse_comm(pctx_t *c, json_t *o, acl_top_comm_t *m)
+{
+  memset(m, 0, sizeof(*m));
+  if (!json_is_object(o))
+    return fail(c, "%s: expected an object", c->path);
+  json_t *id = json_object_get(o, "id");
+  if (!json_is_string(id))
+    return fail(c, "%s.id: expected a string", c->path);
+  snprintf(m->id, sizeof(m->id), "%s", json_string_value(id));
+  if (get_str(c, o, "name", m->name, sizeof(m->name)) < 0 ||
+      get_int(c, o, "rank", &m->rank, -1) < 0 || get_int(c, o, "nranks", &m->nranks, 0) < 0 ||
+      get_int(c, o, "nnodes", &m->nnodes, 0) < 0 ||
+      get_str(c, o, "role", m->role, sizeof(m->role)) < 0 ||
+      get_dbl(c, o, "consensus_wait_seconds", &m->consensus_wait_seconds) < 0 ||
+      get_i64(c, o, "blocks_published", &m->blocks_published, 0) < 0 ||
+      get_i64(c, o, "lock_acquisitions", &m->lock_acquisitions, 0) < 0)
+    return -1;
+  return 0;
+}
+
+static int parse_profiler(pctx_t *c, json_t *o, acl_top_profiler_t *p)
+{
+  memset(p, 0, sizeof(*p));
+  p->cupti_available = p->cupti_backed_off = -1;
+  p->records = p->records_dropped = p->samples = p->ambiguous = p->mismatches = -1;
+  p->sample_latency_seconds = NAN;
+  if (!o || json_is_null(o))
+    return 0;
+  if (!json_is_object(o))
+    return fail(c, "state.profiler: expected an object or null");
+  snprintf(c->path, sizeof(c->path), "profiler");
+  if (get_str(c, o, "source", p->source, sizeof(p->source)) < 0 ||
+      get_bool(c, o, "cupti_available", &p->cupti_available) < 0 ||
+      get_bool(c, o, "cupti_backed_off", &p->cupti_backed_off) < 0 ||
+      get_i64(c, o, "records", &p->records, 0) < 0 ||
+      get_i64(c, o, "records_dropped", &p->records_dropped, 0) < 0 ||
+      get_i64(c, o, "samples", &p->samples, 0) < 0 ||
+      get_i64(c, o, "ambiguous", &p->ambiguous, 0) < 0 ||
+      get_i64(c, o, "mismatches", &p->mismatches, 0) < 0 ||
+      get_dbl(c, o, "sample_latency_seconds", &p->sample_latency_seconds) < 0)
+    return -1;
+  c->path[0] = '\0';
+  return 0;
+}
+
+void acl_top_model_init(acl_top_model_t *m)
+{
+  memset(m, 0, sizeof(*m));
+  m->pid = -1;
+  m->local_rank = -1;
+  m->uptime_seconds = NAN;
+}
+
+void acl_top_model_clear(acl_top_model_t *m)
+{
+  if (!m)
+    return;
+  free(m->comms);
+  free(m->workloads);
+  json_decref((json_t *)m->json);
+  acl_top_model_init(m);
+}
+
+static int parse_root(pctx_t *c, json_t *root, acl_top_model_t *m)
+{
+  if (!json_is_object(root))
+    return fail(c, "state: expected a JSON object");
+  json_t *ver = json_object_get(root, "version");
+  if (!json_is_integer(ver))
+    return fail(c, "state.version: missing or not an integer");
+  if (json_integer_value(ver) != ACL_TOP_SCHEMA_VERSION)
+    return fail(c, "unsupported schema version %lld (autoccl-top reads version %d)",
+                (long long)json_integer_value(ver), ACL_TOP_SCHEMA_VERSION);
+  m->version = ACL_TOP_SCHEMA_VERSION;
+  int64_t pid;
+  if (get_str(c, root, "host", m->host, sizeof(m->host)) < 0 ||
+      get_i64(c, root, "pid", &pid, 0) < 0 || get_int(c, root, "local_rank", &m->local_rank, -1) < 0 ||
+      get_str(c, root, "mode", m->mode, sizeof(m->mode)) < 0 ||
+      get_dbl(c, root, "uptime_seconds", &m->uptime_seconds) < 0)
+    return -1;
+  m->pid = pid;
+  if (parse_profiler(c, json_object_get(root, "profiler"), &m->profiler) < 0)
+    return -1;
+  json_t *tr = json_object_get(root, "workloads_truncated");
+  if (tr && !json_is_null(tr) && !json_is_boolean(tr))
+    return fail(c, "state.workloads_truncated: expected true, false or null");
+  m->truncated = json_is_true(tr);
+
+  json_t *comms = json_object_get(root, "communicators");
+  if (comms && !json_is_null(comms) && !json_is_array(comms))
+    return fail(c, "state.communicators: expected an array");
+  size_t nc = json_is_array(comms) ? json_array_size(comms) : 0;
+  if (nc > ACL_TOP_MAX_COMMS)
+    return fail(c, "state.communicators: %zu entries, more than %d", nc, ACL_TOP_MAX_COMMS);
+  json_t *wls = json_object_get(root, "workloads");
+  if (!json_is_array(wls))
+    return fail(c, "state.workloads: missing or not an array");
+  size_t nw = json_array_size(wls);
+  if (nw > ACL_TOP_MAX_WORKLOADS)
+    return fail(c, "state.workloads: %zu entries, more than %d", nw, ACL_TOP_MAX_WORKLOADS);
+
+  if (nc && !(m->comms = calloc(nc, sizeof(*m->comms))))
+    return fail(c, "out of memory");
+  if (nw && !(m->workloads = calloc(nw, sizeof(*m->workloads))))
+    return fail(c, "out of memory");
+  for (size_t i = 0; i < nc; i++) {
+    snprintf(c->path, sizeof(c->path), "communicators[%zu]", i);
+    if (parse_comm(c, json_array_get(comms, i), &m->comms[i]) < 0)
+      return -1;
+    m->ncomms++;
+  }
+  for (size_t i = 0; i < nw; i++) {
+    snprintf(c->path, sizeof(c->path), "workloads[%zu]", i);
+    if (parse_workload(c, json_array_get(wls, i), &m->workloads[i]) < 0)
+      return -1;
+    m->nworkloads++;
+  }
+  return 0;
+}
+
+int acl_top_parse_state(const char *json, size_t len, acl_top_model_t *out, char *err,
+                        size_t errlen)
+{
+  pctx_t c = {.err = err, .errlen = errlen};
+  acl_top_model_clear(out);
+  if (err && errlen)
+    err[0] = '\0';
+  if (!json) {
+    fail(&c, "no document");
+    return -1;
+  }
+  json_error_t je;
+  /* DISABLE_EOF_CHECK off: trailing garbage is an error, as it should be. */
+  json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    fail(&c, "malformed JSON at line %d column %d: %s", je.line, je.column, je.text);
+    return -1;
+  }
+  if (parse_root(&c, root, out) < 0) {
+    json_decref(root);
+    acl_top_model_clear(out);
+    return -1;
+  }
+  out->json = root;
+  return 0;
+}
