@@ -34,6 +34,10 @@ typedef struct acl_prof_sample {
   double seconds;      /* GPU time of the collective on this rank */
   float overlap;       /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
+  /* Added by the profiler (compatible: appended). */
+  int nranks;          /* of the rank's communicator */
+  double algbw;        /* bytes/s: nbytes / seconds (nccl-tests' algbw) */
+  double busbw;        /* bytes/s: algbw * acl_busbw_factor(coll, nranks) */
 } acl_prof_sample_t;
 
 /* Called from whichever thread produced the sample; must be cheap. */
@@ -67,5 +71,27 @@ ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEvent
 /* Push pending CUPTI records now (tests, finalize). */
 void acl_prof_flush(acl_prof_t *p);
 void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out);
+
+/* ---- Extensions (compatible additions; docs/profiler.md) ---- */
+typedef struct acl_prof_opts {
+  const char *cupti_lib; /* dlopen exactly this libcupti (tests); NULL = search */
+  unsigned flush_us;     /* CUPTI flush period while calls wait; 0 = 2000 us */
+} acl_prof_opts_t;
+acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
+                               const acl_prof_opts_t *opts);
+
+/* nccl-tests' formulas; 0 when the duration is not positive. */
+double acl_prof_algbw(const acl_prof_sample_t *s);
+double acl_prof_busbw(const acl_prof_sample_t *s, int nranks);
+
+typedef struct acl_prof_stats_ex {
+  uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;
+  uint64_t colls, colls_matched, clamped, incomplete, cupti_buffers;
+} acl_prof_stats_ex_t;
+void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out);
+
+/* Compute kernels seen overlapping collectives, most frequent first (for the
+ * endpoint); returns how many were written. */
+int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max);
 
 #endif

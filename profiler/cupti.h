@@ -1,0 +1,40 @@
+/* CUPTI glue: libcupti is dlopen'ed (never linked) and kept loaded for the
+ * process's life; activity records (CONCURRENT_KERNEL, EXTERNAL_CORRELATION
+ * and the launch APIs' records that external correlation needs) flow into
+ * an attribution engine. Compiled to stubs without ACL_HAVE_CUPTI. */
+#ifndef ACL_PROFILER_CUPTI_H
+#define ACL_PROFILER_CUPTI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profiler/attrib.h"
+
+typedef struct acl_cupti acl_cupti_t;
+/* Called from the flush thread after each flush (process + deliver). */
+typedef void (*acl_cupti_batch_fn)(void *u, bool final);
+
+typedef struct acl_cupti_opts {
+  const char *lib;   /* exact library to dlopen; NULL = search (see profiler.md) */
+  unsigned flush_us; /* flush period while calls are pending (default 2000) */
+} acl_cupti_opts_t;
+
+/* NULL with a reason in why; *backed_off set when another CUPTI subscriber
+ * holds CUPTI. */
+acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
+                             acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
+                             bool *backed_off);
+/* Stops the flush thread, force-flushes, disables our activity kinds.
+ * at_exit: CUDA may be torn down: touch CUPTI as little as possible. */
+void acl_cupti_stop(acl_cupti_t *c, bool at_exit);
+/* On the tagging thread: pop our previous id (if any), push ext. */
+void acl_cupti_push(acl_cupti_t *c, uint64_t ext);
+/* Thread slot for the calling thread (stable per thread), -1 if none left. */
+int acl_cupti_thread_slot(acl_cupti_t *c);
+void acl_cupti_kick(acl_cupti_t *c); /* wake the flush thread */
+void acl_cupti_flush(acl_cupti_t *c); /* flush + final process, synchronous */
+bool acl_cupti_backed_off(const acl_cupti_t *c);
+uint64_t acl_cupti_buffers(const acl_cupti_t *c);
+
+#endif

@@ -1,0 +1,360 @@
+/* NCCL profiler v5 source; see ncclev.h. One mutex guards the pool and all
+ * events: a few events per collective, so contention is negligible. */
+#include "profiler/ncclev.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/types.h"
+
+enum { EV_FREE = 0, EV_COLL = 1, EV_KCH = 2 };
+
+typedef struct ev {
+  uint8_t type;
+  uint8_t stopped;    /* coll: stopEvent seen; kch: its stop stamp seen */
+  uint8_t emitted;
+  uint8_t has_tag;
+  int refs;           /* coll: itself + live channel events */
+  struct ev *parent;  /* kch -> coll */
+  struct ev *next;    /* free list */
+  acl_ncclev_rank_t *rank;
+  /* coll */
+  acl_call_tag_t tag;
+  void *user;
+  uint64_t call_ns;
+  uint64_t min_start, max_stop;
+  int nch, nstopped, nstarted;
+  /* kch */
+  uint64_t start;
+} ev_t;
+
+typedef struct fent {
+  acl_call_tag_t tag;
+  uint64_t host_ns;
+} fent_t;
+
+struct acl_ncclev_rank {
+  void *user;
+  int nranks;
+  uint64_t head, tail; /* FIFO of decided calls, [head, tail) */
+  fent_t fifo[ACL_EV_FIFO];
+  /* workloads whose mismatch was logged (log once per workload) */
+  uint32_t logged[64];
+  int nlogged;
+};
+
+struct acl_ncclev {
+  pthread_mutex_t mu;
+  acl_ev_emit_fn emit;
+  void *u;
+  ev_t *free;
+  acl_ev_stats_t st;
+  ev_t pool[ACL_EV_POOL];
+};
+
+acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u)
+{
+  acl_ncclev_t *e = calloc(1, sizeof(*e));
+  if (!e)
+    return NULL;
+  if (pthread_mutex_init(&e->mu, NULL) != 0)
+    goto fail;
+  e->emit = emit;
+  e->u = u;
+  for (int i = ACL_EV_POOL - 1; i >= 0; i--) {
+    e->pool[i].next = e->free;
+    e->free = &e->pool[i];
+  }
+  return e;
+fail:
+  free(e);
+  return NULL;
+}
+
+void acl_ncclev_destroy(acl_ncclev_t *e)
+{
+  if (!e)
+    return;
+  pthread_mutex_destroy(&e->mu);
+  free(e);
+}
+
+acl_ncclev_rank_t *acl_ncclev_rank_create(acl_ncclev_t *e, void *user, int nranks)
+{
+  (void)e;
+  acl_ncclev_rank_t *r = calloc(1, sizeof(*r));
+  if (!r)
+    return NULL;
+  r->user = user;
+  r->nranks = nranks > 0 ? nranks : 1;
+  return r;
+}
+
+void acl_ncclev_rank_destroy(acl_ncclev_t *e, acl_ncclev_rank_t *r)
+{
+  if (!r)
+    return;
+  if (e) { /* events still referencing the rank forget it */
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < ACL_EV_POOL; i++)
+      if (e->pool[i].type != EV_FREE && e->pool[i].rank == r) {
+        e->pool[i].rank = NULL;
+        e->pool[i].has_tag = 0;
+      }
+    pthread_mutex_unlock(&e->mu);
+  }
+  free(r);
+}
+
+void acl_ncclev_push(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *tag,
+                     uint64_t host_ns)
+{
+  if (!e || !r || !tag)
+    return;
+  pthread_mutex_lock(&e->mu);
+  if (r->tail - r->head == ACL_EV_FIFO) { /* full: the oldest never matched */
+    r->head++;
+    e->st.fifo_dropped++;
+  }
+  fent_t *f = &r->fifo[r->tail++ % ACL_EV_FIFO];
+  f->tag = *tag;
+  f->host_ns = host_ns;
+  pthread_mutex_unlock(&e->mu);
+}
+
+int acl_ncclev_dtype_size(const char *d)
+{
+  static const struct {
+    const char *n;
+    int sz;
+  } t[] = {{"ncclInt8", 1},      {"ncclUint8", 1},      {"ncclChar", 1},
+           {"ncclInt32", 4},     {"ncclUint32", 4},     {"ncclInt", 4},
+           {"ncclInt64", 8},     {"ncclUint64", 8},     {"ncclFloat16", 2},
+           {"ncclHalf", 2},      {"ncclFloat32", 4},    {"ncclFloat", 4},
+           {"ncclFloat64", 8},   {"ncclDouble", 8},     {"ncclBfloat16", 2},
+           {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
+  if (!d)
+    return 0;
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+    if (strcmp(d, t[i].n) == 0)
+      return t[i].sz;
+  return 0;
+}
+
+static ev_t *ev_alloc(acl_ncclev_t *e)
+{
+  ev_t *v = e->free;
+  if (!v) {
+    e->st.pool_exhausted++;
+    return NULL;
+  }
+  e->free = v->next;
+  memset(v, 0, sizeof(*v));
+  return v;
+}
+
+static void ev_unref(acl_ncclev_t *e, ev_t *c)
+{
+  if (--c->refs > 0)
+    return;
+  if (c->type == EV_COLL && c->has_tag && !c->emitted)
+    e->st.incomplete++; /* a channel never reported its stop */
+  c->type = EV_FREE;
+  c->next = e->free;
+  e->free = c;
+}
+
+static bool bytes_match(const acl_ncclev_rank_t *r, const fent_t *f, int coll, uint64_t bytes)
+{
+  if (f->tag.coll != coll)
+    return false;
+  if (f->tag.nbytes == bytes)
+    return true;
+  /* the tuner sees AllGather/ReduceScatter's whole buffer, the Coll its
+   * per-rank count */
+  return (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) &&
+         f->tag.nbytes == bytes * (uint64_t)r->nranks;
+}
+
+static void check_mismatch(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *t,
+                           const ncclProfilerEventDescr_v5_t *d)
+{
+  const acl_candidate_t *c = &t->cand;
+  if (c->algo == ACL_ALGO_NCCL)
+    return; /* NCCL's own choice: nothing to compare */
+  int a = acl_algo_parse(d->coll.algo), p = acl_proto_parse(d->coll.proto);
+  int nch = d->coll.nChannels;
+  const char *kind = NULL;
+  if (a != c->algo || p != c->proto)
+    kind = "algo/proto";
+  else if (c->nchannels > 0 && nch < c->nchannels)
+    kind = "clamped";
+  else if (c->nchannels > 0 && nch > c->nchannels)
+    kind = "channels";
+  if (!kind)
+    return;
+  e->st.mismatches++;
+  if (strcmp(kind, "clamped") == 0)
+    e->st.clamped++;
+  uint32_t key = t->widx;
+  for (int i = 0; i < r->nlogged; i++)
+    if (r->logged[i] == key)
+      return;
+  if (r->nlogged < 64)
+    r->logged[r->nlogged++] = key;
+  char want[48];
+  acl_candidate_str(c, want, sizeof(want));
+  acl_warn("profiler: NCCL ran %s/%s/%dch for %s of %llu bytes where %s was decided "
+           "(mismatch: %s; logged once per workload)",
+           d->coll.algo ? d->coll.algo : "?", d->coll.proto ? d->coll.proto : "?", nch,
+           acl_coll_name(t->coll), (unsigned long long)t->nbytes, want, kind);
+}
+
+ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHandle,
+                              const ncclProfilerEventDescr_v5_t *d)
+{
+  if (eHandle)
+    *eHandle = NULL;
+  if (!e || !eHandle || !d)
+    return ncclSuccess;
+  if (d->type == ncclProfileColl) {
+    int coll = acl_coll_parse(d->coll.func);
+    int dsz = acl_ncclev_dtype_size(d->coll.datatype);
+    pthread_mutex_lock(&e->mu);
+    e->st.colls++;
+    ev_t *c = ev_alloc(e);
+    if (!c)
+      goto out;
+    c->type = EV_COLL;
+    c->refs = 1;
+    c->rank = r;
+    c->nch = d->coll.nChannels;
+    c->min_start = UINT64_MAX;
+    if (r && coll >= 0 && dsz > 0) {
+      uint64_t bytes = (uint64_t)d->coll.count * (uint64_t)dsz;
+      for (uint64_t i = r->head; i < r->tail; i++) {
+        fent_t *f = &r->fifo[i % ACL_EV_FIFO];
+        if (!bytes_match(r, f, coll, bytes))
+          continue;
+        c->tag = f->tag;
+        c->user = r->user;
+        c->call_ns = f->host_ns;
+        c->has_tag = 1;
+        /* remove entry i, keeping FIFO order */
+        for (uint64_t j = i; j > r->head; j--)
+          r->fifo[j % ACL_EV_FIFO] = r->fifo[(j - 1) % ACL_EV_FIFO];
+        r->head++;
+        break;
+      }
+    }
+    if (c->has_tag) {
+      e->st.colls_matched++;
+      check_mismatch(e, r, &c->tag, d);
+    } else {
+      e->st.colls_unmatched++; /* not a tuned call (or its tag expired) */
+    }
+    *eHandle = c;
+  out:
+    pthread_mutex_unlock(&e->mu);
+    return ncclSuccess;
+  }
+  if (d->type == ncclProfileKernelCh) {
+    ev_t *parent = d->parentObj;
+    pthread_mutex_lock(&e->mu);
+    e->st.kch++;
+    /* only children of our own Coll events */
+    if (!parent || parent < e->pool || parent >= e->pool + ACL_EV_POOL ||
+        parent->type != EV_COLL)
+      goto kout;
+    ev_t *k = ev_alloc(e);
+    if (!k)
+      goto kout;
+    k->type = EV_KCH;
+    k->refs = 1;
+    k->parent = parent;
+    k->start = d->kernelCh.pTimer;
+    parent->refs++;
+    parent->nstarted++;
+    *eHandle = k;
+  kout:
+    pthread_mutex_unlock(&e->mu);
+  }
+  return ncclSuccess; /* other event types: no handle */
+}
+
+/* Called with the lock held when a channel stops; may emit (unlocked by the
+ * caller afterwards: the sample is copied out). */
+static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_sample_t *out)
+{
+  ev_t *c = k->parent;
+  if (k->stopped)
+    return false;
+  k->stopped = 1;
+  if (k->start < c->min_start)
+    c->min_start = k->start;
+  if (stop > c->max_stop)
+    c->max_stop = stop;
+  c->nstopped++;
+  if (c->nstopped < c->nch || c->emitted || !c->has_tag || !c->rank)
+    return false;
+  c->emitted = 1;
+  /* stop before start, equal stamps or an implausible span: not a sample */
+  if (c->max_stop <= c->min_start || c->max_stop - c->min_start > 1000000000000ull) {
+    e->st.bad_clock++;
+    return false;
+  }
+  out->tag = c->tag;
+  out->user = c->user;
+  out->call_ns = c->call_ns;
+  out->start = c->min_start;
+  out->end = c->max_stop;
+  e->st.samples++;
+  return true;
+}
+
+ncclResult_t acl_ncclev_state(acl_ncclev_t *e, void *eHandle, int st,
+                              const ncclProfilerEventStateArgs_v5_t *args)
+{
+  ev_t *k = eHandle;
+  if (!e || !k || st != ncclProfilerKernelChStop || !args)
+    return ncclSuccess;
+  acl_ev_sample_t s;
+  bool emit = false;
+  pthread_mutex_lock(&e->mu);
+  if (k->type == EV_KCH)
+    emit = channel_stopped(e, k, args->kernelCh.pTimer, &s);
+  pthread_mutex_unlock(&e->mu);
+  if (emit && e->emit)
+    e->emit(e->u, &s);
+  return ncclSuccess;
+}
+
+ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle)
+{
+  ev_t *v = eHandle;
+  if (!e || !v)
+    return ncclSuccess;
+  pthread_mutex_lock(&e->mu);
+  if (v->type == EV_KCH) {
+    ev_t *c = v->parent;
+    ev_unref(e, v);
+    ev_unref(e, c);
+  } else if (v->type == EV_COLL && !v->stopped) {
+    v->stopped = 1;
+    ev_unref(e, v);
+  }
+  pthread_mutex_unlock(&e->mu);
+  return ncclSuccess;
+}
+
+void acl_ncclev_stats(acl_ncclev_t *e, acl_ev_stats_t *st)
+{
+  memset(st, 0, sizeof(*st));
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->mu);
+  *st = e->st;
+  pthread_mutex_unlock(&e->mu);
+}

@@ -1,0 +1,55 @@
+/* The NCCL profiler v5 sample source: Coll events matched to tuned calls
+ * (per-rank FIFO, by collective + bytes), NCCL's executed algo/proto/channels
+ * checked against the decision, and KernelCh GPU timestamps turned into
+ * durations (max(stop) - min(start) over the Coll's channels, emitted when
+ * all nChannels stopped). Event handles come from a preallocated pool; all
+ * entry points are thread-safe (NCCL's proxy thread reports KernelCh). */
+#ifndef ACL_PROFILER_NCCLEV_H
+#define ACL_PROFILER_NCCLEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/abi.h"
+#include "profiler/profiler.h"
+
+#define ACL_EV_POOL 4096
+#define ACL_EV_FIFO 1024
+
+typedef struct acl_ev_sample {
+  acl_call_tag_t tag;
+  void *user;
+  uint64_t call_ns;
+  uint64_t start, end; /* GPU globaltimer ns */
+} acl_ev_sample_t;
+
+typedef void (*acl_ev_emit_fn)(void *u, const acl_ev_sample_t *s);
+
+typedef struct acl_ev_stats {
+  uint64_t colls, colls_matched, colls_unmatched, kch, samples, incomplete, bad_clock;
+  uint64_t mismatches, clamped, pool_exhausted, fifo_dropped, lost;
+} acl_ev_stats_t;
+
+typedef struct acl_ncclev acl_ncclev_t;
+typedef struct acl_ncclev_rank acl_ncclev_rank_t;
+
+acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u);
+void acl_ncclev_destroy(acl_ncclev_t *e);
+acl_ncclev_rank_t *acl_ncclev_rank_create(acl_ncclev_t *e, void *user, int nranks);
+void acl_ncclev_rank_destroy(acl_ncclev_t *e, acl_ncclev_rank_t *r);
+
+/* Tuner side: a decided call, to be matched by the next Coll event. */
+void acl_ncclev_push(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *tag,
+                     uint64_t host_ns);
+
+ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHandle,
+                              const ncclProfilerEventDescr_v5_t *d);
+ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle);
+ncclResult_t acl_ncclev_state(acl_ncclev_t *e, void *eHandle, int st,
+                              const ncclProfilerEventStateArgs_v5_t *args);
+void acl_ncclev_stats(acl_ncclev_t *e, acl_ev_stats_t *st);
+
+/* Bytes of one element of an NCCL datatype name ("ncclFloat32", "ncclBfloat16"...); 0 unknown. */
+int acl_ncclev_dtype_size(const char *dtype);
+
+#endif

@@ -1,0 +1,126 @@
+/* Merged-interval intersection; see overlap.h. */
+#include "profiler/overlap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int ival_cmp(const void *a, const void *b)
+{
+  const acl_ival_t *x = a, *y = b;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+size_t acl_prof_ival_merge(acl_ival_t *iv, size_t n)
+{
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) /* drop empty / reversed ones first */
+    if (iv[i].end > iv[i].start)
+      iv[m++] = iv[i];
+  if (m < 2)
+    return m;
+  qsort(iv, m, sizeof(*iv), ival_cmp);
+  size_t out = 0;
+  for (size_t i = 1; i < m; i++) {
+    if (iv[i].start <= iv[out].end) { /* touching or overlapping */
+      if (iv[i].end > iv[out].end)
+        iv[out].end = iv[i].end;
+    } else {
+      iv[++out] = iv[i];
+    }
+  }
+  return out + 1;
+}
+
+uint64_t acl_prof_ival_covered(const acl_ival_t *merged, size_t n, uint64_t s, uint64_t e)
+{
+  uint64_t sum = 0;
+  if (e <= s)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (merged[i].start >= e)
+      break;
+    uint64_t a = merged[i].start > s ? merged[i].start : s;
+    uint64_t b = merged[i].end < e ? merged[i].end : e;
+    if (b > a)
+      sum += b - a;
+  }
+  return sum;
+}
+
+double acl_prof_overlap_frac(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e)
+{
+  if (e < s)
+    return -1.0;
+  if (e == s)
+    return 0.0;
+  size_t m = acl_prof_ival_merge(iv, n);
+  double f = (double)acl_prof_ival_covered(iv, m, s, e) / (double)(e - s);
+  return f > 1.0 ? 1.0 : f;
+}
+
+void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id)
+{
+  acl_cwin_rec_t *r = &w->rec[w->head % ACL_CWIN_CAP];
+  r->start = start;
+  r->end = end;
+  r->name_id = name_id;
+  w->head++;
+}
+
+void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_res_t *out)
+{
+  /* Static scratch would not be thread-safe; the window is bounded, so the
+   * stack copy is too (CAP * 16 bytes). */
+  acl_ival_t iv[ACL_CWIN_CAP];
+  uint64_t cov_by_name[8] = {0};
+  uint32_t seen[64];
+  uint32_t nseen = 0;
+  size_t n = 0;
+  memset(out, 0, sizeof(*out));
+  if (e < s) {
+    out->frac = -1.0;
+    return;
+  }
+  uint64_t cnt = w->head < ACL_CWIN_CAP ? w->head : ACL_CWIN_CAP;
+  for (uint64_t i = 0; i < cnt; i++) {
+    const acl_cwin_rec_t *r = &w->rec[i];
+    if (r->end <= r->start || r->start >= e || r->end <= s)
+      continue;
+    iv[n].start = r->start;
+    iv[n].end = r->end;
+    n++;
+    out->kernels++;
+    uint64_t a = r->start > s ? r->start : s, b = r->end < e ? r->end : e;
+    uint32_t k, j;
+    for (j = 0; j < nseen; j++) /* distinct names, exact up to 64 */
+      if (seen[j] == r->name_id)
+        break;
+    if (j == nseen) {
+      out->distinct++;
+      if (nseen < 64)
+        seen[nseen++] = r->name_id;
+    }
+    for (k = 0; k < out->nnames; k++)
+      if (out->names[k] == r->name_id)
+        break;
+    if (k == out->nnames) {
+      if (out->nnames == 8)
+        continue;
+      out->names[out->nnames++] = r->name_id;
+    }
+    cov_by_name[k] += b - a;
+  }
+  /* Order names by covered time (insertion sort, <= 8 entries). */
+  for (uint32_t i = 1; i < out->nnames; i++)
+    for (uint32_t j = i; j > 0 && cov_by_name[j] > cov_by_name[j - 1]; j--) {
+      uint64_t tc = cov_by_name[j];
+      cov_by_name[j] = cov_by_name[j - 1];
+      cov_by_name[j - 1] = tc;
+      uint32_t tn = out->names[j];
+      out->names[j] = out->names[j - 1];
+      out->names[j - 1] = tn;
+    }
+  out->frac = acl_prof_overlap_frac(iv, n, s, e);
+}

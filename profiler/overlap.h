@@ -1,0 +1,51 @@
+/* Overlap arithmetic, pure: how much of a collective's GPU time other
+ * (compute) kernels ran on the same device. Intervals are half-open
+ * [start, end) in ns; anything with end <= start is empty and ignored. */
+#ifndef ACL_PROFILER_OVERLAP_H
+#define ACL_PROFILER_OVERLAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct acl_ival {
+  uint64_t start, end;
+} acl_ival_t;
+
+/* Sorts and merges iv in place (empty intervals dropped); returns the new
+ * count. The result is disjoint and sorted by start. */
+size_t acl_prof_ival_merge(acl_ival_t *iv, size_t n);
+
+/* ns of [s, e) covered by merged (output of acl_prof_ival_merge). */
+uint64_t acl_prof_ival_covered(const acl_ival_t *merged, size_t n, uint64_t s, uint64_t e);
+
+/* Fraction of [s, e) covered by the union of iv (need not be merged; iv is
+ * reordered). 0 for an empty [s, e); -1 when e < s (bad clock). */
+double acl_prof_overlap_frac(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e);
+
+/* A per-device window of recent compute kernels (a bounded ring) from which
+ * the compute kernels overlapping a collective are picked. */
+#define ACL_CWIN_CAP 1024
+typedef struct acl_cwin_rec {
+  uint64_t start, end;
+  uint32_t name_id; /* interned name (acl_prof_names), UINT32_MAX unknown */
+} acl_cwin_rec_t;
+
+typedef struct acl_cwin {
+  acl_cwin_rec_t rec[ACL_CWIN_CAP];
+  uint64_t head; /* records pushed so far; the ring keeps the last CAP */
+} acl_cwin_t;
+
+void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id);
+
+typedef struct acl_overlap_res {
+  double frac;            /* 0..1; -1 when the collective's clock is bad */
+  uint32_t kernels;       /* compute kernels intersecting the collective */
+  uint32_t distinct;      /* distinct names among them */
+  uint32_t names[8];      /* up to 8 distinct name ids, by covered time */
+  uint32_t nnames;
+} acl_overlap_res_t;
+
+/* Overlap of the collective [s, e) with the window's kernels. */
+void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_res_t *out);
+
+#endif

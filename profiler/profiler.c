@@ -1,0 +1,428 @@
+/* The process-wide profiler: picks a sample source (CUPTI, NCCL profiler
+ * events, simulated), routes tags and events to it, turns what it produces
+ * into samples for the sink, and keeps the counters the endpoint shows. */
+#include "profiler/profiler.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "profiler/attrib.h"
+#include "profiler/cupti.h"
+#include "profiler/ncclev.h"
+#include "profiler/simfeed.h"
+
+enum { SRC_NONE = 0, SRC_CUPTI = 1, SRC_NCCL = 2, SRC_SIM = 3 };
+static const char *const src_names[] = {"none", "cupti", "nccl", "sim"};
+
+#define LAT_N 512
+
+typedef struct prank {
+  acl_prof_t *p;
+  void *rank_ctx;
+  uint64_t comm_id;
+  int rank, nranks;
+  acl_ncclev_rank_t *evr;
+} prank_t;
+
+struct acl_prof {
+  acl_config_t cfg;
+  acl_prof_sink_fn sink;
+  void *user;
+  atomic_int source;
+  bool cupti_available;
+  bool cupti_backed_off_at_start;
+  acl_attr_t *attr;
+  acl_cupti_t *cupti;
+  acl_ncclev_t *ev;
+  /* sim feed */
+  pthread_mutex_t feed_mu;
+  const acl_simfeed_t *feed;
+  uint64_t feed_retry_ns;
+  /* counters */
+  atomic_ulong samples;
+  pthread_mutex_t lat_mu;
+  double lat[LAT_N];
+  uint64_t nlat;
+};
+
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static acl_prof_t *g_live; /* for the atexit handler */
+static bool g_atexit_done;
+
+static uint64_t mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double acl_prof_algbw(const acl_prof_sample_t *s)
+{
+  return s && s->seconds > 0 ? (double)s->tag.nbytes / s->seconds : 0.0;
+}
+
+double acl_prof_busbw(const acl_prof_sample_t *s, int nranks)
+{
+  return acl_prof_algbw(s) * acl_busbw_factor(s ? s->tag.coll : 0, nranks);
+}
+
+static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, int nranks, uint64_t call_ns,
+                    uint64_t start, uint64_t end, float overlap, uint16_t kernels)
+{
+  acl_prof_sample_t s;
+  memset(&s, 0, sizeof(s));
+  s.tag = *tag;
+  s.seconds = (double)(end - start) * 1e-9;
+  s.overlap = overlap;
+  s.compute_kernels = kernels;
+  s.nranks = nranks;
+  s.algbw = acl_prof_algbw(&s);
+  s.busbw = acl_prof_busbw(&s, nranks);
+  uint64_t now = mono_ns();
+  if (call_ns && now >= call_ns) {
+    pthread_mutex_lock(&p->lat_mu);
+    p->lat[p->nlat++ % LAT_N] = (double)(now - call_ns) * 1e-9;
+    pthread_mutex_unlock(&p->lat_mu);
+  }
+  atomic_fetch_add(&p->samples, 1);
+  if (p->sink)
+    p->sink(p->user, &s);
+}
+
+/* CUPTI path: called from the flush thread (or a synchronous flush). */
+static void cupti_batch(void *u, bool final)
+{
+  acl_prof_t *p = u;
+  acl_attr_sample_t buf[128];
+  size_t n;
+  bool more;
+  do {
+    n = acl_attr_process(p->attr, final, mono_ns(), buf, 128, &more);
+    for (size_t i = 0; i < n; i++) {
+      const prank_t *r = buf[i].user;
+      deliver(p, &buf[i].tag, r ? r->nranks : 1, buf[i].call_ns, buf[i].start, buf[i].end,
+              (float)buf[i].ov.frac,
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct));
+    }
+  } while (more);
+}
+
+static const acl_simfeed_t *feed_get(acl_prof_t *p)
+{
+  pthread_mutex_lock(&p->feed_mu);
+  uint64_t now = mono_ns();
+  if (!p->feed && p->cfg.sim_feed[0] && now >= p->feed_retry_ns) {
+    p->feed_retry_ns = now + 1000000000ull; /* the simulator may create it later */
+    int fd = shm_open(p->cfg.sim_feed, O_RDONLY, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(acl_simfeed_t)) {
+      void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        const acl_simfeed_t *f = m;
+        if (f->magic == ACL_SIMFEED_MAGIC)
+          p->feed = f;
+        else
+          munmap(m, sizeof(acl_simfeed_t));
+      }
+    }
+    if (fd >= 0)
+      close(fd);
+  }
+  const acl_simfeed_t *f = p->feed;
+  pthread_mutex_unlock(&p->feed_mu);
+  return f;
+}
+
+/* NCCL-event path: called from whichever NCCL thread stopped the last channel. */
+static void ev_emit(void *u, const acl_ev_sample_t *s)
+{
+  acl_prof_t *p = u;
+  const prank_t *r = s->user;
+  float ov = -1.0f;
+  uint16_t kern = 0;
+  if (atomic_load(&p->source) == SRC_SIM && r) {
+    const acl_simfeed_t *f = feed_get(p);
+    if (f && r->rank >= 0 && r->rank < ACL_SIMFEED_MAX_RANKS && (uint32_t)r->rank < f->nranks) {
+      uint32_t m = atomic_load(&f->overlap_milli[r->rank]);
+      uint32_t k = atomic_load(&f->compute_kernels[r->rank]);
+      ov = (float)(m > 1000 ? 1000 : m) / 1000.0f;
+      kern = (uint16_t)(k > 65535 ? 65535 : k);
+    }
+  }
+  deliver(p, &s->tag, r ? r->nranks : 1, s->call_ns, s->start, s->end, ov, kern);
+}
+
+static void at_exit_handler(void)
+{
+  pthread_mutex_lock(&g_live_mu);
+  acl_prof_t *p = g_live;
+  if (p && p->cupti) {
+    /* CUDA may already be torn down: stop our thread, touch CUPTI no more. */
+    acl_cupti_stop(p->cupti, true);
+    p->cupti = NULL;
+    atomic_store(&p->source, SRC_NCCL);
+  }
+  pthread_mutex_unlock(&g_live_mu);
+}
+
+acl_prof_t *acl_prof_create(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user)
+{
+  return acl_prof_create_ex(cfg, sink, user, NULL);
+}
+
+acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
+                               const acl_prof_opts_t *opts)
+{
+  acl_prof_t *p = calloc(1, sizeof(*p));
+  if (!p)
+    return NULL;
+  if (cfg)
+    p->cfg = *cfg;
+  else
+    acl_config_defaults(&p->cfg);
+  p->sink = sink;
+  p->user = user;
+  pthread_mutex_init(&p->lat_mu, NULL);
+  pthread_mutex_init(&p->feed_mu, NULL);
+  atomic_store(&p->source, SRC_NONE);
+  if (p->cfg.mode == ACL_MODE_OFF || p->cfg.profiler == ACL_PROF_OFF) {
+    acl_info("profiler: off (%s)", p->cfg.mode == ACL_MODE_OFF ? "AUTOCCL_MODE=off"
+                                                               : "AUTOCCL_PROFILER=off");
+    return p;
+  }
+  p->ev = acl_ncclev_create(ev_emit, p);
+  if (!p->ev) {
+    acl_warn("profiler: out of memory; no samples");
+    return p;
+  }
+  if (p->cfg.sim_feed[0]) {
+    atomic_store(&p->source, SRC_SIM);
+    if (!feed_get(p))
+      acl_info("profiler: sim feed '%s' not readable yet; overlap unknown until it is",
+               p->cfg.sim_feed);
+    return p;
+  }
+  if (p->cfg.profiler == ACL_PROF_AUTO || p->cfg.profiler == ACL_PROF_CUPTI) {
+    char why[512] = "";
+    bool backed = false;
+    p->attr = acl_attr_create();
+    acl_cupti_opts_t co = {.lib = opts ? opts->cupti_lib : NULL,
+                           .flush_us = opts ? opts->flush_us : 0};
+    if (p->attr)
+      p->cupti = acl_cupti_start(&co, p->attr, cupti_batch, p, why, sizeof(why), &backed);
+    if (p->cupti) {
+      p->cupti_available = true;
+      atomic_store(&p->source, SRC_CUPTI);
+      pthread_mutex_lock(&g_live_mu);
+      if (!g_live)
+        g_live = p;
+      if (!g_atexit_done && atexit(at_exit_handler) == 0)
+        g_atexit_done = true;
+      pthread_mutex_unlock(&g_live_mu);
+      return p;
+    }
+    p->cupti_backed_off_at_start = backed;
+    acl_attr_destroy(p->attr);
+    p->attr = NULL;
+    if (backed)
+      acl_warn("profiler: another CUPTI subscriber is active (%s); backing off CUPTI, "
+               "samples come from NCCL profiler events",
+               why);
+    else
+      acl_warn("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events "
+               "(AUTOCCL_PROFILER=nccl silences this)",
+               why);
+  }
+  atomic_store(&p->source, SRC_NCCL);
+  return p;
+}
+
+void acl_prof_destroy(acl_prof_t *p)
+{
+  if (!p)
+    return;
+  pthread_mutex_lock(&g_live_mu);
+  if (p->cupti)
+    acl_cupti_stop(p->cupti, false);
+  p->cupti = NULL;
+  if (g_live == p)
+    g_live = NULL;
+  pthread_mutex_unlock(&g_live_mu);
+  acl_attr_destroy(p->attr);
+  acl_ncclev_destroy(p->ev);
+  if (p->feed)
+    munmap((void *)p->feed, sizeof(acl_simfeed_t));
+  pthread_mutex_destroy(&p->lat_mu);
+  pthread_mutex_destroy(&p->feed_mu);
+  free(p);
+}
+
+static bool cupti_live(const acl_prof_t *p)
+{
+  return atomic_load(&p->source) == SRC_CUPTI && p->cupti && !acl_cupti_backed_off(p->cupti);
+}
+
+void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
+                           int nranks)
+{
+  if (!p)
+    return NULL;
+  prank_t *r = calloc(1, sizeof(*r));
+  if (!r)
+    return NULL;
+  r->p = p;
+  r->rank_ctx = rank_ctx;
+  r->comm_id = comm_id;
+  r->rank = rank;
+  r->nranks = nranks > 0 ? nranks : 1;
+  if (p->ev && !(r->evr = acl_ncclev_rank_create(p->ev, r, r->nranks))) {
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank)
+{
+  prank_t *r = prof_rank;
+  if (!r)
+    return;
+  acl_ncclev_rank_destroy(p ? p->ev : NULL, r->evr);
+  free(r);
+}
+
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
+{
+  prank_t *r = prof_rank;
+  if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
+    return;
+  uint64_t now = mono_ns();
+  if (cupti_live(p)) {
+    int slot = acl_cupti_thread_slot(p->cupti);
+    if (slot >= 0) {
+      uint64_t ext = acl_attr_tag(p->attr, (unsigned)slot, tag, r, now);
+      acl_cupti_push(p->cupti, ext);
+      acl_cupti_kick(p->cupti);
+    }
+  }
+  /* Coll events are checked for mismatches whatever the source. */
+  acl_ncclev_push(p->ev, r->evr, tag, now);
+}
+
+int acl_prof_nccl_mask(const acl_prof_t *p)
+{
+  if (!p || atomic_load(&p->source) == SRC_NONE || !p->ev)
+    return 0;
+  if (cupti_live(p))
+    return ncclProfileColl; /* mismatch checks only */
+  return ncclProfileColl | ncclProfileKernelCh;
+}
+
+ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
+                                 ncclProfilerEventDescr_v5_t *d)
+{
+  prank_t *r = prof_rank;
+  if (eHandle)
+    *eHandle = NULL;
+  if (!p || !p->ev)
+    return ncclSuccess;
+  /* KernelCh events are only sampled when CUPTI is not the source. */
+  if (d && d->type == ncclProfileKernelCh && cupti_live(p))
+    return ncclSuccess;
+  return acl_ncclev_start(p->ev, r ? r->evr : NULL, eHandle, d);
+}
+
+ncclResult_t acl_prof_nccl_stop(acl_prof_t *p, void *eHandle)
+{
+  return p ? acl_ncclev_stop(p->ev, eHandle) : ncclSuccess;
+}
+
+ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEventState_v5_t st,
+                                 ncclProfilerEventStateArgs_v5_t *args)
+{
+  return p ? acl_ncclev_state(p->ev, eHandle, (int)st, args) : ncclSuccess;
+}
+
+void acl_prof_flush(acl_prof_t *p)
+{
+  if (p && cupti_live(p))
+    acl_cupti_flush(p->cupti);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  out->sample_latency_seconds = -1.0;
+  if (!p) {
+    snprintf(out->source, sizeof(out->source), "none");
+    return;
+  }
+  acl_prof_t *mp = (acl_prof_t *)p; /* locks only */
+  int src = atomic_load(&p->source);
+  if (src == SRC_CUPTI && !cupti_live(p))
+    src = SRC_NCCL;
+  snprintf(out->source, sizeof(out->source), "%s", src_names[src]);
+  out->cupti_available = p->cupti_available;
+  out->cupti_backed_off = p->cupti_backed_off_at_start || acl_cupti_backed_off(p->cupti);
+  acl_attr_stats_t as;
+  acl_ev_stats_t es;
+  acl_attr_stats(p->attr, &as);
+  acl_ncclev_stats(p->ev, &es);
+  out->records = as.records + es.kch;
+  out->records_dropped = as.ring_dropped + es.pool_exhausted;
+  out->samples = atomic_load(&p->samples);
+  out->ambiguous = as.ambiguous;
+  out->mismatches = es.mismatches;
+  pthread_mutex_lock(&mp->lat_mu);
+  size_t n = p->nlat < LAT_N ? (size_t)p->nlat : LAT_N;
+  double tmp[LAT_N];
+  memcpy(tmp, p->lat, n * sizeof(double));
+  pthread_mutex_unlock(&mp->lat_mu);
+  if (n > 0) {
+    qsort(tmp, n, sizeof(double), dbl_cmp);
+    out->sample_latency_seconds = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+  }
+}
+
+void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  if (!p)
+    return;
+  acl_attr_stats_t as;
+  acl_ev_stats_t es;
+  acl_attr_stats(p->attr, &as);
+  acl_ncclev_stats(p->ev, &es);
+  out->tags = as.tags;
+  out->nccl_records = as.nccl_records;
+  out->compute_records = as.compute_records;
+  out->untagged = as.untagged;
+  out->lost = as.lost + es.fifo_dropped;
+  out->bad_clock = as.bad_clock + es.bad_clock;
+  out->pending = as.pending;
+  out->colls = es.colls;
+  out->colls_matched = es.colls_matched;
+  out->clamped = es.clamped;
+  out->incomplete = es.incomplete;
+  out->cupti_buffers = acl_cupti_buffers(p->cupti);
+}
+
+int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)
+{
+  return p ? acl_attr_top_names(p->attr, names, counts, max) : 0;
+}

@@ -1,0 +1,112 @@
+/* Overlap arithmetic on synthetic intervals. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "profiler/overlap.h"
+
+#define EPS 1e-12
+
+Test(overlap, disjoint_is_zero)
+{
+  acl_ival_t iv[] = {{0, 100}, {300, 400}};
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 2, 100, 300), 0.0, EPS);
+}
+
+Test(overlap, nested_counts_once)
+{
+  /* [150,250) inside [100,300): the union covers 200 of the collective's 400 */
+  acl_ival_t iv[] = {{100, 300}, {150, 250}};
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 2, 0, 400), 0.5, EPS);
+}
+
+Test(overlap, partial_both_edges)
+{
+  acl_ival_t iv[] = {{0, 150}, {350, 1000}};
+  /* collective [100,400): covered 50 + 50 of 300 */
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 2, 100, 400), 100.0 / 300.0, EPS);
+}
+
+Test(overlap, full_cover_clamps_to_one)
+{
+  acl_ival_t iv[] = {{0, 1000}, {0, 1000}, {10, 20}};
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 3, 100, 200), 1.0, EPS);
+}
+
+Test(overlap, zero_length_and_reversed_ignored)
+{
+  acl_ival_t iv[] = {{150, 150}, {300, 200}, {120, 130}};
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 3, 100, 200), 0.1, EPS);
+  /* an empty collective overlaps nothing; a reversed one is a bad clock */
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 3, 100, 100), 0.0, EPS);
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 3, 200, 100), -1.0, EPS);
+}
+
+Test(overlap, many_kernels_merge)
+{
+  /* 1000 kernels of 10 ns every 20 ns over [0, 20000): half covered, in
+   * shuffled order, with duplicates */
+  enum { N = 2000 };
+  acl_ival_t *iv = malloc(sizeof(*iv) * N);
+  for (int i = 0; i < 1000; i++) {
+    iv[i].start = (uint64_t)i * 20;
+    iv[i].end = iv[i].start + 10;
+    iv[1000 + i] = iv[i];
+  }
+  srand(7);
+  for (int i = N - 1; i > 0; i--) {
+    int j = rand() % (i + 1);
+    acl_ival_t t = iv[i];
+    iv[i] = iv[j];
+    iv[j] = t;
+  }
+  size_t m = acl_prof_ival_merge(iv, N);
+  cr_assert_eq(m, 1000);
+  for (size_t i = 1; i < m; i++)
+    cr_assert_gt(iv[i].start, iv[i - 1].end);
+  cr_assert_eq(acl_prof_ival_covered(iv, m, 0, 20000), 10000);
+  free(iv);
+}
+
+Test(overlap, touching_intervals_merge)
+{
+  acl_ival_t iv[] = {{0, 10}, {10, 20}, {20, 30}};
+  cr_assert_eq(acl_prof_ival_merge(iv, 3), 1);
+  cr_assert_eq(iv[0].end, 30);
+}
+
+Test(overlap, huge_values_no_overflow)
+{
+  uint64_t base = UINT64_MAX - 1000;
+  acl_ival_t iv[] = {{base, base + 500}};
+  cr_assert_float_eq(acl_prof_overlap_frac(iv, 1, base + 250, base + 750), 0.5, EPS);
+}
+
+Test(overlap, window_counts_and_names)
+{
+  static acl_cwin_t w;
+  acl_cwin_push(&w, 0, 50, 1);     /* before: no */
+  acl_cwin_push(&w, 90, 200, 2);   /* 110 ns inside [100,300) ... covers 100 */
+  acl_cwin_push(&w, 150, 160, 3);  /* nested in the previous */
+  acl_cwin_push(&w, 250, 400, 2);  /* same name again, 50 inside */
+  acl_cwin_push(&w, 300, 310, 4);  /* starts at the end: no */
+  acl_overlap_res_t r;
+  acl_cwin_overlap(&w, 100, 300, &r);
+  cr_assert_eq(r.kernels, 3);
+  cr_assert_eq(r.distinct, 2);
+  cr_assert_eq(r.nnames, 2);
+  cr_assert_eq(r.names[0], 2, "the name covering most time comes first");
+  cr_assert_float_eq(r.frac, 150.0 / 200.0, EPS);
+}
+
+Test(overlap, window_ring_keeps_last)
+{
+  static acl_cwin_t w;
+  for (uint64_t i = 0; i < ACL_CWIN_CAP + 10; i++)
+    acl_cwin_push(&w, i * 100, i * 100 + 50, (uint32_t)i);
+  acl_overlap_res_t r;
+  acl_cwin_overlap(&w, 0, 1000, &r); /* the first kernels were overwritten */
+  cr_assert_eq(r.kernels, 0);
+  acl_cwin_overlap(&w, (ACL_CWIN_CAP + 9) * 100, (ACL_CWIN_CAP + 9) * 100 + 100, &r);
+  cr_assert_eq(r.kernels, 1);
+  cr_assert_float_eq(r.frac, 0.5, EPS);
+}

@@ -1,0 +1,223 @@
+/* Source selection and the simulated source: CUPTI absent or bogus falls
+ * back to NCCL events with a clear log line; sim feed overlap per rank. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "profiler/profiler.h"
+#include "profiler/simfeed.h"
+
+static char logbuf[8192];
+static void logger(ncclDebugLogLevel l, unsigned long f, const char *file, int line,
+                   const char *fmt, ...)
+{
+  (void)l, (void)f, (void)file, (void)line;
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = strlen(logbuf);
+  vsnprintf(logbuf + n, sizeof(logbuf) - n, fmt, ap);
+  va_end(ap);
+  strncat(logbuf, "\n", sizeof(logbuf) - strlen(logbuf) - 1);
+}
+
+static acl_prof_sample_t last;
+static int nsamples;
+static void sink(void *u, const acl_prof_sample_t *s)
+{
+  (void)u;
+  last = *s;
+  nsamples++;
+}
+
+static void init(void)
+{
+  acl_log_set_nccl(logger);
+  logbuf[0] = 0;
+  nsamples = 0;
+}
+TestSuite(prof, .init = init);
+
+Test(prof, bogus_cupti_path_falls_back_to_nccl)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_AUTO;
+  acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
+  acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  cr_assert_not_null(p);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "nccl");
+  cr_assert_not(st.cupti_available);
+  cr_assert_not(st.cupti_backed_off);
+  cr_assert_eq(acl_prof_nccl_mask(p), ncclProfileColl | ncclProfileKernelCh);
+  cr_assert_not_null(strstr(logbuf, "CUPTI unavailable"), "log: %s", logbuf);
+  cr_assert_not_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "log: %s", logbuf);
+  cr_assert_not_null(strstr(logbuf, "NCCL profiler events"), "log: %s", logbuf);
+  acl_prof_destroy(p);
+}
+
+Test(prof, not_a_cupti_library_falls_back)
+{
+  /* a real shared object without CUPTI's symbols */
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_CUPTI;
+  acl_prof_opts_t o = {.cupti_lib = "libm.so.6"};
+  acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "nccl");
+  cr_assert_not_null(strstr(logbuf, "lacks cuptiGetVersion"), "log: %s", logbuf);
+  acl_prof_destroy(p);
+}
+
+Test(prof, off_modes_ask_nothing)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_OFF;
+  acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
+  cr_assert_eq(acl_prof_nccl_mask(p), 0);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "none");
+  void *r = acl_prof_rank_attach(p, &cfg, 1, 0, 2);
+  acl_call_tag_t t;
+  memset(&t, 0, sizeof(t));
+  acl_prof_on_call(p, r, &t); /* dropped, no crash */
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+  acl_config_defaults(&cfg);
+  cfg.mode = ACL_MODE_OFF;
+  p = acl_prof_create(&cfg, sink, NULL);
+  cr_assert_eq(acl_prof_nccl_mask(p), 0);
+  acl_prof_destroy(p);
+  acl_prof_destroy(NULL);
+  acl_prof_stats(NULL, &st);
+  cr_assert_str_eq(st.source, "none");
+}
+
+static void run_one(acl_prof_t *p, void *r, int rank_tag)
+{
+  acl_call_tag_t t;
+  memset(&t, 0, sizeof(t));
+  t.coll = 4;
+  t.nbytes = 4096;
+  t.call_idx = (uint64_t)rank_tag;
+  t.cand.algo = ACL_ALGO_NCCL;
+  acl_prof_on_call(p, r, &t);
+  ncclProfilerEventDescr_v5_t d;
+  memset(&d, 0, sizeof(d));
+  d.type = ncclProfileColl;
+  d.coll.func = "AllReduce";
+  d.coll.count = 1024;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = 1;
+  d.coll.algo = "RING";
+  d.coll.proto = "LL";
+  void *c = NULL, *k = NULL;
+  acl_prof_nccl_start(p, r, &c, &d);
+  memset(&d, 0, sizeof(d));
+  d.type = ncclProfileKernelCh;
+  d.parentObj = c;
+  d.kernelCh.pTimer = 1000;
+  acl_prof_nccl_start(p, r, &k, &d);
+  ncclProfilerEventStateArgs_v5_t a = {.kernelCh = {.pTimer = 3000}};
+  acl_prof_nccl_state(p, k, ncclProfilerKernelChStop, &a);
+  acl_prof_nccl_stop(p, k);
+  acl_prof_nccl_stop(p, c);
+}
+
+Test(prof, sim_feed_overlap_per_rank)
+{
+  char name[64];
+  snprintf(name, sizeof(name), "/acl-prof-test-%d", (int)getpid());
+  int fd = shm_open(name, O_CREAT | O_RDWR | O_EXCL, 0600);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(ftruncate(fd, sizeof(acl_simfeed_t)), 0);
+  acl_simfeed_t *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  cr_assert_neq(f, MAP_FAILED);
+  f->magic = ACL_SIMFEED_MAGIC;
+  f->nranks = 4;
+  atomic_store(&f->overlap_milli[2], 250);
+  atomic_store(&f->compute_kernels[2], 3);
+  atomic_store(&f->overlap_milli[1], 900);
+
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  snprintf(cfg.sim_feed, sizeof(cfg.sim_feed), "%s", name);
+  acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "sim");
+  cr_assert_eq(acl_prof_nccl_mask(p), ncclProfileColl | ncclProfileKernelCh);
+  int ctx2, ctx7;
+  void *r2 = acl_prof_rank_attach(p, &ctx2, 5, 2, 4);
+  run_one(p, r2, 2);
+  cr_assert_eq(nsamples, 1);
+  cr_assert_float_eq(last.overlap, 0.25f, 1e-6);
+  cr_assert_eq(last.compute_kernels, 3);
+  cr_assert_float_eq(last.seconds, 2e-6, 1e-12);
+  /* the simulator changes the overlap: the next sample sees it */
+  atomic_store(&f->overlap_milli[2], 1500); /* out of range: clamped to 1 */
+  run_one(p, r2, 2);
+  cr_assert_float_eq(last.overlap, 1.0f, 1e-6);
+  /* a rank outside the feed: overlap unknown */
+  void *r7 = acl_prof_rank_attach(p, &ctx7, 5, 7, 8);
+  run_one(p, r7, 7);
+  cr_assert_eq(nsamples, 3);
+  cr_assert_lt(last.overlap, 0.0f);
+  acl_prof_rank_detach(p, r2);
+  acl_prof_rank_detach(p, r7);
+  acl_prof_destroy(p);
+  munmap(f, sizeof(*f));
+  shm_unlink(name);
+}
+
+Test(prof, sim_feed_missing_or_bad_magic)
+{
+  char name[64];
+  snprintf(name, sizeof(name), "/acl-prof-test-bad-%d", (int)getpid());
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  snprintf(cfg.sim_feed, sizeof(cfg.sim_feed), "%s", name);
+  acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
+  cr_assert_not_null(strstr(logbuf, "not readable yet"), "log: %s", logbuf);
+  int ctx;
+  void *r = acl_prof_rank_attach(p, &ctx, 5, 0, 2);
+  run_one(p, r, 0);
+  cr_assert_eq(nsamples, 1, "durations still come from NCCL events");
+  cr_assert_lt(last.overlap, 0.0f);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+  /* wrong magic: refused */
+  int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+  cr_assert_eq(ftruncate(fd, sizeof(acl_simfeed_t)), 0);
+  close(fd);
+  p = acl_prof_create(&cfg, sink, NULL);
+  r = acl_prof_rank_attach(p, &ctx, 5, 0, 2);
+  run_one(p, r, 0);
+  cr_assert_lt(last.overlap, 0.0f);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+  shm_unlink(name);
+}
+
+Test(prof, busbw_formulas)
+{
+  acl_prof_sample_t s;
+  memset(&s, 0, sizeof(s));
+  s.tag.coll = 3; /* ReduceScatter */
+  s.tag.nbytes = 8000;
+  s.seconds = 1e-6;
+  cr_assert_float_eq(acl_prof_algbw(&s), 8e9, 1.0);
+  cr_assert_float_eq(acl_prof_busbw(&s, 8), 8e9 * 7.0 / 8.0, 1.0);
+  s.seconds = 0;
+  cr_assert_eq(acl_prof_algbw(&s), 0.0);
+}
