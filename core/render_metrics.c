@@ -105,7 +105,10 @@ static void build_workload_labels(mctx_t *m)
     const acl_snap_workload_t *w = &s->workloads[i];
     m->wl_lbl[i] = m->labels.len;
     if (w->comm >= 0 && w->comm < m->nc) {
-      acl_sb_puts(&m->labels, lbl(m, m->comm_lbl[w->comm]));
+      /* Copy first: appending from the buffer itself could realloc it. */
+      char tmp[512];
+      snprintf(tmp, sizeof(tmp), "%s", lbl(m, m->comm_lbl[w->comm]));
+      acl_sb_puts(&m->labels, tmp);
     } else {
       char hex[24];
       acl_sb_printf(&m->labels, "comm=\"%s\",rank=\"unknown\"",

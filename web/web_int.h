@@ -11,7 +11,7 @@
 
 #define ACL_WEB_MAX_CONN 64       /* all connections, SSE included */
 #define ACL_WEB_MAX_PER_IP 32     /* everything local shares 127.0.0.1 */
-#define ACL_WEB_MAX_SSE 32        /* event streams; the rest get 503 */
+#define ACL_WEB_MAX_SSE 16        /* event streams; the rest get 503 */
 #define ACL_WEB_TIMEOUT_S 10      /* idle connections; SSE has heartbeats */
 #define ACL_WEB_MEM_LIMIT (32 * 1024) /* per connection: bounds URL + headers */
 #define ACL_WEB_SSE_QUEUE 64      /* events queued per client before dropping */

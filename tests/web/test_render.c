@@ -1,0 +1,444 @@
+/* Renderers: histogram buckets, Prometheus exposition invariants, the state
+ * JSON (parsed with jansson when available) and SSE event payloads. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/render.h"
+#include "core/render_util.h"
+#include "core/snapshot.h"
+
+#ifdef ACL_HAVE_JANSSON
+#include <jansson.h>
+#endif
+
+static acl_snapshot_t *snap_new(void)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  s->version = ACL_SNAPSHOT_VERSION;
+  strcpy(s->hostname, "node-1");
+  s->pid = 42;
+  strcpy(s->mode, "online");
+  s->uptime_seconds = 3.5;
+  strcpy(s->profiler.source, "nccl");
+  s->profiler.records = 120;
+  s->profiler.sample_latency_seconds = -1;
+  return s;
+}
+
+static acl_snap_comm_t *add_comm(acl_snapshot_t *s, uint64_t id, const char *name, int rank)
+{
+  acl_snap_comm_t *c = &s->comms[s->ncomms++];
+  c->id = id;
+  snprintf(c->name, sizeof(c->name), "%s", name);
+  c->rank = rank;
+  c->nranks = 4;
+  c->nnodes = 1;
+  strcpy(c->role, "decider");
+  c->consensus_wait_seconds = 0.5;
+  c->blocks_published = 7;
+  return c;
+}
+
+static acl_snap_workload_t *add_wl(acl_snapshot_t *s, int comm, int coll, uint64_t bytes)
+{
+  acl_snap_workload_t *w = &s->workloads[s->nworkloads++];
+  w->comm = comm;
+  w->key.comm_id = s->comms[comm].id;
+  w->key.coll = (uint8_t)coll;
+  w->key.nbytes = bytes;
+  w->key.num_pipe_ops = 1;
+  w->phase = ACL_PHASE_EXPLORING;
+  w->current = (acl_candidate_t){.algo = 1, .proto = 2, .nchannels = 16};
+  return w;
+}
+
+static char *metrics_of(const acl_snapshot_t *s)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_render_metrics(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  return acl_sb_steal(&sb, NULL);
+}
+
+__attribute__((unused)) static char *state_of(const acl_snapshot_t *s)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_render_state_json(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  return acl_sb_steal(&sb, NULL);
+}
+
+static int count_substr(const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+    n++;
+  return n;
+}
+
+/* The family a sample line belongs to, given the TYPE lines seen. */
+static void family_of(const char *line, char *out, size_t len)
+{
+  size_t n = strcspn(line, "{ ");
+  snprintf(out, len, "%.*s", (int)n, line);
+  static const char *suf[] = {"_bucket", "_sum", "_count"};
+  for (int i = 0; i < 3; i++) {
+    size_t sl = strlen(suf[i]);
+    if (n > sl && strcmp(out + n - sl, suf[i]) == 0 &&
+        strncmp(out, "autoccl_collective_duration_seconds", n - sl) == 0 &&
+        n - sl == strlen("autoccl_collective_duration_seconds"))
+      out[n - sl] = '\0';
+  }
+}
+
+/* Every family: HELP then TYPE before its first sample, samples contiguous,
+ * never reopened. Returns the number of families. */
+static int check_grouping(char *text)
+{
+  char seen[64][96];
+  int nseen = 0;
+  char cur[96] = "";
+  char help[96] = "";
+  bool typed = false;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char fam[96];
+    if (strncmp(line, "# HELP ", 7) == 0) {
+      snprintf(help, sizeof(help), "%.*s", (int)strcspn(line + 7, " "), line + 7);
+      continue;
+    }
+    if (strncmp(line, "# TYPE ", 7) == 0) {
+      snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(line + 7, " "), line + 7);
+      cr_assert_str_eq(fam, help, "TYPE %s not right after its HELP", fam);
+      for (int i = 0; i < nseen; i++)
+        cr_assert_str_neq(seen[i], fam, "family %s opened twice", fam);
+      cr_assert_lt(nseen, 64);
+      snprintf(seen[nseen++], sizeof(seen[0]), "%s", fam);
+      snprintf(cur, sizeof(cur), "%s", fam);
+      typed = true;
+      continue;
+    }
+    cr_assert_neq(line[0], '#', "unexpected comment: %s", line);
+    family_of(line, fam, sizeof(fam));
+    cr_assert(typed, "sample before any TYPE: %s", line);
+    cr_assert_str_eq(fam, cur, "sample of %s inside family %s", fam, cur);
+  }
+  return nseen;
+}
+
+Test(hist, bounds_and_buckets)
+{
+  cr_assert_float_eq(acl_hist_bound(0), 1e-6, 1e-18);
+  cr_assert_float_eq(acl_hist_bound(1), 4e-6, 1e-18);
+  cr_assert_float_eq(acl_hist_bound(ACL_HIST_N - 1), 1e-6 * pow(4, ACL_HIST_N - 1), 1e-9);
+  cr_assert(isinf(acl_hist_bound(ACL_HIST_N)));
+  cr_assert(isinf(acl_hist_bound(-1)));
+  cr_assert_eq(acl_hist_bucket(0.0), 0);
+  cr_assert_eq(acl_hist_bucket(-1.0), 0);
+  cr_assert_eq(acl_hist_bucket(1e-6), 0, "le is inclusive");
+  cr_assert_eq(acl_hist_bucket(1.0001e-6), 1);
+  cr_assert_eq(acl_hist_bucket(4e-6), 1);
+  cr_assert_eq(acl_hist_bucket(1e-3), 5); /* 1.024e-3 is bound 5 */
+  cr_assert_eq(acl_hist_bucket(1e9), ACL_HIST_N);
+  cr_assert_eq(acl_hist_bucket(NAN), ACL_HIST_N);
+  cr_assert_eq(acl_hist_bucket(INFINITY), ACL_HIST_N);
+  for (int i = 0; i < ACL_HIST_N; i++)
+    cr_assert_eq(acl_hist_bucket(acl_hist_bound(i)), i);
+}
+
+Test(metrics, families_grouped_with_help_and_type)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  add_comm(s, 0x22, "tp", 1);
+  for (int i = 0; i < 6; i++) {
+    acl_snap_workload_t *w = add_wl(s, i % 2, 4, 1024u << i);
+    w->has_busbw = true;
+    w->busbw = 1e9 * (i + 1);
+    w->has_speedup = i % 2;
+    w->speedup = 1.1;
+    w->hist[3] = 2;
+    w->dur_count = 2;
+    w->dur_sum = 1e-4;
+  }
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "# TYPE autoccl_collective_duration_seconds histogram\n"));
+  cr_assert(strstr(m, "autoccl_build_info{version=\""));
+  cr_assert(strstr(m, "# TYPE autoccl_collective_calls_total counter\n"));
+  int fams = check_grouping(m);
+  cr_assert_geq(fams, 20, "only %d families", fams);
+  free(m);
+  free(s);
+}
+
+Test(metrics, histogram_cumulative_and_inf_equals_count)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  acl_snap_workload_t *w = add_wl(s, 0, 4, 4096);
+  uint64_t per[ACL_HIST_N] = {0, 1, 0, 5, 2, 0, 0, 7};
+  memcpy(w->hist, per, sizeof(per));
+  w->dur_count = 16; /* one sample beyond the last bound */
+  w->dur_sum = 0.25;
+  acl_snap_workload_t *odd = add_wl(s, 0, 4, 8192);
+  odd->hist[0] = 5; /* inconsistent input: fewer counted than bucketed */
+  odd->dur_count = 2;
+  char *m = metrics_of(s);
+  const char *p = strstr(m, "bytes=\"4096\",pipe_ops=\"1\",le=\"1e-06\"} ");
+  cr_assert_not_null(p, "%s", m);
+  uint64_t prev = 0, cum = 0;
+  for (int i = 0; i < ACL_HIST_N; i++) {
+    p = strstr(p, "le=\"");
+    cr_assert_not_null(p);
+    unsigned long long v = strtoull(strchr(p, '}') + 2, NULL, 10);
+    cum += per[i];
+    cr_assert_eq(v, cum, "bucket %d: %llu != %llu", i, v, (unsigned long long)cum);
+    cr_assert_geq(v, prev);
+    prev = v;
+    p++;
+  }
+  cr_assert(strstr(m, "bytes=\"4096\",pipe_ops=\"1\",le=\"+Inf\"} 16\n"));
+  cr_assert(strstr(m, "autoccl_collective_duration_seconds_count{comm=\"dp\",rank=\"0\","
+                      "collective=\"all_reduce\",bytes=\"4096\",pipe_ops=\"1\"} 16\n"));
+  cr_assert(strstr(m, "autoccl_collective_duration_seconds_sum{comm=\"dp\",rank=\"0\","
+                      "collective=\"all_reduce\",bytes=\"4096\",pipe_ops=\"1\"} 0.25\n"));
+  /* The odd one stays a valid histogram: +Inf = count = 5. */
+  cr_assert(strstr(m, "bytes=\"8192\",pipe_ops=\"1\",le=\"+Inf\"} 5\n"));
+  cr_assert(strstr(m, "bytes=\"8192\",pipe_ops=\"1\"} 5\n"));
+  free(m);
+  free(s);
+}
+
+Test(metrics, unknown_values_are_omitted_not_zero)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0)->consensus_wait_seconds = -1;
+  acl_snap_workload_t *w = add_wl(s, 0, 4, 4096);
+  w->has_busbw = false;
+  w->busbw = 123;
+  w->has_speedup = true;
+  w->speedup = NAN; /* flagged valid but not a number: omitted too */
+  w->has_overlap = false;
+  w->calls_to_converge = 0;
+  char *m = metrics_of(s);
+  cr_assert_null(strstr(m, "autoccl_collective_bus_bandwidth_bytes_per_second{"));
+  cr_assert_null(strstr(m, "autoccl_tuner_speedup_ratio{"));
+  cr_assert_null(strstr(m, "autoccl_compute_overlap_ratio{"));
+  cr_assert_null(strstr(m, "autoccl_tuner_calls_to_converge{"));
+  cr_assert_null(strstr(m, "autoccl_consensus_wait_seconds_total{"));
+  cr_assert_null(strstr(m, "autoccl_profiler_sample_latency_seconds"));
+  cr_assert_null(strstr(m, "# TYPE autoccl_tuner_speedup_ratio"), "empty family has no header");
+  cr_assert(strstr(m, "autoccl_collective_calls_total{"));
+  w->has_busbw = true;
+  w->has_overlap = true;
+  w->overlap = 0.25;
+  free(m);
+  m = metrics_of(s);
+  cr_assert(strstr(m, "autoccl_collective_bus_bandwidth_bytes_per_second{comm=\"dp\",rank=\"0\","
+                      "collective=\"all_reduce\",bytes=\"4096\",pipe_ops=\"1\"} 123\n"));
+  cr_assert(strstr(m, "autoccl_compute_overlap_ratio{comm=\"dp\",rank=\"0\","
+                      "collective=\"all_reduce\",bytes=\"4096\",pipe_ops=\"1\"} 0.25\n"));
+  free(m);
+  free(s);
+}
+
+Test(metrics, state_is_one_hot)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  for (int ph = 0; ph < ACL_PHASE_COUNT; ph++)
+    add_wl(s, 0, 4, 4096u + (unsigned)ph)->phase = (acl_phase_t)ph;
+  char *m = metrics_of(s);
+  cr_assert_eq(count_substr(m, "\nautoccl_tuner_state{"), ACL_PHASE_COUNT * ACL_PHASE_COUNT);
+  cr_assert_eq(count_substr(m, "state=\"converged\"} 1\n"), 1);
+  cr_assert(strstr(m, "bytes=\"4099\",pipe_ops=\"1\",state=\"converged\"} 1\n"));
+  cr_assert(strstr(m, "bytes=\"4099\",pipe_ops=\"1\",state=\"exploring\"} 0\n"));
+  free(m);
+  free(s);
+}
+
+Test(metrics, label_values_escaped_and_utf8_sanitised)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "a\"b\\c\nd", 0);
+  add_comm(s, 0x22, "bad\xff\xfe" "caf\xc3\xa9", -1);
+  add_wl(s, 0, 4, 1);
+  add_wl(s, 1, 2, 2);
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "comm=\"a\\\"b\\\\c\\nd\",rank=\"0\""), "%s", m);
+  cr_assert(strstr(m, "comm=\"bad\xEF\xBF\xBD\xEF\xBF\xBD" "caf\xc3\xa9\",rank=\"unknown\""));
+  free(m);
+  free(s);
+}
+
+Test(metrics, duplicate_series_are_not_rendered)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  add_comm(s, 0x22, "dp", 0); /* same name, other communicator */
+  add_wl(s, 0, 4, 4096);
+  add_wl(s, 1, 4, 4096);
+  add_wl(s, 0, 4, 4096); /* the same workload twice: a bug upstream */
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "comm=\"dp/0x0000000000000011\""));
+  cr_assert(strstr(m, "comm=\"dp/0x0000000000000022\""));
+  cr_assert_eq(count_substr(m, "\nautoccl_collective_calls_total{"), 2, "%s", m);
+  free(m);
+  free(s);
+}
+
+Test(metrics, bounded_at_max_workloads)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  for (int i = 0; i < ACL_SNAP_MAX_WORKLOADS; i++)
+    add_wl(s, 0, 4, (uint64_t)i + 1);
+  s->nworkloads = ACL_SNAP_MAX_WORKLOADS + 100; /* claims more than the array holds */
+  char *m = metrics_of(s);
+  cr_assert_eq(count_substr(m, "\nautoccl_collective_calls_total{"), ACL_SNAP_MAX_WORKLOADS);
+  cr_assert(strstr(m, "\nautoccl_workloads_truncated 1\n"));
+  free(m);
+  free(s);
+}
+
+#ifdef ACL_HAVE_JANSSON
+static json_t *parse(const char *text)
+{
+  json_error_t e;
+  json_t *j = json_loads(text, 0, &e);
+  cr_assert_not_null(j, "invalid JSON at %d:%d: %s\n%s", e.line, e.column, e.text, text);
+  return j;
+}
+
+Test(state, schema_and_nulls)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x1a2b3c4d5e6f7081ULL, "dp", 0);
+  acl_snap_workload_t *w = add_wl(s, 0, 4, 33554432);
+  w->has_baseline = true;
+  w->baseline = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  w->baseline_seconds = 0.00041;
+  w->has_best = true;
+  w->best = (acl_candidate_t){.algo = 1, .proto = 2, .nchannels = 24};
+  w->best_seconds = 0.000371;
+  w->has_speedup = true;
+  w->speedup = INFINITY; /* never emitted as Inf */
+  w->traj_len = 2;
+  w->traj[0] = (acl_traj_point_t){.step = 0, .cand = {.algo = ACL_ALGO_NCCL}, .busbw = 1.45e11f,
+                                  .overlap = -1};
+  w->traj[1] = (acl_traj_point_t){.step = 1, .cand = {.algo = 1, .proto = 2, .nchannels = 16},
+                                  .busbw = NAN, .overlap = 0.5f};
+  acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
+  u->phase = ACL_PHASE_WARMUP;
+  u->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  strcpy(s->hostname, "h\xff");
+  char *text = state_of(s);
+  json_t *j = parse(text);
+  cr_assert_eq(json_integer_value(json_object_get(j, "version")), 1);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "host")), "h\xEF\xBF\xBD");
+  cr_assert(json_is_null(json_object_get(json_object_get(j, "profiler"), "sample_latency_seconds")));
+  json_t *c = json_array_get(json_object_get(j, "communicators"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(c, "id")), "0x1a2b3c4d5e6f7081");
+  json_t *ws = json_object_get(j, "workloads");
+  cr_assert_eq(json_array_size(ws), 2);
+  json_t *a = json_array_get(ws, 0);
+  cr_assert_str_eq(json_string_value(json_object_get(a, "comm")), "0x1a2b3c4d5e6f7081");
+  cr_assert_str_eq(json_string_value(json_object_get(a, "collective")), "AllReduce");
+  cr_assert_eq(json_integer_value(json_object_get(a, "bytes")), 33554432);
+  cr_assert_str_eq(json_string_value(json_object_get(a, "state")), "exploring");
+  cr_assert_str_eq(json_string_value(json_object_get(a, "subspace")), "RING/SIMPLE");
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(a, "best"), "channels")), 24);
+  cr_assert(json_is_null(json_object_get(json_object_get(a, "baseline"), "proto")));
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "baseline"), "algo")), "NCCL");
+  cr_assert(json_is_null(json_object_get(a, "speedup")), "Inf must render as null");
+  cr_assert(json_is_null(json_object_get(a, "busbw")));
+  cr_assert(json_is_null(json_object_get(a, "calls_to_converge")));
+  cr_assert_float_eq(json_real_value(json_object_get(a, "best_seconds")), 0.000371, 1e-12);
+  json_t *t = json_object_get(a, "trajectory");
+  cr_assert_eq(json_array_size(t), 2);
+  cr_assert(json_is_null(json_object_get(json_array_get(t, 0), "overlap")));
+  cr_assert(json_is_null(json_object_get(json_array_get(t, 1), "busbw")));
+  cr_assert_float_eq(json_number_value(json_object_get(json_array_get(t, 0), "busbw")), 1.45e11, 1e5);
+  json_t *b = json_array_get(ws, 1);
+  cr_assert(json_is_null(json_object_get(b, "subspace")));
+  cr_assert(json_is_null(json_object_get(b, "best")));
+  cr_assert(json_is_null(json_object_get(b, "baseline")));
+  cr_assert(json_is_null(json_object_get(b, "baseline_seconds")));
+  cr_assert(json_is_null(json_object_get(b, "overlap")));
+  cr_assert(json_is_false(json_object_get(j, "workloads_truncated")));
+  json_decref(j);
+  free(text);
+  free(s);
+}
+
+Test(state, empty_and_full_snapshots_are_valid_json)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  char *text = state_of(s);
+  json_t *j = parse(text);
+  cr_assert_eq(json_array_size(json_object_get(j, "workloads")), 0);
+  json_decref(j);
+  free(text);
+  for (int i = 0; i < ACL_SNAP_MAX_COMMS; i++)
+    add_comm(s, (uint64_t)i + 1, "c", i);
+  for (int i = 0; i < ACL_SNAP_MAX_WORKLOADS; i++) {
+    acl_snap_workload_t *w = add_wl(s, i % ACL_SNAP_MAX_COMMS, i % 5, (uint64_t)i);
+    w->traj_len = ACL_SNAP_TRAJ + 5; /* out of range: clamped */
+  }
+  s->workloads_truncated = true;
+  s->comms[0].rank = -1;
+  text = state_of(s);
+  j = parse(text);
+  cr_assert_eq(json_array_size(json_object_get(j, "workloads")), ACL_SNAP_MAX_WORKLOADS);
+  cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "workloads"), 0),
+                                               "trajectory")), ACL_SNAP_TRAJ);
+  cr_assert(json_is_null(json_object_get(json_array_get(json_object_get(j, "workloads"), 0), "rank")));
+  cr_assert(json_is_true(json_object_get(j, "workloads_truncated")));
+  json_decref(j);
+  free(text);
+  free(s);
+}
+
+Test(event, one_line_json)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0xabc, "dp", 2);
+  acl_snap_workload_t *w = add_wl(s, 0, 3, 65536);
+  w->traj_len = 3;
+  w->traj[2].step = 12;
+  w->has_busbw = true;
+  w->busbw = 1.5e11;
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_render_event_json(s, w, &sb);
+  cr_assert_null(strchr(sb.data, '\n'));
+  json_t *j = parse(sb.data);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "comm")), "0x0000000000000abc");
+  cr_assert_eq(json_integer_value(json_object_get(j, "rank")), 2);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "collective")), "ReduceScatter");
+  cr_assert_eq(json_integer_value(json_object_get(j, "step")), 12);
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "candidate"), "algo")), "RING");
+  cr_assert(json_is_null(json_object_get(j, "best")));
+  cr_assert(json_is_null(json_object_get(j, "speedup")));
+  cr_assert_float_eq(json_number_value(json_object_get(j, "busbw")), 1.5e11, 1);
+  json_decref(j);
+  acl_sb_free(&sb);
+  free(s);
+}
+#endif
+
+Test(util, utf8_sequences)
+{
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"a", 1), 1);
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xc3", 1), 0, "truncated");
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xc0\xaf", 2), 0, "overlong");
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xed\xa0\x80", 3), 0, "surrogate");
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
+  cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xf4\x90\x80\x80", 4), 0, "> U+10FFFF");
+}
