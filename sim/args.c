@@ -52,7 +52,7 @@ void acl_sim_usage(FILE *f)
       "  --realtime             sleep simulated durations (x --slowdown) and a simulated\n"
       "                         compute time per step, so a run can be watched\n"
       "  --slowdown X           wall seconds per simulated second with --realtime (default 1)\n"
-      "  --step-compute-ms MS   simulated compute per training step (default 30)\n"
+      "  --step-compute-ms MS   simulated compute per training step (default 100)\n"
       "  --hang-timeout S       no call made for S seconds = hang: kill and fail (default 20)\n"
       "  --port P               AUTOCCL_HTTP_PORT for the rank processes: process i of a\n"
       "                         host serves P+i (hosts after the first: further up)\n"
@@ -107,9 +107,14 @@ static bool find_plugin(char *out, size_t len)
     snprintf(cand, sizeof(cand), "%s%s%s", exe, rel[i], PLUGIN_NAME);
     if (access(cand, R_OK) == 0) {
       char *real = realpath(cand, NULL);
-      snprintf(out, len, "%s", real ? real : cand);
+      const char *use = real ? real : cand;
+      size_t n = strlen(use);
+      bool fits = n < len;
+      if (fits)
+        memcpy(out, use, n + 1);
       free(real);
-      return true;
+      if (fits)
+        return true;
     }
   }
   return false;
@@ -170,7 +175,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
   o->duration_s = 60;
   o->port = -1;
   o->slowdown = 1.0;
-  o->step_compute_s = 0.030;
+  o->step_compute_s = 0.100;
   o->hang_timeout_s = 20;
   o->seed = 1;
   bool have_duration = false, have_steps = false;

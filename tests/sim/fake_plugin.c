@@ -4,15 +4,19 @@
  * decisions. Any violation is logged as an NCCL WARN and returned as an
  * error, which autoccl-sim must count and report.
  *   ACL_FAKE_MODE  converge (default) | diverge | error | decline
- *   ACL_FAKE_OUT   file to append one summary line per tuner context to */
+ *   ACL_FAKE_OUT   file to append one summary line per tuner context to
+ * It also reads the simulator feed (AUTOCCL_SIM_FEED) as the plugin's
+ * simulated source does, and reports the highest overlap it saw. */
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/abi.h"
+#include "profiler/simfeed.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define NKEYS 128
@@ -49,6 +53,8 @@ typedef struct tctx {
   } keys[NKEYS];
   int nkeys;
   unsigned long long calls, violations;
+  acl_simfeed_t *feed;
+  unsigned overlap_max;
 } tctx_t;
 
 static _Thread_local pctx_t *last_prof;
@@ -186,6 +192,15 @@ static ncclResult_t t_init(void **ctx, uint64_t commId, size_t nRanks, size_t nN
     return ncclInternalError;
   }
   t->p = last_prof;
+  const char *fn = getenv("AUTOCCL_SIM_FEED");
+  int fd = fn && *fn ? shm_open(fn, O_RDONLY, 0) : -1;
+  if (fd >= 0) {
+    void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    t->feed = m == MAP_FAILED ? NULL : m;
+  }
+  if (!t->feed || t->feed->magic != ACL_SIMFEED_MAGIC || (int)t->feed->nranks != (int)nRanks)
+    VIOLATION(t->violations, log, "no usable simulator feed at '%s'", fn ? fn : "(unset)");
   if (!nvl || !k || nNodes < 1 || nvl->nNvlDomains != (int)nNodes || nRanks < 1 ||
       (int)nRanks != last_prof->nranks)
     VIOLATION(t->violations, log, "bad tuner init arguments");
@@ -200,6 +215,10 @@ static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipe
   float(*table)[3] = (float(*)[3])table_;
   t->calls++;
   t->p->exp_algo = -2;
+  if (t->feed) {
+    unsigned o = atomic_load(&t->feed->overlap_milli[t->p->rank]);
+    t->overlap_max = o > t->overlap_max ? o : t->overlap_max;
+  }
   if (numAlgo != 7 || numProto != 3 || numPipeOps != 1 || regBuff != 0 || *nch != 0 ||
       nBytes == 0 || (int)coll < 0 || coll > ncclFuncAllReduce) {
     VIOLATION(t->violations, t->log, "bad getCollInfo arguments");
@@ -259,9 +278,9 @@ static ncclResult_t t_fini(void *ctx)
   if (out && *out) {
     char line[256];
     int n = snprintf(line, sizeof(line),
-                     "rank=%d comm=%016llx calls=%llu coll=%llu kch=%llu violations=%llu\n",
+                     "rank=%d comm=%016llx calls=%llu coll=%llu kch=%llu overlap_max=%u violations=%llu\n",
                      t->p->rank, (unsigned long long)t->comm, t->calls, t->p->coll_events,
-                     t->p->kch_events, t->violations + t->p->violations);
+                     t->p->kch_events, t->overlap_max, t->violations + t->p->violations);
     int fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (fd >= 0) {
       if (write(fd, line, (size_t)n) != n)
@@ -270,6 +289,8 @@ static ncclResult_t t_fini(void *ctx)
     }
   }
   int bad = t->violations + t->p->violations > 0;
+  if (t->feed)
+    munmap(t->feed, sizeof(acl_simfeed_t));
   free(t);
   return bad ? ncclInternalError : ncclSuccess;
 }

@@ -10,6 +10,7 @@ checks:
   --errors-min N      plugin_errors >= N
   --fake-out FILE     the fake plugin's summary file: no violations, Coll events
                       equal calls, KernelCh events present (FILE is removed first)
+  --fake-overlap N    ... and every rank saw overlap N (thousandths) in the feed
   --expect-stderr S   stderr must contain S (repeatable); with --exit 2 stdout empty
   --timeout S         wall-clock bound for the sim (default 20)
 """
@@ -36,6 +37,7 @@ def main(argv):
     opts, cmd = argv[:i], argv[i + 1:]
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
+    fake_overlap = None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -55,6 +57,8 @@ def main(argv):
             err_min = int(v)
         elif o == "--fake-out":
             fake_out = v
+        elif o == "--fake-overlap":
+            fake_overlap = int(v)
         elif o == "--expect-stderr":
             stderr_needles.append(v)
         elif o == "--timeout":
@@ -140,6 +144,8 @@ def main(argv):
                 fail("ABI violations seen by the fake plugin: %s" % r, out, err)
             if want_exit == 0 and int(r["coll"]) != int(r["calls"]):
                 fail("Coll events %s != calls %s" % (r["coll"], r["calls"]), out, err)
+            if fake_overlap is not None and int(r["overlap_max"]) != fake_overlap:
+                fail("feed overlap %s, expected %d" % (r["overlap_max"], fake_overlap), out, err)
             if want_exit == 0 and int(r["kch"]) < int(r["calls"]):
                 fail("KernelCh events %s < calls %s" % (r["kch"], r["calls"]), out, err)
         os.unlink(fake_out)
