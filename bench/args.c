@@ -196,6 +196,8 @@ void print_help(FILE *f) {
 "  -r, --root R              root rank of broadcast/reduce (default 0)\n"
 "      --inplace             in-place instead of out-of-place buffers\n"
 "\n"
+      , f);
+  fputs(
 "GPUs and processes:\n"
 "  -g, --gpus N              number of GPUs = ranks (default 1)\n"
 "      --procs               one process per GPU: fork, ncclUniqueId over a pipe,\n"
@@ -216,9 +218,13 @@ void print_help(FILE *f) {
 "                                       channel variables\n"
 "                              autoccl  NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN =\n"
 "                                       --plugin PATH (AUTOCCL_* variables kept)\n"
-"                              table    as autoccl, plus AUTOCCL_TABLE=--table PATH\n"
+"                              table    as autoccl, plus AUTOCCL_MODE=static and\n"
+"                                       AUTOCCL_TABLE=--table PATH (fixed decisions)\n"
 "      --plugin PATH         plugin .so (default: libnccl-tuner-autoccl.so in the\n"
-"                            parent of the executable's directory, else beside it)\n"
+"                            build dir = parent of the executable's directory,\n"
+      , f);
+  fputs(
+"                            else in its tuner/ folder, else beside the executable)\n"
 "      --table PATH          decision table for the 'table' mode\n"
 "      --reps R              interleaved repetitions of every mode (default 3); the\n"
 "                            mode order rotates each repetition so drift cancels\n"
@@ -235,8 +241,6 @@ void print_help(FILE *f) {
 "                            extra environment for one mode (MODE '*' = all); repeatable\n"
 "      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
 "\n"
-      , f);
-  fputs(
 "Output:\n"
 "      --json                print one JSON object as the last line of stdout\n"
 "  -q, --quiet               no progress line on stderr\n"
@@ -244,6 +248,8 @@ void print_help(FILE *f) {
 "  -V, --version             version\n"
 "\n"
 "Time is measured with CUDA events around every iteration; per iteration the\n"
+      , f);
+  fputs(
 "slowest rank counts. algbw = size/time; busbw = algbw x factor (nccl-tests):\n"
 "all_reduce 2(n-1)/n, all_gather and reduce_scatter (n-1)/n on the whole buffer,\n"
 "broadcast and reduce 1. Exit status: 0 ok, 1 runtime failure, 2 bad arguments,\n"

@@ -74,14 +74,18 @@ int default_plugin_path(char *buf, size_t len) {
   char *dir = dirname(d1); /* build/bench */
   snprintf(d2, sizeof(d2), "%s", dir);
   char *parent = dirname(d2); /* build */
-  snprintf(buf, len, "%s/libnccl-tuner-autoccl.so", parent);
-  if (access(buf, R_OK) == 0) return 0;
+  /* build/libnccl-tuner-autoccl.so, build/tuner/..., then beside the exe */
   char alt[BENCH_PATH_MAX + 64];
-  snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", dir);
+  snprintf(alt, sizeof(alt), "%s/tuner/libnccl-tuner-autoccl.so", parent);
   if (access(alt, R_OK) == 0) {
-    snprintf(buf, len, "%s", alt);
-    return 0;
+    str_copy(buf, len, alt);
   }
+  snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", dir);
+  if (access(alt, R_OK) == 0) str_copy(buf, len, alt);
+  snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", parent);
+  if (access(alt, R_OK) == 0) str_copy(buf, len, alt);
+  if (access(buf, R_OK) == 0) return 0;
+  str_copy(buf, len, alt);
   return 1; /* buf holds the preferred (missing) path */
 }
 
@@ -452,7 +456,10 @@ int compare_main(const struct bench_cfg *c0) {
       j->keep_autoccl = 1;
       job_setenv(j, "NCCL_TUNER_PLUGIN=%s%s", plugin_abs, "");
       job_setenv(j, "NCCL_PROFILER_PLUGIN=%s%s", plugin_abs, "");
-      if (!strcmp(j->mode, "table")) job_setenv(j, "AUTOCCL_TABLE=%s%s", table_abs, "");
+      if (!strcmp(j->mode, "table")) {
+        job_setenv(j, "AUTOCCL_MODE=%s%s", "static", "");
+        job_setenv(j, "AUTOCCL_TABLE=%s%s", table_abs, "");
+      }
     }
     for (int e = 0; e < c->nmode_env; e++)
       if (!strcmp(c->mode_env[e].mode, "*") || !strcmp(c->mode_env[e].mode, j->mode))

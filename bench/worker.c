@@ -320,9 +320,15 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
         set_err(sh, g->rank, "rank %d: asynchronous NCCL error: %s", g->rank, ncclGetErrorString(ae));
         goto fail;
       }
-      sh->gemm_tf[g->rank][s] =
-          g->gemm && t1 > t0 ? (double)(gemm_done(g->gemm) - g->gemm_done0) * gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12
-                             : -1.0;
+      /* GEMM throughput during this size, counted in whole GEMMs: only
+       * meaningful when the window spans at least 10 of them */
+      sh->gemm_tf[g->rank][s] = -1.0;
+      if (g->gemm && gemm_iso_tflops(g->gemm) > 0) {
+        double one = gemm_flops_per_call(g->gemm) / (gemm_iso_tflops(g->gemm) * 1e12);
+        if (t1 - t0 >= 10.0 * one)
+          sh->gemm_tf[g->rank][s] =
+              (double)(gemm_done(g->gemm) - g->gemm_done0) * gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12;
+      }
       atomic_store(&sh->size_done[g->rank], s + 1);
     }
     if (reporter && !c->internal_child) {
