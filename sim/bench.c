@@ -37,13 +37,14 @@ static void usage(FILE *f, const char *prog)
 {
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
-          "          [--calls C] [--h200-reps R]\n"
+          "          [--calls C] [--h200-reps R] [--worst N]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
           "  --noise R       relative noise sd, 0..0.5 (default 0.10)\n"
           "  --calls C       calls per run, 100..100000 (default 1000)\n"
-          "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n",
+          "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n"
+          "  --worst N       also list the N worst runs (default 0)\n",
           prog);
 }
 
@@ -83,6 +84,8 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->samples = (int)n;
     } else if (strcmp(a, "--calls") == 0 && acl_parse_int(v, 100, 100000, &n)) {
       o->calls = (int)n;
+    } else if (strcmp(a, "--worst") == 0 && acl_parse_int(v, 0, 1000, &n)) {
+      o->worst = (int)n;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
       o->h200_reps = (int)n;
     } else if (strcmp(a, "--seed") == 0) {

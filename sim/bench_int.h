@@ -34,6 +34,7 @@ typedef struct acl_bench_opts {
   double noise;        /* relative sd of the multiplicative noise */
   int calls;           /* calls per run (overhead window) */
   int h200_reps;       /* noise seeds per H200 workload */
+  int worst;           /* list this many worst runs (table mode) */
 } acl_bench_opts_t;
 
 typedef struct acl_bench_summary {

@@ -132,6 +132,41 @@ static void h200_detail(const acl_bench_run_t *h, size_t nh)
     }
 }
 
+static int cmp_fob(const void *a, const void *b)
+{
+  const acl_bench_run_t *x = a, *y = b;
+  return x->final_over_baseline < y->final_over_baseline ? -1
+                                                          : x->final_over_baseline > y->final_over_baseline;
+}
+
+static int cmp_foo(const void *a, const void *b)
+{
+  const acl_bench_run_t *x = a, *y = b;
+  return x->final_over_oracle < y->final_over_oracle ? -1 : x->final_over_oracle > y->final_over_oracle;
+}
+
+static void print_worst(const acl_bench_run_t *runs, size_t n, int k, bool by_baseline)
+{
+  acl_bench_run_t *v = malloc((n + 1) * sizeof *v);
+  if (!v)
+    return;
+  memcpy(v, runs, n * sizeof *v);
+  qsort(v, n, sizeof *v, by_baseline ? cmp_fob : cmp_foo);
+  printf("\nworst %d runs by %s:\n", k, by_baseline ? "final/baseline" : "final/oracle");
+  for (size_t i = 0; i < n && i < (size_t)k; i++) {
+    char d[40], f[40], o[40];
+    printf("  %s %-13s %10llu n=%d i=%.2f def %-18s final %-18s oracle %-18s f/o %.4f f/b %.4f "
+           "calls %u cands %u retunes %u%s\n",
+           v[i].synthetic ? "syn " : "h200", acl_coll_name(v[i].coll),
+           (unsigned long long)v[i].nbytes, v[i].nranks, v[i].interference,
+           acl_candidate_str(&v[i].deflt, d, sizeof d), acl_candidate_str(&v[i].final, f, sizeof f),
+           acl_candidate_str(&v[i].oracle, o, sizeof o), v[i].final_over_oracle,
+           v[i].final_over_baseline, v[i].calls_to_converge, v[i].cands_evaluated, v[i].retunes,
+           v[i].converged ? "" : " NOT CONVERGED");
+  }
+  free(v);
+}
+
 bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,
                      const acl_bench_run_t *syn, size_t ns, double seconds)
 {
@@ -184,5 +219,11 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
          T_FOO_MEDIAN, T_FOO_P5, T_CALLS_MEDIAN, 100.0 * T_OVERHEAD, T_FOB_MIN,
          met ? "MET" : "NOT MET");
   h200_detail(h200, nh);
+  if (o->worst > 0) {
+    print_worst(syn, ns, o->worst, true);
+    print_worst(syn, ns, o->worst, false);
+    print_worst(h200, nh, o->worst, true);
+    print_worst(h200, nh, o->worst, false);
+  }
   return met;
 }

@@ -17,7 +17,8 @@
 /* Tuning constants (documented in docs/tuner.md). */
 #define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */
 #define ACL_SEARCH_BASE_MARGIN 0.01  /* and the final pick the baseline by 1% */
-#define ACL_SEARCH_CONFIRM_GAIN 0.04 /* gains below 4% get a confirmation round */
+#define ACL_SEARCH_ACCEPT_Z 2.0     /* final gain must exceed 2 standard errors */
+#define ACL_SEARCH_SE_INFLATE 1.1   /* trimmed mean vs plain mean efficiency */
 #define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
 #define ACL_SEARCH_EARLY_REJECT 1.25 /* median > 1.25x best so far: judged early */
 #define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning */
@@ -115,6 +116,28 @@ static double median_of(const float *src, int n)
   memcpy(v, src, (size_t)n * sizeof v[0]);
   sort_floats(v, n);
   return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Relative noise of single samples, pooled over every judged candidate
+ * (robust: 1.4826 x MAD / median), so the final comparison knows how much a
+ * difference of trimmed means can be trusted. */
+static double pooled_rel_sd(const acl_search_t *s)
+{
+  double sum = 0.0;
+  int n = 0;
+  for (int i = 0; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (!c->judged || c->nsamples < 3)
+      continue;
+    double med = median_of(c->seconds, c->nsamples);
+    float dev[ACL_SEARCH_MAX_SAMPLES];
+    for (int k = 0; k < c->nsamples; k++)
+      dev[k] = (float)fabs(c->seconds[k] - med);
+    double rel = med > 0.0 ? 1.4826 * median_of(dev, c->nsamples) / med : 0.0;
+    sum += rel * rel;
+    n++;
+  }
+  return n ? sqrt(sum / n) : 0.0;
 }
 
 static double mean_overlap(const acl_search_cand_t *c)
@@ -359,7 +382,8 @@ static void sub_begin(acl_search_t *s, int si)
   sub->axis = 0;
   sub->lo = -1;
   sub->hi = (int8_t)axis_count(s, 0);
-  sub->step = 2;
+  /* Near a known optimum refine locally; from scratch take big steps. */
+  sub->step = b > 0 ? 1 : 2;
   sub->dir = 0;
   sub->checked = 0;
   s->cur_sub = (uint8_t)si;
@@ -418,10 +442,12 @@ static int plan(acl_search_t *s)
       return c;
     if (!sub->checked) {
       /* Prune rule: a subspace whose first point (taken at the best channel
-       * count so far) is > prune_ratio x slower than the best so far. */
+       * count so far) is > prune_ratio x slower than the best so far. NCCL's
+       * own subspace is never pruned: the baseline lies in it. */
       sub->checked = 1;
       int b = best_judged(s, true);
-      if (b >= 0 && b != c &&
+      bool own = sub->algo == s->nccl_algo && sub->proto == s->nccl_proto;
+      if (!own && b >= 0 && b != c &&
           s->cands[c].robust_seconds > s->params.prune_ratio * s->cands[b].robust_seconds) {
         sub->state = SUB_PRUNED;
         continue;
@@ -498,36 +524,56 @@ static void converge(acl_search_t *s, int id)
   s->cur_sub = ACL_SEARCH_NONE;
 }
 
-/* Final decision: the best measured candidate including the baseline; a
- * candidate must beat the baseline by ACL_SEARCH_BASE_MARGIN. Small gains get
- * one confirmation round (more samples of both) before they are trusted. */
+/* Final decision: the best measured candidate including the baseline. A
+ * candidate replaces the baseline only when its gain exceeds both
+ * ACL_SEARCH_BASE_MARGIN and ACL_SEARCH_ACCEPT_Z standard errors of the
+ * difference (pooled sample noise); an undecided gain gets one confirmation
+ * round that fills both sample rings before the verdict. */
+static bool accept(const acl_search_t *s, int b, bool *undecided)
+{
+  const acl_search_cand_t *c = &s->cands[b], *base = &s->cands[0];
+  double gain = 1.0 - c->robust_seconds / base->robust_seconds;
+  double sd = pooled_rel_sd(s);
+  double se = ACL_SEARCH_SE_INFLATE * sd *
+              sqrt(1.0 / (c->nsamples ? c->nsamples : 1) + 1.0 / (base->nsamples ? base->nsamples : 1));
+  double need = ACL_SEARCH_ACCEPT_Z * se;
+  if (need < ACL_SEARCH_BASE_MARGIN)
+    need = ACL_SEARCH_BASE_MARGIN;
+  *undecided = gain > ACL_SEARCH_BASE_MARGIN && gain <= need;
+  return gain > need;
+}
+
 static void finish(acl_search_t *s)
 {
-  int b = best_judged(s, false);
-  const acl_search_cand_t *base = &s->cands[0];
-  if (b > 0 && s->confirm_round == 0 &&
-      s->cands[b].robust_seconds < base->robust_seconds &&
-      s->cands[b].robust_seconds > base->robust_seconds * (1.0 - ACL_SEARCH_CONFIRM_GAIN) &&
-      s->cands[b].nsamples < ACL_SEARCH_MAX_SAMPLES) {
+  int b = s->confirm_round == 1 ? s->best : best_judged(s, false);
+  bool undecided = false;
+  if (b > 0 && accept(s, b, &undecided)) {
+    converge(s, b);
+    return;
+  }
+  if (b > 0 && undecided && s->confirm_round == 0) {
     s->confirm_round = 1;
     s->best = (uint16_t)b;
     reset_eval(&s->cands[0]);
     reset_eval(&s->cands[b]);
     return;
   }
-  if (s->confirm_round == 1)
-    b = s->best;
-  if (b > 0 && s->cands[b].robust_seconds < base->robust_seconds * (1.0 - ACL_SEARCH_BASE_MARGIN))
-    converge(s, b);
-  else
-    converge(s, ACL_SEARCH_CAND_NCCL);
+  converge(s, ACL_SEARCH_CAND_NCCL);
+}
+
+/* Samples a candidate needs in its current evaluation. */
+static uint32_t eval_target(const acl_search_t *s, int id)
+{
+  if (s->confirm_round == 1 && (id == 0 || id == s->best))
+    return ACL_SEARCH_MAX_SAMPLES - (uint32_t)s->params.samples_per_cand;
+  return (uint32_t)s->params.samples_per_cand;
 }
 
 /* Calls to hand out for a candidate under evaluation. */
 static uint32_t block_len(const acl_search_t *s, int id)
 {
   const acl_search_cand_t *c = &s->cands[id];
-  uint32_t spc = (uint32_t)s->params.samples_per_cand;
+  uint32_t spc = eval_target(s, id);
   uint32_t target = spc;
   if (id != ACL_SEARCH_CAND_NCCL && s->confirm_round == 0 && spc > ACL_SEARCH_EARLY_N &&
       c->got < ACL_SEARCH_EARLY_N)
@@ -692,7 +738,7 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     c->robust_seconds = trimmed_mean(c->seconds, c->nsamples);
     return;
   }
-  int spc = s->params.samples_per_cand;
+  int spc = (int)eval_target(s, cand_id);
   if (c->got >= spc) {
     judge(s, cand_id);
     return;

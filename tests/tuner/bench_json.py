@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Small run of the tuner benchmark: the JSON contract (last stdout line,
+required keys, sane values) and a clear error on bad arguments."""
+import json
+import subprocess
+import sys
+
+exe = sys.argv[1]
+p = subprocess.run([exe, "--json", "--landscapes", "20", "--h200-reps", "2", "--seed", "3"],
+                   capture_output=True, text=True, timeout=100)
+if p.returncode not in (0, 1):  # 1 = a target missed on this tiny sample
+    sys.exit("bench failed rc=%d: %s" % (p.returncode, p.stderr))
+last = p.stdout.strip().splitlines()[-1]
+d = json.loads(last)
+for k in ("final_over_oracle_median", "final_over_oracle_p5", "calls_to_converge_median",
+          "exploration_overhead", "final_over_baseline_min"):
+    assert k in d, "missing key " + k
+assert 0.5 < d["final_over_oracle_median"] <= 1.0 + 1e-9, d
+assert d["final_over_oracle_p5"] <= d["final_over_oracle_median"], d
+assert 10 <= d["calls_to_converge_median"] <= 1000, d
+assert -0.05 < d["exploration_overhead"] < 0.5, d
+assert d["synthetic"]["runs"] == 20 * 5 * 10 and d["h200"]["runs"] == 2 * 5 * 10, d
+assert (d["targets_met"] is True) == (p.returncode == 0), d
+assert "synthetic landscapes" in p.stderr, "progress goes to stderr"
+# Same seed, same result (deterministic).
+q = subprocess.run([exe, "--json", "--landscapes", "20", "--h200-reps", "2", "--seed", "3"],
+                   capture_output=True, text=True, timeout=100)
+e = json.loads(q.stdout.strip().splitlines()[-1])
+d.pop("seconds"); e.pop("seconds")
+assert d == e, "not deterministic"
+# Bad input: clear message, exit 2, nothing on stdout.
+for bad in (["--landscapes", "many"], ["--noise", "-1"], ["--seed", "-5"], ["--frobnicate"]):
+    b = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=10)
+    assert b.returncode == 2, (bad, b.returncode)
+    assert b.stdout == "", bad
+    assert bad[0] in b.stderr or bad[-1] in b.stderr, (bad, b.stderr)
+print("ok")

@@ -1,0 +1,27 @@
+/* Test driver for tuner/search.c: plays the consensus layer against a time
+ * function of the candidate. */
+#ifndef ACL_TESTS_TUNER_DRIVE_H
+#define ACL_TESTS_TUNER_DRIVE_H
+
+#include <stdint.h>
+
+#include "tuner/search.h"
+
+typedef double (*drive_time_fn)(void *user, const acl_candidate_t *c, uint64_t call);
+
+typedef struct drive_opts {
+  double noise;      /* relative sd of multiplicative noise, 0 = none */
+  int lag;           /* samples delivered this many calls late */
+  double drop;       /* probability a sample never arrives */
+  uint64_t seed;
+  uint64_t max_calls;
+} drive_opts_t;
+
+/* Runs until converged (returns the call count) or max_calls (returns 0). */
+uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t *o);
+/* Cost table with every entry -1 except the listed (algo, proto, cost) triples. */
+void table_only(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int n, const int *algo, const int *proto,
+                const float *us);
+double drive_noise(uint64_t *rng, double rel);
+
+#endif

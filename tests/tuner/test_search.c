@@ -1,0 +1,364 @@
+/* tuner/search.c: phases, pruning, drift, determinism, degenerate tables,
+ * baseline protection, late/missing samples, termination. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tests/tuner/drive.h"
+#include "tuner/search.h"
+
+/* A unimodal landscape: per (algo, proto) a base time and a channel peak. */
+typedef struct model {
+  double base[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* seconds at the peak; 0 = invalid */
+  double peak[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  double nccl_seconds;                      /* NCCL's own choice */
+  double curv;
+} model_t;
+
+static double model_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  (void)call;
+  const model_t *m = user;
+  if (c->algo == ACL_ALGO_NCCL)
+    return m->nccl_seconds;
+  double b = m->base[c->algo][c->proto];
+  cr_assert(b > 0.0, "search ran an invalid pair %d/%d", c->algo, c->proto);
+  cr_assert(c->nchannels >= 1 && c->nchannels <= 32, "channels %d", c->nchannels);
+  double x = log2((double)c->nchannels / m->peak[c->algo][c->proto]);
+  return b * (1.0 + m->curv * x * x);
+}
+
+static const acl_wkey_t key = {.comm_id = 7, .nbytes = 1 << 24, .num_pipe_ops = 1, .coll = 4};
+
+static void ring_tree_model(model_t *m, float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  memset(m, 0, sizeof *m);
+  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
+  float us[] = {300, 200, 120, 280, 150, 100}; /* NCCL predicts RING/SIMPLE */
+  table_only(cost, 6, a, p, us);
+  double bases[] = {3e-3, 2e-3, 1.25e-3, 2.8e-3, 1.5e-3, 1.0e-3};
+  for (int i = 0; i < 6; i++) {
+    m->base[a[i]][p[i]] = bases[i];
+    m->peak[a[i]][p[i]] = 24;
+  }
+  m->curv = 0.08;
+  m->nccl_seconds = 1.0e-3 * (1.0 + 0.08 * pow(log2(16.0 / 24.0), 2)); /* RING/SIMPLE/16 */
+}
+
+static acl_search_params_t params(void)
+{
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  return p;
+}
+
+Test(search, phases_in_order_and_warmup_dropped)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_WARMUP);
+  acl_candidate_t c;
+  uint32_t len;
+  int id = acl_search_next(&s, &c, &len);
+  cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
+  cr_assert_eq(c.algo, ACL_ALGO_NCCL);
+  cr_assert_eq(len, (uint32_t)p.warmup_calls);
+  for (uint32_t i = 0; i < len; i++)
+    acl_search_add_sample(&s, id, 10.0, 0.0f); /* warm-up: absurd, must be dropped */
+  id = acl_search_next(&s, &c, &len);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_BASELINE);
+  cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
+  for (uint32_t i = 0; i < len; i++)
+    acl_search_add_sample(&s, id, m.nccl_seconds, 0.25f);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_float_eq(r.baseline_seconds, m.nccl_seconds, 1e-9, "warm-up leaked: %g",
+                     r.baseline_seconds);
+  cr_assert_float_eq(r.overlap, 0.25, 1e-6);
+  id = acl_search_next(&s, &c, &len);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_EXPLORING);
+  cr_assert_neq(id, ACL_SEARCH_CAND_NCCL);
+  /* NCCL's predicted winner is explored first. */
+  cr_assert_eq(c.algo, 1);
+  cr_assert_eq(c.proto, 2);
+  cr_assert(len >= 1 && len <= (uint32_t)p.samples_per_cand);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0, "did not converge");
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert_eq(r.best.algo, 1);
+  cr_assert_eq(r.best.proto, 2);
+  cr_assert_eq(r.best.nchannels, 24);
+  cr_assert(r.speedup > 1.005, "speedup %g", r.speedup);
+  cr_assert(r.overlap < 0.0 || (r.overlap >= 0.0 && r.overlap <= 1.0));
+  /* Converged: long blocks of the decision. */
+  id = acl_search_next(&s, &c, &len);
+  cr_assert(len >= 1024);
+  cr_assert_eq(c.nchannels, 24);
+}
+
+Test(search, prunes_clearly_worse_subspaces)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  /* TREE/LL (3x slower) and RING/LL (2.8x) are judged at one point only. */
+  int per_pair[ACL_NUM_ALGO][ACL_NUM_PROTO] = {{0}};
+  for (int i = 1; i < s.ncands; i++)
+    if (s.cands[i].judged || s.cands[i].nsamples)
+      per_pair[s.cands[i].cand.algo][s.cands[i].cand.proto]++;
+  cr_assert_eq(per_pair[0][0], 1, "TREE/LL points %d", per_pair[0][0]);
+  cr_assert_eq(per_pair[1][0], 1, "RING/LL points %d", per_pair[1][0]);
+  cr_assert(per_pair[1][2] >= 3, "RING/SIMPLE walked %d points", per_pair[1][2]);
+}
+
+static void converge_simple(acl_search_t *s, model_t *m)
+{
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(m, cost);
+  acl_search_params_t p = params();
+  acl_search_init(s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(s, model_time, m, &o) > 0);
+}
+
+Test(search, drift_retunes_but_not_on_one_outlier)
+{
+  acl_search_t s;
+  model_t m;
+  converge_simple(&s, &m);
+  acl_candidate_t c;
+  uint32_t len;
+  int id = acl_search_next(&s, &c, &len);
+  double t = model_time(&m, &c, 0);
+  /* One huge outlier among normal samples: stays converged. */
+  for (int i = 0; i < 100; i++)
+    acl_search_add_sample(&s, id, i == 50 ? 100.0 * t : t, 0.0f);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  /* Mildly slower (10%), sustained: below the drift threshold, stays. */
+  for (int i = 0; i < 100; i++)
+    acl_search_add_sample(&s, id, 1.1 * t, 0.0f);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  /* Sustained 2x slower: re-tunes within one window. */
+  int i = 0;
+  for (; i < 64 && acl_search_phase(&s) == ACL_PHASE_CONVERGED; i++)
+    acl_search_add_sample(&s, id, 2.0 * t, 0.0f);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING);
+  cr_assert_leq(i, s.params.drift_window, "took %d samples", i);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.retunes, 1);
+  /* And tunes again to completion (the baseline is re-measured first). */
+  id = acl_search_next(&s, &c, &len);
+  cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+}
+
+Test(search, deterministic_state_bytes)
+{
+  static acl_search_t a, b;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  acl_search_params_t p = params();
+  drive_opts_t o = {.max_calls = 3000, .noise = 0.1, .lag = 2, .drop = 0.1, .seed = 42};
+  acl_search_init(&a, &p, &key, cost);
+  acl_search_init(&b, &p, &key, cost);
+  uint64_t ka = drive(&a, model_time, &m, &o);
+  uint64_t kb = drive(&b, model_time, &m, &o);
+  cr_assert_eq(ka, kb);
+  cr_assert(memcmp(&a, &b, sizeof a) == 0, "state bytes differ");
+  o.seed = 43; /* different samples: the bytes must differ (the test can fail) */
+  acl_search_init(&b, &p, &key, cost);
+  drive(&b, model_time, &m, &o);
+  cr_assert(memcmp(&a, &b, sizeof a) != 0);
+}
+
+static void one_pair(int algo, int proto, double nccl_factor)
+{
+  acl_search_t s;
+  model_t m;
+  memset(&m, 0, sizeof m);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  int a[] = {algo}, p[] = {proto};
+  float us[] = {50};
+  table_only(cost, 1, a, p, us);
+  m.base[algo][proto] = 1e-4;
+  m.peak[algo][proto] = 4;
+  m.curv = 0.1;
+  m.nccl_seconds = 1e-4 * nccl_factor;
+  acl_search_params_t pr = params();
+  acl_search_init(&s, &pr, &key, cost);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.best.algo, algo);
+  cr_assert_eq(r.best.proto, proto);
+  cr_assert_eq(r.best.nchannels, 4);
+  for (int i = 1; i < s.ncands; i++)
+    cr_assert(s.cands[i].cand.algo == algo && s.cands[i].cand.proto == proto);
+}
+
+Test(search, degenerate_one_valid_entry) { one_pair(1, 2, 1.3); }
+Test(search, degenerate_nvls_only) { one_pair(4, 2, 1.2); }
+
+Test(search, degenerate_all_invalid_converges_to_nccl)
+{
+  acl_search_t s;
+  model_t m;
+  memset(&m, 0, sizeof m);
+  m.nccl_seconds = 1e-4;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  table_only(cost, 0, NULL, NULL, NULL);
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 200};
+  uint64_t k = drive(&s, model_time, &m, &o);
+  cr_assert(k > 0 && k <= 20, "calls %llu", (unsigned long long)k);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL);
+}
+
+Test(search, restrict_intersects_ranks)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], other[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  memcpy(other, cost, sizeof other);
+  other[1][2] = -1.0f; /* another rank cannot run RING/SIMPLE */
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  acl_search_restrict(&s, other);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0); /* model_time asserts validity too */
+  for (int i = 1; i < s.ncands; i++)
+    cr_assert(!(s.cands[i].cand.algo == 1 && s.cands[i].cand.proto == 2),
+              "explored a pair another rank cannot run");
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "RING/LL128 is slower than NCCL's RING/SIMPLE");
+}
+
+Test(search, baseline_protection)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  /* NCCL's choice is better than anything the tuner can set. */
+  m.nccl_seconds = 0.95e-3;
+  acl_search_params_t p = params();
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    acl_search_init(&s, &p, &key, cost);
+    drive_opts_t o = {.max_calls = 3000, .noise = 0.05, .seed = seed};
+    cr_assert(drive(&s, model_time, &m, &o) > 0);
+    acl_search_report_t r;
+    acl_search_report(&s, &r);
+    cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "seed %llu converged to %d/%d/%d",
+                 (unsigned long long)seed, r.current.algo, r.current.proto, r.current.nchannels);
+  }
+  /* A 0.5% gain is inside the 1% margin: NCCL's choice is kept. */
+  m.nccl_seconds = 1.005e-3;
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 3000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  cr_assert_eq(s.current, ACL_SEARCH_CAND_NCCL);
+}
+
+Test(search, late_and_missing_samples)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 5000, .lag = 7, .drop = 0.3, .seed = 5};
+  uint64_t k = drive(&s, model_time, &m, &o);
+  cr_assert(k > 0, "never converged with late/missing samples");
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.best.algo, 1);
+  cr_assert_eq(r.best.proto, 2);
+  cr_assert_eq(r.best.nchannels, 24);
+
+  /* No samples at all: the search keeps asking for the baseline, safely. */
+  acl_search_init(&s, &p, &key, cost);
+  for (int i = 0; i < 50; i++) {
+    acl_candidate_t c;
+    uint32_t len;
+    int id = acl_search_next(&s, &c, &len);
+    cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
+    cr_assert(len >= 1);
+  }
+  /* Garbage samples are ignored. */
+  acl_search_add_sample(&s, 999, 1.0, 0.0f);
+  acl_search_add_sample(&s, -1, 1.0, 0.0f);
+  acl_search_add_sample(&s, 0, NAN, 0.0f);
+  acl_search_add_sample(&s, 0, -1.0, 0.0f);
+  cr_assert_eq(s.samples_seen, 0);
+}
+
+static double chaos_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  uint64_t *st = user;
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull + call;
+  (void)c;
+  return 1e-5 * (1.0 + (double)(*st >> 40) / (double)(1ull << 20)); /* 1x..17x */
+}
+
+Test(search, exploration_always_terminates)
+{
+  acl_search_t s;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int p = 0; p < ACL_NUM_PROTO; p++)
+      cost[a][p] = (float)(10 + a * 3 + p);
+  acl_search_params_t p = params();
+  p.max_channels = 64;
+  for (uint64_t seed = 1; seed <= 10; seed++) {
+    acl_search_init(&s, &p, &key, cost);
+    uint64_t st = seed;
+    drive_opts_t o = {.max_calls = 1000, .lag = 3, .drop = 0.2, .seed = seed};
+    uint64_t k = drive(&s, chaos_time, &st, &o);
+    cr_assert(k > 0 && k < 600, "seed %llu: %llu calls", (unsigned long long)seed,
+              (unsigned long long)k);
+  }
+}
+
+Test(search, trajectory_and_report)
+{
+  acl_search_t s;
+  model_t m;
+  converge_simple(&s, &m);
+  acl_traj_point_t t[ACL_SEARCH_TRAJ];
+  int n = acl_search_trajectory(&s, t, ACL_SEARCH_TRAJ);
+  cr_assert(n >= 3);
+  cr_assert_eq(t[0].cand.algo, ACL_ALGO_NCCL, "the baseline is the first point");
+  for (int i = 1; i < n; i++)
+    cr_assert(t[i].step > t[i - 1].step, "oldest first");
+  for (int i = 0; i < n; i++)
+    cr_assert(t[i].busbw > 0.0f);
+  cr_assert_eq(acl_search_trajectory(&s, t, 2), 2);
+  cr_assert_eq(acl_search_trajectory(&s, NULL, 5), 0);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert(r.calls_to_converge > 0);
+  cr_assert_eq(r.candidates_evaluated, s.steps);
+  cr_assert(r.busbw > 0.0);
+  cr_assert_float_eq(r.speedup, r.baseline_seconds / r.best_seconds, 1e-9);
+}
