@@ -13,8 +13,9 @@
 #                                   --sweep, --json
 #
 # Options: --bin PATH (autoccl-bench), --plugin PATH (libnccl-tuner-autoccl.so),
-#          --out DIR (default $OUT, else ./bench-out), --part isolated|gemm|all
-#          (matrix only, to split it over two calls), --gpus N (matrix, default 2)
+#          --out DIR (default $OUT, else ./bench-out), --part check|isolated|gemm|all
+#          (matrix only, to split it over calls; check = -c 1 on every iteration
+#          while the tuner explores), --gpus N (matrix, default 2)
 # Environment knobs of the matrix: REPS (3), WARMUP (300), ITERS (50),
 #          SIZES ("-b 64K -e 1G -f 4"), SWEEP_CH ("0,32"), SWEEP_ALGOS
 #          ("Ring,Tree,PAT,NVLS,NVLSTree"), COLLS ("all_reduce all_gather reduce_scatter"),
@@ -33,12 +34,12 @@ while [ $# -gt 0 ]; do
     --out) OUTDIR=$2; shift ;;
     --part) PART=$2; shift ;;
     --gpus) GPUS=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-case "$PART" in isolated|gemm|all) ;; *) echo "gpu-bench.sh: --part isolated|gemm|all" >&2; exit 2 ;; esac
+case "$PART" in check|isolated|gemm|all) ;; *) echo "gpu-bench.sh: --part check|isolated|gemm|all" >&2; exit 2 ;; esac
 
 if [ -z "$BIN" ]; then
   for b in "$ROOT/build/bench/autoccl-bench" "$ROOT/build-bench/bench/autoccl-bench"; do
@@ -173,8 +174,20 @@ nvidia-smi -L 2>&1 | tee -a "$LOG"
 ldd "$BIN" | grep -E 'nccl|cublas|cudart' | tee -a "$LOG"
 NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$NG" -lt "$GPUS" ] && [ "${EXTRA#*--fake}" = "$EXTRA" ]; then log "# only $NG GPU(s) visible, the matrix needs $GPUS: stop"; exit 1; fi
-PARTS="isolated gemm"; [ "$PART" != all ] && PARTS=$PART
+PARTS="check isolated gemm"; [ "$PART" != all ] && PARTS=$PART
 for part in $PARTS; do
+  if [ "$part" = check ]; then
+    # -c 1 on every iteration while the tuner explores (switches configs mid-run)
+    if [ -n "$PLUGIN" ]; then
+      for c in $COLLS; do
+        run 0 "$BIN" -g "$GPUS" -b 64K -e 16M -f 16 -C "$c" -d bfloat16 --compare autoccl --plugin "$PLUGIN" --reps 1 \
+            -w 200 -n 20 -c 1 --json -q
+      done
+    else
+      log "# no plugin: the -c 1 check under the tuner is skipped"
+    fi
+    continue
+  fi
   INTF=""; [ "$part" = gemm ] && INTF="--interference gemm"
   for c in $COLLS; do
     PARGS=(); [ -n "$PLUGIN" ] && PARGS=(--plugin "$PLUGIN")
@@ -193,6 +206,9 @@ def size(b):
 def f(x, fmt="%.1f"): return fmt % x if x is not None else "-"
 for line in open(sys.argv[1]):
     d = json.loads(line)
+    if "default" not in d["modes"]:
+        print("\n- check: %s %s under autoccl, -c 1 on every iteration: %d wrong values, exit %d" % (d["coll"], d["dtype"], d["wrong"], d["exit"]))
+        continue
     g = d["interference"]
     print("\n### %s, %d GPUs, %s\n" % (d["coll"], d["nranks"], "GEMM interference (bf16 %d^3, duty %.2f)" % (g["n"], g["duty"]) if g else "isolated"))
     modes = d["modes"]
