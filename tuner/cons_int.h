@@ -179,6 +179,10 @@ int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
 /* Lock-free read of the block covering call: 0 hit, 1 not yet published,
  * -2 overwritten (call too old). */
 int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);
+/* Seqlock read of block number j: false when it is not (any more) there. */
+bool cons_ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b);
+/* This host decides (single node, or rank 0 attached to this segment). */
+bool cons_leader_here(acl_cons_t *c);
 /* Appends blk to w's ring (lock held), unless it is already there. */
 void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk);
 

@@ -1,0 +1,159 @@
+/* Rank consensus: samples (slowest local rank per call), snapshots, stats
+ * and the test hook. Decisions are in consensus.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tuner/cons_int.h"
+
+#define SAMPLE_LOCK_MS 1000
+
+/* ---- samples, snapshot, stats --------------------------------------------- */
+
+static void feed_locked(cons_wl_t *w, cons_slot_t *s)
+{
+  if (!w->disabled) {
+    w->dirty = 1;
+    acl_search_add_sample(&w->search, s->cand_id, s->seconds, s->overlap);
+    w->dirty = 0;
+    w->samples_fed++;
+  }
+  memset(s, 0, sizeof(*s));
+}
+
+void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
+                         double seconds, float overlap)
+{
+  if (!c || widx >= (uint32_t)c->set.max_workloads || !(seconds >= 0.0) || seconds > 1e6)
+    return;
+  if (!cons_leader_here(c))
+    return; /* follower hosts: the leader host's samples drive the search */
+  if (cons_lock(c, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+    return;
+  cons_hdr_t *h = c->hdr;
+  if (widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
+    goto out;
+  cons_wl_t *w = cons_wl(h, widx);
+  cons_slot_t *s = &w->slots[call_idx % ACL_CONS_SLOTS];
+  if (s->call1 && s->call1 != call_idx + 1) {
+    if (s->call1 > call_idx + 1) { /* slot recycled by a newer call: late */
+      w->samples_dropped++;
+      goto out;
+    }
+    feed_locked(w, s); /* a rank never reported the older call */
+  }
+  if (!s->call1) {
+    s->call1 = call_idx + 1;
+    s->cand_id = cand_id;
+    s->seconds = (float)seconds;
+    s->overlap = overlap;
+    s->nrep = 1;
+  } else if (s->cand_id != cand_id) {
+    w->samples_dropped++; /* ranks ran different candidates: never averaged */
+    goto out;
+  } else {
+    if ((float)seconds > s->seconds) {
+      s->seconds = (float)seconds;
+      s->overlap = overlap;
+    }
+    s->nrep++;
+  }
+  if (s->nrep >= h->attached)
+    feed_locked(w, s);
+out:
+  cons_unlock(h);
+}
+
+int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
+{
+  if (!c)
+    return 0;
+  bool lead = cons_leader_here(c);
+  if (comm) {
+    comm->id = c->comm_id;
+    comm->rank = c->rank;
+    comm->nranks = c->nranks;
+    comm->nnodes = c->nnodes;
+    snprintf(comm->role, sizeof(comm->role), "%s", lead ? "decider" : "follower");
+    comm->consensus_wait_seconds =
+        (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
+    comm->blocks_published = atomic_load_explicit(&c->blocks_published, memory_order_relaxed);
+    comm->lock_acquisitions = atomic_load_explicit(&c->lock_acq, memory_order_relaxed);
+  }
+  if (!ws || max <= 0)
+    return 0;
+  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+    return 0;
+  cons_hdr_t *h = c->hdr;
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  int k = 0;
+  for (uint32_t i = 0; i < n && k < max; i++) {
+    cons_wl_t *w = cons_wl(h, i);
+    if (!atomic_load_explicit(&w->present, memory_order_relaxed))
+      continue;
+    acl_snap_workload_t *o = &ws[k++];
+    memset(o, 0, sizeof(*o));
+    o->rank = c->rank;
+    o->widx = i;
+    o->key = w->key;
+    o->phase = (acl_phase_t)w->phase;
+    uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed);
+    cons_blk_t b;
+    if (nb && cons_ring_read(w, nb - 1, &b))
+      o->current = b.cand;
+    else
+      o->current.algo = ACL_ALGO_NCCL;
+    if (!lead || w->disabled)
+      continue; /* follower hosts hold blocks, not the search */
+    acl_search_report_t r;
+    acl_search_report(&w->search, &r);
+    o->phase = r.phase;
+    o->current = r.current;
+    o->best = r.best;
+    o->baseline = r.baseline;
+    o->has_baseline = r.baseline_seconds > 0;
+    o->baseline_seconds = r.baseline_seconds;
+    o->has_best = r.best_seconds > 0;
+    o->best_seconds = r.best_seconds;
+    o->has_speedup = r.speedup > 0;
+    o->speedup = r.speedup;
+    o->has_busbw = r.busbw > 0;
+    o->busbw = r.busbw;
+    o->has_overlap = r.overlap >= 0;
+    o->overlap = r.overlap >= 0 ? r.overlap : 0;
+    o->candidates_evaluated = r.candidates_evaluated;
+    o->calls_to_converge = r.calls_to_converge;
+    o->retunes = r.retunes;
+    o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_SNAP_TRAJ);
+  }
+  cons_unlock(h);
+  return k;
+}
+
+void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
+{
+  memset(st, 0, sizeof(*st));
+  if (!c)
+    return;
+  st->lock_acquisitions = atomic_load(&c->lock_acq);
+  st->blocks_published = atomic_load(&c->blocks_published);
+  st->relay_calls = atomic_load(&c->relay_calls);
+  st->wait_seconds = (double)atomic_load(&c->wait_ns) * 1e-9;
+  st->role = cons_leader_here(c) ? CONS_ROLE_DECIDER : CONS_ROLE_FOLLOWER;
+  snprintf(st->shm_name, sizeof(st->shm_name), "%s", c->map ? c->map->name : "");
+  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) == 0) {
+    st->refused = c->hdr->refused;
+    st->recoveries = c->hdr->recoveries;
+    st->attached = c->hdr->attached;
+    st->nworkloads = atomic_load(&c->hdr->nworkloads);
+    cons_unlock(c->hdr);
+  }
+}
+
+int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
+{
+  if (!c || cons_lock(NULL, c->hdr, c->timeout_ms, NULL, 0) != 0)
+    return -1;
+  if (widx < atomic_load(&c->hdr->nworkloads))
+    cons_wl(c->hdr, widx)->dirty = 1;
+  return 0; /* lock kept on purpose */
+}
