@@ -67,6 +67,12 @@ struct acl_attr {
 
 bool acl_attr_is_nccl_kernel(const char *name)
 {
+  /* CUPTI reports C++ kernels mangled: _Z<len>ncclDevKernel_...(args) */
+  if (name && name[0] == '_' && name[1] == 'Z') {
+    name += 2;
+    while (*name >= '0' && *name <= '9')
+      name++;
+  }
   return name && (strncmp(name, "ncclDevKernel_", 14) == 0 ||
                   strncmp(name, "ncclSymkDevKernel_", 18) == 0 ||
                   strncmp(name, "ncclKernel_", 11) == 0);

@@ -3,7 +3,7 @@
  * external correlation needs API records, so only the launch APIs' records
  * are enabled (cheaper than all of DRIVER/RUNTIME); buffers are malloc'ed on
  * request and recycled; a flush thread runs only while tagged calls wait. */
-#include "profiler/cupti.h"
+#include "profiler/prof_cupti.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -273,6 +273,19 @@ static void *flush_main(void *arg)
       break;
     }
     c->batch(c->u, false);
+    /* Safety net: external-correlation records need API records; if the
+     * launch-only selection yields none while NCCL kernels arrive, record
+     * all driver and runtime API calls instead (costs more, still works). */
+    if (!c->driver_all && !c->runtime_all) {
+      acl_attr_stats_t as;
+      acl_attr_stats(c->attr, &as);
+      if (as.nccl_records >= 16 && as.extcorr == 0) {
+        c->driver_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
+        c->runtime_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
+        acl_warn("profiler: no external-correlation records with launch-only API records; "
+                 "now recording all driver/runtime API calls");
+      }
+    }
     /* Buffers stopped coming for a minute while calls wait: someone else
      * took CUPTI's activity callbacks. */
     uint64_t last = atomic_load(&c->last_buffer_ns), now = mono_ns();

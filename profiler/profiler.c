@@ -16,7 +16,7 @@
 
 #include "core/log.h"
 #include "profiler/attrib.h"
-#include "profiler/cupti.h"
+#include "profiler/prof_cupti.h"
 #include "profiler/ncclev.h"
 #include "profiler/simfeed.h"
 
@@ -420,6 +420,7 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
   out->clamped = es.clamped;
   out->incomplete = es.incomplete;
   out->cupti_buffers = acl_cupti_buffers(p->cupti);
+  out->extcorr = as.extcorr;
 }
 
 int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)

@@ -86,7 +86,7 @@ double acl_prof_busbw(const acl_prof_sample_t *s, int nranks);
 
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;
-  uint64_t colls, colls_matched, clamped, incomplete, cupti_buffers;
+  uint64_t colls, colls_matched, clamped, incomplete, cupti_buffers, extcorr;
 } acl_prof_stats_ex_t;
 void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out);
 

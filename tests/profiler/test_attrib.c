@@ -59,6 +59,9 @@ Test(attrib, nccl_name_classifier)
   cr_assert(acl_attr_is_nccl_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
   cr_assert(acl_attr_is_nccl_kernel("ncclSymkDevKernel_AllGather"));
   cr_assert(acl_attr_is_nccl_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
+  cr_assert(acl_attr_is_nccl_kernel("_Z18ncclDevKernel_Fakey"));
+  cr_assert(acl_attr_is_nccl_kernel("_Z41ncclDevKernel_AllReduce_Sum_f32_RING_LL128P24ncclDevKernelArgs"));
+  cr_assert_not(acl_attr_is_nccl_kernel("_Z8gemm_ncclv"));
   cr_assert_not(acl_attr_is_nccl_kernel("nccl_fake"));
   cr_assert_not(acl_attr_is_nccl_kernel("sm90_xmma_gemm_f16f16"));
   cr_assert_not(acl_attr_is_nccl_kernel(NULL));

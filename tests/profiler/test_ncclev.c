@@ -2,6 +2,8 @@
  * KernelCh sequences as NCCL (or autoccl-sim) would report them. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -64,7 +66,7 @@ static acl_call_tag_t tag(int coll, uint64_t nbytes, uint64_t idx, int algo, int
   t.coll = (uint8_t)coll;
   t.nbytes = nbytes;
   t.call_idx = idx;
-  t.widx = (uint32_t)(coll * 100 + (nbytes & 0xff));
+  t.widx = (uint32_t)(coll * 100 + (nbytes >> 20));
   t.cand.algo = (int8_t)algo;
   t.cand.proto = (int8_t)proto;
   t.cand.nchannels = (int16_t)nch;

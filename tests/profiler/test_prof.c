@@ -2,6 +2,7 @@
  * back to NCCL events with a clear log line; sim feed overlap per rank. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,7 @@ static void sink(void *u, const acl_prof_sample_t *s)
 static void init(void)
 {
   acl_log_set_nccl(logger);
+  acl_log_set_level(ACL_LOG_INFO);
   logbuf[0] = 0;
   nsamples = 0;
 }
