@@ -28,6 +28,16 @@ __attribute__((format(printf, 2, 3))) static int fail(pctx_t *c, const char *fmt
 
 static const char *pfx(const pctx_t *c) { return c->path[0] ? c->path : "state"; }
 
+/* Server strings end up on a terminal: control bytes (escape sequences)
+ * become '?'. UTF-8 above 0x7f is left for the view to measure. */
+static void copy_clean(char *out, size_t len, const char *in)
+{
+  size_t i = 0;
+  for (; in[i] && i + 1 < len; i++)
+    out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? '?' : in[i];
+  out[i] = '\0';
+}
+
 /* Each getter: absent or null leaves the "unknown" default; wrong type fails. */
 static int get_str(pctx_t *c, json_t *o, const char *k, char *out, size_t len)
 {
@@ -37,7 +47,7 @@ static int get_str(pctx_t *c, json_t *o, const char *k, char *out, size_t len)
     return 0;
   if (!json_is_string(v))
     return fail(c, "%s.%s: expected a string or null", pfx(c), k);
-  snprintf(out, len, "%s", json_string_value(v));
+  copy_clean(out, len, json_string_value(v));
   return 0;
 }
 
@@ -155,7 +165,7 @@ static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
   json_t *comm = json_object_get(o, "comm");
   if (!json_is_string(comm))
     return fail(c, "%s.comm: expected a string", c->path);
-  snprintf(w->comm, sizeof(w->comm), "%s", json_string_value(comm));
+  copy_clean(w->comm, sizeof(w->comm), json_string_value(comm));
   if (get_int(c, o, "rank", &w->rank, -1) < 0 ||
       get_str(c, o, "collective", w->collective, sizeof(w->collective)) < 0 ||
       get_i64(c, o, "bytes", &w->bytes, 0) < 0 || get_int(c, o, "pipe_ops", &w->pipe_ops, 0) < 0 ||
@@ -183,7 +193,7 @@ static int parse_comm(pctx_t *c, json_t *o, acl_top_comm_t *m)
   json_t *id = json_object_get(o, "id");
   if (!json_is_string(id))
     return fail(c, "%s.id: expected a string", c->path);
-  snprintf(m->id, sizeof(m->id), "%s", json_string_value(id));
+  copy_clean(m->id, sizeof(m->id), json_string_value(id));
   if (get_str(c, o, "name", m->name, sizeof(m->name)) < 0 ||
       get_int(c, o, "rank", &m->rank, -1) < 0 || get_int(c, o, "nranks", &m->nranks, 0) < 0 ||
       get_int(c, o, "nnodes", &m->nnodes, 0) < 0 ||

@@ -171,3 +171,30 @@ Test(sse, crlf_split_exactly_between_cr_and_lf)
   cr_expect_str_eq(r.data[0], "a\nb");
   acl_top_sse_free(&p);
 }
+
+Test(sse, random_bytes_never_break_the_parser)
+{
+  rec_t r = {0};
+  acl_top_sse_t p;
+  acl_top_sse_init(&p, on_ev, &r);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  static const char *const tok[] = {"data: x", "\n", "\r", "\r\n", ": hb", "event: e",
+                                    "id: 1", "{\"a\":1}", "da", "ta:", "\xff", "retry: 9"};
+  char chunk[512];
+  for (int it = 0; it < 2000; it++) {
+    size_t len = 0;
+    for (int k = 0; k < 16; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const char *t = tok[(x >> 24) % 12];
+      memcpy(chunk + len, t, strlen(t));
+      len += strlen(t);
+    }
+    /* Feed it in two pieces split at a random point. */
+    size_t cut = (size_t)(x % (len + 1));
+    cr_assert_eq(acl_top_sse_feed(&p, chunk, cut), 0);
+    cr_assert_eq(acl_top_sse_feed(&p, chunk + cut, len - cut), 0);
+  }
+  cr_expect_gt(p.events, 0);
+  cr_expect_eq(p.events, (uint64_t)r.n);
+  acl_top_sse_free(&p);
+}

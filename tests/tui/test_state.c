@@ -210,3 +210,58 @@ Test(state, unknown_fields_are_ignored_and_long_strings_truncated)
   cr_expect_eq(strlen(m.comms[0].name), sizeof(m.comms[0].name) - 1);
   acl_top_model_clear(&m);
 }
+
+Test(state, control_characters_never_reach_the_terminal)
+{
+  const char *s = "{\"version\":1,\"communicators\":[{\"id\":\"0x1\",\"name\":\"a\\u001b[31mb\\n\"}],"
+                  "\"workloads\":[{\"comm\":\"0x1\",\"collective\":\"x\\u0007y\"}]}";
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(s, strlen(s), &m, err, sizeof(err)), 0, "%s", err);
+  cr_expect_str_eq(m.comms[0].name, "a?[31mb?");
+  cr_expect_str_eq(m.workloads[0].collective, "x?y");
+  acl_top_model_clear(&m);
+}
+
+/* Deterministic mutations of a valid document: the parser must either
+ * accept or reject each with a message, never crash or leak (run under ASan
+ * by the fuzzing pass; here it also guards the error paths). */
+Test(state, mutated_documents_are_accepted_or_rejected_cleanly)
+{
+  size_t n = strlen(doc_example);
+  char *buf = malloc(n + 1);
+  cr_assert_not_null(buf);
+  uint64_t x = 88172645463325252ull;
+  int ok = 0, rejected = 0;
+  for (int it = 0; it < 3000; it++) {
+    memcpy(buf, doc_example, n);
+    size_t len = n;
+    for (int k = 0; k < 1 + it % 4 && len > 0; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      size_t pos = (size_t)(x % len);
+      switch ((x >> 32) % 3) {
+      case 0: buf[pos] = (char)(x >> 40); break;            /* flip a byte */
+      case 1: len = pos; break;                             /* truncate */
+      default: buf[pos] = "{}[]\",:0n-e."[(x >> 40) % 12]; /* structural */
+      }
+    }
+    acl_top_model_t m;
+    acl_top_model_init(&m);
+    char err[256] = "";
+    int rc = acl_top_parse_state(buf, len, &m, err, sizeof(err));
+    if (rc == 0) {
+      ok++;
+      cr_assert_leq(m.nworkloads, ACL_TOP_MAX_WORKLOADS);
+    } else {
+      rejected++;
+      cr_assert_eq(rc, -1);
+      cr_assert_neq(err[0], '\0');
+      cr_assert_null(m.workloads);
+    }
+    acl_top_model_clear(&m);
+  }
+  free(buf);
+  cr_expect_gt(rejected, 100);
+  cr_expect_gt(ok, 0); /* some flips land in values and stay valid */
+}

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.request
 
-TOP, FIXTURE = sys.argv[1], sys.argv[2]
+TOP = FIXTURE = None  # set by main(), or by a test importing this module
 SOCK = "acltop%d" % os.getpid()
 ENV = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8")
 for k in ("NO_COLOR", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
@@ -35,14 +35,14 @@ def check(name, cond, detail=""):
 
 
 # ---- fixture servers -------------------------------------------------------
-def start_fixture(*args, port=0):
-    p = subprocess.Popen([sys.executable, FIXTURE, "--port", str(port), *args],
-                         stdout=subprocess.PIPE, env=ENV)
+def start_fixture(*args, port=0, cmd=None):
+    cmd = cmd or [sys.executable, FIXTURE]
+    p = subprocess.Popen([*cmd, "--port", str(port), *args], stdout=subprocess.PIPE, env=ENV)
     fixtures.append(p)
     r, _, _ = select.select([p.stdout], [], [], 10)
     if not r:
         raise SystemExit("fixture did not start")
-    port = int(p.stdout.readline())
+    port = int(p.stdout.readline().split()[-1])  # "N" or "PORT N"
     return p, port
 
 
@@ -419,6 +419,8 @@ def test_polling_and_no_color():
 
 
 def main():
+    global TOP, FIXTURE
+    TOP, FIXTURE = sys.argv[1], sys.argv[2]
     deadline = time.monotonic() + 240
     try:
         p, port = start_fixture()
