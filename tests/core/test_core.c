@@ -1,6 +1,7 @@
 /* core/: config parsing, tuning tables, string buffer, names and formulas. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
