@@ -164,6 +164,19 @@ static int robust_lock_init(pthread_mutex_t *m)
   return rc ? -1 : 0;
 }
 
+/* Drops the entries (and attached ranks) of processes that are gone. */
+static void prune_dead_locked(cons_hdr_t *h)
+{
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++) {
+    if (h->procs[i].pid == getpid() || proc_alive(h->procs[i].pid, h->procs[i].start_time))
+      h->procs[k++] = h->procs[i];
+    else
+      h->attached = h->attached >= h->procs[i].refs ? h->attached - h->procs[i].refs : 0;
+  }
+  h->nprocs = k;
+}
+
 /* A dead holder may have left a workload half-updated: such a workload is
  * disabled (NCCL default, published consistently to every rank). */
 static void recover_locked(cons_hdr_t *h)
@@ -178,15 +191,7 @@ static void recover_locked(cons_hdr_t *h)
       w->disabled = 1;
     }
   }
-  /* drop process entries whose processes are gone */
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++) {
-    if (proc_alive(h->procs[i].pid, h->procs[i].start_time))
-      h->procs[k++] = h->procs[i];
-    else if (h->attached >= h->procs[i].refs)
-      h->attached -= h->procs[i].refs;
-  }
-  h->nprocs = k;
+  prune_dead_locked(h);
   h->recoveries++;
 }
 
@@ -504,6 +509,7 @@ void cons_seg_detach(acl_cons_t *c)
   pthread_mutex_lock(&maps_mu);
   cons_hdr_t *h = m->hdr;
   if (lock_raw(h, c->timeout_ms) == 0) {
+    prune_dead_locked(h); /* a crashed rank must not keep the segment alive */
     proc_del_locked(h, getpid());
     if (h->attached > 0)
       h->attached--;

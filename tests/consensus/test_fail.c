@@ -339,7 +339,10 @@ Test(fail, stopped_rank_does_not_block, .timeout = 30)
   th_wait(pid, 5000);
   cr_assert_lt(dt, 5.0, "100000 calls took %.2f s with a stopped peer", dt);
   cr_assert(explored, "the search never left the baseline");
+  acl_cons_stats_t st;
+  acl_cons_stats(ca, &st);
   acl_cons_destroy(ca);
+  cr_assert_not(shm_exists(st.shm_name), "the killed rank kept %s alive", st.shm_name);
 }
 
 /* A published candidate this rank's cost table cannot run: a clear error. */
