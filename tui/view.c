@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "tui/view.h"
@@ -272,9 +273,14 @@ static void draw(acl_top_ui_t *u)
   }
   int y = draw_header(u, w);
   int footer = h - 1;
-  int pane_h = h >= 24 ? (h * 2) / 5 : 0;
-  if (pane_h > 18)
-    pane_h = 18;
+  /* The pane gets 40% of the screen, more when the table needs less. */
+  int pane_h = 0;
+  if (h >= 24) {
+    int spare = footer - y - (u->view.nrows + 1);
+    pane_h = (h * 2) / 5;
+    if (spare > pane_h)
+      pane_h = spare < (h * 3) / 5 ? spare : (h * 3) / 5;
+  }
   int table_h = footer - y - pane_h;
   draw_table(u, y, table_h, w);
   if (pane_h) {
@@ -352,8 +358,16 @@ int acl_top_ui_run(acl_top_net_t *net, const acl_top_opts_t *o, bool color)
   acl_top_view_free(&u.view); /* initialises the empty view */
   const char *cs = nl_langinfo(CODESET);
   acl_top_utf8 = cs && strcmp(cs, "UTF-8") == 0;
-  if (!initscr())
+  /* newterm, unlike initscr, returns NULL on an unknown TERM instead of
+   * exiting, and its screen can be freed. */
+  SCREEN *scr = newterm(NULL, stdout, stdin);
+  if (!scr) {
+    const char *term = getenv("TERM");
+    fprintf(stderr, "autoccl-top: cannot use terminal type '%s'; try --batch\n",
+            term ? term : "(unset)");
     return 1;
+  }
+  set_term(scr);
   set_escdelay(25);
   cbreak();
   noecho();
@@ -395,6 +409,7 @@ int acl_top_ui_run(acl_top_net_t *net, const acl_top_opts_t *o, bool color)
       u.quit = true;
   }
   endwin();
+  delscreen(scr);
   acl_top_view_free(&u.view);
   return 0;
 }
