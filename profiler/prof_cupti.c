@@ -29,6 +29,8 @@ void acl_cupti_kick(acl_cupti_t *c) { (void)c; }
 void acl_cupti_flush(acl_cupti_t *c) { (void)c; }
 bool acl_cupti_backed_off(const acl_cupti_t *c) { (void)c; return false; }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { (void)c; return 0; }
+void acl_cupti_set_active(acl_cupti_t *c, bool active) { (void)c, (void)active; }
+bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 
 #else
 
@@ -54,9 +56,7 @@ uint64_t acl_cupti_buffers(const acl_cupti_t *c) { (void)c; return 0; }
   X(cuptiActivityGetNextRecord, 1)                                                         \
   X(cuptiActivityGetNumDroppedRecords, 1)                                                  \
   X(cuptiActivityPushExternalCorrelationId, 1)                                             \
-  X(cuptiActivityPopExternalCorrelationId, 1)                                              \
-  X(cuptiActivityEnableDriverApi, 0)                                                       \
-  X(cuptiActivityEnableRuntimeApi, 0)
+  X(cuptiActivityPopExternalCorrelationId, 1)
 
 static struct {
   void *lib;
@@ -87,7 +87,8 @@ struct acl_cupti {
   atomic_bool idle;
   atomic_ulong buffers;
   _Atomic uint64_t last_buffer_ns;
-  bool driver_all, runtime_all; /* whole API kinds enabled (fallback) */
+  bool driver_all, runtime_all; /* API kinds enabled (external correlation needs them) */
+  atomic_bool suspended;        /* kinds off while the tuner needs no samples */
   pthread_t thr;
   bool thr_ok;
   pthread_mutex_t mu;
@@ -95,29 +96,6 @@ struct acl_cupti {
   pthread_mutex_t bmu; /* recycled buffers */
   uint8_t *bufs[BUF_KEEP];
   int nbufs;
-};
-
-static const uint32_t drv_launch[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-};
-static const uint32_t rt_launch[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
 };
 
 static uint64_t mono_ns(void)
@@ -273,19 +251,6 @@ static void *flush_main(void *arg)
       break;
     }
     c->batch(c->u, false);
-    /* Safety net: external-correlation records need API records; if the
-     * launch-only selection yields none while NCCL kernels arrive, record
-     * all driver and runtime API calls instead (costs more, still works). */
-    if (!c->driver_all && !c->runtime_all) {
-      acl_attr_stats_t as;
-      acl_attr_stats(c->attr, &as);
-      if (as.nccl_records >= 16 && as.extcorr == 0) {
-        c->driver_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
-        c->runtime_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
-        acl_warn("profiler: no external-correlation records with launch-only API records; "
-                 "now recording all driver/runtime API calls");
-      }
-    }
     /* Buffers stopped coming for a minute while calls wait: someone else
      * took CUPTI's activity callbacks. */
     uint64_t last = atomic_load(&c->last_buffer_ns), now = mono_ns();
@@ -304,30 +269,26 @@ static void *flush_main(void *arg)
   return NULL;
 }
 
+/* External correlation needs API records. Measured on an H200 (CUDA 13.0,
+ * driver 580): selecting only the launch calls (cuptiActivityEnable*Api per
+ * callback id) yields no external-correlation records at all, so whole
+ * DRIVER and RUNTIME kinds are enabled; their records are skipped on parse. */
 static void enable_launch_records(acl_cupti_t *c, bool on)
 {
-  bool drv_ok = cu.cuptiActivityEnableDriverApi != NULL;
-  bool rt_ok = cu.cuptiActivityEnableRuntimeApi != NULL;
   if (on) {
-    for (size_t i = 0; drv_ok && i < sizeof(drv_launch) / sizeof(drv_launch[0]); i++)
-      drv_ok = cu.cuptiActivityEnableDriverApi(drv_launch[i], 1) == CUPTI_SUCCESS;
-    for (size_t i = 0; rt_ok && i < sizeof(rt_launch) / sizeof(rt_launch[0]); i++)
-      rt_ok = cu.cuptiActivityEnableRuntimeApi(rt_launch[i], 1) == CUPTI_SUCCESS;
-    c->driver_all = !drv_ok && cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
-    c->runtime_all = !rt_ok && cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
-    acl_info("profiler: CUPTI launch API records: driver %s, runtime %s",
-             drv_ok ? "launch calls only" : c->driver_all ? "all calls" : "none",
-             rt_ok ? "launch calls only" : c->runtime_all ? "all calls" : "none");
+    c->driver_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
+    c->runtime_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
+    if (!c->driver_all || !c->runtime_all)
+      acl_warn("profiler: CUPTI API records: driver %s, runtime %s; kernels launched "
+               "without them cannot be attributed",
+               c->driver_all ? "on" : "unavailable", c->runtime_all ? "on" : "unavailable");
     return;
   }
-  for (size_t i = 0; drv_ok && i < sizeof(drv_launch) / sizeof(drv_launch[0]); i++)
-    cu.cuptiActivityEnableDriverApi(drv_launch[i], 0);
-  for (size_t i = 0; rt_ok && i < sizeof(rt_launch) / sizeof(rt_launch[0]); i++)
-    cu.cuptiActivityEnableRuntimeApi(rt_launch[i], 0);
   if (c->driver_all)
     cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (c->runtime_all)
     cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  c->driver_all = c->runtime_all = false;
 }
 
 static void CUPTIAPI probe_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
@@ -472,6 +433,12 @@ void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
 {
   if (!c || atomic_load(&c->backed_off))
     return;
+  if (atomic_load(&c->suspended)) {
+    if (tls.pushed)
+      cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+    tls.pushed = false;
+    return;
+  }
   /* Keep the id pushed until this thread's next tag: NCCL launches in
    * ncclGroupEnd, after getCollInfo returned. */
   if (tls.pushed)
@@ -499,5 +466,26 @@ void acl_cupti_flush(acl_cupti_t *c)
 
 bool acl_cupti_backed_off(const acl_cupti_t *c) { return c && atomic_load(&c->backed_off); }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { return c ? atomic_load(&c->buffers) : 0; }
+
+void acl_cupti_set_active(acl_cupti_t *c, bool active)
+{
+  if (!c || atomic_load(&c->backed_off))
+    return;
+  pthread_mutex_lock(&g_mu);
+  if (active && atomic_load(&c->suspended)) {
+    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    enable_launch_records(c, true);
+    atomic_store(&c->suspended, false);
+  } else if (!active && !atomic_load(&c->suspended)) {
+    atomic_store(&c->suspended, true);
+    enable_launch_records(c, false);
+    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+bool acl_cupti_suspended(const acl_cupti_t *c) { return c && atomic_load(&c->suspended); }
 
 #endif

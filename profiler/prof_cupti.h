@@ -35,6 +35,9 @@ int acl_cupti_thread_slot(acl_cupti_t *c);
 void acl_cupti_kick(acl_cupti_t *c); /* wake the flush thread */
 void acl_cupti_flush(acl_cupti_t *c); /* flush + final process, synchronous */
 bool acl_cupti_backed_off(const acl_cupti_t *c);
+/* Off: all our activity kinds disabled (no tracing cost); on: re-enabled. */
+void acl_cupti_set_active(acl_cupti_t *c, bool active);
+bool acl_cupti_suspended(const acl_cupti_t *c);
 uint64_t acl_cupti_buffers(const acl_cupti_t *c);
 
 #endif

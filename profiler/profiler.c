@@ -268,7 +268,14 @@ void acl_prof_destroy(acl_prof_t *p)
 
 static bool cupti_live(const acl_prof_t *p)
 {
-  return atomic_load(&p->source) == SRC_CUPTI && p->cupti && !acl_cupti_backed_off(p->cupti);
+  return atomic_load(&p->source) == SRC_CUPTI && p->cupti && !acl_cupti_backed_off(p->cupti) &&
+         !acl_cupti_suspended(p->cupti);
+}
+
+void acl_prof_set_active(acl_prof_t *p, bool active)
+{
+  if (p && atomic_load(&p->source) == SRC_CUPTI)
+    acl_cupti_set_active(p->cupti, active);
 }
 
 void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
@@ -306,7 +313,9 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
     return;
   uint64_t now = mono_ns();
-  if (cupti_live(p)) {
+  if (atomic_load(&p->source) == SRC_CUPTI && p->cupti && acl_cupti_suspended(p->cupti)) {
+    acl_cupti_push(p->cupti, 0); /* pops a stale id of ours */
+  } else if (cupti_live(p)) {
     int slot = acl_cupti_thread_slot(p->cupti);
     if (slot >= 0) {
       uint64_t ext = acl_attr_tag(p->attr, (unsigned)slot, tag, r, now);
@@ -374,7 +383,7 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
   }
   acl_prof_t *mp = (acl_prof_t *)p; /* locks only */
   int src = atomic_load(&p->source);
-  if (src == SRC_CUPTI && !cupti_live(p))
+  if (src == SRC_CUPTI && p->cupti && acl_cupti_backed_off(p->cupti))
     src = SRC_NCCL;
   snprintf(out->source, sizeof(out->source), "%s", src_names[src]);
   out->cupti_available = p->cupti_available;

@@ -80,6 +80,12 @@ typedef struct acl_prof_opts {
 acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
                                const acl_prof_opts_t *opts);
 
+/* CUPTI tracing costs CPU time per CUDA API call (docs/benchmarks-profiler.md):
+ * the plugin turns it off while no workload needs samples (all converged)
+ * and back on when one explores again. While off, KernelCh events (when the
+ * plugin refreshes its event mask from acl_prof_nccl_mask) are the source. */
+void acl_prof_set_active(acl_prof_t *p, bool active);
+
 /* nccl-tests' formulas; 0 when the duration is not positive. */
 double acl_prof_algbw(const acl_prof_sample_t *s);
 double acl_prof_busbw(const acl_prof_sample_t *s, int nranks);

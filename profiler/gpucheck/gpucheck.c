@@ -374,6 +374,10 @@ static int single_gpu(void)
                     loop(p, pr, s1, L, 20, 0));
   double w1 = min3(loop(p, pr, s1, L, 1, 0), loop(p, pr, s1, L, 1, 0), loop(p, pr, s1, L, 1, 0));
   /* the all-collective loop's own baseline comes after destroy (below) */
+  acl_prof_set_active(p, false); /* all converged: CUPTI tracing off */
+  double wsus = min3(loop(p, pr, s1, L, 20, 0), loop(p, pr, s1, L, 20, 0),
+                     loop(p, pr, s1, L, 20, 0));
+  acl_prof_set_active(p, true);
   acl_prof_flush(p);
   acl_prof_rank_detach(p, pr);
   acl_prof_destroy(p);
@@ -385,6 +389,8 @@ static int single_gpu(void)
   printf("RESULT loop_launches %d kernel_us 3\n", L);
   printf("RESULT loop_1_in_20_base_s %.6f (before %.6f after %.6f)\n", base, b1, b2);
   printf("RESULT loop_1_in_20_profiled_s %.6f overhead_pct %.2f\n", w20, (w20 / base - 1) * 100);
+  printf("RESULT loop_1_in_20_suspended_s %.6f overhead_pct %.2f\n", wsus,
+         (wsus / base - 1) * 100);
   printf("RESULT loop_all_colls_base_s %.6f profiled_s %.6f overhead_pct %.2f\n", base1, w1,
          (w1 / base1 - 1) * 100);
   check("overhead_1_in_20_le_2pct", w20 / base - 1 <= 0.02, "%.2f%%", (w20 / base - 1) * 100);
