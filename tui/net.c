@@ -294,6 +294,10 @@ bool acl_top_net_step(acl_top_net_t *n, int timeout_ms, int fd)
       changed = changed || s->conn == ACL_TOP_CONN_UP || before != s->conn;
     } else if (h == s->stream) {
       bool was_ok = s->stream_ok;
+      long code = 0;
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+      if (!was_ok && code != 0) /* an HTTP answer, but not a stream (even empty) */
+        s->stream_refused = true;
       stop_handle(n, &s->stream);
       s->stream_ok = false;
       double wait = s->sse.retry_ms > 0 ? s->sse.retry_ms / 1000.0 : n->delay;
