@@ -122,7 +122,10 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
     snprintf(r->name, sizeof(r->name), "%s", comm_name && *comm_name ? comm_name : "");
     tls_pending = r;
   }
-  *mask = r && acl_proc.cfg.mode != ACL_MODE_OFF ? acl_prof_nccl_mask(acl_proc.prof) : 0;
+  /* NCCL never asks the tuner about a one-rank communicator: no events
+   * either, so such communicators cost nothing. */
+  *mask = r && nranks > 1 && acl_proc.cfg.mode != ACL_MODE_OFF ? acl_prof_nccl_mask(acl_proc.prof)
+                                                                : 0;
   pthread_mutex_unlock(&acl_proc.lock);
   return r;
 }
