@@ -1,0 +1,23 @@
+# Headless Chromium loads the dashboard from the fixture (tests/web/
+# cdp_dashboard.py drives it over DevTools): rows, trajectory, live SSE
+# updates, selection, screenshots under the build dir, disconnect banner.
+source "$(dirname "$0")/lib.sh"
+need chromium chromium
+start_fixture --interval-ms 200
+PROFILE="$TMP/chromium-profile"
+mkdir -p "$PROFILE"
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --disable-dev-shm-usage --user-data-dir="$PROFILE" --remote-debugging-port=0 \
+  --remote-allow-origins='*' about:blank >"$TMP/chromium.log" 2>&1 &
+CHR=$!; PIDS+=("$CHR")
+rc=0
+timeout 120 python3 "$HERE/cdp_dashboard.py" "$PROFILE" "$BASE/" "$FIX_PID" "$OUT_DIR" || rc=$?
+kill -TERM "$CHR" 2>/dev/null || true
+for i in $(seq 1 50); do kill -0 "$CHR" 2>/dev/null || break; sleep 0.1; done
+[ "$rc" -eq 0 ] || { tail -20 "$TMP/chromium.log" >&2; fail "dashboard checks (rc=$rc)"; }
+# cdp_dashboard.py sent SIGTERM to the fixture: it must have exited cleanly.
+for i in $(seq 1 50); do kill -0 "$FIX_PID" 2>/dev/null || break; sleep 0.1; done
+frc=0; wait "$FIX_PID" || frc=$?
+[ "$frc" -eq 0 ] || fail "fixture exit status $frc"
+echo "chromium: all checks passed; screenshots in $OUT_DIR"
