@@ -19,7 +19,7 @@ SOCK = "acltop%d" % os.getpid()
 ENV = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8")
 for k in ("NO_COLOR", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
     ENV.pop(k, None)
-COLW = [12, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9]
+COLW = [16, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9]
 COLS = ["COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE", "BEST",
         "SPEEDUP", "OVERLAP", "BUSBW", "CALLS"]
 failures = []
