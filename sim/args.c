@@ -54,6 +54,8 @@ void acl_sim_usage(FILE *f)
       "  --slowdown X           wall seconds per simulated second with --realtime (default 1)\n"
       "  --step-compute-ms MS   simulated compute per training step (default 100)\n"
       "  --hang-timeout S       no call made for S seconds = hang: kill and fail (default 20)\n"
+      "  --max-lag CALLS        how far a rank may run ahead of the slowest one (collectives\n"
+      "                         synchronise; default 128, 1..100000)\n"
       "  --port P               AUTOCCL_HTTP_PORT for the rank processes: process i of a\n"
       "                         host serves P+i (hosts after the first: further up)\n"
       "  --json                 print the report as one JSON object on the last stdout line\n"
@@ -123,7 +125,7 @@ static bool find_plugin(char *out, size_t len)
 enum {
   OPT_RANKS = 256, OPT_HOSTS, OPT_COORD, OPT_COMMS, OPT_TPP, OPT_GROUP, OPT_PLUGIN,
   OPT_WORKLOAD, OPT_LAND, OPT_NOISE, OPT_INTERF, OPT_JITTER, OPT_SEED, OPT_DURATION,
-  OPT_STEPS, OPT_REALTIME, OPT_SLOWDOWN, OPT_COMPUTE, OPT_HANG, OPT_PORT, OPT_JSON,
+  OPT_STEPS, OPT_LAG, OPT_REALTIME, OPT_SLOWDOWN, OPT_COMPUTE, OPT_HANG, OPT_PORT, OPT_JSON,
 };
 
 static const struct option longopts[] = {
@@ -142,6 +144,7 @@ static const struct option longopts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"duration", required_argument, NULL, OPT_DURATION},
     {"steps", required_argument, NULL, OPT_STEPS},
+    {"max-lag", required_argument, NULL, OPT_LAG},
     {"realtime", no_argument, NULL, OPT_REALTIME},
     {"slowdown", required_argument, NULL, OPT_SLOWDOWN},
     {"step-compute-ms", required_argument, NULL, OPT_COMPUTE},
@@ -177,6 +180,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
   o->slowdown = 1.0;
   o->step_compute_s = 0.100;
   o->hang_timeout_s = 20;
+  o->max_lag = 128;
   o->seed = 1;
   bool have_duration = false, have_steps = false;
   long l;
@@ -267,6 +271,11 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
         BAD("--steps '%s': expected a positive integer", optarg);
       o->steps = (uint64_t)l;
       have_steps = true;
+      break;
+    case OPT_LAG:
+      if (!inum(optarg, 1, 100000, &l))
+        BAD("--max-lag '%s': expected calls 1..100000", optarg);
+      o->max_lag = (uint64_t)l;
       break;
     case OPT_REALTIME: o->realtime = true; break;
     case OPT_SLOWDOWN:

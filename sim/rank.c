@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +238,7 @@ static void log_call(rank_drv_t *d)
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s",
              d->rank, strerror(errno));
-  d->slot->calls++;
+  atomic_fetch_add(&d->slot->calls, 1);
 }
 
 /* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
@@ -270,6 +271,12 @@ static int channels_used(rank_drv_t *d, const acl_sim_call_t *call)
   return n < 1 ? 1 : n > 255 ? 255 : n;
 }
 
+/* The spellings NCCL puts in profiler descriptors (ncclAlgoStr/ncclProtoStr),
+ * not autoccl's upper-case names. */
+static const char *const nccl_algo_str[ACL_NUM_ALGO] = {
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+static const char *const nccl_proto_str[ACL_NUM_PROTO] = {"LL", "LL128", "Simple"};
+
 static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
                         uint64_t dur_ns)
 {
@@ -290,11 +297,11 @@ static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t star
     e.coll.func = acl_coll_name(call->coll);
     e.coll.count = acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks,
                                             ACL_SIM_DTYPE_BYTES);
-    e.coll.datatype = "float";
+    e.coll.datatype = "ncclFloat32"; /* ncclDatatypeToString spelling */
     e.coll.nChannels = (uint8_t)nch;
     e.coll.nWarps = 16;
-    e.coll.algo = acl_algo_name(d->ran.algo);
-    e.coll.proto = acl_proto_name(d->ran.proto);
+    e.coll.algo = nccl_algo_str[d->ran.algo];
+    e.coll.proto = nccl_proto_str[d->ran.proto];
     if ((rc = pf->startEvent(cr->pctx, &coll_h, &e)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "startEvent(Coll)", rc);
     /* NCCL stops the Coll event at launch, before the proxy reports the
@@ -366,6 +373,28 @@ static bool commit_step(rank_drv_t *ds, int n, uint64_t step)
   return step < stop;
 }
 
+/* Collectives synchronise: a rank cannot get further ahead of the slowest
+ * rank than what stays queued on its GPU (and training syncs every step).
+ * Waits until every rank has completed call `g - max_lag`. */
+static void lag_window(const rank_drv_t *d, uint64_t g)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  if (g < o->max_lag)
+    return;
+  uint64_t need = g - o->max_lag;
+  for (int spins = 0;; spins++) {
+    bool ok = true;
+    for (int r = 0; r < o->nranks && ok; r++)
+      ok = atomic_load(&d->w->ctl->rank[r].calls) >= need;
+    if (ok)
+      return;
+    if (spins < 64)
+      sched_yield();
+    else
+      sleep_s(20e-6);
+  }
+}
+
 static void jitter(rank_drv_t *d)
 {
   double us = d->w->o->host_jitter_us;
@@ -396,6 +425,7 @@ static void drive(rank_drv_t *ds, int n)
       publish_overlap(&ds[i], level);
     for (size_t k = 0; k < w->step->ncalls; k++) {
       const acl_sim_call_t *call = &w->step->calls[k];
+      lag_window(&ds[0], step * w->step->ncalls + k);
       jitter(&ds[0]);
       /* NCCL group semantics: every rank's getCollInfo, then the launches. */
       for (int i = 0; i < n; i++)

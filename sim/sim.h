@@ -44,6 +44,7 @@ typedef struct acl_sim_opts {
   double slowdown;         /* --realtime: wall seconds per simulated second */
   double step_compute_s;   /* simulated compute per training step */
   double hang_timeout_s;   /* no progress for this long = hang */
+  uint64_t max_lag;        /* calls a rank may run ahead of the slowest */
   uint64_t seed;
   bool verbose, quiet, json;
   char plugin[1024];
@@ -59,7 +60,7 @@ typedef struct acl_sim_rank_slot {
   _Atomic uint64_t progress; /* step this rank has committed to */
   _Atomic uint32_t state;    /* 0 init, 1 running, 2 finished steps, 3 done, 4 failed */
   uint32_t pad;
-  uint64_t calls;
+  _Atomic uint64_t calls; /* calls completed (the lag window reads it) */
   uint64_t plugin_errors;
   uint64_t steps_done;
   double gci_seconds; /* wall time inside getCollInfo */

@@ -106,14 +106,15 @@ static ncclResult_t p_start(void *ctx, void **h, ncclProfilerEventDescr_v5_t *d)
   if (d->type == ncclProfileColl) {
     static const char *const names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                         "AllReduce"};
-    static const char *const algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                        "NVLS", "NVLS_TREE", "PAT"};
-    static const char *const protos[] = {"LL", "LL128", "SIMPLE"};
+    /* NCCL's own spellings (ncclAlgoStr, ncclProtoStr). */
+    static const char *const algos[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
+                                        "NVLS", "NVLSTree", "PAT"};
+    static const char *const protos[] = {"LL", "LL128", "Simple"};
     int f = -1;
     for (int i = 0; i < 5; i++)
       if (d->coll.func && !strcmp(d->coll.func, names[i]))
         f = i;
-    if (f < 0 || !d->coll.datatype || strcmp(d->coll.datatype, "float") || d->coll.count == 0 ||
+    if (f < 0 || !d->coll.datatype || strcmp(d->coll.datatype, "ncclFloat32") || d->coll.count == 0 ||
         d->coll.nChannels < 1 || !d->coll.algo || !d->coll.proto)
       VIOLATION(p->violations, p->log, "bad Coll descriptor");
     else if (p->exp_algo >= 0 && (strcmp(d->coll.algo, algos[p->exp_algo]) ||

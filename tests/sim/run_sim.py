@@ -6,6 +6,8 @@ checks:
   --exit N            expected exit status (default 0)
   --converged         every workload's state is "converged"
   --min-speedup X     every workload's speedup >= X
+  --min-tuned N       at least N workloads whose decision changed during the run
+                      (the plugin really tuned: it got samples and explored)
   --divergent-min N   divergent_decisions >= N (default: must be 0 unless --exit 1)
   --errors-min N      plugin_errors >= N
   --fake-out FILE     the fake plugin's summary file: no violations, Coll events
@@ -38,6 +40,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
+    min_tuned = None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -57,6 +60,8 @@ def main(argv):
             err_min = int(v)
         elif o == "--fake-out":
             fake_out = v
+        elif o == "--min-tuned":
+            min_tuned = int(v)
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -126,6 +131,13 @@ def main(argv):
             fail(desc + ": speedup %s < %s" % (w["speedup"], min_speedup), out, err)
         if w["final_over_oracle"] is not None and w["final_over_oracle"] > 1.0 + 1e-9:
             fail(desc + ": better than the oracle (%s)" % w["final_over_oracle"], out, err)
+    if min_tuned is not None:
+        tuned = [w for w in rep["workloads"] if w["decision_changes"] > 0]
+        if len(tuned) < min_tuned:
+            fail("%d workloads changed their decision, expected >= %d: the plugin did not tune "
+                 "(no samples?)" % (len(tuned), min_tuned), out, err)
+        best = max(w["speedup"] for w in rep["workloads"])
+        print("tuned workloads: %d, best speedup %.3f" % (len(tuned), best))
     if fake_out:
         try:
             with open(fake_out) as f:
