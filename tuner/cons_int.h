@@ -65,6 +65,15 @@ typedef struct cons_wl {
   _Atomic uint64_t nblocks;
   uint64_t next_call; /* first call not covered by a block */
   uint64_t samples_fed, samples_dropped;
+  /* Starvation back-off: the search repeating a candidate it has no new
+   * samples for gets ever longer blocks, so ranks far ahead of the samples
+   * cannot run the block ring out. */
+  uint64_t fed_at_last_block;
+  uint32_t last_len;
+  uint16_t last_cand;
+  uint16_t pad2;
+  uint32_t nblocks_search; /* blocks the search decided (not warm-up) */
+  uint32_t pad3;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];

@@ -157,6 +157,9 @@ static cons_wl_t *wl_find(cons_hdr_t *h, const acl_wkey_t *key, uint32_t *widx)
 /* The next block of w: the search's choice, or NCCL's while some rank of the
  * communicator has not reported its valid set yet, or for good once a dead
  * lock holder left w half-updated. */
+/* Longest block the starvation back-off makes: 512 ring entries x 1024 calls of slack for a lagging rank. */
+#define CONS_STARVE_MAX_LEN 1024u
+
 static void step_locked(cons_hdr_t *h, cons_wl_t *w)
 {
   cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
@@ -181,6 +184,13 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
       b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.len = len ? len : 1;
     b.phase = (uint8_t)acl_search_phase(&w->search);
+    if (w->nblocks_search > 0 && b.cand_id == w->last_cand &&
+        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len)
+      b.len = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+    w->nblocks_search++;
+    w->last_cand = b.cand_id;
+    w->last_len = b.len;
+    w->fed_at_last_block = w->samples_fed;
   }
   ring_publish(w, &b);
   w->dirty = 0;
