@@ -37,14 +37,16 @@ static void usage(FILE *f, const char *prog)
 {
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
-          "          [--calls C] [--h200-reps R] [--worst N]\n"
+          "          [--calls C] [--h200-reps R] [--worst N] [--no-hint] [--csv FILE]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
           "  --noise R       relative noise sd, 0..0.5 (default 0.10)\n"
           "  --calls C       calls per run, 100..100000 (default 1000)\n"
           "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n"
-          "  --worst N       also list the N worst runs (default 0)\n",
+          "  --worst N       also list the N worst runs (default 0)\n"
+          "  --no-hint       do not tell the search NCCL's channel count\n"
+          "  --csv FILE      write one row per run to FILE\n",
           prog);
 }
 
@@ -68,6 +70,10 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->json = true;
       continue;
     }
+    if (strcmp(a, "--no-hint") == 0) {
+      o->no_hint = true;
+      continue;
+    }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout, prog);
       return 1;
@@ -88,6 +94,8 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->worst = (int)n;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
       o->h200_reps = (int)n;
+    } else if (strcmp(a, "--csv") == 0 && v[0]) {
+      o->csv = v;
     } else if (strcmp(a, "--seed") == 0) {
       char *end;
       errno = 0;
@@ -136,6 +144,11 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   acl_land_cost_table(l, coll, nbytes, nranks, cost);
   acl_search_init(s, &p, &key, cost);
   acl_search_restrict(s, cost);
+  acl_candidate_t d;
+  acl_land_nccl_default(l, coll, nbytes, nranks, &d);
+  /* What the profiler's Coll events report for NCCL's own choice. */
+  if (!o->no_hint)
+    acl_search_hint_channels(s, d.nchannels);
 
   memset(r, 0, sizeof *r);
   r->coll = (uint8_t)coll;
@@ -182,6 +195,9 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   r->converged = rep.phase == ACL_PHASE_CONVERGED;
   r->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : rep.best;
   r->calls_to_converge = (uint32_t)rep.calls_to_converge;
+  r->calls_to_final = (uint32_t)rep.calls_to_decision;
+  r->calls_to_verdict = (uint32_t)rep.calls_to_verdict;
+  r->validating = rep.validating;
   r->cands_evaluated = rep.candidates_evaluated;
   r->retunes = rep.retunes;
   double t_final = acl_land_time(l, coll, nbytes, nranks, &r->final, interf);

@@ -13,6 +13,7 @@ typedef struct acl_bench_run {
   uint8_t coll;
   uint8_t synthetic;
   uint8_t converged;
+  uint8_t validating;         /* background validation still open at the end */
   uint8_t nranks;
   uint64_t nbytes;
   double interference;
@@ -23,6 +24,8 @@ typedef struct acl_bench_run {
   uint32_t calls_to_converge;
   uint32_t cands_evaluated;
   uint32_t retunes;
+  uint32_t calls_to_final;    /* call at which the final decision was adopted */
+  uint32_t calls_to_verdict;  /* call at which background validation ended, 0 = open */
   acl_candidate_t final, oracle, deflt;
 } acl_bench_run_t;
 
@@ -35,12 +38,16 @@ typedef struct acl_bench_opts {
   int calls;           /* calls per run (overhead window) */
   int h200_reps;       /* noise seeds per H200 workload */
   int worst;           /* list this many worst runs (table mode) */
+  const char *csv;     /* per-run rows written here (analysis), NULL = none */
+  bool no_hint;        /* do not tell the search NCCL's channel count */
 } acl_bench_opts_t;
 
 typedef struct acl_bench_summary {
   size_t n;
   double foo_median, foo_p5, foo_min;   /* final / oracle */
   double calls_median, calls_p95, calls_max;
+  double final_calls_median, final_calls_p95; /* calls until the final decision */
+  size_t validating;                    /* runs whose validation is still open */
   double overhead_mean, overhead_median, overhead_p95;
   double fob_min, fob_median;           /* final / baseline */
   double oob_median;                    /* oracle / baseline: headroom */

@@ -38,8 +38,8 @@ void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summar
   if (n == 0)
     return;
   double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
-  double *d = malloc(n * sizeof *d), *e = malloc(n * sizeof *e);
-  if (!a || !b || !c || !d || !e)
+  double *d = malloc(n * sizeof *d), *e = malloc(n * sizeof *e), *f = malloc(n * sizeof *f);
+  if (!a || !b || !c || !d || !e || !f)
     goto out;
   double ov_sum = 0.0, rt = 0.0;
   for (size_t i = 0; i < n; i++) {
@@ -48,6 +48,8 @@ void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summar
     c[i] = runs[i].overhead;
     d[i] = runs[i].final_over_baseline;
     e[i] = runs[i].oracle_over_baseline;
+    f[i] = runs[i].calls_to_final;
+    s->validating += runs[i].validating;
     ov_sum += runs[i].overhead;
     rt += runs[i].retunes;
     s->not_converged += !runs[i].converged;
@@ -58,6 +60,9 @@ void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summar
   qsort(c, n, sizeof *c, cmp_d);
   qsort(d, n, sizeof *d, cmp_d);
   qsort(e, n, sizeof *e, cmp_d);
+  qsort(f, n, sizeof *f, cmp_d);
+  s->final_calls_median = pct(f, n, 0.5);
+  s->final_calls_p95 = pct(f, n, 0.95);
   s->foo_median = pct(a, n, 0.5);
   s->foo_p5 = pct(a, n, 0.05);
   s->foo_min = a[0];
@@ -77,14 +82,17 @@ out:
   free(c);
   free(d);
   free(e);
+  free(f);
 }
 
 static void print_row(const char *name, const acl_bench_summary_t *s)
 {
-  printf("%-10s %7zu %7.4f %7.4f %7.4f %6.0f %6.0f %6.0f %7.2f%% %7.2f%% %7.4f %7.4f %7.4f %5zu\n",
+  printf("%-10s %7zu %7.4f %7.4f %7.4f %6.0f %6.0f %6.0f %7.2f%% %7.2f%% %7.4f %7.4f %7.4f %5zu"
+         " %6.0f %6.0f %5zu\n",
          name, s->n, s->foo_median, s->foo_p5, s->foo_min, s->calls_median, s->calls_p95,
          s->calls_max, 100.0 * s->overhead_mean, 100.0 * s->overhead_p95, s->fob_min,
-         s->fob_median, s->oob_median, s->below_baseline);
+         s->fob_median, s->oob_median, s->below_baseline, s->final_calls_median,
+         s->final_calls_p95, s->validating);
 }
 
 static void json_obj(const char *name, const acl_bench_summary_t *s)
@@ -94,10 +102,13 @@ static void json_obj(const char *name, const acl_bench_summary_t *s)
          "\"calls_to_converge_p95\":%.1f,\"exploration_overhead\":%.5f,"
          "\"exploration_overhead_p95\":%.5f,\"final_over_baseline_min\":%.5f,"
          "\"final_over_baseline_median\":%.5f,\"oracle_over_baseline_median\":%.5f,"
-         "\"below_baseline_runs\":%zu,\"not_converged\":%zu}",
+         "\"below_baseline_runs\":%zu,\"not_converged\":%zu,"
+         "\"calls_to_final_decision_median\":%.1f,\"calls_to_final_decision_p95\":%.1f,"
+         "\"validation_open\":%zu}",
          name, s->n, s->foo_median, s->foo_p5, s->foo_min, s->calls_median, s->calls_p95,
          s->overhead_mean, s->overhead_p95, s->fob_min, s->fob_median, s->oob_median,
-         s->below_baseline, s->not_converged);
+         s->below_baseline, s->not_converged, s->final_calls_median, s->final_calls_p95,
+         s->validating);
 }
 
 /* Per (collective, size) view of the H200 runs without interference. */
@@ -167,6 +178,32 @@ static void print_worst(const acl_bench_run_t *runs, size_t n, int k, bool by_ba
   free(v);
 }
 
+static void write_csv(const char *path, const acl_bench_run_t *h200, size_t nh,
+                      const acl_bench_run_t *syn, size_t ns)
+{
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "tunerbench: cannot write '%s'\n", path);
+    return;
+  }
+  fprintf(f, "kind,coll,bytes,nranks,interference,default,final,oracle,final_over_oracle,"
+             "final_over_baseline,oracle_over_baseline,overhead,calls,calls_to_final,"
+             "calls_to_verdict,cands,retunes,validating\n");
+  for (size_t i = 0; i < nh + ns; i++) {
+    const acl_bench_run_t *r = i < nh ? &h200[i] : &syn[i - nh];
+    char d[40], fi[40], o[40];
+    fprintf(f, "%s,%s,%llu,%u,%.4f,%s,%s,%s,%.5f,%.5f,%.5f,%.5f,%u,%u,%u,%u,%u,%u\n",
+            r->synthetic ? "syn" : "h200", acl_coll_name(r->coll), (unsigned long long)r->nbytes,
+            r->nranks, r->interference, acl_candidate_str(&r->deflt, d, sizeof d),
+            acl_candidate_str(&r->final, fi, sizeof fi), acl_candidate_str(&r->oracle, o, sizeof o),
+            r->final_over_oracle, r->final_over_baseline, r->oracle_over_baseline, r->overhead,
+            r->calls_to_converge, r->calls_to_final, r->calls_to_verdict, r->cands_evaluated,
+            r->retunes, r->validating);
+  }
+  if (fclose(f) != 0)
+    fprintf(stderr, "tunerbench: error writing '%s'\n", path);
+}
+
 bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,
                      const acl_bench_run_t *syn, size_t ns, double seconds)
 {
@@ -182,6 +219,8 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
   memcpy(all + nh, syn, ns * sizeof *all);
   acl_bench_summarize(all, nh + ns, &sa);
   free(all);
+  if (o->csv)
+    write_csv(o->csv, h200, nh, syn, ns);
   bool met = sa.foo_median >= T_FOO_MEDIAN && sa.foo_p5 >= T_FOO_P5 &&
              sa.calls_median <= T_CALLS_MEDIAN && sa.overhead_mean <= T_OVERHEAD &&
              sa.fob_min >= T_FOB_MIN;
@@ -204,15 +243,17 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
          "%d samples/cand, noise %.0f%%, %d calls/run, %.1f s\n\n",
          o->landscapes, o->h200_reps, (unsigned long long)o->seed, o->samples,
          100.0 * o->noise, o->calls, seconds);
-  printf("%-10s %7s %7s %7s %7s %6s %6s %6s %8s %8s %7s %7s %7s %5s\n", "landscape", "runs",
-         "f/o med", "f/o p5", "f/o min", "calls", "c p95", "c max", "ovh mean", "ovh p95",
-         "f/b min", "f/b med", "o/b med", "<0.99");
+  printf("%-10s %7s %7s %7s %7s %6s %6s %6s %8s %8s %7s %7s %7s %5s %6s %6s %5s\n", "landscape",
+         "runs", "f/o med", "f/o p5", "f/o min", "calls", "c p95", "c max", "ovh mean", "ovh p95",
+         "f/b min", "f/b med", "o/b med", "<0.99", "dec", "d p95", "open");
   print_row("h200", &sh);
   print_row("synthetic", &ss);
   print_row("all", &sa);
   printf("\nf/o = final/oracle bandwidth; calls = calls to converge (warm-up included);\n"
          "ovh = extra time over the first %d calls vs always running the final choice;\n"
-         "f/b = final/NCCL-default bandwidth (noise-free); o/b = oracle headroom.\n",
+         "f/b = final/NCCL-default bandwidth (noise-free); o/b = oracle headroom;\n"
+         "dec = calls until the final decision was taken (a revert after background\n"
+         "validation counts); open = runs whose validation was still open at the end.\n",
          o->calls);
   printf("targets: f/o median >= %.2f, p5 >= %.2f, calls median <= %.0f, overhead <= %.0f%%, "
          "f/b min >= %.2f: %s\n",

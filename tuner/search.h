@@ -12,7 +12,13 @@
  *   acl_search_next()        "what do the next *len calls run?" -> cand id
  *   acl_search_add_sample()  for each measured call, tagged with the cand id
  *                            it ran (samples may arrive late or not at all)
- */
+ *   acl_search_hint_channels() optional: the channel count NCCL's own choice
+ *                            ran (profiler Coll events), where the descent starts
+ *
+ * Once converged, a non-default decision is validated in the background:
+ * NCCL's own choice (cand 0) still runs in short blocks interleaved with the
+ * decision until their difference is significant; the decision reverts to
+ * cand 0 when it is not confirmed. */
 #ifndef ACL_TUNER_SEARCH_H
 #define ACL_TUNER_SEARCH_H
 
@@ -97,13 +103,22 @@ typedef struct acl_search {
   uint32_t traj_len;
   uint32_t retunes;
   uint32_t warmup_dropped;  /* baseline samples dropped as warm-up */
-  uint32_t confirm_round;   /* extra sampling rounds before converging */
   uint32_t tune_start_step; /* steps when this (re)tuning began */
   double converged_seconds; /* robust time of the decision when converged */
   uint32_t drift_count;     /* samples of the decision since convergence */
   uint32_t drift_head;
   float drift_win[64];      /* recent samples of the decision (ring) */
   double overlap_conv;      /* mean overlap when converged, <0 unknown */
+  /* background validation of the decision against cand 0 (search_conv.c) */
+  uint8_t val_state;        /* 0 none, 1 validating, 2 verdict given */
+  uint8_t val_turn;         /* 0 decision block next, 1 challenger block next */
+  int16_t hint_ch;          /* channels NCCL's choice ran, 0 = unknown */
+  uint32_t val_blocks;      /* challenger blocks handed out */
+  uint32_t val_n[2];        /* samples kept: [0] decision, [1] challenger */
+  uint32_t val_rejected;    /* samples dropped as stragglers */
+  double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
+  uint64_t decision_call;   /* calls since tuning began when the decision was taken */
+  uint64_t verdict_call;    /* ... when validation ended, 0 = not yet */
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
@@ -121,6 +136,10 @@ typedef struct acl_search_report {
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge;
   uint32_t retunes;
+  /* background validation (added; zero for searches that never converged) */
+  uint8_t validating;       /* 1 while cand 0 is still interleaved */
+  uint64_t calls_to_decision; /* calls until the current decision was taken */
+  uint64_t calls_to_verdict;  /* calls until validation ended, 0 = open */
 } acl_search_report_t;
 
 void acl_search_params_default(acl_search_params_t *p);
@@ -132,6 +151,11 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
  * *len the number of calls this decision covers (>= 1). */
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
 void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float overlap);
+/* Optional: the channel count NCCL's own choice ran (from the profiler's Coll
+ * events). The channel descent starts there instead of mid-range, and the
+ * baseline's samples stand for that point. Ignored when nch <= 0 or once
+ * exploration has begun; without it the search works as before. */
+void acl_search_hint_channels(acl_search_t *s, int nch);
 acl_phase_t acl_search_phase(const acl_search_t *s);
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r);
 /* Copies the trajectory oldest-first; returns the number of points. */

@@ -50,8 +50,12 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
-    if (acl_search_phase(s) == ACL_PHASE_CONVERGED)
-      return k ? k : 1;
+    if (acl_search_phase(s) == ACL_PHASE_CONVERGED) {
+      acl_search_report_t r;
+      acl_search_report(s, &r);
+      if (!o->settle || !r.validating)
+        return k ? k : 1;
+    }
     for (uint32_t j = 0; j < len && k < o->max_calls; j++, k++) {
       double t = fn(user, &c, k) * drive_noise(&rng, o->noise);
       if (unif(&rng) >= o->drop && nq < 256)

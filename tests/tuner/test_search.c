@@ -95,10 +95,36 @@ Test(search, phases_in_order_and_warmup_dropped)
   cr_assert_eq(r.best.nchannels, 24);
   cr_assert(r.speedup > 1.005, "speedup %g", r.speedup);
   cr_assert(r.overlap < 0.0 || (r.overlap >= 0.0 && r.overlap <= 1.0));
-  /* Converged: long blocks of the decision. */
-  id = acl_search_next(&s, &c, &len);
-  cr_assert(len >= 1024);
-  cr_assert_eq(c.nchannels, 24);
+  cr_assert_eq(r.validating, 1, "a non-default decision is validated in the background");
+  /* Validation: short blocks of NCCL's choice between blocks of the decision. */
+  int seen_base = 0, seen_dec = 0;
+  for (int i = 0; i < 8 && r.validating; i++) {
+    id = acl_search_next(&s, &c, &len);
+    cr_assert(len >= 1 && len < 1024);
+    if (id == ACL_SEARCH_CAND_NCCL) {
+      seen_base++;
+    } else {
+      seen_dec++;
+      cr_assert_eq(c.nchannels, 24);
+    }
+    for (uint32_t k = 0; k < len; k++)
+      acl_search_add_sample(&s, id, model_time(&m, &c, 0), 0.0f);
+    acl_search_report(&s, &r);
+  }
+  /* Noise-free, a 7% gain is significant at the first look (8 samples). */
+  cr_assert(seen_base == 2 && seen_dec >= 1, "base %d dec %d", seen_base, seen_dec);
+  drive_opts_t o2 = {.max_calls = 2000, .settle = 1};
+  cr_assert(drive(&s, model_time, &m, &o2) > 0, "validation never ended");
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.validating, 0);
+  cr_assert_eq(r.current.nchannels, 24, "a 7%% gain without noise is confirmed");
+  cr_assert(r.calls_to_verdict >= r.calls_to_converge);
+  /* Converged and validated: long blocks of the decision only. */
+  for (int i = 0; i < 3; i++) {
+    id = acl_search_next(&s, &c, &len);
+    cr_assert(len >= 1024);
+    cr_assert_eq(c.nchannels, 24);
+  }
 }
 
 Test(search, prunes_clearly_worse_subspaces)
@@ -139,6 +165,9 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   acl_candidate_t c;
   uint32_t len;
   int id = acl_search_next(&s, &c, &len);
+  if (id == ACL_SEARCH_CAND_NCCL) /* a validation block: the decision's comes next */
+    id = acl_search_next(&s, &c, &len);
+  cr_assert_eq(id, s.current);
   double t = model_time(&m, &c, 0);
   /* One huge outlier among normal samples: stays converged. */
   for (int i = 0; i < 100; i++)
@@ -264,7 +293,7 @@ Test(search, baseline_protection)
   acl_search_params_t p = params();
   for (uint64_t seed = 1; seed <= 20; seed++) {
     acl_search_init(&s, &p, &key, cost);
-    drive_opts_t o = {.max_calls = 3000, .noise = 0.05, .seed = seed};
+    drive_opts_t o = {.max_calls = 3000, .noise = 0.05, .seed = seed, .settle = 1};
     cr_assert(drive(&s, model_time, &m, &o) > 0);
     acl_search_report_t r;
     acl_search_report(&s, &r);

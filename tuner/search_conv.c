@@ -1,0 +1,331 @@
+/* The search once exploration is over (see tuner/search.h, docs/tuner.md):
+ * statistics, the decision, its background validation against NCCL's own
+ * choice, drift re-tuning, and reporting. */
+#include <math.h>
+#include <string.h>
+
+#include "tuner/search_int.h"
+
+/* ---- statistics ---------------------------------------------------------- */
+
+static void sort_floats(float *v, int n)
+{
+  for (int i = 1; i < n; i++) {
+    float x = v[i];
+    int j = i - 1;
+    while (j >= 0 && v[j] > x) {
+      v[j + 1] = v[j];
+      j--;
+    }
+    v[j + 1] = x;
+  }
+}
+
+/* Mean of the fastest 75% (rounded up): slow outliers never count. */
+double acl_search_trimmed_mean(const float *src, int n)
+{
+  float v[64];
+  if (n <= 0)
+    return 0.0;
+  if (n > 64)
+    n = 64;
+  memcpy(v, src, (size_t)n * sizeof v[0]);
+  sort_floats(v, n);
+  int k = (3 * n + 3) / 4;
+  double sum = 0.0;
+  for (int i = 0; i < k; i++)
+    sum += v[i];
+  return sum / k;
+}
+
+double acl_search_median(const float *src, int n)
+{
+  float v[ACL_SEARCH_MAX_SAMPLES];
+  if (n <= 0)
+    return 0.0;
+  if (n > ACL_SEARCH_MAX_SAMPLES)
+    n = ACL_SEARCH_MAX_SAMPLES;
+  memcpy(v, src, (size_t)n * sizeof v[0]);
+  sort_floats(v, n);
+  return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+}
+
+double acl_search_mean_overlap(const acl_search_cand_t *c)
+{
+  double sum = 0.0;
+  int n = 0;
+  for (int i = 0; i < c->nsamples; i++)
+    if (c->overlap[i] >= 0.0f) {
+      sum += c->overlap[i];
+      n++;
+    }
+  return n ? sum / n : -1.0;
+}
+
+double acl_search_busbw(const acl_search_t *s, double seconds)
+{
+  if (seconds <= 0.0)
+    return 0.0;
+  return (double)s->key.nbytes * acl_busbw_factor(s->key.coll, s->params.nranks) / seconds;
+}
+
+bool acl_search_usable(const acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  if (id == ACL_SEARCH_CAND_NCCL)
+    return true;
+  return c->judged && (s->valid_mask & ACL_AP_BIT(c->cand.algo, c->cand.proto)) != 0;
+}
+
+/* Best judged candidate (baseline included or not); -1 when none. */
+int acl_search_best_judged(const acl_search_t *s, bool include_baseline)
+{
+  int best = -1;
+  for (int i = include_baseline ? 0 : 1; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (!c->judged || !acl_search_usable(s, i))
+      continue;
+    if (best < 0 || c->robust_seconds < s->cands[best].robust_seconds)
+      best = i;
+  }
+  return best;
+}
+
+/* ---- decision and validation --------------------------------------------- */
+
+static void val_reset(acl_search_t *s, uint8_t state)
+{
+  s->val_state = state;
+  s->val_turn = 0;
+  s->val_blocks = 0;
+  s->val_rejected = 0;
+  memset(s->val_n, 0, sizeof s->val_n);
+  memset(s->val_sum, 0, sizeof s->val_sum);
+  memset(s->val_sq, 0, sizeof s->val_sq);
+}
+
+/* Make cand id the decision (drift reference included). */
+static void adopt(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  s->current = (uint16_t)id;
+  s->best = (uint16_t)id;
+  s->converged_seconds = c->robust_seconds;
+  s->overlap_conv = acl_search_mean_overlap(c);
+  s->drift_count = 0;
+  s->drift_head = 0;
+  s->decision_call = s->calls_planned - s->tune_start_call;
+}
+
+void acl_search_converge(acl_search_t *s, int id)
+{
+  bool first = s->phase != ACL_PHASE_CONVERGED;
+  s->phase = ACL_PHASE_CONVERGED;
+  adopt(s, id);
+  if (first) {
+    s->calls_to_converge = s->calls_planned - s->tune_start_call;
+    if (s->calls_to_converge == 0)
+      s->calls_to_converge = 1;
+    s->tuned_once = 1;
+    s->cur_sub = ACL_SEARCH_NONE;
+    /* A decision other than NCCL's own is provisional until validated. */
+    val_reset(s, id != ACL_SEARCH_CAND_NCCL ? VAL_RUNNING : VAL_NONE);
+  } else {
+    val_reset(s, VAL_DONE);
+  }
+  if (s->val_state != VAL_RUNNING && s->verdict_call == 0)
+    s->verdict_call = s->decision_call ? s->decision_call : 1;
+}
+
+static void verdict(acl_search_t *s, bool keep)
+{
+  if (!keep)
+    adopt(s, ACL_SEARCH_CAND_NCCL);
+  s->val_state = VAL_DONE;
+  s->verdict_call = s->calls_planned - s->tune_start_call;
+}
+
+/* Stragglers (a slow rank, a page fault) would dominate a plain mean: a
+ * sample beyond ACL_VAL_STRAGGLER x the candidate's robust time is dropped.
+ * The rest is compared in log space (relative differences). */
+static void val_add(acl_search_t *s, int k, int id, double seconds)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  double ref = acl_search_trimmed_mean(c->seconds, c->nsamples);
+  if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref) {
+    s->val_rejected++;
+    return;
+  }
+  double x = log(seconds);
+  s->val_n[k]++;
+  s->val_sum[k] += x;
+  s->val_sq[k] += x * x;
+}
+
+/* Sequential test, looked at once per challenger block: keep the decision
+ * when it is faster than cand 0 by ACL_VAL_Z_KEEP standard errors, revert
+ * when it is slower by ACL_VAL_Z_DROP, or when ACL_VAL_MAX samples of cand 0
+ * still leave it undecided (a gain too small to prove is not worth the risk
+ * of being slower than NCCL). Noise is pooled from both (same relative
+ * noise), so the decision's many samples tighten the estimate. */
+static void val_check(acl_search_t *s)
+{
+  uint32_t nd = s->val_n[0], nc = s->val_n[1];
+  if (nc < ACL_VAL_MIN || nd < 2 || nc % ACL_VAL_BLOCK != 0)
+    return;
+  double md = s->val_sum[0] / nd, mc = s->val_sum[1] / nc;
+  double ss = (s->val_sq[0] - nd * md * md) + (s->val_sq[1] - nc * mc * mc);
+  double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
+  double se = sqrt(var * (1.0 / nd + 1.0 / nc));
+  double gain = mc - md; /* log(t_nccl / t_decision): > 0 when the decision is faster */
+  if (gain - ACL_VAL_Z_KEEP * se > 0.0)
+    verdict(s, true);
+  else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX)
+    verdict(s, false);
+}
+
+int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
+{
+  uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
+  int id = s->current;
+  if (s->val_state == VAL_RUNNING && s->val_blocks >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK)
+    verdict(s, false); /* samples are not arriving: NCCL's choice is the safe one */
+  if (s->val_state == VAL_RUNNING) {
+    if (s->val_turn) {
+      id = ACL_SEARCH_CAND_NCCL;
+      l = ACL_VAL_BLOCK;
+      s->val_blocks++;
+    } else {
+      l = ACL_VAL_RUN;
+    }
+    s->val_turn ^= 1;
+  }
+  s->calls_planned += l;
+  if (out)
+    *out = s->cands[id].cand;
+  if (len)
+    *len = l;
+  return id;
+}
+
+/* ---- drift and re-tuning ------------------------------------------------- */
+
+/* Re-tuning: every measurement is stale; keep the candidates (ids stay valid
+ * for late samples) and the trajectory, search again from the baseline. */
+static void retune(acl_search_t *s)
+{
+  s->phase = ACL_PHASE_RETUNING;
+  s->retunes++;
+  for (int i = 0; i < s->ncands; i++) {
+    acl_search_cand_t *c = &s->cands[i];
+    c->planned = 0;
+    c->got = 0;
+    c->judged = 0;
+    c->nsamples = 0;
+    c->robust_seconds = 0.0;
+  }
+  for (int i = 0; i < s->nsubs; i++)
+    if (s->subs[i].state != SUB_INVALID)
+      s->subs[i].state = SUB_PENDING;
+  s->cur_sub = ACL_SEARCH_NONE;
+  s->best = 0;
+  s->current = 0;
+  s->tune_start_call = s->calls_planned;
+  s->explore_calls = 0;
+  s->tune_start_step = s->steps;
+  s->calls_to_converge = 0;
+  s->drift_count = 0;
+  s->decision_call = 0;
+  s->verdict_call = 0;
+  val_reset(s, VAL_NONE);
+}
+
+/* Drift rule (docs/tuner.md): once drift_window samples of the decision have
+ * arrived since it was taken, re-tune when the trimmed mean of the last
+ * drift_window is slower than converged / drift_ratio (bandwidth below
+ * drift_ratio x converged), or when their mean overlap moved by more than
+ * ACL_SEARCH_OVERLAP_SHIFT (the interference regime, hence the winner,
+ * changed). One outlier is trimmed away and never re-tunes. */
+static void drift_check(acl_search_t *s, double seconds)
+{
+  int w = s->params.drift_window;
+  s->drift_win[s->drift_head] = (float)seconds;
+  s->drift_head = (s->drift_head + 1) % (uint32_t)w;
+  s->drift_count++;
+  if (s->drift_count < (uint32_t)w)
+    return;
+  double robust = acl_search_trimmed_mean(s->drift_win, w);
+  bool slow = robust * s->params.drift_ratio > s->converged_seconds;
+  bool shift = false;
+  const acl_search_cand_t *c = &s->cands[s->current];
+  if (s->overlap_conv >= 0.0 && c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
+    double ov = acl_search_mean_overlap(c); /* the ring holds recent samples only */
+    shift = fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
+  }
+  if (slow || shift)
+    retune(s);
+}
+
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  (void)overlap; /* already in the candidate's ring */
+  if (c->judged)
+    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+  if (id == s->current) {
+    drift_check(s, seconds);
+    if (s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING)
+      val_add(s, 0, id, seconds);
+  } else if (id == ACL_SEARCH_CAND_NCCL && s->val_state == VAL_RUNNING) {
+    val_add(s, 1, id, seconds);
+    val_check(s);
+  }
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->phase; }
+
+void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
+{
+  memset(r, 0, sizeof *r);
+  r->phase = (acl_phase_t)s->phase;
+  int cur = s->current < s->ncands ? s->current : 0;
+  r->current = s->cands[cur].cand;
+  r->baseline = s->cands[0].cand;
+  if (s->cands[0].robust_seconds > 0.0)
+    r->baseline_seconds = s->cands[0].robust_seconds;
+  int b = s->phase == ACL_PHASE_CONVERGED ? s->current : acl_search_best_judged(s, true);
+  if (b >= 0 && s->cands[b].robust_seconds > 0.0) {
+    r->best = s->cands[b].cand;
+    r->best_seconds = s->cands[b].robust_seconds;
+  } else {
+    r->best = s->cands[0].cand;
+  }
+  if (r->baseline_seconds > 0.0 && r->best_seconds > 0.0)
+    r->speedup = r->baseline_seconds / r->best_seconds;
+  const acl_search_cand_t *c = &s->cands[cur];
+  if (c->nsamples > 0)
+    r->busbw = acl_search_busbw(s, acl_search_trimmed_mean(c->seconds, c->nsamples));
+  else if (s->traj_len > 0)
+    r->busbw = s->traj[(s->traj_head + ACL_SEARCH_TRAJ - 1) % ACL_SEARCH_TRAJ].busbw;
+  r->overlap = c->nsamples > 0 ? acl_search_mean_overlap(c) : -1.0;
+  r->candidates_evaluated = s->steps;
+  r->calls_to_converge = s->calls_to_converge;
+  r->retunes = s->retunes;
+  r->validating = s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING;
+  r->calls_to_decision = s->phase == ACL_PHASE_CONVERGED ? s->decision_call : 0;
+  r->calls_to_verdict = s->phase == ACL_PHASE_CONVERGED ? s->verdict_call : 0;
+}
+
+int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max)
+{
+  if (!out || max <= 0)
+    return 0;
+  int n = (int)s->traj_len < max ? (int)s->traj_len : max;
+  /* The newest n points, oldest first. */
+  int start = (int)((s->traj_head + ACL_SEARCH_TRAJ - (uint32_t)n) % ACL_SEARCH_TRAJ);
+  for (int i = 0; i < n; i++)
+    out[i] = s->traj[(start + i) % ACL_SEARCH_TRAJ];
+  return n;
+}

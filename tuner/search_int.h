@@ -1,0 +1,48 @@
+/* Private to tuner/search.c (exploration) and tuner/search_conv.c
+ * (statistics, convergence, background validation, drift, reporting). */
+#ifndef ACL_TUNER_SEARCH_INT_H
+#define ACL_TUNER_SEARCH_INT_H
+
+#include <stdbool.h>
+
+#include "tuner/search.h"
+
+/* Tuning constants (documented in docs/tuner.md). */
+#define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */
+#define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
+#define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
+#define ACL_SEARCH_EARLY_REJECT 1.25 /* median > 1.25x best so far: judged early */
+#define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped */
+#define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning */
+#define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
+#define ACL_SEARCH_CONVERGED_BLOCK 1024u
+#define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
+#define ACL_SEARCH_NONE 0xff
+
+/* Background validation (search_conv.c). */
+#define ACL_VAL_RUN 28u      /* decision calls between two challenger blocks */
+#define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
+#define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
+#define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
+#define ACL_VAL_Z_KEEP 3.0   /* keep: gain > 3 standard errors */
+#define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
+#define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
+
+enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
+enum { VAL_NONE = 0, VAL_RUNNING, VAL_DONE };
+
+/* search_conv.c */
+double acl_search_trimmed_mean(const float *src, int n);
+double acl_search_median(const float *src, int n);
+double acl_search_mean_overlap(const acl_search_cand_t *c);
+double acl_search_busbw(const acl_search_t *s, double seconds);
+bool acl_search_usable(const acl_search_t *s, int id);
+int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
+/* Adopt cand id as the decision (starts validation when id != 0). */
+void acl_search_converge(acl_search_t *s, int id);
+/* Converged phase: a sample (already stored in the candidate's ring). */
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap);
+/* Converged phase: the next block (decision, or a challenger block). */
+int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
+
+#endif
