@@ -15,9 +15,13 @@ checks:
   --fake-overlap N    ... and every rank saw overlap N (thousandths) in the feed
   --expect-stderr S   stderr must contain S (repeatable); with --exit 2 stdout empty
   --timeout S         wall-clock bound for the sim (default 20)
+  --expect KEY=VALUE  a top-level report field equals VALUE (compared as text)
+  --max-steps N       the run made at most N training steps (--realtime pacing)
+In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +36,23 @@ def fail(msg, out="", err=""):
     sys.exit(1)
 
 
+def free_ports(n=16):
+    for base in range(20000 + os.getpid() % 20000, 65000, 97):
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    fail("no free loopback ports")
+
+
 def main(argv):
     if "--" not in argv:
         fail("missing -- before the command")
@@ -41,6 +62,7 @@ def main(argv):
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
     min_tuned = None
+    expects, max_steps = [], None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -60,6 +82,10 @@ def main(argv):
             err_min = int(v)
         elif o == "--fake-out":
             fake_out = v
+        elif o == "--expect":
+            expects.append(v.split("=", 1))
+        elif o == "--max-steps":
+            max_steps = int(v)
         elif o == "--min-tuned":
             min_tuned = int(v)
         elif o == "--fake-overlap":
@@ -70,6 +96,9 @@ def main(argv):
             timeout = float(v)
         else:
             fail("unknown check " + o)
+    if "@FREEPORT@" in cmd:
+        port = str(free_ports())
+        cmd = [port if a == "@FREEPORT@" else a for a in cmd]
     env = dict(os.environ)
     if fake_out:
         if os.path.exists(fake_out):
@@ -105,6 +134,13 @@ def main(argv):
     print("divergent=%d errors=%d wait=%s steps=%d calls/rank=%d workloads=%d" % (
         rep["divergent_decisions"], rep["plugin_errors"], rep["consensus_wait_seconds"],
         rep["steps"], rep["calls_per_rank"], len(rep["workloads"])))
+    for key, val in expects:
+        got = rep.get(key)
+        got = json.dumps(got) if not isinstance(got, str) else got
+        if got != val:
+            fail("report %s = %s, expected %s" % (key, got, val), out, err)
+    if max_steps is not None and rep["steps"] > max_steps:
+        fail("%d steps, expected at most %d" % (rep["steps"], max_steps), out, err)
     if div_min is None:
         if rep["divergent_decisions"] != 0:
             fail("divergent_decisions = %d" % rep["divergent_decisions"], out, err)
