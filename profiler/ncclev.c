@@ -16,7 +16,8 @@ typedef struct ev {
   uint8_t stopped;    /* coll: stopEvent seen; kch: its stop stamp seen */
   uint8_t emitted;
   uint8_t has_tag;
-  int refs;           /* coll: itself + live channel events */
+  uint8_t child_hold; /* coll: a reference kept for channels still to come */
+  int refs;           /* coll: itself + live channel events (+ child_hold) */
   struct ev *parent;  /* kch -> coll */
   struct ev *next;    /* free list */
   acl_ncclev_rank_t *rank;
@@ -50,6 +51,7 @@ struct acl_ncclev {
   acl_ev_emit_fn emit;
   void *u;
   ev_t *free;
+  bool hold_children;
   acl_ev_stats_t st;
   ev_t pool[ACL_EV_POOL];
 };
@@ -63,6 +65,7 @@ acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u)
     goto fail;
   e->emit = emit;
   e->u = u;
+  e->hold_children = true;
   for (int i = ACL_EV_POOL - 1; i >= 0; i--) {
     e->pool[i].next = e->free;
     e->free = &e->pool[i];
@@ -143,9 +146,30 @@ int acl_ncclev_dtype_size(const char *d)
   return 0;
 }
 
+static void ev_unref(acl_ncclev_t *e, ev_t *c);
+
+/* NCCL stops a Coll event at launch, before the proxy thread reports its
+ * channels, so a Coll holds one extra reference until all its channels have
+ * stopped. When the pool runs dry, Colls whose channels never started (e.g.
+ * KernelCh events not delivered) give that reference back. */
+static void reclaim_unstarted(acl_ncclev_t *e)
+{
+  for (int i = 0; i < ACL_EV_POOL; i++) {
+    ev_t *c = &e->pool[i];
+    if (c->type == EV_COLL && c->child_hold && c->stopped && c->nstarted == 0) {
+      c->child_hold = 0;
+      ev_unref(e, c);
+    }
+  }
+}
+
 static ev_t *ev_alloc(acl_ncclev_t *e)
 {
   ev_t *v = e->free;
+  if (!v) {
+    reclaim_unstarted(e);
+    v = e->free;
+  }
   if (!v) {
     e->st.pool_exhausted++;
     return NULL;
@@ -228,9 +252,10 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     if (!c)
       goto out;
     c->type = EV_COLL;
-    c->refs = 1;
     c->rank = r;
     c->nch = d->coll.nChannels;
+    c->child_hold = e->hold_children && c->nch > 0;
+    c->refs = 1 + c->child_hold;
     c->min_start = UINT64_MAX;
     if (r && coll >= 0 && dsz > 0) {
       uint64_t bytes = (uint64_t)d->coll.count * (uint64_t)dsz;
@@ -297,6 +322,10 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   if (stop > c->max_stop)
     c->max_stop = stop;
   c->nstopped++;
+  if (c->nstopped >= c->nch && c->child_hold) {
+    c->child_hold = 0;
+    ev_unref(e, c); /* never the last reference: k still holds one */
+  }
   if (c->nstopped < c->nch || c->emitted || !c->has_tag || !c->rank)
     return false;
   c->emitted = 1;
@@ -347,6 +376,12 @@ ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle)
   }
   pthread_mutex_unlock(&e->mu);
   return ncclSuccess;
+}
+
+void acl_ncclev_hold_children(acl_ncclev_t *e, bool hold)
+{
+  if (e)
+    e->hold_children = hold;
 }
 
 void acl_ncclev_stats(acl_ncclev_t *e, acl_ev_stats_t *st)

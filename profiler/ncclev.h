@@ -42,6 +42,9 @@ void acl_ncclev_rank_destroy(acl_ncclev_t *e, acl_ncclev_rank_t *r);
 void acl_ncclev_push(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *tag,
                      uint64_t host_ns);
 
+/* Whether new Coll events wait for KernelCh children (true by default; false
+ * when NCCL is not asked for KernelCh events, e.g. CUPTI is the source). */
+void acl_ncclev_hold_children(acl_ncclev_t *e, bool hold);
 ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHandle,
                               const ncclProfilerEventDescr_v5_t *d);
 ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle);

@@ -347,6 +347,8 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
   /* KernelCh events are only sampled when CUPTI is not the source. */
   if (d && d->type == ncclProfileKernelCh && cupti_live(p))
     return ncclSuccess;
+  if (d && d->type == ncclProfileColl)
+    acl_ncclev_hold_children(p->ev, !cupti_live(p));
   return acl_ncclev_start(p->ev, r ? r->evr : NULL, eHandle, d);
 }
 
