@@ -26,7 +26,7 @@ typedef struct ev {
   void *user;
   uint64_t call_ns;
   uint64_t min_start, max_stop;
-  int nch, nstopped, nstarted;
+  int nch, nstopped, nstarted, nended;
   /* kch */
   uint64_t start;
 } ev_t;
@@ -322,10 +322,6 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   if (stop > c->max_stop)
     c->max_stop = stop;
   c->nstopped++;
-  if (c->nstopped >= c->nch && c->child_hold) {
-    c->child_hold = 0;
-    ev_unref(e, c); /* never the last reference: k still holds one */
-  }
   if (c->nstopped < c->nch || c->emitted || !c->has_tag || !c->rank)
     return false;
   c->emitted = 1;
@@ -368,6 +364,12 @@ ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle)
   pthread_mutex_lock(&e->mu);
   if (v->type == EV_KCH) {
     ev_t *c = v->parent;
+    /* Every channel ended (with or without its stop stamp): the Coll no
+     * longer waits for children. v still holds a reference to c here. */
+    if (++c->nended >= c->nch && c->child_hold) {
+      c->child_hold = 0;
+      ev_unref(e, c);
+    }
     ev_unref(e, v);
     ev_unref(e, c);
   } else if (v->type == EV_COLL && !v->stopped) {
