@@ -26,6 +26,7 @@ typedef struct mctx {
   size_t wl_lbl[ACL_SNAP_MAX_WORKLOADS];       /* offsets: full workload labels */
   bool skip[ACL_SNAP_MAX_WORKLOADS];           /* duplicate label set: not rendered */
   const char *family;                          /* header written for this family */
+  char le[ACL_HIST_N][24];                     /* bucket bounds, formatted once */
 } mctx_t;
 
 static const char *lbl(const mctx_t *m, size_t off) { return m->labels.data + off; }
@@ -39,16 +40,27 @@ static void head(mctx_t *m, const char *name, const char *type, const char *help
   acl_sb_printf(m->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* name{labels}<suffix> — appends only: this is the hot path of a scrape. */
+static void series(mctx_t *m, const char *name, const char *labels, const char *suffix)
+{
+  acl_sb_puts(m->out, name);
+  acl_sb_append(m->out, "{", 1);
+  acl_sb_puts(m->out, labels);
+  acl_sb_puts(m->out, suffix);
+}
+
 static void sample_u64(mctx_t *m, const char *name, const char *labels, uint64_t v)
 {
-  acl_sb_printf(m->out, "%s{%s} %" PRIu64 "\n", name, labels, v);
+  series(m, name, labels, "} ");
+  acl_render_u64(m->out, v);
+  acl_sb_append(m->out, "\n", 1);
 }
 
 static void sample_f(mctx_t *m, const char *name, const char *labels, double v)
 {
-  acl_sb_printf(m->out, "%s{%s} ", name, labels);
+  series(m, name, labels, "} ");
   acl_render_prom_float(m->out, v);
-  acl_sb_puts(m->out, "\n");
+  acl_sb_append(m->out, "\n", 1);
 }
 
 static void sample_plain(mctx_t *m, const char *name, double v)
@@ -241,16 +253,19 @@ static void render_histograms(mctx_t *m)
     uint64_t cum = 0;
     for (int b = 0; b < ACL_HIST_N; b++) {
       cum += w->hist[b];
-      acl_sb_printf(m->out, "%s_bucket{%s,le=\"", name, l);
-      acl_render_prom_float(m->out, acl_hist_bound(b));
-      acl_sb_printf(m->out, "\"} %" PRIu64 "\n", cum);
+      series(m, "autoccl_collective_duration_seconds_bucket", l, ",le=\"");
+      acl_sb_puts(m->out, m->le[b]);
+      acl_sb_append(m->out, "\"} ", 3);
+      acl_render_u64(m->out, cum);
+      acl_sb_append(m->out, "\n", 1);
     }
     /* +Inf must equal _count and be >= every bucket, even on odd input. */
     uint64_t count = w->dur_count > cum ? w->dur_count : cum;
-    acl_sb_printf(m->out, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, l, count);
-    acl_sb_printf(m->out, "%s_sum{%s} ", name, l);
-    acl_render_prom_float(m->out, w->dur_sum);
-    acl_sb_printf(m->out, "\n%s_count{%s} %" PRIu64 "\n", name, l, count);
+    series(m, "autoccl_collective_duration_seconds_bucket", l, ",le=\"+Inf\"} ");
+    acl_render_u64(m->out, count);
+    acl_sb_append(m->out, "\n", 1);
+    sample_f(m, "autoccl_collective_duration_seconds_sum", l, w->dur_sum);
+    sample_u64(m, "autoccl_collective_duration_seconds_count", l, count);
   }
 }
 
@@ -335,9 +350,11 @@ static void render_states(mctx_t *m)
     const acl_snap_workload_t *w = &m->s->workloads[i];
     head(m, "autoccl_tuner_state", "gauge",
          "Tuning state of the workload, one-hot over the state label.");
-    for (int ph = 0; ph < ACL_PHASE_COUNT; ph++)
-      acl_sb_printf(m->out, "autoccl_tuner_state{%s,state=\"%s\"} %d\n", lbl(m, m->wl_lbl[i]),
-                    acl_phase_name((acl_phase_t)ph), (int)w->phase == ph);
+    for (int ph = 0; ph < ACL_PHASE_COUNT; ph++) {
+      series(m, "autoccl_tuner_state", lbl(m, m->wl_lbl[i]), ",state=\"");
+      acl_sb_puts(m->out, acl_phase_name((acl_phase_t)ph));
+      acl_sb_puts(m->out, (int)w->phase == ph ? "\"} 1\n" : "\"} 0\n");
+    }
   }
 }
 
@@ -354,6 +371,8 @@ void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
   m->nw = s->nworkloads < 0 ? 0
           : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
   acl_sb_init(&m->labels);
+  for (int b = 0; b < ACL_HIST_N; b++)
+    snprintf(m->le[b], sizeof(m->le[b]), "%.15g", acl_hist_bound(b));
   build_comm_labels(m);
   build_workload_labels(m);
   if (!acl_sb_ok(&m->labels)) {

@@ -6,9 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shortest of %.15g / %.17g that reads back as the same double. */
+void acl_render_u64(acl_strbuf_t *sb, uint64_t v)
+{
+  char buf[24];
+  char *p = buf + sizeof(buf);
+  do {
+    *--p = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  acl_sb_append(sb, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* Shortest of %.15g / %.17g that reads back as the same double; integers
+ * (counts, sizes, most bandwidths) skip printf's slow float path. */
 static void put_double(acl_strbuf_t *sb, double v)
 {
+  if (v == floor(v) && fabs(v) < 9007199254740992.0 && !(v == 0 && signbit(v))) {
+    if (v < 0) {
+      acl_sb_append(sb, "-", 1);
+      v = -v;
+    }
+    acl_render_u64(sb, (uint64_t)v);
+    return;
+  }
   char buf[40];
   snprintf(buf, sizeof(buf), "%.15g", v);
   if (strtod(buf, NULL) != v)

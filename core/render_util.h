@@ -24,6 +24,9 @@ void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen);
 /* Prometheus sample value: NaN, +Inf, -Inf or a decimal. */
 void acl_render_prom_float(acl_strbuf_t *sb, double v);
 
+/* Decimal integer, without printf. */
+void acl_render_u64(acl_strbuf_t *sb, uint64_t v);
+
 /* "0x%016llx" of a communicator id into buf (>= 19 bytes). */
 char *acl_render_comm_hex(uint64_t id, char *buf, size_t len);
 

@@ -61,6 +61,12 @@ void acl_web_routes_free(acl_web_t *w)
       MHD_destroy_response(*rs[i]);
     *rs[i] = NULL;
   }
+  acl_web_cached_t *cs[] = {&w->c_metrics, &w->c_state};
+  for (size_t i = 0; i < 2; i++) {
+    if (cs[i]->resp)
+      MHD_destroy_response(cs[i]->resp);
+    cs[i]->resp = NULL;
+  }
   if (w->r_assets) {
     for (size_t i = 0; i < acl_web_nassets; i++)
       if (w->r_assets[i])
@@ -73,8 +79,11 @@ void acl_web_routes_free(acl_web_t *w)
 typedef void (*render_fn)(void *user, acl_strbuf_t *out);
 
 static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render_fn fn,
-                               const char *ctype)
+                               const char *ctype, acl_web_cached_t *cache)
 {
+  double now = acl_web_now();
+  if (cache->resp && now - cache->at < ACL_WEB_CACHE_S && now >= cache->at)
+    return MHD_queue_response(conn, MHD_HTTP_OK, cache->resp);
   if (!fn) {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         sizeof("no data source\n") - 1, (void *)"no data source\n", MHD_RESPMEM_PERSISTENT);
@@ -108,7 +117,14 @@ static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
   enum MHD_Result ret = MHD_queue_response(conn, status, r);
-  MHD_destroy_response(r);
+  if (status == MHD_HTTP_OK) { /* keep our reference for the next requests */
+    if (cache->resp)
+      MHD_destroy_response(cache->resp);
+    cache->resp = r;
+    cache->at = now;
+  } else {
+    MHD_destroy_response(r);
+  }
   return ret;
 }
 
@@ -154,9 +170,10 @@ enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char
     *upload_size = 0;
   switch (rt) {
   case R_METRICS:
-    return dynamic(w, conn, w->src.render_metrics, "text/plain; version=0.0.4; charset=utf-8");
+    return dynamic(w, conn, w->src.render_metrics, "text/plain; version=0.0.4; charset=utf-8",
+                   &w->c_metrics);
   case R_STATE:
-    return dynamic(w, conn, w->src.render_state, "application/json");
+    return dynamic(w, conn, w->src.render_state, "application/json", &w->c_state);
   case R_EVENTS:
     if (head)
       return MHD_queue_response(conn, MHD_HTTP_OK, w->r_head_sse);

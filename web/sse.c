@@ -6,6 +6,7 @@
  * our mutex, and only for connections we suspended, which MHD cannot close
  * while suspended — so a resumed connection is always alive. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

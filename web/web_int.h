@@ -17,6 +17,16 @@
 #define ACL_WEB_SSE_QUEUE 64      /* events queued per client before dropping */
 #define ACL_WEB_HEARTBEAT_S 5
 #define ACL_WEB_EVENT_MAX (64 * 1024) /* one event's JSON */
+/* A rendered /metrics or /api/v1/state is reused this long: however hard
+ * clients poll, the job's process renders at most 1/ACL_WEB_CACHE_S times
+ * a second per route (Prometheus scrapes every >= 1 s; the dashboard
+ * throttles to 2/s). */
+#define ACL_WEB_CACHE_S 0.1
+
+typedef struct acl_web_cached {
+  struct MHD_Response *resp; /* refcounted by MHD; NULL = none */
+  double at;
+} acl_web_cached_t;
 
 typedef struct acl_sse_msg {
   int refs; /* < 0: static, never freed */
@@ -40,6 +50,7 @@ struct acl_web {
   uint64_t events_published, events_dropped;
   struct MHD_Response *r_404, *r_405, *r_503_sse, *r_healthz, *r_head_sse;
   struct MHD_Response **r_assets; /* one per acl_web_assets entry */
+  acl_web_cached_t c_metrics, c_state; /* MHD thread only */
 };
 
 /* sse.c */

@@ -294,3 +294,30 @@ Test(server, vanished_clients_are_dropped_and_stream_cap_holds, .timeout = 30)
   cr_assert(ok, "dead streams were never dropped: %s", b);
   acl_web_stop(w);
 }
+
+static int g_renders;
+static void r_count(void *u, acl_strbuf_t *out)
+{
+  (void)u;
+  acl_sb_printf(out, "n %d\n", ++g_renders);
+}
+
+Test(server, renders_are_reused_briefly_then_refreshed)
+{
+  acl_web_source_t src = {NULL, r_count, r_count};
+  acl_web_t *w = start(&src);
+  static char b[4096];
+  g_renders = 0;
+  for (int i = 0; i < 20; i++)
+    http(acl_web_port(w), "GET", "/metrics", b, sizeof(b));
+  cr_assert_leq(g_renders, 3, "%d renders for 20 back-to-back scrapes", g_renders);
+  cr_assert(strstr(b, "\r\n\r\nn "));
+  int before = g_renders;
+  usleep(150 * 1000); /* > ACL_WEB_CACHE_S */
+  http(acl_web_port(w), "GET", "/metrics", b, sizeof(b));
+  cr_assert_eq(g_renders, before + 1, "stale render served after the cache window");
+  char want[32];
+  snprintf(want, sizeof(want), "\r\n\r\nn %d\n", g_renders);
+  cr_assert(strstr(b, want), "%s", b);
+  acl_web_stop(w);
+}
