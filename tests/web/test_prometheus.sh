@@ -54,6 +54,31 @@ v = float(res[0]["value"][1])
 assert math.isfinite(v) and 0 < v < 1, v
 print(f"prometheus: p90 AllReduce 32 MiB duration {v * 1e3:.3f} ms")
 PY
+# Every query of docs/grafana-dashboard.json evaluates on real data.
+python3 - "$HERE/../../docs/grafana-dashboard.json" "$PPORT" <<'PY' || fail "grafana dashboard queries"
+import json, sys, urllib.parse, urllib.request
+d = json.load(open(sys.argv[1]))
+port = sys.argv[2]
+def q(expr):
+    for k, v in (("$instance", ".*"), ("$comm", ".*"), ("$collective", ".*"), ("$__rate_interval", "30s")):
+        expr = expr.replace(k, v)
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    r = json.load(urllib.request.urlopen(url, timeout=5))
+    assert r["status"] == "success", (expr, r)
+    return r["data"]["result"]
+n = 0
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        res = q(t["expr"])
+        assert res, f"panel {p['title']!r}: no data for {t['expr']}"
+        n += 1
+state = next(p for p in d["panels"] if p["title"] == "Tuner state")["targets"][0]["expr"]
+codes = {(r["metric"]["collective"], r["metric"]["bytes"]): r["value"][1] for r in q(state)}
+assert codes[("all_reduce", "33554432")] == "2", codes   # exploring
+assert codes[("reduce_scatter", "65536")] == "0", codes  # warmup
+assert codes[("all_gather", "4194304")] == "3", codes    # converged
+print(f"prometheus: {n} Grafana panel queries return data; state codes {sorted(set(codes.values()))}")
+PY
 kill -TERM "$PROM"
 for i in $(seq 1 50); do kill -0 "$PROM" 2>/dev/null || break; sleep 0.1; done
 stop_fixture
