@@ -176,6 +176,14 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
     bad(&p, lr_vars[i], s, "integers from 0 to 4095", "the next source, else 0");
   }
   parse_str(&p, "AUTOCCL_SIM_FEED", cfg->sim_feed, sizeof(cfg->sim_feed));
+  parse_str(&p, "AUTOCCL_SHM_SALT", cfg->shm_salt, sizeof(cfg->shm_salt));
+  for (const char *c = cfg->shm_salt; *c; c++) {
+    if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
+      bad(&p, "AUTOCCL_SHM_SALT", cfg->shm_salt, "letters and digits", "unset");
+      cfg->shm_salt[0] = '\0';
+      break;
+    }
+  }
   return p.errors;
 }
 

@@ -35,6 +35,8 @@ typedef struct acl_config {
   int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
                               SLURM_LOCALID, MPI_LOCALRANKID; else 0 */
   char sim_feed[128];      /* AUTOCCL_SIM_FEED: internal, set by autoccl-sim */
+  char shm_salt[32];       /* AUTOCCL_SHM_SALT: internal, gives simulated hosts on one
+                              machine their own consensus segments */
 } acl_config_t;
 
 typedef const char *(*acl_getenv_fn)(void *user, const char *name);

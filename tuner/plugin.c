@@ -138,6 +138,7 @@ static void join_consensus_locked(acl_rank_t *r)
       .nnodes = r->nnodes,
       .rank = r->rank,
       .cfg = &acl_proc.cfg,
+      .shm_ns = acl_proc.cfg.shm_salt[0] ? acl_proc.cfg.shm_salt : NULL,
   };
   acl_search_params_default(&p.search);
   p.search.warmup_calls = acl_proc.cfg.warmup_calls;
