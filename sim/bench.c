@@ -164,12 +164,20 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   /* Noise-free time of what ran at each call (for the overhead). */
   double *ran = malloc(sizeof(double) * (size_t)o->calls);
   uint64_t k = 0;
+  bool prov_seen = false;
   while (k < (uint64_t)o->calls) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
     if (len == 0)
       len = 1;
+    if (!prov_seen && acl_search_phase(s) == ACL_PHASE_CONVERGED) {
+      acl_search_report_t pr;
+      acl_search_report(s, &pr);
+      prov_seen = true;
+      r->prov_over_baseline = acl_land_time(l, coll, nbytes, nranks, &r->deflt, interf) /
+                              acl_land_time(l, coll, nbytes, nranks, &pr.current, interf);
+    }
     double t = acl_land_time(l, coll, nbytes, nranks, &c, interf);
     for (uint32_t j = 0; j < len && k < (uint64_t)o->calls; j++, k++) {
       if (ran)

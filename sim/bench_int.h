@@ -26,6 +26,7 @@ typedef struct acl_bench_run {
   uint32_t retunes;
   uint32_t calls_to_final;    /* call at which the final decision was adopted */
   uint32_t calls_to_verdict;  /* call at which background validation ended, 0 = open */
+  double prov_over_baseline;  /* first (provisional) decision, noise-free */
   acl_candidate_t final, oracle, deflt;
 } acl_bench_run_t;
 

@@ -188,17 +188,17 @@ static void write_csv(const char *path, const acl_bench_run_t *h200, size_t nh,
   }
   fprintf(f, "kind,coll,bytes,nranks,interference,default,final,oracle,final_over_oracle,"
              "final_over_baseline,oracle_over_baseline,overhead,calls,calls_to_final,"
-             "calls_to_verdict,cands,retunes,validating\n");
+             "calls_to_verdict,cands,retunes,validating,prov_over_baseline\n");
   for (size_t i = 0; i < nh + ns; i++) {
     const acl_bench_run_t *r = i < nh ? &h200[i] : &syn[i - nh];
     char d[40], fi[40], o[40];
-    fprintf(f, "%s,%s,%llu,%u,%.4f,%s,%s,%s,%.5f,%.5f,%.5f,%.5f,%u,%u,%u,%u,%u,%u\n",
+    fprintf(f, "%s,%s,%llu,%u,%.4f,%s,%s,%s,%.5f,%.5f,%.5f,%.5f,%u,%u,%u,%u,%u,%u,%.5f\n",
             r->synthetic ? "syn" : "h200", acl_coll_name(r->coll), (unsigned long long)r->nbytes,
             r->nranks, r->interference, acl_candidate_str(&r->deflt, d, sizeof d),
             acl_candidate_str(&r->final, fi, sizeof fi), acl_candidate_str(&r->oracle, o, sizeof o),
             r->final_over_oracle, r->final_over_baseline, r->oracle_over_baseline, r->overhead,
             r->calls_to_converge, r->calls_to_final, r->calls_to_verdict, r->cands_evaluated,
-            r->retunes, r->validating);
+            r->retunes, r->validating, r->prov_over_baseline);
   }
   if (fclose(f) != 0)
     fprintf(stderr, "tunerbench: error writing '%s'\n", path);

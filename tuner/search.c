@@ -422,12 +422,79 @@ static int plan(acl_search_t *s)
  * the background validation (search_conv.c) then confirms or reverts it. */
 static void finish(acl_search_t *s)
 {
-  int b = acl_search_best_judged(s, false);
+  int b = -1;
+  for (int i = 1; i < s->ncands; i++) /* NCCL's own choice in disguise is no gain */
+    if (s->cands[i].judged && acl_search_usable(s, i) && !acl_search_is_nccl(s, i) &&
+        (b < 0 || s->cands[i].robust_seconds < s->cands[b].robust_seconds))
+      b = i;
   const acl_search_cand_t *base = &s->cands[0];
   if (b > 0 && s->cands[b].robust_seconds < base->robust_seconds * (1.0 - ACL_SEARCH_PROV_MARGIN))
     acl_search_converge(s, b);
   else
     acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
+}
+
+/* Background refinement (after the baseline verdict): exploration judged
+ * each point on a handful of noisy samples, so the decision's channel
+ * neighbours and the best points of close subspaces get a second, long look.
+ * Around NCCL's own choice the centre is its subspace at the hinted count. */
+bool acl_search_is_nccl(const acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  return id == ACL_SEARCH_CAND_NCCL ||
+         (s->hint_ch > 0 && c->cand.algo == s->nccl_algo && c->cand.proto == s->nccl_proto &&
+          c->cand.nchannels == s->hint_ch);
+}
+
+static int centre_of(const acl_search_t *s)
+{
+  if (!acl_search_is_nccl(s, s->current))
+    return s->current;
+  for (int i = 1; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (c->sub != ACL_SEARCH_NONE && c->cand.algo == s->nccl_algo &&
+        c->cand.proto == s->nccl_proto && c->cand.nchannels == s->hint_ch && s->hint_ch > 0)
+      return i;
+  }
+  return -1;
+}
+
+int acl_search_pick_challenger(acl_search_t *s)
+{
+  if (s->val_refines >= ACL_REF_MAX_TRIES)
+    return -1;
+  int d = centre_of(s);
+  if (d < 0)
+    return -1;
+  s->cands[d].tried = 1;
+  const acl_search_cand_t *dc = &s->cands[d];
+  int n = axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    int at = dc->axis_idx[0] + dir;
+    if (at < 0 || at >= n)
+      continue;
+    uint8_t idx[ACL_SEARCH_NUM_AXES];
+    memcpy(idx, dc->axis_idx, sizeof idx);
+    idx[0] = (uint8_t)at;
+    int id = find_or_add(s, dc->sub, idx);
+    if (id > 0 && !s->cands[id].tried) {
+      s->cands[id].tried = 1;
+      return id;
+    }
+  }
+  double ref = s->cands[s->current].robust_seconds;
+  int best = -1;
+  for (int i = 1; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (c->tried || !c->judged || c->sub == dc->sub || !acl_search_usable(s, i) ||
+        !(c->robust_seconds < ACL_REF_NEAR * ref))
+      continue;
+    if (best < 0 || c->robust_seconds < s->cands[best].robust_seconds)
+      best = i;
+  }
+  if (best > 0)
+    s->cands[best].tried = 1;
+  return best;
 }
 
 /* Calls to hand out for a candidate under evaluation. */

@@ -18,7 +18,8 @@
  * Once converged, a non-default decision is validated in the background:
  * NCCL's own choice (cand 0) still runs in short blocks interleaved with the
  * decision until their difference is significant; the decision reverts to
- * cand 0 when it is not confirmed. */
+ * cand 0 when it is not confirmed. Then a few neighbours of the decision are
+ * challenged the same way and promoted when significantly faster. */
 #ifndef ACL_TUNER_SEARCH_H
 #define ACL_TUNER_SEARCH_H
 
@@ -61,6 +62,7 @@ typedef struct acl_search_cand {
   uint8_t judged;        /* 1 = robust_seconds is a verdict */
   uint8_t sub;           /* subspace index, 0xff for the baseline */
   uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
+  uint8_t tried;         /* 1 = already a decision or a background challenger */
 } acl_search_cand_t;
 
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
@@ -111,6 +113,8 @@ typedef struct acl_search {
   double overlap_conv;      /* mean overlap when converged, <0 unknown */
   /* background validation of the decision against cand 0 (search_conv.c) */
   uint8_t val_state;        /* 0 none, 1 validating, 2 verdict given */
+  uint8_t val_refines;      /* background challengers tried after the baseline */
+  uint16_t challenger;      /* cand id interleaved with the decision */
   uint8_t val_turn;         /* 0 decision block next, 1 challenger block next */
   int16_t hint_ch;          /* channels NCCL's choice ran, 0 = unknown */
   uint32_t val_blocks;      /* challenger blocks handed out */

@@ -99,6 +99,7 @@ static void val_reset(acl_search_t *s, uint8_t state)
   s->val_turn = 0;
   s->val_blocks = 0;
   s->val_rejected = 0;
+  s->challenger = ACL_SEARCH_CAND_NCCL;
   memset(s->val_n, 0, sizeof s->val_n);
   memset(s->val_sum, 0, sizeof s->val_sum);
   memset(s->val_sq, 0, sizeof s->val_sq);
@@ -108,6 +109,10 @@ static void val_reset(acl_search_t *s, uint8_t state)
 static void adopt(acl_search_t *s, int id)
 {
   acl_search_cand_t *c = &s->cands[id];
+  if (id != ACL_SEARCH_CAND_NCCL && !c->judged && c->nsamples > 0) {
+    c->judged = 1; /* a refinement challenger promoted on its own samples */
+    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+  }
   s->current = (uint16_t)id;
   s->best = (uint16_t)id;
   s->converged_seconds = c->robust_seconds;
@@ -117,32 +122,61 @@ static void adopt(acl_search_t *s, int id)
   s->decision_call = s->calls_planned - s->tune_start_call;
 }
 
+static void val_over(acl_search_t *s)
+{
+  s->val_state = VAL_DONE;
+  s->verdict_call = s->calls_planned - s->tune_start_call;
+  if (s->verdict_call == 0)
+    s->verdict_call = 1;
+}
+
+/* The next background challenger, or the end of validation. */
+static void next_challenger(acl_search_t *s)
+{
+  int id = acl_search_pick_challenger(s);
+  if (id <= 0) {
+    val_over(s);
+    return;
+  }
+  s->val_state = VAL_RUNNING;
+  s->challenger = (uint16_t)id;
+  s->val_refines++;
+  s->val_turn = 0;
+  s->val_blocks = 0;
+  s->val_n[1] = 0;
+  s->val_sum[1] = s->val_sq[1] = 0.0;
+}
+
 void acl_search_converge(acl_search_t *s, int id)
 {
   bool first = s->phase != ACL_PHASE_CONVERGED;
   s->phase = ACL_PHASE_CONVERGED;
   adopt(s, id);
-  if (first) {
-    s->calls_to_converge = s->calls_planned - s->tune_start_call;
-    if (s->calls_to_converge == 0)
-      s->calls_to_converge = 1;
-    s->tuned_once = 1;
-    s->cur_sub = ACL_SEARCH_NONE;
-    /* A decision other than NCCL's own is provisional until validated. */
-    val_reset(s, id != ACL_SEARCH_CAND_NCCL ? VAL_RUNNING : VAL_NONE);
-  } else {
-    val_reset(s, VAL_DONE);
+  if (!first) {
+    val_reset(s, VAL_NONE);
+    val_over(s);
+    return;
   }
-  if (s->val_state != VAL_RUNNING && s->verdict_call == 0)
-    s->verdict_call = s->decision_call ? s->decision_call : 1;
+  s->calls_to_converge = s->calls_planned - s->tune_start_call;
+  if (s->calls_to_converge == 0)
+    s->calls_to_converge = 1;
+  s->tuned_once = 1;
+  s->cur_sub = ACL_SEARCH_NONE;
+  s->val_refines = 0;
+  /* A decision other than NCCL's own is provisional until validated
+   * against it; NCCL's own gets its neighbours challenged. */
+  val_reset(s, VAL_RUNNING);
+  if (id == ACL_SEARCH_CAND_NCCL)
+    next_challenger(s);
 }
 
-static void verdict(acl_search_t *s, bool keep)
+/* The challenger wins: it becomes the decision, its samples the decision's. */
+static void promote(acl_search_t *s)
 {
-  if (!keep)
-    adopt(s, ACL_SEARCH_CAND_NCCL);
-  s->val_state = VAL_DONE;
-  s->verdict_call = s->calls_planned - s->tune_start_call;
+  adopt(s, s->challenger);
+  s->val_n[0] = s->val_n[1];
+  s->val_sum[0] = s->val_sum[1];
+  s->val_sq[0] = s->val_sq[1];
 }
 
 /* Stragglers (a slow rank, a page fault) would dominate a plain mean: a
@@ -162,12 +196,15 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
   s->val_sq[k] += x * x;
 }
 
-/* Sequential test, looked at once per challenger block: keep the decision
- * when it is faster than cand 0 by ACL_VAL_Z_KEEP standard errors, revert
- * when it is slower by ACL_VAL_Z_DROP, or when ACL_VAL_MAX samples of cand 0
- * still leave it undecided (a gain too small to prove is not worth the risk
- * of being slower than NCCL). Noise is pooled from both (same relative
- * noise), so the decision's many samples tighten the estimate. */
+/* Sequential test, looked at once per challenger block. Against NCCL's
+ * choice (challenger 0): keep the decision when it is faster by
+ * ACL_VAL_Z_KEEP standard errors, revert when it is slower by ACL_VAL_Z_DROP,
+ * or when ACL_VAL_MAX samples still leave it undecided (a gain too small to
+ * prove is not worth the risk of being slower than NCCL). A refinement
+ * challenger is promoted when faster by ACL_REF_Z (ACL_REF_Z_BASE and 1% when
+ * the decision is NCCL's own), dropped when slower by ACL_VAL_Z_DROP or still
+ * undecided after ACL_REF_MAX samples. Noise is pooled from both (same
+ * relative noise), so the decision's many samples tighten the estimate. */
 static void val_check(acl_search_t *s)
 {
   uint32_t nd = s->val_n[0], nc = s->val_n[1];
@@ -177,22 +214,41 @@ static void val_check(acl_search_t *s)
   double ss = (s->val_sq[0] - nd * md * md) + (s->val_sq[1] - nc * mc * mc);
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
-  double gain = mc - md; /* log(t_nccl / t_decision): > 0 when the decision is faster */
-  if (gain - ACL_VAL_Z_KEEP * se > 0.0)
-    verdict(s, true);
-  else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX)
-    verdict(s, false);
+  double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
+  if (s->challenger == ACL_SEARCH_CAND_NCCL) {
+    if (gain - ACL_VAL_Z_KEEP * se > 0.0) {
+      next_challenger(s);
+    } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
+      promote(s); /* back to NCCL's own choice */
+      next_challenger(s);
+    }
+    return;
+  }
+  /* Replacing NCCL's own choice needs proof of a real (> 1%) gain: several
+   * challengers are tried, and each look is a chance of a lucky streak. */
+  bool base = acl_search_is_nccl(s, s->current);
+  double z = base ? ACL_REF_Z_BASE : ACL_REF_Z;
+  if (-gain - z * se > (base ? ACL_SEARCH_PROV_MARGIN : 0.0)) {
+    promote(s);
+    next_challenger(s);
+  } else if (-gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_REF_MAX) {
+    next_challenger(s);
+  }
 }
 
 int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (s->val_state == VAL_RUNNING && s->val_blocks >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK)
-    verdict(s, false); /* samples are not arriving: NCCL's choice is the safe one */
+  if (s->val_state == VAL_RUNNING && s->val_blocks >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK) {
+    /* samples are not arriving: NCCL's choice is the safe one */
+    adopt(s, ACL_SEARCH_CAND_NCCL);
+    val_over(s);
+    id = s->current;
+  }
   if (s->val_state == VAL_RUNNING) {
     if (s->val_turn) {
-      id = ACL_SEARCH_CAND_NCCL;
+      id = s->challenger;
       l = ACL_VAL_BLOCK;
       s->val_blocks++;
     } else {
@@ -237,6 +293,9 @@ static void retune(acl_search_t *s)
   s->drift_count = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
+  s->val_refines = 0;
+  for (int i = 0; i < s->ncands; i++)
+    s->cands[i].tried = 0;
   val_reset(s, VAL_NONE);
 }
 
@@ -276,7 +335,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
     drift_check(s, seconds);
     if (s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING)
       val_add(s, 0, id, seconds);
-  } else if (id == ACL_SEARCH_CAND_NCCL && s->val_state == VAL_RUNNING) {
+  } else if (id == s->challenger && s->val_state == VAL_RUNNING) {
     val_add(s, 1, id, seconds);
     val_check(s);
   }

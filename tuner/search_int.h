@@ -20,16 +20,27 @@
 #define ACL_SEARCH_NONE 0xff
 
 /* Background validation (search_conv.c). */
-#define ACL_VAL_RUN 28u      /* decision calls between two challenger blocks */
+#define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks */
 #define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
 #define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
 #define ACL_VAL_Z_KEEP 3.0   /* keep: gain > 3 standard errors */
 #define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
+#define ACL_REF_MAX 48u      /* samples of a refinement challenger */
+#define ACL_REF_Z 2.5        /* promote a challenger: faster by 2.5 standard errors */
+#define ACL_REF_Z_BASE 4.0   /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
+#define ACL_REF_MAX_TRIES 6  /* refinement challengers per tuning */
+#define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 enum { VAL_NONE = 0, VAL_RUNNING, VAL_DONE };
+
+/* search.c: cand id runs what NCCL's own choice runs (cand 0, or NCCL's
+ * pair at the hinted channel count, seeded from the baseline). */
+bool acl_search_is_nccl(const acl_search_t *s, int id);
+/* search.c: the next background challenger of the decision, -1 = none. */
+int acl_search_pick_challenger(acl_search_t *s);
 
 /* search_conv.c */
 double acl_search_trimmed_mean(const float *src, int n);

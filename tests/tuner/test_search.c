@@ -103,7 +103,7 @@ Test(search, phases_in_order_and_warmup_dropped)
     cr_assert(len >= 1 && len < 1024);
     if (id == ACL_SEARCH_CAND_NCCL) {
       seen_base++;
-    } else {
+    } else if (id == s.current) {
       seen_dec++;
       cr_assert_eq(c.nchannels, 24);
     }
@@ -117,7 +117,9 @@ Test(search, phases_in_order_and_warmup_dropped)
   cr_assert(drive(&s, model_time, &m, &o2) > 0, "validation never ended");
   acl_search_report(&s, &r);
   cr_assert_eq(r.validating, 0);
-  cr_assert_eq(r.current.nchannels, 24, "a 7%% gain without noise is confirmed");
+  cr_assert_eq(r.current.nchannels, 24, "a 7%% gain without noise is confirmed, and the "
+               "slower neighbours (16, 32) challenged in the background are not promoted");
+  cr_assert_eq(r.current.proto, 2);
   cr_assert(r.calls_to_verdict >= r.calls_to_converge);
   /* Converged and validated: long blocks of the decision only. */
   for (int i = 0; i < 3; i++) {
@@ -390,4 +392,118 @@ Test(search, trajectory_and_report)
   cr_assert_eq(r.candidates_evaluated, s.steps);
   cr_assert(r.busbw > 0.0);
   cr_assert_float_eq(r.speedup, r.baseline_seconds / r.best_seconds, 1e-9);
+}
+
+/* A provisional decision that is in truth slower than NCCL's choice (the
+ * exploration was fooled) is reverted by the background validation. */
+typedef struct fooled {
+  model_t m;
+  const acl_search_t *s;
+} fooled_t;
+
+static double fooled_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  fooled_t *f = user;
+  /* While exploring, the tuner's candidates look 20% faster than they are. */
+  double t = model_time(&f->m, c, call);
+  bool exploring = acl_search_phase(f->s) != ACL_PHASE_CONVERGED;
+  return c->algo != ACL_ALGO_NCCL && exploring ? 0.8 * t : t;
+}
+
+Test(search, validation_reverts_a_slower_decision)
+{
+  acl_search_t s;
+  fooled_t f = {.s = &s};
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&f.m, cost);
+  f.m.nccl_seconds = 0.97e-3; /* 3% faster than the best the tuner can set */
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 4000, .noise = 0.05, .seed = 9};
+  cr_assert(drive(&s, fooled_time, &f, &o) > 0);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "the test needs a fooled exploration");
+  cr_assert_eq(r.validating, 1);
+  o.settle = 1;
+  o.max_calls = 6000;
+  o.seed = 10;
+  cr_assert(drive(&s, fooled_time, &f, &o) > 0, "validation never ended");
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r.current.algo, r.current.proto,
+               r.current.nchannels);
+  cr_assert(r.calls_to_decision > r.calls_to_converge);
+}
+
+/* Samples stop arriving after convergence: validation ends on NCCL's choice
+ * after a bounded number of blocks instead of interleaving forever. */
+Test(search, validation_without_samples_falls_back)
+{
+  acl_search_t s;
+  model_t m;
+  converge_simple(&s, &m);
+  cr_assert_neq(s.current, ACL_SEARCH_CAND_NCCL);
+  acl_candidate_t c;
+  uint32_t len = 0;
+  int i = 0;
+  for (; i < 1000; i++) {
+    acl_search_next(&s, &c, &len);
+    if (len >= 1024)
+      break;
+  }
+  cr_assert(i < 1000, "still interleaving after %d blocks", i);
+  cr_assert_eq(c.algo, ACL_ALGO_NCCL);
+  cr_assert_eq(s.current, ACL_SEARCH_CAND_NCCL);
+}
+
+/* The channel hint: the descent starts at NCCL's count and the baseline's
+ * samples stand for that point (one measurement fewer); bad hints are ignored. */
+Test(search, channel_hint_starts_descent_at_nccl_count)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  acl_search_hint_channels(&s, -3);
+  acl_search_hint_channels(&s, 0);
+  cr_assert_eq(s.hint_ch, 0);
+  acl_search_hint_channels(&s, 16);
+  acl_candidate_t c;
+  uint32_t len;
+  int id = acl_search_next(&s, &c, &len); /* warm-up */
+  for (uint32_t k = 0; k < len; k++)
+    acl_search_add_sample(&s, id, m.nccl_seconds, 0.0f);
+  id = acl_search_next(&s, &c, &len); /* baseline */
+  for (uint32_t k = 0; k < len; k++)
+    acl_search_add_sample(&s, id, m.nccl_seconds, 0.0f);
+  id = acl_search_next(&s, &c, &len);
+  acl_search_hint_channels(&s, 4); /* too late once exploring: ignored */
+  cr_assert_eq(s.hint_ch, 16);
+  cr_assert_eq(c.algo, 1);
+  cr_assert_eq(c.proto, 2);
+  cr_assert_neq(c.nchannels, 16, "RING/SIMPLE/16 is the baseline: not measured again");
+  cr_assert(c.nchannels == 32 || c.nchannels == 12 || c.nchannels == 24, "%d", c.nchannels);
+  drive_opts_t o = {.max_calls = 2000, .settle = 1};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.current.nchannels, 24);
+}
+
+/* A subspace NCCL predicts > 3x slower than its pick is never explored. */
+Test(search, skips_subspaces_predicted_far_slower)
+{
+  acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  cost[0][0] = 350.0f; /* TREE/LL: 3.5x RING/SIMPLE's 100 us */
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 2000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  for (int i = 1; i < s.ncands; i++)
+    cr_assert(!(s.cands[i].cand.algo == 0 && s.cands[i].cand.proto == 0), "TREE/LL explored");
 }
