@@ -137,6 +137,7 @@ typedef struct cons_local {
   uint64_t hint;  /* block number to look at first */
   uint64_t c_start, c_end; /* cached block */
   uint16_t c_cand_id;
+  uint8_t c_phase;
   acl_candidate_t c_cand;
 } cons_local_t;
 

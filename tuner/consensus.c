@@ -400,6 +400,7 @@ static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
   }
   out->widx = widx;
   out->cand_id = cand_id;
+  out->phase = e ? e->c_phase : (uint8_t)ACL_PHASE_DISABLED;
   out->pad = 0;
   out->call_idx = k;
   out->cand = *cand;
@@ -414,6 +415,7 @@ static void cache_blk(cons_local_t *e, const cons_blk_t *b)
   e->c_end = b->start + b->len;
   e->c_cand_id = b->cand_id;
   e->c_cand = b->cand;
+  e->c_phase = b->phase;
 }
 
 static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)

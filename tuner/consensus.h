@@ -45,7 +45,8 @@ typedef struct acl_cons_params {
 typedef struct acl_decision {
   uint32_t widx;
   uint16_t cand_id;
-  uint16_t pad;
+  uint8_t phase; /* acl_phase_t of the block this call falls in */
+  uint8_t pad;
   uint64_t call_idx;
   acl_candidate_t cand; /* algo == ACL_ALGO_NCCL: leave NCCL's choice */
 } acl_decision_t;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/config.h"
 #include "core/log.h"
@@ -24,6 +25,13 @@ acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);
+
+static uint64_t mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Called with acl_proc.lock held. */
 static void proc_start_locked(ncclDebugLogger_t log)
@@ -54,8 +62,11 @@ static void proc_start_locked(ncclDebugLogger_t log)
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
     return;
-  if (!acl_proc.prof)
+  if (!acl_proc.prof) {
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
+    atomic_store(&acl_proc.prof_active, true);
+    atomic_store(&acl_proc.last_explore_ns, mono_ns());
+  }
   acl_obs_start_locked();
 }
 
@@ -120,6 +131,7 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
     r->nranks = nranks;
     r->nnodes = nnodes;
     snprintf(r->name, sizeof(r->name), "%s", comm_name && *comm_name ? comm_name : "");
+    r->nccl_mask = nranks > 1 ? mask : NULL;
     tls_pending = r;
   }
   /* NCCL never asks the tuner about a one-rank communicator: no events
@@ -225,6 +237,49 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
+/* CUPTI tracing costs host time on every CUDA call, so the profiler runs
+ * only while some workload explores, plus a 1 s window every 20 s once all
+ * have converged (drift detection needs samples). Checked every 1024 calls
+ * of a rank; transitions also refresh the event mask NCCL rereads. */
+#define ACL_PROF_CHECK_CALLS 1024u
+#define ACL_PROF_QUIET_NS 2000000000ull
+#define ACL_PROF_DUTY_PERIOD_NS 20000000000ull
+#define ACL_PROF_DUTY_ON_NS 1000000000ull
+
+static void prof_set_active(bool on)
+{
+  if (atomic_exchange(&acl_proc.prof_active, on) == on)
+    return;
+  pthread_mutex_lock(&acl_proc.lock);
+  if (acl_proc.prof) {
+    acl_prof_set_active(acl_proc.prof, on);
+    int m = acl_prof_nccl_mask(acl_proc.prof);
+    for (acl_rank_t *q = acl_proc.ranks; q; q = q->next)
+      if (q->nccl_mask)
+        __atomic_store_n(q->nccl_mask, m, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&acl_proc.lock);
+}
+
+static void prof_duty(acl_rank_t *r, acl_phase_t phase)
+{
+  if (phase != ACL_PHASE_CONVERGED && phase != ACL_PHASE_DISABLED) {
+    atomic_store_explicit(&acl_proc.explore_seen, true, memory_order_relaxed);
+    if (!atomic_load_explicit(&acl_proc.prof_active, memory_order_relaxed))
+      prof_set_active(true);
+  }
+  if (++r->ncalls % ACL_PROF_CHECK_CALLS)
+    return;
+  uint64_t now = mono_ns();
+  if (atomic_exchange(&acl_proc.explore_seen, false)) {
+    atomic_store(&acl_proc.last_explore_ns, now);
+    return;
+  }
+  uint64_t quiet = now - atomic_load(&acl_proc.last_explore_ns);
+  prof_set_active(quiet < ACL_PROF_QUIET_NS ||
+                  (quiet - ACL_PROF_QUIET_NS) % ACL_PROF_DUTY_PERIOD_NS < ACL_PROF_DUTY_ON_NS);
+}
+
 static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *detail)
 {
   if (atomic_fetch_or(&r->logged, bit) & bit)
@@ -287,6 +342,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     if (d.cand.nchannels > 0)
       *nch = d.cand.nchannels;
   }
+  prof_duty(r, (acl_phase_t)d.phase);
   if (d.widx < (uint32_t)r->nstats) {
     acl_rank_stats_t *st = &r->stats[d.widx];
     atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);

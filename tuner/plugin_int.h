@@ -42,6 +42,8 @@ struct acl_rank {
   struct acl_cons *cons;
   char cons_err[256];
   void *prof_rank;
+  int *nccl_mask; /* NCCL's event mask (profiler init); NCCL rereads it */
+  uint32_t ncalls; /* this rank's calls, for the profiler duty check */
   acl_rank_stats_t *stats; /* indexed by workload index */
   int nstats;
   _Atomic unsigned logged;
@@ -62,6 +64,11 @@ typedef struct acl_proc {
   atomic_bool watcher_stop;
   struct acl_rank *ranks;
   int nranks_live;
+  /* Profiler duty cycle (plugin.c): on while anything explores, then a
+   * short window every ACL_PROF_DUTY_PERIOD_NS so drift is still seen. */
+  atomic_bool prof_active;
+  atomic_bool explore_seen;
+  _Atomic uint64_t last_explore_ns;
 } acl_proc_t;
 
 extern acl_proc_t acl_proc;
