@@ -55,7 +55,8 @@ static void put_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
     acl_sb_puts(sb, "null");
   else
     acl_render_json_str(sb, acl_proto_name(c->proto), 32);
-  acl_sb_printf(sb, ", \"channels\": %d", c->nchannels < 0 ? 0 : (int)c->nchannels);
+  acl_sb_puts(sb, ", \"channels\": ");
+  acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
 }
 
 static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)
@@ -135,12 +136,20 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   int n = clamp_traj(w->traj_len);
   for (int i = 0; i < n; i++) {
     const acl_traj_point_t *t = &w->traj[i];
-    acl_sb_printf(sb, "%s\n       {\"step\": %" PRIu32 ", ", i ? "," : "", t->step);
+    acl_sb_puts(sb, i ? ",\n       {\"step\": " : "\n       {\"step\": ");
+    acl_render_u64(sb, t->step);
+    acl_sb_puts(sb, ", ");
     put_cand_fields(sb, &t->cand);
     acl_sb_puts(sb, ", \"busbw\": ");
-    put_opt_num(sb, isfinite(t->busbw) && t->busbw >= 0, t->busbw);
+    if (t->busbw >= 0)
+      acl_render_json_float(sb, t->busbw); /* null when NaN/Inf */
+    else
+      acl_sb_puts(sb, "null");
     acl_sb_puts(sb, ", \"overlap\": ");
-    put_ratio(sb, t->overlap);
+    if (t->overlap >= 0)
+      acl_render_json_float(sb, t->overlap);
+    else
+      acl_sb_puts(sb, "null");
     acl_sb_puts(sb, "}");
   }
   acl_sb_puts(sb, n ? "\n     ]}" : "]}");

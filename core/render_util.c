@@ -74,6 +74,14 @@ void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen)
   size_t n = s ? strnlen(s, maxlen) : 0;
   acl_sb_append(sb, "\"", 1);
   for (size_t i = 0; i < n;) {
+    size_t run = i; /* plain printable ASCII goes in one append */
+    while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
+      run++;
+    if (run > i) {
+      acl_sb_append(sb, (const char *)p + i, run - i);
+      i = run;
+      continue;
+    }
     unsigned c = p[i];
     if (c >= 0x80) {
       size_t l = acl_utf8_seq(p + i, n - i);
@@ -112,11 +120,35 @@ void acl_render_json_num(acl_strbuf_t *sb, double v)
   put_double(sb, v);
 }
 
+void acl_render_json_float(acl_strbuf_t *sb, float v)
+{
+  if (!isfinite(v)) {
+    acl_sb_puts(sb, "null");
+    return;
+  }
+  double d = v;
+  if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+    put_double(sb, d); /* integral: no printf */
+    return;
+  }
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.7g", d); /* a float carries ~7 digits */
+  acl_sb_puts(sb, buf);
+}
+
 void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen)
 {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   size_t n = s ? strnlen(s, maxlen) : 0;
   for (size_t i = 0; i < n;) {
+    size_t run = i;
+    while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
+      run++;
+    if (run > i) {
+      acl_sb_append(sb, (const char *)p + i, run - i);
+      i = run;
+      continue;
+    }
     unsigned c = p[i];
     if (c >= 0x80) {
       size_t l = acl_utf8_seq(p + i, n - i);

@@ -18,6 +18,8 @@ size_t acl_utf8_seq(const unsigned char *p, size_t n);
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen);
 /* A JSON number, or null when not finite (JSON has no NaN/Inf). */
 void acl_render_json_num(acl_strbuf_t *sb, double v);
+/* A float (trajectory values) with the digits a float has: %.7g, or null. */
+void acl_render_json_float(acl_strbuf_t *sb, float v);
 /* Prometheus label value (without quotes): \\ \" \n escaped, other control
  * characters as '?', invalid UTF-8 as U+FFFD. */
 void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen);
