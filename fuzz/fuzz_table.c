@@ -1,0 +1,70 @@
+/* Tuning tables (AUTOCCL_TABLE) through acl_table_parse. Checks: a rejected
+ * table leaves *out untouched and names the line; an accepted one holds
+ * only valid rules (collective, ordered size range, algorithm, protocol,
+ * channels 0..64) and lookup returns the first rule that matches; parsing
+ * never reads past len (the input is not NUL-terminated). */
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/table.h"
+#include "fuzz_common.h"
+
+static acl_table_t out, sentinel;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  if (size > 64 * 1024)
+    return 0;
+  /* An exact-size heap copy: ASan catches any read past len. */
+  char *text = malloc(size ? size : 1);
+  if (!text)
+    return 0;
+  memcpy(text, data, size);
+  memset(&sentinel, 0xA5, sizeof(sentinel));
+  memcpy(&out, &sentinel, sizeof(out));
+  char err[256] = "";
+  int rc = acl_table_parse(text, size, &out, err, sizeof(err));
+  if (rc != 0) {
+    FZ_CHECK(rc == -1, "rc %d", rc);
+    FZ_CHECK(memcmp(&out, &sentinel, sizeof(out)) == 0, "rejected table changed *out");
+    FZ_CHECK(strncmp(err, "line ", 5) == 0, "error does not name the line: %s", err);
+    free(text);
+    return 0;
+  }
+  FZ_CHECK(out.nrules >= 0 && out.nrules <= ACL_TABLE_MAX_RULES, "nrules %d", out.nrules);
+  for (int i = 0; i < out.nrules; i++) {
+    const acl_table_rule_t *r = &out.rules[i];
+    FZ_CHECK(r->coll >= -1 && r->coll < ACL_NUM_COLL, "rule %d coll %d", i, r->coll);
+    FZ_CHECK(r->min_bytes <= r->max_bytes, "rule %d range", i);
+    FZ_CHECK(r->cand.algo >= 0 && r->cand.algo < ACL_NUM_ALGO, "rule %d algo", i);
+    FZ_CHECK(r->cand.proto >= 0 && r->cand.proto < ACL_NUM_PROTO, "rule %d proto", i);
+    FZ_CHECK(r->cand.nchannels >= 0 && r->cand.nchannels <= 64, "rule %d channels", i);
+    int coll = r->coll < 0 ? 4 : r->coll;
+    const uint64_t probes[2] = {r->min_bytes, r->max_bytes};
+    for (int k = 0; k < 2; k++) {
+      const acl_table_rule_t *hit = acl_table_lookup(&out, coll, probes[k]);
+      FZ_CHECK(hit && hit <= r, "lookup(%d, %" PRIu64 ") missed rule %d", coll, probes[k], i);
+      for (const acl_table_rule_t *q = out.rules; q < hit; q++)
+        FZ_CHECK(!((q->coll < 0 || q->coll == coll) && probes[k] >= q->min_bytes &&
+                   probes[k] <= q->max_bytes),
+                 "lookup skipped an earlier matching rule");
+    }
+  }
+  /* Sizes: whatever the first token is, a parsed size prints back to itself. */
+  char tok[32];
+  size_t n = 0;
+  while (n < size && n < sizeof(tok) - 1 && data[n] != ' ' && data[n] != '\n')
+    n++;
+  memcpy(tok, data, n);
+  tok[n] = '\0';
+  uint64_t v, v2;
+  if (acl_parse_size(tok, &v) && v != UINT64_MAX) {
+    char back[32];
+    snprintf(back, sizeof(back), "%" PRIu64, v);
+    FZ_CHECK(acl_parse_size(back, &v2) && v2 == v, "size %s -> %s does not round-trip", tok, back);
+  }
+  free(text);
+  return 0;
+}
