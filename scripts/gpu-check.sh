@@ -42,9 +42,18 @@ if [ -x "$B/bench/autoccl-bench" ]; then
     return 1
   }
   check nccl-load load_check
-  [ -x scripts/gpu-bench.sh ] && check bench-smoke scripts/gpu-bench.sh --smoke "$B"
+  if [ "${SKIP_BENCH_SMOKE:-0}" != 1 ]; then
+    check bench-smoke scripts/gpu-bench.sh --smoke --bin "$B/bench/autoccl-bench" --plugin "$PLUGIN" --out "$OUT/bench"
+  fi
 fi
-[ -x scripts/gpu-check-profiler.sh ] && check profiler scripts/gpu-check-profiler.sh "$B"
+# Profiler: CUPTI attribution, overlap, timing against CUDA events, overhead
+# (built by scripts/prepare-gpu-build.sh into $B/gpucheck).
+if [ -x "$B/gpucheck/acl-gpucheck-profiler" ]; then
+  check profiler env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run
+  if [ "$ngpu" -ge 2 ]; then
+    check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run --nccl
+  fi
+fi
 
 # PyTorch (its own NCCL): bit-identical all-reduce results with and without
 # the plugin, and training-step time with and without it.
