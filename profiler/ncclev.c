@@ -52,6 +52,8 @@ struct acl_ncclev {
   void *u;
   ev_t *free;
   bool hold_children;
+  acl_ev_coll_fn coll_hook;
+  void *coll_u;
   acl_ev_stats_t st;
   ev_t pool[ACL_EV_POOL];
 };
@@ -277,6 +279,8 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     if (c->has_tag) {
       e->st.colls_matched++;
       check_mismatch(e, r, &c->tag, d);
+      if (e->coll_hook)
+        e->coll_hook(e->coll_u, &c->tag, c->nch);
     } else {
       e->st.colls_unmatched++; /* not a tuned call (or its tag expired) */
     }
@@ -378,6 +382,16 @@ ncclResult_t acl_ncclev_stop(acl_ncclev_t *e, void *eHandle)
   }
   pthread_mutex_unlock(&e->mu);
   return ncclSuccess;
+}
+
+void acl_ncclev_set_coll_hook(acl_ncclev_t *e, acl_ev_coll_fn fn, void *u)
+{
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->mu);
+  e->coll_hook = fn;
+  e->coll_u = u;
+  pthread_mutex_unlock(&e->mu);
 }
 
 void acl_ncclev_hold_children(acl_ncclev_t *e, bool hold)

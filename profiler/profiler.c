@@ -438,3 +438,9 @@ int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *count
 {
   return p ? acl_attr_top_names(p->attr, names, counts, max) : 0;
 }
+
+void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user)
+{
+  if (p)
+    acl_ncclev_set_coll_hook(p->ev, fn, user);
+}

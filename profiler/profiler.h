@@ -86,6 +86,12 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
  * plugin refreshes its event mask from acl_prof_nccl_mask) are the source. */
 void acl_prof_set_active(acl_prof_t *p, bool active);
 
+/* Told, for each tagged call whose NCCL Coll event arrives, how many channels
+ * NCCL ran (from NCCL's own choice this is its default channel count, the
+ * search's starting point). Runs under the profiler's lock: must not block. */
+typedef void (*acl_prof_coll_fn)(void *user, const acl_call_tag_t *tag, int nchannels);
+void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user);
+
 /* nccl-tests' formulas; 0 when the duration is not positive. */
 double acl_prof_algbw(const acl_prof_sample_t *s);
 double acl_prof_busbw(const acl_prof_sample_t *s, int nranks);

@@ -157,3 +157,19 @@ int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
     cons_wl(c->hdr, widx)->dirty = 1;
   return 0; /* lock kept on purpose */
 }
+
+void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels)
+{
+  if (!c || widx >= (uint32_t)c->set.max_workloads || nchannels <= 0 || !cons_leader_here(c))
+    return;
+  if (cons_lock(c, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+    return;
+  cons_hdr_t *h = c->hdr;
+  if (widx < atomic_load_explicit(&h->nworkloads, memory_order_relaxed)) {
+    cons_wl_t *w = cons_wl(h, widx);
+    w->dirty = 1;
+    acl_search_hint_channels(&w->search, nchannels);
+    w->dirty = 0;
+  }
+  cons_unlock(h);
+}

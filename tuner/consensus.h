@@ -67,6 +67,10 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
 void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
                          double seconds, float overlap);
 
+/* NCCL's own channel count for the workload (seen on a call that ran NCCL's
+ * choice): where the search starts its channel descent. */
+void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels);
+
 /* Fills comm (one entry) and up to max workloads (returns how many). */
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);
 

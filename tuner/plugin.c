@@ -25,6 +25,7 @@ acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);
+static void coll_hook(void *user, const acl_call_tag_t *tag, int nch);
 
 static uint64_t mono_ns(void)
 {
@@ -64,6 +65,7 @@ static void proc_start_locked(ncclDebugLogger_t log)
     return;
   if (!acl_proc.prof) {
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
+    acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
     atomic_store(&acl_proc.prof_active, true);
     atomic_store(&acl_proc.last_explore_ns, mono_ns());
   }
@@ -374,12 +376,28 @@ ncclResult_t acl_plugin_get_coll_info_v2(acl_rank_t *r, int coll, size_t nbytes,
   return ncclSuccess;
 }
 
+/* Under the profiler's lock: only remember the count; the sample sink hands
+ * it to the search. */
+static void coll_hook(void *user, const acl_call_tag_t *tag, int nch)
+{
+  (void)user;
+  acl_rank_t *r = tag->rank_ctx;
+  if (r && tag->cand.algo == ACL_ALGO_NCCL && tag->widx < (uint32_t)r->nstats && nch > 0)
+    atomic_store_explicit(&r->stats[tag->widx].nccl_nch, nch, memory_order_relaxed);
+}
+
 static void sample_sink(void *user, const acl_prof_sample_t *s)
 {
   (void)user;
   acl_rank_t *r = s->tag.rank_ctx;
   if (!r)
     return;
+  if (r->cons && s->tag.widx < (uint32_t)r->nstats) {
+    acl_rank_stats_t *st = &r->stats[s->tag.widx];
+    int nch = atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
+    if (nch > 0 && !atomic_exchange(&st->hinted, true))
+      acl_cons_hint_channels(r->cons, s->tag.widx, nch);
+  }
   if (r->cons)
     acl_cons_add_sample(r->cons, s->tag.widx, s->tag.call_idx, s->tag.cand_id, s->seconds,
                         s->overlap);

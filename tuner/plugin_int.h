@@ -23,6 +23,8 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t hist[ACL_HIST_N];
   _Atomic uint64_t dur_count;
   _Atomic uint64_t dur_ns;
+  _Atomic int nccl_nch;  /* channels NCCL's own choice ran, 0 unknown */
+  atomic_bool hinted;    /* nccl_nch handed to the search */
 } acl_rank_stats_t;
 
 enum {
