@@ -89,7 +89,10 @@ static void put_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
   acl_sb_puts(sb, "{\"comm\": ");
   put_comm_id(sb, c ? c->id : w->key.comm_id);
   acl_sb_puts(sb, ", \"rank\": ");
-  put_rank(sb, c);
+  if (w->rank >= 0)
+    acl_sb_printf(sb, "%d", w->rank);
+  else
+    acl_sb_puts(sb, "null");
   acl_sb_puts(sb, ", \"collective\": ");
   acl_render_json_str(sb, acl_coll_name(w->key.coll), 32);
   acl_sb_printf(sb, ", \"bytes\": %" PRIu64, w->key.nbytes);

@@ -23,6 +23,7 @@ typedef struct mctx {
   int nc, nw;
   acl_strbuf_t labels;                         /* escaped label sets, NUL-separated */
   size_t comm_lbl[ACL_SNAP_MAX_COMMS];         /* offsets: comm="..",rank=".." */
+  size_t comm_only_len[ACL_SNAP_MAX_COMMS];    /* length of the comm=".." part */
   size_t wl_lbl[ACL_SNAP_MAX_WORKLOADS];       /* offsets: full workload labels */
   bool skip[ACL_SNAP_MAX_WORKLOADS];           /* duplicate label set: not rendered */
   const char *family;                          /* header written for this family */
@@ -70,6 +71,14 @@ static void sample_plain(mctx_t *m, const char *name, double v)
   acl_sb_puts(m->out, "\n");
 }
 
+static void put_rank_label(acl_strbuf_t *sb, int rank)
+{
+  if (rank >= 0)
+    acl_sb_printf(sb, ",rank=\"%d\"", rank);
+  else
+    acl_sb_puts(sb, ",rank=\"unknown\"");
+}
+
 /* Comm label: the name when unique and non-empty, else name/hex id. */
 static void build_comm_labels(mctx_t *m)
 {
@@ -94,10 +103,9 @@ static void build_comm_labels(mctx_t *m)
     }
     if (!unique)
       acl_sb_puts(&m->labels, hex);
-    if (c->rank >= 0)
-      acl_sb_printf(&m->labels, "\",rank=\"%d\"", c->rank);
-    else
-      acl_sb_puts(&m->labels, "\",rank=\"unknown\"");
+    acl_sb_puts(&m->labels, "\"");
+    m->comm_only_len[i] = m->labels.len - m->comm_lbl[i];
+    put_rank_label(&m->labels, c->rank);
     acl_sb_append(&m->labels, "", 1); /* keep the NUL as a separator */
   }
 }
@@ -119,13 +127,14 @@ static void build_workload_labels(mctx_t *m)
     if (w->comm >= 0 && w->comm < m->nc) {
       /* Copy first: appending from the buffer itself could realloc it. */
       char tmp[512];
-      snprintf(tmp, sizeof(tmp), "%s", lbl(m, m->comm_lbl[w->comm]));
+      snprintf(tmp, sizeof(tmp), "%.*s", (int)m->comm_only_len[w->comm],
+               lbl(m, m->comm_lbl[w->comm]));
       acl_sb_puts(&m->labels, tmp);
     } else {
       char hex[24];
-      acl_sb_printf(&m->labels, "comm=\"%s\",rank=\"unknown\"",
-                    acl_render_comm_hex(w->key.comm_id, hex, sizeof(hex)));
+      acl_sb_printf(&m->labels, "comm=\"%s\"", acl_render_comm_hex(w->key.comm_id, hex, sizeof(hex)));
     }
+    put_rank_label(&m->labels, w->rank);
     acl_sb_printf(&m->labels, ",collective=\"%s\",bytes=\"%" PRIu64 "\",pipe_ops=\"%d\"",
                   acl_coll_short(w->key.coll), w->key.nbytes, (int)w->key.num_pipe_ops);
     acl_sb_append(&m->labels, "", 1);

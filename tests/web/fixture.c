@@ -115,6 +115,7 @@ static acl_snap_workload_t *add_wl(acl_snapshot_t *s, int comm, int coll, uint64
   acl_snap_workload_t *w = &s->workloads[s->nworkloads++];
   memset(w, 0, sizeof(*w));
   w->comm = comm;
+  w->rank = comm >= 0 && comm < s->ncomms ? s->comms[comm].rank : -1;
   w->key.comm_id = comm >= 0 && comm < s->ncomms ? s->comms[comm].id : 0xdeadbeefULL;
   w->key.coll = (uint8_t)coll;
   w->key.nbytes = nbytes;

@@ -47,6 +47,7 @@ static acl_snap_workload_t *add_wl(acl_snapshot_t *s, int comm, int coll, uint64
 {
   acl_snap_workload_t *w = &s->workloads[s->nworkloads++];
   w->comm = comm;
+  w->rank = s->comms[comm].rank;
   w->key.comm_id = s->comms[comm].id;
   w->key.coll = (uint8_t)coll;
   w->key.nbytes = bytes;
@@ -292,6 +293,21 @@ Test(metrics, duplicate_series_are_not_rendered)
   free(s);
 }
 
+Test(metrics, two_ranks_of_one_comm_in_one_process)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  add_comm(s, 0x11, "dp", 1); /* ncclCommInitAll: both ranks here */
+  add_wl(s, 0, 4, 4096);
+  add_wl(s, 1, 4, 4096);
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"0\",collective=\"all_reduce\""));
+  cr_assert(strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"1\",collective=\"all_reduce\""));
+  cr_assert(strstr(m, "autoccl_communicator_ranks{comm=\"dp\",rank=\"1\"} 4"));
+  free(m);
+  free(s);
+}
+
 Test(metrics, bounded_at_max_workloads)
 {
   acl_snapshot_t *s = snap_new();
@@ -392,6 +408,7 @@ Test(state, empty_and_full_snapshots_are_valid_json)
   }
   s->workloads_truncated = true;
   s->comms[0].rank = -1;
+  s->workloads[0].rank = -1;
   text = state_of(s);
   j = parse(text);
   cr_assert_eq(json_array_size(json_object_get(j, "workloads")), ACL_SNAP_MAX_WORKLOADS);
