@@ -14,7 +14,7 @@ typedef enum acl_mode {
 } acl_mode_t;
 
 typedef enum acl_prof_src {
-  ACL_PROF_AUTO = 0, /* CUPTI if it works, else NCCL profiler events */
+  ACL_PROF_AUTO = 0, /* NCCL profiler events (CUPTI costs too much to be a default) */
   ACL_PROF_CUPTI = 1,
   ACL_PROF_NCCL = 2,
   ACL_PROF_OFF = 3,

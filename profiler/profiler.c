@@ -211,7 +211,10 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
                p->cfg.sim_feed);
     return p;
   }
-  if (p->cfg.profiler == ACL_PROF_AUTO || p->cfg.profiler == ACL_PROF_CUPTI) {
+  /* CUPTI only on request: on one H200 it cost 39-43% on a launch-bound loop
+   * even while suspended (docs/benchmarks-profiler.md), too much for a guest
+   * in a training job. NCCL's own KernelCh timestamps are the default. */
+  if (p->cfg.profiler == ACL_PROF_CUPTI) {
     char why[512] = "";
     bool backed = false;
     p->attr = acl_attr_create();
