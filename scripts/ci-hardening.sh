@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Hardening stages for CI (docs/hardening.md), run after the normal test run:
+#   asan       whole suite again with AddressSanitizer + UBSan (+ LeakSanitizer)
+#   valgrind   plugin harness and autoccl-sim under memcheck (no definite
+#              leaks, no invalid accesses)
+#   fuzz       every libFuzzer target for a bounded time from its seed corpus
+#   cppcheck   warning/performance/portability on the project's C code
+#   clang-tidy .clang-tidy checks, warnings are errors
+#   tsan       getCollInfo from 8 threads + profiler feeder + scraper, TSan
+#   load       scripts/ci-load.sh: 8 ranks x 32 comms, >= 1e6 calls, scraped
+# Each stage is timed and reported; the script fails at the end if any did.
+#
+# usage: scripts/ci-hardening.sh [--only a,b] [--skip a,b] [--plain DIR]
+#   --plain DIR  an already configured plain (unsanitized) build dir to reuse
+#                for valgrind, cppcheck, clang-tidy and load (default: the
+#                script's own $PREFIX-plain)
+# env: ACL_HARD_PREFIX (build dir prefix, default build-hard),
+#      ACL_FUZZ_TIME (seconds per fuzz target, default 20),
+#      ACL_LOAD_DURATION (seconds, default 30; see scripts/ci-load.sh)
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+PREFIX=${ACL_HARD_PREFIX:-build-hard}
+FUZZ_TIME=${ACL_FUZZ_TIME:-20}
+JOBS=$(nproc 2>/dev/null || echo 2)
+ALL_STAGES="asan valgrind fuzz cppcheck clang-tidy tsan load"
+ONLY="" SKIP="" PLAIN=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --only) ONLY=",$2,"; shift 2 ;;
+  --skip) SKIP=",$2,"; shift 2 ;;
+  --plain) PLAIN=$2; shift 2 ;;
+  -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+  *) echo "ci-hardening: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for s in ${ONLY//,/ } ${SKIP//,/ }; do
+  case " $ALL_STAGES " in *" $s "*) ;; *) echo "ci-hardening: unknown stage '$s' (stages: $ALL_STAGES)" >&2; exit 2 ;; esac
+done
+PLAIN=${PLAIN:-$PREFIX-plain}
+LOGS="$ROOT/$PREFIX-logs"
+mkdir -p "$LOGS"
+
+# (Re)configure a build dir with the given options; reuses an existing one.
+setup() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" "$@" >/dev/null && return 0
+  fi
+  meson setup "$dir" "$@"
+}
+
+# ---- stages ------------------------------------------------------------------
+
+stage_asan() {
+  local d=$PREFIX-asan
+  setup "$d" -Db_sanitize=address,undefined -Db_lundef=false || return 1
+  meson compile -C "$d" || return 1
+  # Not under sanitizers: valgrind cannot run an ASan binary (web's
+  # valgrind test does that on the plain build).
+  local names
+  names=$(meson test -C "$d" --no-rebuild --list 2>/dev/null | sed -n 's|^[^ ]* / ||p' |
+    grep -Ev '^(valgrind)$' | sort -u)
+  # shellcheck disable=SC2086
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C "$d" --no-rebuild --print-errorlogs --num-processes "$JOBS" \
+    --timeout-multiplier 3 $names
+}
+
+# Runs "$@" under memcheck, every process (Criterion re-executes itself per
+# test; autoccl-sim forks its ranks) in its own log; fails on any error
+# (invalid access, uninitialised use, definite leak) in any of them.
+VG_SUPP="$ROOT/scripts/valgrind.supp"
+vg() {
+  local tag=$1
+  shift
+  local dir="$LOGS/valgrind-$tag"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local supp=()
+  [ -f "$VG_SUPP" ] && supp=(--suppressions="$VG_SUPP")
+  valgrind --trace-children=yes --keep-debuginfo=yes --leak-check=full \
+    --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 \
+    --track-origins=yes "${supp[@]}" --log-file="$dir/vg.%p" "$@" >"$dir/stdout" 2>"$dir/stderr"
+  local rc=$?
+  local bad
+  bad=$(grep -L "ERROR SUMMARY: 0 errors" "$dir"/vg.* 2>/dev/null)
+  if [ -z "$(ls "$dir"/vg.* 2>/dev/null)" ]; then
+    echo "valgrind[$tag]: no valgrind log written" >&2
+    return 1
+  fi
+  if [ -n "$bad" ]; then
+    echo "valgrind[$tag]: errors in $(echo "$bad" | wc -l) process(es):" >&2
+    for f in $bad; do
+      grep -E "ERROR SUMMARY|Invalid|uninitialised|definitely lost|^==[0-9]+==    (at|by)" "$f" |
+        head -40 >&2
+    done
+    return 1
+  fi
+  if [ $rc -ne 0 ]; then
+    echo "valgrind[$tag]: command failed (exit $rc):" >&2
+    tail -20 "$dir/stdout" "$dir/stderr" >&2
+    return 1
+  fi
+  echo "valgrind[$tag]: clean ($(ls "$dir"/vg.* | wc -l) processes)"
+}
+
+stage_valgrind() {
+  command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; return 1; }
+  setup "$PLAIN" || return 1
+  meson compile -C "$PLAIN" || return 1
+  local plugin fail=0
+  plugin=$(ls "$PLAIN"/tuner/libnccl-tuner-autoccl.so 2>/dev/null)
+  [ -n "$plugin" ] || { echo "no plugin in $PLAIN/tuner" >&2; return 1; }
+  local t found=0
+  for t in "$PLAIN"/tests/plugin/test-plugin-*; do
+    [ -x "$t" ] || continue
+    found=1
+    ACL_PLUGIN="$plugin" AUTOCCL_HTTP_PORT="" vg "$(basename "$t")" "$t" -j1 || fail=1
+  done
+  [ $found = 1 ] || { echo "no test-plugin-* in $PLAIN/tests/plugin" >&2; fail=1; }
+  if [ -x "$PLAIN/sim/autoccl-sim" ]; then
+    vg autoccl-sim "$PLAIN/sim/autoccl-sim" --ranks 4 --duration 5 --json -q || fail=1
+  else
+    echo "no $PLAIN/sim/autoccl-sim" >&2
+    fail=1
+  fi
+  return $fail
+}
+
+stage_fuzz() {
+  local d=$PREFIX-fuzz
+  command -v clang >/dev/null || { echo "clang is not installed" >&2; return 1; }
+  if [ ! -f "$d/build.ninja" ]; then
+    CC=clang meson setup "$d" -Dfuzz=enabled -Dtests=disabled -Dcuda=disabled || return 1
+  fi
+  local targets
+  targets=$(cd "$d" && ninja -t targets all 2>/dev/null | grep -o '^fuzz/fuzz-[a-z-]*' | sort -u)
+  [ -n "$targets" ] || { echo "no fuzz targets configured" >&2; return 1; }
+  # shellcheck disable=SC2086
+  meson compile -C "$d" $targets || return 1
+  local fail=0 t name corpus work
+  for t in $targets; do
+    name=${t#fuzz/fuzz-}
+    corpus="$ROOT/fuzz/corpus/${name//-/_}"
+    work="$LOGS/fuzz-$name"
+    rm -rf "$work" && mkdir -p "$work/corpus"
+    [ -d "$corpus" ] || { echo "fuzz[$name]: no seed corpus $corpus" >&2; fail=1; continue; }
+    # New inputs go to a scratch copy; the checked-in seeds stay as they are.
+    if "$d/$t" -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$corpus" \
+      >"$work/log" 2>&1; then
+      echo "fuzz[$name]: $(grep -E '^#[0-9]+.*DONE' "$work/log" | tail -1)"
+    else
+      fail=1
+      echo "fuzz[$name]: FAILED; reproducer: $(ls "$work"/crash-* "$work"/leak-* \
+        "$work"/timeout-* "$work"/oom-* 2>/dev/null | head -1)" >&2
+      grep -E "ERROR|invariant|SUMMARY|^    #[0-9]" "$work/log" | head -25 >&2
+    fi
+  done
+  return $fail
+}
+
+# The project's own C files from a compile database (generated sources,
+# third-party headers and the Criterion test files are left out: Criterion's
+# macros come from a system header cppcheck does not read).
+own_db() {
+  local db=$1 out=$2
+  python3 - "$db" "$out" "$ROOT" <<'PY'
+import json, os, sys
+db, out, root = sys.argv[1:]
+keep = ("core/", "tuner/", "profiler/", "web/", "tui/", "sim/", "bench/", "fuzz/")
+entries = []
+for e in json.load(open(db)):
+    f = os.path.normpath(os.path.join(e["directory"], e["file"]))
+    rel = os.path.relpath(f, root)
+    if rel.startswith(keep) and os.path.exists(f):
+        entries.append(e)
+os.makedirs(os.path.dirname(out), exist_ok=True)
+json.dump(entries, open(out, "w"))
+print(len(entries))
+PY
+}
+
+stage_cppcheck() {
+  command -v cppcheck >/dev/null || { echo "cppcheck is not installed" >&2; return 1; }
+  setup "$PLAIN" || return 1
+  local n
+  n=$(own_db "$PLAIN/compile_commands.json" "$LOGS/cppcheck-db/compile_commands.json") || return 1
+  echo "cppcheck: $n files"
+  # -D__GNUC__: the configuration we build (CUDA's headers refuse others).
+  cppcheck --project="$LOGS/cppcheck-db/compile_commands.json" \
+    --enable=warning,performance,portability --error-exitcode=1 --inline-suppr \
+    --suppress=missingIncludeSystem -D__GNUC__=12 -q -j "$JOBS" \
+    --template='{file}:{line}:{column}: {severity}: {message} [{id}]'
+}
+
+stage_clang_tidy() {
+  local tidy
+  tidy=$(command -v run-clang-tidy || command -v run-clang-tidy-14)
+  [ -n "$tidy" ] || { echo "run-clang-tidy (clang-tidy) is not installed" >&2; return 1; }
+  setup "$PLAIN" || return 1
+  # Generated sources (web assets, sim CSV) must exist for the database.
+  meson compile -C "$PLAIN" >/dev/null || return 1
+  local out="$LOGS/clang-tidy.log"
+  "$tidy" -p "$PLAIN" -quiet -j "$JOBS" \
+    "^$ROOT/(core|tuner|profiler|web|tui|sim|bench|fuzz)/" >"$out" 2>&1
+  local rc=$?
+  # run-clang-tidy's exit status is not reliable across versions: count.
+  local n
+  n=$(sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -cE ': (warning|error): ')
+  sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E ': (warning|error): ' | sort -u | head -80
+  echo "clang-tidy: $n diagnostics (exit $rc)"
+  [ "$n" -eq 0 ] && [ $rc -eq 0 ]
+}
+
+stage_tsan() {
+  local d=$PREFIX-tsan
+  setup "$d" -Db_sanitize=thread -Db_lundef=false || return 1
+  meson compile -C "$d" tests/hardening/test-hardening-threads || return 1
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:exitcode=66 \
+    meson test -C "$d" --no-rebuild --print-errorlogs --suite hardening --timeout-multiplier 3
+}
+
+stage_load() {
+  setup "$PLAIN" || return 1
+  meson compile -C "$PLAIN" sim/autoccl-sim tuner/nccl-tuner-autoccl || return 1
+  "$ROOT/scripts/ci-load.sh" "$PLAIN"
+}
+
+# ---- driver ------------------------------------------------------------------
+
+RESULTS=()
+FAILED=0
+T_ALL=$(date +%s)
+for s in $ALL_STAGES; do
+  if [ -n "$ONLY" ] && [[ $ONLY != *",$s,"* ]]; then continue; fi
+  if [[ $SKIP == *",$s,"* ]]; then continue; fi
+  echo "==== [$s] start $(date -u +%H:%M:%S)"
+  t0=$(date +%s)
+  "stage_${s//-/_}" 2>&1 | tee "$LOGS/$s.log"
+  rc=${PIPESTATUS[0]}
+  dt=$(($(date +%s) - t0))
+  if [ "$rc" -eq 0 ]; then st=PASS; else st=FAIL; FAILED=1; fi
+  RESULTS+=("$(printf '%-11s %-4s %5ss' "$s" "$st" "$dt")")
+  echo "==== [$s] $st in ${dt}s (log: $LOGS/$s.log)"
+done
+echo
+echo "==== hardening summary ($(($(date +%s) - T_ALL))s total)"
+printf '  %s\n' "${RESULTS[@]}"
+exit $FAILED
