@@ -280,6 +280,7 @@ static int single_gpu(void)
 
   acl_config_t cfg;
   acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_CUPTI; /* opt-in since it is not the default */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   void *pr = acl_prof_rank_attach(p, &rank_ids[0], 0x1234, 0, 1);
   acl_snap_profiler_t st;
@@ -463,6 +464,7 @@ static int two_gpu_nccl(void)
   }
   acl_config_t cfg;
   acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_CUPTI; /* opt-in since it is not the default */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   acl_snap_profiler_t st;
   acl_prof_stats(p, &st);

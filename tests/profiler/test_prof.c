@@ -47,7 +47,7 @@ Test(prof, bogus_cupti_path_falls_back_to_nccl)
 {
   acl_config_t cfg;
   acl_config_defaults(&cfg);
-  cfg.profiler = ACL_PROF_AUTO;
+  cfg.profiler = ACL_PROF_CUPTI;
   acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   cr_assert_not_null(p);
@@ -60,6 +60,21 @@ Test(prof, bogus_cupti_path_falls_back_to_nccl)
   cr_assert_not_null(strstr(logbuf, "CUPTI unavailable"), "log: %s", logbuf);
   cr_assert_not_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "log: %s", logbuf);
   cr_assert_not_null(strstr(logbuf, "NCCL profiler events"), "log: %s", logbuf);
+  acl_prof_destroy(p);
+}
+
+Test(prof, auto_never_loads_cupti)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cr_assert_eq(cfg.profiler, ACL_PROF_AUTO);
+  acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
+  acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  cr_assert_not_null(p);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "nccl");
+  cr_assert_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "CUPTI was tried: %s", logbuf);
   acl_prof_destroy(p);
 }
 
