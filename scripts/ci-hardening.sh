@@ -147,8 +147,12 @@ stage_fuzz() {
     work="$LOGS/fuzz-$name"
     rm -rf "$work" && mkdir -p "$work/corpus"
     [ -d "$corpus" ] || { echo "fuzz[$name]: no seed corpus $corpus" >&2; fail=1; continue; }
+    # Extra libFuzzer flags per target (fuzz/<target>.flags, one line).
+    local flags=""
+    [ -f "$ROOT/fuzz/${name//-/_}.flags" ] && flags=$(head -1 "$ROOT/fuzz/${name//-/_}.flags")
     # New inputs go to a scratch copy; the checked-in seeds stay as they are.
-    if "$d/$t" -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 \
+    # shellcheck disable=SC2086
+    if "$d/$t" -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 $flags \
       -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$corpus" \
       >"$work/log" 2>&1; then
       echo "fuzz[$name]: $(grep -E '^#[0-9]+.*DONE' "$work/log" | tail -1)"
