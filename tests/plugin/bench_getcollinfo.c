@@ -131,6 +131,8 @@ int main(int argc, char **argv)
     P.prof->finalize(r[i].pctx);
   }
   free(batch);
+  if (getenv("ACL_BENCH_VERBOSE"))
+    fputs(acl_h_log_text(), stderr);
   acl_h_unload(&P);
   return 0;
 }
