@@ -159,6 +159,15 @@ static void join_consensus_locked(acl_rank_t *r)
   p.search.samples_per_cand = acl_proc.cfg.samples_per_cand;
   p.search.nranks = r->nranks;
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
+  if (!r->cons && acl_proc.cfg.mode != ACL_MODE_ONLINE &&
+      !strstr(r->cons_err, "AUTOCCL_MODE differs")) {
+    /* Off and static modes never need the segment to be safe, only to
+     * check agreement: any other failure just skips the check. */
+    acl_warn("comm %016llx: mode agreement not checked: %s", (unsigned long long)r->comm_id,
+             r->cons_err);
+    r->cons_err[0] = '\0';
+    return;
+  }
   if (!r->cons) {
     /* Never a silent fallback on one rank: every collective of this
      * communicator fails loudly instead (see getCollInfo). */
@@ -187,17 +196,19 @@ acl_rank_t *acl_plugin_tuner_attach(int abi, uint64_t comm_id, size_t nranks, si
   r->nnodes = (int)nnodes;
   if (!r->prof_rank && acl_proc.prof)
     r->prof_rank = acl_prof_rank_attach(acl_proc.prof, r, comm_id, r->rank, r->nranks);
-  if (acl_proc.cfg.mode != ACL_MODE_ONLINE)
-    goto out;
   if (comm_id == 0) {
     /* Tuner v2-v4 carry no communicator id, so ranks in different processes
      * cannot find each other's decisions: tuning online could diverge. */
-    r->online_unsafe = true;
-    acl_warn("tuner ABI v%d has no communicator id; online tuning needs NCCL >= 2.27 "
-             "(tuner v5) or the autoccl profiler; leaving NCCL's choices",
-             abi);
+    if (acl_proc.cfg.mode == ACL_MODE_ONLINE) {
+      r->online_unsafe = true;
+      acl_warn("tuner ABI v%d has no communicator id; online tuning needs NCCL >= 2.27 "
+               "(tuner v5) or the autoccl profiler; leaving NCCL's choices",
+               abi);
+    }
     goto out;
   }
+  /* Every mode joins the segment: it records the mode, so a rank whose mode
+   * differs from the others' is caught instead of silently diverging. */
   join_consensus_locked(r);
 out:
   if (r)
@@ -317,14 +328,14 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (!r || !t || coll < 0 || coll >= ACL_NUM_COLL)
     return ncclSuccess;
   acl_mode_t mode = acl_proc.cfg.mode;
+  if (!r->cons && r->cons_err[0]) {
+    log_once(r, ACL_LOGGED_JOIN, "rank consensus unavailable", r->cons_err);
+    return ncclSystemError;
+  }
   if (mode == ACL_MODE_OFF || r->online_unsafe)
     return ncclSuccess;
   if (mode == ACL_MODE_STATIC)
     return acl_proc.table ? decide_static(r, coll, nbytes, t, nch) : ncclSuccess;
-  if (!r->cons) {
-    log_once(r, ACL_LOGGED_JOIN, "rank consensus unavailable", r->cons_err);
-    return ncclSystemError;
-  }
   acl_wkey_t key = {.comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops,
                     .coll = (uint8_t)coll};
   acl_decision_t d;
