@@ -31,6 +31,16 @@ Test(abi, exports_all_versions_newest_first)
   cr_assert_null(dlsym(P.handle, "acl_config_parse"));
 }
 
+Test(abi, found_by_bare_name_like_nccl_tuner_plugin_autoccl)
+{
+  /* NCCL_TUNER_PLUGIN=autoccl -> dlopen("libnccl-tuner-autoccl.so"). */
+  void *h = dlopen("libnccl-tuner-autoccl.so", RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(h, "dlopen by name: %s", dlerror());
+  cr_assert_not_null(dlsym(h, "ncclTunerPlugin_v5"));
+  cr_assert_not_null(dlsym(h, "ncclProfiler_v5"));
+  dlclose(h);
+}
+
 /* One call through v5 with a fresh cost table; returns what NCCL would run. */
 static ncclResult_t call_v5(void *ctx, int coll, size_t nbytes, float t[7][3], int *algo,
                             int *proto, int *nch)
