@@ -58,7 +58,11 @@ Test(prof, bogus_cupti_path_falls_back_to_nccl)
   cr_assert_not(st.cupti_backed_off);
   cr_assert_eq(acl_prof_nccl_mask(p), ncclProfileColl | ncclProfileKernelCh);
   cr_assert_not_null(strstr(logbuf, "CUPTI unavailable"), "log: %s", logbuf);
+#ifdef ACL_HAVE_CUPTI
   cr_assert_not_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "log: %s", logbuf);
+#else
+  cr_assert_not_null(strstr(logbuf, "built without CUPTI headers"), "log: %s", logbuf);
+#endif
   cr_assert_not_null(strstr(logbuf, "NCCL profiler events"), "log: %s", logbuf);
   acl_prof_destroy(p);
 }
@@ -89,7 +93,11 @@ Test(prof, not_a_cupti_library_falls_back)
   acl_snap_profiler_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "nccl");
+#ifdef ACL_HAVE_CUPTI
   cr_assert_not_null(strstr(logbuf, "lacks cuptiGetVersion"), "log: %s", logbuf);
+#else
+  cr_assert_not_null(strstr(logbuf, "built without CUPTI headers"), "log: %s", logbuf);
+#endif
   acl_prof_destroy(p);
 }
 
