@@ -372,7 +372,7 @@ def test_tui(port, url):
     tmux("resize-window", "-t", name, "-x", "100", "-y", "30")
     scr = wait_for(name, lambda s: len(table(s)) == len(st["workloads"]) and
                    max(len(l) for l in s.split("\n")) <= 100 and "trajectory:" in s and
-                   len(s.rstrip("\n").split("\n")) <= 30)
+                   len(s.rstrip("\n").split("\n")) <= 30 and "row " in s and "converged" in s)
     check("resize to 100x30 keeps header, table and pane",
           "converged" in scr and "trajectory:" in scr and "row " in scr, scr)
     tmux("resize-window", "-t", name, "-x", "20", "-y", "5")
