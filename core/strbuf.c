@@ -48,7 +48,8 @@ void acl_sb_append(acl_strbuf_t *sb, const char *s, size_t n)
 {
   if (!reserve(sb, n))
     return;
-  memcpy(sb->data + sb->len, s, n);
+  if (n)
+    memcpy(sb->data + sb->len, s, n);
   sb->len += n;
   sb->data[sb->len] = '\0';
 }

@@ -51,7 +51,8 @@ bool acl_parse_size(const char *s, uint64_t *out)
 static int split(char *line, char **f)
 {
   int n = 0;
-  for (char *tok = strtok(line, " \t,"); tok; tok = strtok(NULL, " \t,")) {
+  char *save = NULL;
+  for (char *tok = strtok_r(line, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
     if (n == MAX_FIELDS)
       return MAX_FIELDS + 1;
     f[n++] = tok;
@@ -105,7 +106,7 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
     while (end < len && text[end] != '\n')
       end++;
     lineno++;
-    char line[512];
+    char line[512] = {0};
     size_t n = end - pos;
     if (n >= sizeof(line)) {
       snprintf(err, errlen, "line %d: longer than %zu bytes", lineno, sizeof(line) - 1);

@@ -313,7 +313,7 @@ int main(int argc, char **argv)
   double deadline = acl_sim_now() + 10 + o.hang_timeout_s;
   for (int p = 0; p < nprocs; p++) {
     int st;
-    pid_t got;
+    pid_t got = 0;
     while (pids[p] > 0 && (got = waitpid(pids[p], &st, WNOHANG)) == 0 && acl_sim_now() < deadline) {
       struct timespec ts = {0, 5 * 1000 * 1000};
       nanosleep(&ts, NULL);

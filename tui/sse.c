@@ -27,6 +27,7 @@ void acl_top_sse_reset(acl_top_sse_t *p)
   p->have_data = false;
   p->last_cr = false;
   p->started = false;
+  p->bom = 0;
   p->overflow = false;
 }
 
@@ -110,12 +111,18 @@ static void process_line(acl_top_sse_t *p, const char *s, size_t n)
 int acl_top_sse_feed(acl_top_sse_t *p, const char *data, size_t len)
 {
   size_t i = 0;
-  if (!p->started && len) {
-    /* A UTF-8 BOM may open the stream; only a whole one at the very start. */
-    if (len >= 3 && (unsigned char)data[0] == 0xEF && (unsigned char)data[1] == 0xBB &&
-        (unsigned char)data[2] == 0xBF)
-      i = 3;
-    p->started = true;
+  /* A UTF-8 BOM may open the stream, split across reads however TCP
+   * delivers it. A partial match followed by anything else is dropped: no
+   * valid field name starts with those bytes. */
+  static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+  while (!p->started && i < len) {
+    if ((unsigned char)data[i] == bom[p->bom]) {
+      i++;
+      if (++p->bom == 3)
+        p->started = true;
+    } else {
+      p->started = true;
+    }
   }
   while (i < len) {
     char ch = data[i];

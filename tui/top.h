@@ -114,6 +114,7 @@ typedef struct acl_top_sse {
   bool have_data;   /* a data: field was seen since the last dispatch */
   bool last_cr;     /* previous chunk ended in CR: a leading LF is its pair */
   bool started;     /* BOM check done */
+  unsigned char bom; /* bytes of a UTF-8 BOM matched so far (it may arrive split) */
   bool overflow;    /* current line exceeded the cap: skip to its end */
   uint64_t events, comments, dropped_lines;
   long retry_ms;    /* last retry: field, -1 none */

@@ -78,6 +78,9 @@ static void proc_stop_locked(void)
   acl_obs_stop_locked();
   acl_prof_destroy(acl_proc.prof);
   acl_proc.prof = NULL;
+  free(acl_proc.table);
+  acl_proc.table = NULL;
+  acl_proc.cfg_loaded = false; /* a later communicator reloads (and re-reports) */
 }
 
 static acl_rank_t *rank_create_locked(uint64_t comm_id)

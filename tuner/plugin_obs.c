@@ -228,4 +228,8 @@ void acl_obs_stop_locked(void)
   acl_web_stop(acl_proc.web);
   acl_proc.web = NULL;
   acl_proc.web_failed = false;
+  pthread_mutex_lock(&snap_lock);
+  free(snap);
+  snap = NULL;
+  pthread_mutex_unlock(&snap_lock);
 }
