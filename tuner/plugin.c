@@ -43,23 +43,25 @@ static void proc_start_locked(ncclDebugLogger_t log)
     acl_log_set_level((acl_log_level_t)acl_proc.cfg.log_level);
     clock_gettime(CLOCK_MONOTONIC, &acl_proc.t0);
     acl_proc.cfg_loaded = true;
-    if (acl_proc.cfg.mode == ACL_MODE_STATIC) {
-      char err[320];
-      if (!acl_proc.cfg.table_path[0]) {
-        acl_warn("AUTOCCL_MODE=static needs AUTOCCL_TABLE=<file>; leaving NCCL's choices");
-      } else if (!(acl_proc.table = calloc(1, sizeof(*acl_proc.table))) ||
-                 acl_table_load(acl_proc.cfg.table_path, acl_proc.table, err, sizeof(err))) {
-        acl_warn("cannot use tuning table: %s; leaving NCCL's choices",
-                 acl_proc.table ? err : "out of memory");
-        free(acl_proc.table);
-        acl_proc.table = NULL;
-      } else {
-        acl_info("static mode: %d rules from %s", acl_proc.table->nrules,
-                 acl_proc.cfg.table_path);
-      }
-    }
     acl_info("loaded (mode %s, profiler %s)", acl_mode_name(acl_proc.cfg.mode),
              acl_prof_src_name(acl_proc.cfg.profiler));
+  }
+  if (acl_proc.cfg.mode == ACL_MODE_STATIC && !acl_proc.table && !acl_proc.table_failed) {
+    char err[320];
+    acl_proc.table_failed = true; /* until it loads: warn once, not per communicator */
+    if (!acl_proc.cfg.table_path[0]) {
+      acl_warn("AUTOCCL_MODE=static needs AUTOCCL_TABLE=<file>; leaving NCCL's choices");
+    } else if (!(acl_proc.table = calloc(1, sizeof(*acl_proc.table))) ||
+               acl_table_load(acl_proc.cfg.table_path, acl_proc.table, err, sizeof(err))) {
+      acl_warn("cannot use tuning table: %s; leaving NCCL's choices",
+               acl_proc.table ? err : "out of memory");
+      free(acl_proc.table);
+      acl_proc.table = NULL;
+    } else {
+      acl_proc.table_failed = false;
+      acl_info("static mode: %d rules from %s", acl_proc.table->nrules,
+               acl_proc.cfg.table_path);
+    }
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
     return;
@@ -79,8 +81,8 @@ static void proc_stop_locked(void)
   acl_prof_destroy(acl_proc.prof);
   acl_proc.prof = NULL;
   free(acl_proc.table);
-  acl_proc.table = NULL;
-  acl_proc.cfg_loaded = false; /* a later communicator reloads (and re-reports) */
+  acl_proc.table = NULL; /* a later communicator loads it again */
+  acl_proc.table_failed = false;
 }
 
 static acl_rank_t *rank_create_locked(uint64_t comm_id)

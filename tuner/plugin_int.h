@@ -57,6 +57,7 @@ typedef struct acl_proc {
   bool cfg_loaded;
   acl_config_t cfg;
   acl_table_t *table;   /* static mode */
+  bool table_failed;    /* reported; not retried until the last rank goes */
   struct timespec t0;
   struct acl_prof *prof;
   struct acl_web *web;
