@@ -295,7 +295,7 @@ static void sub_begin(acl_search_t *s, int si)
   sub->lo = -1;
   sub->hi = (int8_t)axis_count(s, 0);
   /* Near a known optimum refine locally; from scratch take big steps. */
-  sub->step = b > 0 ? 1 : 2;
+  sub->step = b > 0 ? 1 : 3;
   sub->dir = 0;
   sub->checked = 0;
   s->cur_sub = (uint8_t)si;
@@ -469,8 +469,11 @@ int acl_search_pick_challenger(acl_search_t *s)
   s->cands[d].tried = 1;
   const acl_search_cand_t *dc = &s->cands[d];
   int n = axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
+  /* Around NCCL's own choice one grid step is a few percent at most, too
+   * little to prove against it: look two steps away. */
+  int reach = acl_search_is_nccl(s, s->current) ? 2 : 1;
   for (int dir = 1; dir >= -1; dir -= 2) {
-    int at = dc->axis_idx[0] + dir;
+    int at = dc->axis_idx[0] + dir * reach;
     if (at < 0 || at >= n)
       continue;
     uint8_t idx[ACL_SEARCH_NUM_AXES];
@@ -503,7 +506,9 @@ static uint32_t block_len(const acl_search_t *s, int id)
   const acl_search_cand_t *c = &s->cands[id];
   uint32_t spc = (uint32_t)s->params.samples_per_cand;
   uint32_t target = spc;
-  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
+  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
+    target = ACL_SEARCH_EARLY2_N;
+  else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
     target = ACL_SEARCH_EARLY_N;
   if (c->planned < target)
     return target - c->planned;
@@ -604,10 +609,16 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   }
   /* Early verdict for a clearly slower candidate (median, robust to one
    * outlier among three): saves the rest of its samples. */
-  if (cand_id != ACL_SEARCH_CAND_NCCL && c->got >= ACL_SEARCH_EARLY_N) {
+  if (cand_id != ACL_SEARCH_CAND_NCCL && c->got >= ACL_SEARCH_EARLY2_N) {
     int b = acl_search_best_judged(s, true);
-    if (b >= 0 && acl_search_median(c->seconds, c->nsamples) >
-                      ACL_SEARCH_EARLY_REJECT * s->cands[b].robust_seconds)
+    double ref = b >= 0 ? s->cands[b].robust_seconds : 0.0;
+    /* After 2 samples only when both are clearly slower (the faster of two
+     * is robust to a straggler); after 3 on the median. */
+    if (b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
+        fmin(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref)
+      judge(s, cand_id);
+    else if (b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
+             acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref)
       judge(s, cand_id);
   }
 }
