@@ -1,6 +1,8 @@
 # Shared by the web test scripts: start/stop acl-web-fixture, helpers.
 # Every process started here is killed by id on exit; every wait is bounded.
 set -euo pipefail
+# (under pipefail, `curl | grep -q` fails when grep stops reading early:
+# the scripts let grep read everything instead)
 : "${ACL_WEB_FIXTURE:?set by meson: path of acl-web-fixture}"
 OUT_DIR=${ACL_WEB_OUT:-$(pwd)}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -9,21 +9,21 @@ expect_code() { local got; got=$(curl_code "$2" "${@:3}"); [ "$got" = "$1" ] || 
 
 expect_code 200 "$BASE/healthz"
 [ "$(curl -s --max-time 5 "$BASE/healthz")" = "ok" ] || fail "/healthz body"
-h "$BASE/metrics" | grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' || fail "/metrics content type"
-h "$BASE/api/v1/state" | grep -qi '^content-type: application/json' || fail "/api/v1/state content type"
-h "$BASE/" | grep -qi '^content-type: text/html; charset=utf-8' || fail "/ content type"
-h "$BASE/" | grep -qi "^content-security-policy: default-src 'none'" || fail "/ has no CSP"
-h "$BASE/app.js" | grep -qi '^content-type: text/javascript' || fail "/app.js content type"
-h "$BASE/style.css" | grep -qi '^content-type: text/css' || fail "/style.css content type"
-curl -s --max-time 5 "$BASE/" | grep -q 'id="trajectory"' || fail "dashboard body"
-curl -s --max-time 5 "$BASE/metrics" | grep -q '^autoccl_build_info{version="' || fail "metrics body"
+h "$BASE/metrics" | grep >/dev/null -i '^content-type: text/plain; version=0.0.4; charset=utf-8' || fail "/metrics content type"
+h "$BASE/api/v1/state" | grep >/dev/null -i '^content-type: application/json' || fail "/api/v1/state content type"
+h "$BASE/" | grep >/dev/null -i '^content-type: text/html; charset=utf-8' || fail "/ content type"
+h "$BASE/" | grep >/dev/null -i "^content-security-policy: default-src 'none'" || fail "/ has no CSP"
+h "$BASE/app.js" | grep >/dev/null -i '^content-type: text/javascript' || fail "/app.js content type"
+h "$BASE/style.css" | grep >/dev/null -i '^content-type: text/css' || fail "/style.css content type"
+curl -s --max-time 5 "$BASE/" | grep >/dev/null 'id="trajectory"' || fail "dashboard body"
+curl -s --max-time 5 "$BASE/metrics" | grep >/dev/null '^autoccl_build_info{version="' || fail "metrics body"
 expect_code 200 "$BASE/metrics?foo=bar&x"
 expect_code 200 "$BASE/api/v1/state?pretty=1"
 
 # HEAD: headers only, same length as GET would send.
 hd=$(curl -s -I --max-time 5 "$BASE/healthz")
-echo "$hd" | grep -q '^HTTP/1.1 200' || fail "HEAD /healthz: $hd"
-echo "$hd" | grep -qi '^content-length: 3' || fail "HEAD /healthz length: $hd"
+echo "$hd" | grep >/dev/null '^HTTP/1.1 200' || fail "HEAD /healthz: $hd"
+echo "$hd" | grep >/dev/null -i '^content-length: 3' || fail "HEAD /healthz length: $hd"
 [ "$(curl -s -I --max-time 5 -o /dev/null -w '%{size_download}' "$BASE/metrics")" = 0 ] || fail "HEAD /metrics sent a body"
 expect_code 200 "$BASE/api/v1/events" -I
 
@@ -35,8 +35,8 @@ done
 for m in POST PUT DELETE PATCH OPTIONS TRACE; do
   for p in /metrics /api/v1/state /healthz /; do
     out=$(curl -s -D - -o /dev/null --max-time 5 -X "$m" "$BASE$p")
-    echo "$out" | head -1 | grep -q ' 405' || fail "$m $p: $(echo "$out" | head -1)"
-    echo "$out" | grep -qi '^allow: GET, HEAD' || fail "$m $p: no Allow header"
+    echo "$out" | head -1 | grep >/dev/null ' 405' || fail "$m $p: $(echo "$out" | head -1)"
+    echo "$out" | grep >/dev/null -i '^allow: GET, HEAD' || fail "$m $p: no Allow header"
   done
 done
 expect_code 405 "$BASE/metrics" --data 'x=1'
