@@ -216,7 +216,9 @@ static void val_check(acl_search_t *s)
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
   if (s->challenger == ACL_SEARCH_CAND_NCCL) {
-    if (gain - ACL_VAL_Z_KEEP * se > 0.0) {
+    /* The last look is a single test, not one of many: a lower bar. */
+    double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
+    if (gain - zk * se > 0.0) {
       next_challenger(s);
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
       promote(s); /* back to NCCL's own choice */

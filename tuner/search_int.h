@@ -26,7 +26,8 @@
 #define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
 #define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
-#define ACL_VAL_Z_KEEP 3.0   /* keep: gain > 3 standard errors */
+#define ACL_VAL_Z_KEEP 3.5   /* keep: gain > 3 standard errors */
+#define ACL_VAL_Z_LAST 2.5   /* keep at the last look (ACL_VAL_MAX samples) */
 #define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
 #define ACL_REF_MAX 48u      /* samples of a refinement challenger */
