@@ -104,7 +104,7 @@ vg() {
   fi
   if [ $rc -ne 0 ]; then
     echo "valgrind[$tag]: command failed (exit $rc):" >&2
-    tail -20 "$dir/stdout" "$dir/stderr" >&2
+    tail -n 20 "$dir/stdout" "$dir/stderr" >&2
     return 1
   fi
   echo "valgrind[$tag]: clean ($(ls "$dir"/vg.* | wc -l) processes)"
@@ -121,7 +121,10 @@ stage_valgrind() {
   for t in "$PLAIN"/tests/plugin/test-plugin-*; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     found=1
-    ACL_PLUGIN="$plugin" AUTOCCL_HTTP_PORT="" vg "$(basename "$t")" "$t" -j1 || fail=1
+    # The environment meson gives these tests (tests/plugin/meson.build).
+    ACL_PLUGIN="$plugin" AUTOCCL_HTTP_PORT="" \
+      LD_LIBRARY_PATH="$(dirname "$plugin")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      vg "$(basename "$t")" "$t" -j1 || fail=1
   done
   [ $found = 1 ] || { echo "no test-plugin-* in $PLAIN/tests/plugin" >&2; fail=1; }
   if [ -x "$PLAIN/sim/autoccl-sim" ]; then
