@@ -1,8 +1,8 @@
 /* autoccl-top's flags and URLs: the input is split at NUL bytes into argv.
  * Checks: a failure always says why; a success yields 1..ACL_TOP_MAX_URLS
  * normalised URLs (http://, no trailing slash, terminated, no duplicates)
- * and a delay within its documented range; a normalised URL normalises to
- * itself. */
+ * and a delay within its documented range; a normalised URL (within the
+ * input length limit) normalises to itself. */
 #include <stdint.h>
 #include <string.h>
 
@@ -45,10 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       FZ_CHECK(strncmp(u, "http://", 7) == 0 || strncmp(u, "https://", 8) == 0,
                "url without scheme: %s", u);
       FZ_CHECK(l > 0 && u[l - 1] != '/', "trailing slash: %s", u);
+      /* Idempotent, within the input length limit (a long input grows by
+       * "http://" and ":9464" and may then be over it: not a bug). */
       char again[ACL_TOP_URL_MAX], e2[160];
-      FZ_CHECK(acl_top_normalize_url(u, again, sizeof(again), e2, sizeof(e2)) == 0 &&
-                   strcmp(again, u) == 0,
-               "normalising %s again gives %s", u, again);
+      if (l < ACL_TOP_URL_MAX - 16)
+        FZ_CHECK(acl_top_normalize_url(u, again, sizeof(again), e2, sizeof(e2)) == 0 &&
+                     strcmp(again, u) == 0,
+                 "normalising %s again gives %s", u, again);
       for (int k = 0; k < i; k++)
         FZ_CHECK(strcmp(o.urls[k], u) != 0, "duplicate url %s", u);
     }
