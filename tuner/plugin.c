@@ -77,7 +77,12 @@ static void proc_start_locked(ncclDebugLogger_t log)
 /* Called with acl_proc.lock held when the last rank goes. */
 static void proc_stop_locked(void)
 {
-  acl_obs_stop_locked();
+  acl_obs_stop_locked(); /* drops the lock for a while */
+  if (acl_proc.nranks_live > 0) {
+    /* A communicator arrived meanwhile: it uses the profiler; keep it. */
+    acl_obs_start_locked();
+    return;
+  }
   acl_prof_destroy(acl_proc.prof);
   acl_proc.prof = NULL;
   free(acl_proc.table);

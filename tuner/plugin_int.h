@@ -62,6 +62,7 @@ typedef struct acl_proc {
   struct acl_prof *prof;
   struct acl_web *web;
   bool web_failed;      /* logged once; not retried */
+  bool obs_stopping;    /* acl_obs_stop_locked has dropped the lock */
   pthread_t watcher;
   bool watcher_running;
   atomic_bool watcher_stop;

@@ -192,7 +192,7 @@ static void *watcher_main(void *arg)
 void acl_obs_start_locked(void)
 {
   const acl_config_t *cfg = &acl_proc.cfg;
-  if (acl_proc.web || acl_proc.web_failed || cfg->http_port < 0)
+  if (acl_proc.web || acl_proc.web_failed || acl_proc.obs_stopping || cfg->http_port < 0)
     return;
   int port = cfg->http_port == 0 ? 0 : cfg->http_port + cfg->local_rank;
   char err[256] = "";
@@ -215,21 +215,28 @@ void acl_obs_start_locked(void)
   acl_proc.watcher_running = pthread_create(&acl_proc.watcher, NULL, watcher_main, NULL) == 0;
 }
 
+/* The server's and the watcher's threads take acl_proc.lock (inside
+ * snap_lock) to build snapshots, so they are stopped with the lock dropped:
+ * stopping them under it would deadlock with a scrape in flight. */
 void acl_obs_stop_locked(void)
 {
-  if (acl_proc.watcher_running) {
-    atomic_store(&acl_proc.watcher_stop, true);
-    /* The watcher takes acl_proc.lock briefly to publish: let it finish. */
-    pthread_mutex_unlock(&acl_proc.lock);
-    pthread_join(acl_proc.watcher, NULL);
-    pthread_mutex_lock(&acl_proc.lock);
-    acl_proc.watcher_running = false;
-  }
-  acl_web_stop(acl_proc.web);
+  if (acl_proc.obs_stopping)
+    return;
+  acl_web_t *w = acl_proc.web;
+  bool watcher = acl_proc.watcher_running;
   acl_proc.web = NULL;
+  acl_proc.watcher_running = false;
   acl_proc.web_failed = false;
+  acl_proc.obs_stopping = true;
+  atomic_store(&acl_proc.watcher_stop, true);
+  pthread_mutex_unlock(&acl_proc.lock);
+  if (watcher)
+    pthread_join(acl_proc.watcher, NULL);
+  acl_web_stop(w);
   pthread_mutex_lock(&snap_lock);
   free(snap);
   snap = NULL;
   pthread_mutex_unlock(&snap_lock);
+  pthread_mutex_lock(&acl_proc.lock);
+  acl_proc.obs_stopping = false;
 }
