@@ -75,10 +75,10 @@ static void proc_start_locked(ncclDebugLogger_t log)
 }
 
 /* Called with acl_proc.lock held when the last rank goes. */
-static void proc_stop_locked(void)
+static void proc_stop_locked(bool at_exit)
 {
   acl_obs_stop_locked(); /* drops the lock for a while */
-  if (acl_proc.nranks_live > 0) {
+  if (!at_exit && acl_proc.nranks_live > 0) {
     /* A communicator arrived meanwhile: it uses the profiler; keep it. */
     acl_obs_start_locked();
     return;
@@ -128,7 +128,7 @@ static void rank_unref_locked(acl_rank_t *r)
   free(r->stats);
   free(r);
   if (--acl_proc.nranks_live == 0)
-    proc_stop_locked();
+    proc_stop_locked(false);
 }
 
 acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, int nnodes,
@@ -459,6 +459,6 @@ __attribute__((destructor)) static void acl_plugin_unload(void)
 {
   pthread_mutex_lock(&acl_proc.lock);
   if (acl_proc.nranks_live > 0)
-    proc_stop_locked();
+    proc_stop_locked(true);
   pthread_mutex_unlock(&acl_proc.lock);
 }
