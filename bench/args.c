@@ -411,7 +411,7 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       c->nmodes = 0;
       char *save = NULL;
       for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (strcmp(t, "default") && strcmp(t, "autoccl") && strcmp(t, "table"))
+        if (strcmp(t, "default") != 0 && strcmp(t, "autoccl") != 0 && strcmp(t, "table") != 0)
           return usage_error("--compare: unknown mode '%s' (default, autoccl, table)", t);
         for (int i = 0; i < c->nmodes; i++)
           if (!strcmp(c->modes[i], t)) return usage_error("--compare: mode '%s' given twice", t);
@@ -457,7 +457,8 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       if (c->nmode_env >= BENCH_MAX_MODE_ENV) return usage_error("--mode-env: too many");
       struct mode_env *m = &c->mode_env[c->nmode_env++];
       snprintf(m->mode, sizeof(m->mode), "%.*s", (int)(colon - a), a);
-      if (strcmp(m->mode, "*") && strcmp(m->mode, "default") && strcmp(m->mode, "autoccl") && strcmp(m->mode, "table"))
+      if (strcmp(m->mode, "*") != 0 && strcmp(m->mode, "default") != 0 && strcmp(m->mode, "autoccl") != 0 &&
+          strcmp(m->mode, "table") != 0)
         return usage_error("--mode-env: unknown mode '%s'", m->mode);
       rc = copy_str(m->assign, sizeof(m->assign), colon + 1, "--mode-env");
       break;

@@ -413,7 +413,7 @@ int compare_main(const struct bench_cfg *c0) {
   }
   int need_plugin = 0;
   for (int m = 0; m < c->nmodes; m++)
-    if (strcmp(c->modes[m], "default")) need_plugin = 1;
+    if (strcmp(c->modes[m], "default") != 0) need_plugin = 1;
   char plugin_abs[BENCH_PATH_MAX] = "";
   if (need_plugin) {
     if (!c->plugin[0]) {
@@ -452,7 +452,7 @@ int compare_main(const struct bench_cfg *c0) {
     struct job *j = &jobs[nj++];
     snprintf(j->name, sizeof(j->name), "%s", c->modes[m]);
     snprintf(j->mode, sizeof(j->mode), "%s", c->modes[m]);
-    if (strcmp(j->mode, "default")) {
+    if (strcmp(j->mode, "default") != 0) {
       j->keep_autoccl = 1;
       job_setenv(j, "NCCL_TUNER_PLUGIN=%s%s", plugin_abs, "");
       job_setenv(j, "NCCL_PROFILER_PLUGIN=%s%s", plugin_abs, "");
@@ -466,7 +466,8 @@ int compare_main(const struct bench_cfg *c0) {
         job_setenv(j, "%s%s", c->mode_env[e].assign, "");
     if (job_alloc(j, c->reps, nsizes)) goto oom;
   }
-  int nvls_off = getenv("NCCL_NVLS_ENABLE") && !strcmp(getenv("NCCL_NVLS_ENABLE"), "0");
+  const char *nvls_env = getenv("NCCL_NVLS_ENABLE");
+  int nvls_off = nvls_env && strcmp(nvls_env, "0") == 0;
   char skipped_algos[256] = "";
   if (c->sweep) {
     char algos[256], protos[128], chans[256];

@@ -35,7 +35,7 @@ void fake_times(const struct bench_cfg *c, int nranks, size_t bytes, int T, doub
     if (!strcasecmp(algo, "Tree")) {
       if (c->coll != COLL_ALL_REDUCE) { *status = 1; return; }
       tree = 1;
-    } else if (strcasecmp(algo, "Ring")) {
+    } else if (strcasecmp(algo, "Ring") != 0) {
       *status = 1;
       return;
     }

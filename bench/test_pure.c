@@ -61,11 +61,17 @@ static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_
   int it = 7;
   size_t in_n = coll == COLL_ALL_GATHER ? per : count;
   char **in = calloc((size_t)nranks, sizeof(char *));
+  if (!in)
+    abort();
   for (int r = 0; r < nranks; r++) {
     in[r] = calloc(in_n, es);
+    if (!in[r])
+      abort();
     pattern_fill(&c, nranks, r, it, in[r], in_n);
   }
   char *full = calloc(count, es);
+  if (!full)
+    abort();
   /* full reduction of all ranks' inputs, in rank order or reversed */
   if (coll == COLL_ALL_REDUCE || coll == COLL_REDUCE || coll == COLL_REDUCE_SCATTER) {
     int first = reverse ? nranks - 1 : 0;
