@@ -75,6 +75,8 @@ static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_
   /* full reduction of all ranks' inputs, in rank order or reversed */
   if (coll == COLL_ALL_REDUCE || coll == COLL_REDUCE || coll == COLL_REDUCE_SCATTER) {
     int first = reverse ? nranks - 1 : 0;
+    if (!in[first])
+      abort();
     memcpy(full, in[first], count * es);
     for (int k = 1; k < nranks; k++) {
       int r = reverse ? nranks - 1 - k : k;
