@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -221,4 +224,33 @@ Test(abi, bad_table_rejected_whole_with_line_number)
   cr_assert_eq(memcmp(t, ref, sizeof(t)), 0, "a rejected table must change nothing");
   P.v5->finalize(ctx);
   unlink(path);
+}
+
+Test(abi, busy_port_logged_once_and_harmless)
+{
+  /* Occupy a loopback port, then ask the plugin to serve on it. */
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  cr_assert_eq(listen(fd, 1), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  char port[16];
+  snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
+  setenv("AUTOCCL_HTTP_PORT", port, 1);
+  setenv("AUTOCCL_LOCAL_RANK", "0", 1);
+  acl_h_load(&P);
+  void *c1 = NULL, *c2 = NULL;
+  cr_assert_eq(P.v5->init(&c1, 0x9101, 2, 1, acl_h_logger, NULL, NULL), ncclSuccess);
+  cr_assert_eq(P.v5->init(&c2, 0x9102, 2, 1, acl_h_logger, NULL, NULL), ncclSuccess);
+  cr_assert_eq(acl_h_log_count("HTTP endpoint disabled"), 1, "log: %s", acl_h_log_text());
+  float t[7][3];
+  acl_h_cost_table(ncclFuncAllReduce, 1 << 20, 2, t);
+  int nch = 0;
+  cr_assert_eq(P.v5->getCollInfo(c1, ncclFuncAllReduce, 1 << 20, 1, (float **)(void *)t, 7, 3, 0,
+                                 &nch),
+               ncclSuccess);
+  P.v5->finalize(c1);
+  P.v5->finalize(c2);
+  close(fd);
 }
