@@ -31,6 +31,7 @@ int acl_web_routes_init(acl_web_t *w)
   w->r_503_sse = static_text("too many event streams\n", txt);
   w->r_healthz = static_text("ok\n", txt);
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
   w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
   if (!w->r_404 || !w->r_405 || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
     return -1;

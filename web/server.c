@@ -79,15 +79,19 @@ static int open_listener(const char *bind_addr, int port, int *bound_port, char 
     close(fd);
     return -1;
   }
-  struct sockaddr_storage got;
+  struct sockaddr_storage got = {0};
   socklen_t gl = sizeof(got);
   if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
     snprintf(err, errlen, "getsockname: %s", strerror(errno));
     close(fd);
     return -1;
   }
-  *bound_port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
-                                               : ((struct sockaddr_in6 *)&got)->sin6_port);
+  /* Copy out rather than cast: no aliasing, and the analyzer can follow it. */
+  struct sockaddr_in a4;
+  struct sockaddr_in6 a6;
+  memcpy(&a4, &got, sizeof(a4));
+  memcpy(&a6, &got, sizeof(a6));
+  *bound_port = ntohs(got.ss_family == AF_INET ? a4.sin_port : a6.sin6_port);
   return fd;
 }
 
