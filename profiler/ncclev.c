@@ -276,7 +276,7 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
         break;
       }
     }
-    if (c->has_tag) {
+    if (c->has_tag && r) { /* has_tag implies r; said for the analyzer */
       e->st.colls_matched++;
       check_mismatch(e, r, &c->tag, d);
       if (e->coll_hook)

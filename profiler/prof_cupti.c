@@ -61,7 +61,7 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 static struct {
   void *lib;
   char path[512];
-#define X(f, req) __typeof__(&f) f;
+#define X(f, req) __typeof__(&f) f; /* NOLINT(bugprone-macro-parentheses): declarator */
   CUPTI_FNS(X)
 #undef X
 } cu;
@@ -122,8 +122,8 @@ static bool try_load(const char *path, char *why, size_t whylen)
     return false;
   }
 #define X(f, req)                                                                           \
-  cu.f = (__typeof__(&f))dlsym(h, #f);                                                     \
-  if (req && !cu.f) {                                                                      \
+  cu.f = (__typeof__(&f))dlsym(h, #f); /* NOLINT(bugprone-macro-parentheses): a member */ \
+  if ((req) && !cu.f) {                                                                    \
     snprintf(why, whylen, "%s lacks %s", path, #f);                                        \
     goto fail;                                                                             \
   }
@@ -317,7 +317,7 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   if (!load_cupti(o ? o->lib : NULL, why, whylen))
     goto fail_unlock;
   uint32_t ver = 0;
-  if ((r = cu.cuptiGetVersion(&ver)) != CUPTI_SUCCESS || ver < 130000) {
+  if (cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS || ver < 130000) {
     snprintf(why, whylen, "%s: CUPTI API version %u, need >= 13 (record layouts differ)",
              cu.path, ver);
     goto fail_unlock;

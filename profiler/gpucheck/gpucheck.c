@@ -339,7 +339,7 @@ static int single_gpu(void)
 
   /* Delivery latency, one call at a time: call -> sample for a 20 us kernel. */
   const int NL = 50;
-  double lat[50];
+  double lat[50] = {0};
   int nl = 0;
   for (int i = 2 * N; i < 2 * N + NL; i++) {
     acl_call_tag_t t = mktag(0, (uint64_t)i, 1 << 20);
