@@ -365,11 +365,10 @@ static bool commit_step(rank_drv_t *ds, int n, uint64_t step)
   acl_sim_ctl_t *ctl = ds[0].w->ctl;
   for (int i = 0; i < n; i++)
     atomic_store(&ds[i].slot->progress, step);
-  uint64_t stop;
   if (atomic_load(&ctl->stopping))
-    while ((stop = atomic_load(&ctl->stop_step)) == UINT64_MAX)
+    while (atomic_load(&ctl->stop_step) == UINT64_MAX)
       sleep_s(0.001);
-  stop = atomic_load(&ctl->stop_step);
+  uint64_t stop = atomic_load(&ctl->stop_step);
   return step < stop;
 }
 
@@ -416,6 +415,7 @@ static void publish_overlap(rank_drv_t *d, double level)
 static void drive(rank_drv_t *ds, int n)
 {
   const acl_sim_world_t *w = ds[0].w;
+  /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): set for every rank before */
   const acl_sim_opts_t *o = w->o;
   for (int i = 0; i < n; i++)
     atomic_store(&ds[i].slot->state, 1u);

@@ -56,6 +56,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   const acl_sim_opts_t *o = w->o;
   const acl_sim_step_t *st = w->step;
   int n = o->nranks, status = ACL_SIM_EXIT_FAILED;
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of FILE pointers */
   FILE **fs = calloc((size_t)n, sizeof(*fs));
   acl_sim_logent_t *row = calloc((size_t)n, sizeof(*row));
   wstat_t *ws = calloc(st->nworkloads ? st->nworkloads : 1, sizeof(*ws));
@@ -99,6 +100,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
       if (first_div == UINT64_MAX)
         first_div = idx;
     }
+    if (st->ncalls == 0) /* nothing scheduled: nothing to attribute */
+      continue;
     wstat_t *s = &ws[st->calls[idx % st->ncalls].wid];
     if (row[0].flags & ACL_SIM_LOG_ERROR)
       s->errors++;
@@ -155,6 +158,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     const acl_sim_call_t *c = s->call;
     acl_candidate_t fin = {s->last.algo, s->last.proto, s->last.nchannels, 0};
     acl_candidate_t base = {ACL_ALGO_NCCL, -1, 0, 0}, best, def;
+    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): workloads come from calls */
     acl_land_nccl_default(w->land, c->coll, c->nbytes, n, &def);
     bool ok = s->n > 0 && !(s->last.flags & ACL_SIM_LOG_ERROR);
     double t_fin = ok ? acl_land_time(w->land, c->coll, c->nbytes, n, &fin, level) : NAN;
