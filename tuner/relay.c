@@ -135,7 +135,7 @@ static void *srv_main(void *arg)
     pf[1] = (struct pollfd){.fd = srv.lfd, .events = POLLIN};
     for (int i = 0; i < srv.nconns; i++)
       pf[2 + i] = (struct pollfd){.fd = srv.conns[i].fd, .events = POLLIN};
-    int n = poll(pf, (nfds_t)(2 + srv.nconns), 1000);
+    int n = poll(pf, (nfds_t)2 + (nfds_t)srv.nconns, 1000);
     if (n < 0 && errno != EINTR)
       break;
     if (pf[0].revents)
