@@ -29,7 +29,7 @@ static bool reserve(acl_strbuf_t *sb, size_t extra)
 {
   if (sb->failed)
     return false;
-  if (sb->len + extra + 1 <= sb->cap)
+  if (sb->data && sb->len + extra + 1 <= sb->cap)
     return true;
   size_t cap = sb->cap ? sb->cap : 256;
   while (cap < sb->len + extra + 1)

@@ -614,11 +614,11 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     double ref = b >= 0 ? s->cands[b].robust_seconds : 0.0;
     /* After 2 samples only when both are clearly slower (the faster of two
      * is robust to a straggler); after 3 on the median. */
-    if (b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
-        fmin(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref)
-      judge(s, cand_id);
-    else if (b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
-             acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref)
+    bool early2 = b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
+                  fminf(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref;
+    bool early3 = b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
+                  acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref;
+    if (early2 || early3)
       judge(s, cand_id);
   }
 }
