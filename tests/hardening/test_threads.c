@@ -3,7 +3,8 @@
  * 2 ranks, 4 workloads each; a feeder thread plays NCCL's proxy thread,
  * sending the profiler events of the collectives the ranks ran; a scraper
  * thread reads /metrics and /api/v1/state from the endpoint the plugin
- * opened (AUTOCCL_HTTP_PORT=0, port taken from the log). Checked: every
+ * opened (AUTOCCL_HTTP_PORT=0, port taken from the log), also while the
+ * communicators finalize. Checked: every
  * call succeeds, both ranks of each communicator run the same (algo,
  * proto, channels) for every call, every scrape answers 200. Built in a
  * -Db_sanitize=thread dir by scripts/ci-hardening.sh, TSan reports fail it
@@ -99,6 +100,10 @@ static rank_t R[NRANK];
 static atomic_int errors, running_ranks;
 static char first_error[256];
 static atomic_int scrapes_ok, scrapes_bad;
+/* Scrapes go on through finalize (a scrape in flight while the last
+ * communicator goes must not deadlock); failures after it started count
+ * as the endpoint going away, not as dropped scrapes. */
+static atomic_bool fin_started, fin_done;
 
 static void fail(const char *fmt, ...)
 {
@@ -260,11 +265,12 @@ out:
 static void *scraper_main(void *arg)
 {
   int port = *(int *)arg;
-  for (bool first = true; atomic_load(&running_ranks) > 0; first = false) {
+  for (bool first = true; !atomic_load(&fin_done); first = false) {
     const char *path = atomic_load(&scrapes_ok) % 2 ? "/api/v1/state" : "/metrics";
+    bool during_fin = atomic_load(&fin_started);
     if (http_get(port, path))
       atomic_fetch_add(&scrapes_ok, 1);
-    else
+    else if (!during_fin)
       atomic_fetch_add(&scrapes_bad, 1);
     if (first)
       atomic_store(&go, true);
@@ -311,8 +317,6 @@ int main(void)
   for (int i = 0; i < NRANK; i++)
     pthread_join(th[i], NULL);
   pthread_join(feeder, NULL);
-  if (scraping)
-    pthread_join(scraper, NULL);
 
   CHECK(atomic_load(&errors) == 0, "%d errors; first: %s", atomic_load(&errors),
                first_error);
@@ -333,12 +337,16 @@ int main(void)
   CHECK(atomic_load(&scrapes_ok) > 0, "no scrape succeeded");
   CHECK(atomic_load(&scrapes_bad) == 0, "%d of %d scrapes failed", atomic_load(&scrapes_bad),
                atomic_load(&scrapes_ok) + atomic_load(&scrapes_bad));
+  atomic_store(&fin_started, true);
   for (int i = 0; i < NRANK; i++) {
     CHECK(P.v5->finalize(R[i].tctx) == ncclSuccess, "tuner finalize");
     CHECK(P.prof->finalize(R[i].pctx) == ncclSuccess, "profiler finalize");
     pthread_mutex_destroy(&R[i].qmu);
     free(R[i].dec);
   }
+  atomic_store(&fin_done, true);
+  if (scraping)
+    pthread_join(scraper, NULL);
   printf("ok: %d calls x %d ranks on %d communicators, %d decision changes, %d scrapes\n",
          ncalls, NRANK, NCOMM, changes, atomic_load(&scrapes_ok));
   acl_h_unload(&P);
