@@ -4,9 +4,9 @@
  * sending the profiler events of the collectives the ranks ran; a scraper
  * thread reads /metrics and /api/v1/state from the endpoint the plugin
  * opened (AUTOCCL_HTTP_PORT=0, port taken from the log), also while the
- * communicators finalize. Checked: every
- * call succeeds, both ranks of each communicator run the same (algo,
- * proto, channels) for every call, every scrape answers 200. Built in a
+ * communicators finalize. Checked: every call succeeds, both ranks of each
+ * communicator run the same (algo, proto, channels) for every call, every
+ * scrape before finalize answers 200, no deadlock at finalize. Built in a
  * -Db_sanitize=thread dir by scripts/ci-hardening.sh, TSan reports fail it
  * (TSAN_OPTIONS=halt_on_error=1); elsewhere it is a plain stress test.
  * Not a Criterion executable: Criterion cannot start under TSan ("Could not
