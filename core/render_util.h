@@ -9,10 +9,6 @@
 #include "core/snapshot.h"
 #include "core/strbuf.h"
 
-/* Length (1..4) of the valid UTF-8 sequence at p (n bytes left), 0 if the
- * bytes there are not valid UTF-8 (overlong, surrogate, truncated...). */
-size_t acl_utf8_seq(const unsigned char *p, size_t n);
-
 /* JSON string literal of the first strnlen(s, maxlen) bytes; invalid UTF-8
  * becomes U+FFFD. NULL renders as "". */
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen);

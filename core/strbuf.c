@@ -79,24 +79,83 @@ void acl_sb_printf(acl_strbuf_t *sb, const char *fmt, ...)
   sb->len += (size_t)n;
 }
 
-void acl_sb_json_str(acl_strbuf_t *sb, const char *s)
+size_t acl_utf8_seq(const unsigned char *p, size_t n)
 {
+  if (n == 0)
+    return 0;
+  unsigned c = p[0];
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  unsigned cp, min;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2, cp = c & 0x1F, min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, cp = c & 0x0F, min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, cp = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+static const char k_replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n)
+{
+  const unsigned char *p = (const unsigned char *)s;
   acl_sb_append(sb, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    switch (*p) {
+  for (size_t i = 0; i < n;) {
+    size_t run = i; /* plain printable ASCII goes in one append */
+    while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
+      run++;
+    if (run > i) {
+      acl_sb_append(sb, (const char *)p + i, run - i);
+      i = run;
+      continue;
+    }
+    unsigned c = p[i];
+    if (c >= 0x80) {
+      size_t l = acl_utf8_seq(p + i, n - i);
+      if (l == 0) {
+        acl_sb_append(sb, k_replacement, 3);
+        i++;
+      } else {
+        acl_sb_append(sb, (const char *)p + i, l);
+        i += l;
+      }
+      continue;
+    }
+    switch (c) {
     case '"': acl_sb_append(sb, "\\\"", 2); break;
     case '\\': acl_sb_append(sb, "\\\\", 2); break;
     case '\n': acl_sb_append(sb, "\\n", 2); break;
     case '\r': acl_sb_append(sb, "\\r", 2); break;
     case '\t': acl_sb_append(sb, "\\t", 2); break;
     default:
-      if (*p < 0x20)
-        acl_sb_printf(sb, "\\u%04x", *p);
+      if (c < 0x20 || c == 0x7F)
+        acl_sb_printf(sb, "\\u%04x", c);
       else
-        acl_sb_append(sb, (const char *)p, 1);
+        acl_sb_append(sb, (const char *)p + i, 1);
     }
+    i++;
   }
   acl_sb_append(sb, "\"", 1);
+}
+
+void acl_sb_json_str(acl_strbuf_t *sb, const char *s)
+{
+  acl_sb_json_strn(sb, s ? s : "", s ? strlen(s) : 0);
 }
 
 char *acl_sb_steal(acl_strbuf_t *sb, size_t *len)

@@ -20,8 +20,13 @@ bool acl_sb_ok(const acl_strbuf_t *sb);
 void acl_sb_append(acl_strbuf_t *sb, const char *s, size_t n);
 void acl_sb_puts(acl_strbuf_t *sb, const char *s);
 void acl_sb_printf(acl_strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string literal, quotes included. */
+/* Appends s as a JSON string literal, quotes included; invalid UTF-8
+ * becomes U+FFFD, control characters are escaped. NULL renders as "". */
 void acl_sb_json_str(acl_strbuf_t *sb, const char *s);
+void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n);
+/* Length (1..4) of the valid UTF-8 sequence at p (n bytes left), 0 if the
+ * bytes there are not valid UTF-8 (overlong, surrogate, truncated...). */
+size_t acl_utf8_seq(const unsigned char *p, size_t n);
 /* Takes ownership of the data (NUL-terminated); the buffer is left empty. */
 char *acl_sb_steal(acl_strbuf_t *sb, size_t *len);
 
