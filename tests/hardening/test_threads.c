@@ -163,43 +163,13 @@ static void *rank_main(void *arg)
   return NULL;
 }
 
-static const char *const coll_names[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                          "AllReduce"};
-static const char *const algo_names[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                          "NVLS", "NVLS_TREE", "PAT"};
-static const char *const proto_names[3] = {"LL", "LL128", "SIMPLE"};
-
 static void feed_one(rank_t *r, const done_coll_t *c, uint64_t *clock)
 {
-  if (!(r->mask & ncclProfileColl))
-    return;
-  ncclProfilerEventDescr_v5_t d = {0};
-  d.type = ncclProfileColl;
-  d.coll.func = coll_names[c->coll];
-  d.coll.count = c->nbytes / 4;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.nChannels = (uint8_t)(c->nch > 0 ? c->nch : 8);
-  d.coll.algo = algo_names[c->algo];
-  d.coll.proto = proto_names[c->proto];
-  void *coll_h = NULL;
-  P.prof->startEvent(r->pctx, &coll_h, &d);
-  /* Ring/LL128 fastest; channels near 16 best; bytes at ~100 GB/s. */
+  /* Ring/LL128 fastest; bytes at ~100 GB/s. */
   double us = 5.0 + (double)c->nbytes / 1e5 * (c->algo == NCCL_ALGO_RING ? 1.0 : 1.3) *
                         (c->proto == NCCL_PROTO_LL128 ? 0.9 : 1.0);
-  for (int ch = 0; ch < d.coll.nChannels && (r->mask & ncclProfileKernelCh); ch++) {
-    ncclProfilerEventDescr_v5_t k = {0};
-    k.type = ncclProfileKernelCh;
-    k.parentObj = coll_h;
-    k.kernelCh.channelId = (uint8_t)ch;
-    k.kernelCh.pTimer = *clock;
-    void *kh = NULL;
-    P.prof->startEvent(r->pctx, &kh, &k);
-    ncclProfilerEventStateArgs_v5_t st = {.kernelCh.pTimer = *clock + (uint64_t)(us * 1000.0)};
-    P.prof->recordEventState(kh, ncclProfilerKernelChStop, &st);
-    P.prof->stopEvent(kh);
-  }
-  P.prof->stopEvent(coll_h);
-  *clock += (uint64_t)(us * 1000.0) + 1000;
+  acl_h_report_call(P.prof, r->pctx, r->mask, c->coll, c->nbytes, c->algo, c->proto, c->nch, us,
+                    clock);
 }
 
 static void *feeder_main(void *arg)

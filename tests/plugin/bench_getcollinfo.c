@@ -39,10 +39,6 @@ typedef struct rank {
   uint64_t clock;
 } rank_t;
 
-static const char *const algo_names[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                          "NVLS", "NVLS_TREE", "PAT"};
-static const char *const proto_names[3] = {"LL", "LL128", "SIMPLE"};
-
 /* One call on one rank: decide, then report a sample like NCCL would. */
 static void one_call(rank_t *r, size_t nbytes, int feed)
 {
@@ -50,26 +46,11 @@ static void one_call(rank_t *r, size_t nbytes, int feed)
   acl_h_cost_table(ncclFuncAllReduce, nbytes, 2, t);
   int nch = 0, a, p;
   P.v5->getCollInfo(r->tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3, 0, &nch);
-  if (!feed || !(r->mask & ncclProfileColl))
+  if (!feed)
     return;
   acl_h_select(t, &a, &p);
-  ncclProfilerEventDescr_v5_t d = {.type = ncclProfileColl};
-  d.coll.func = "AllReduce";
-  d.coll.count = nbytes / 4;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.nChannels = 1;
-  d.coll.algo = algo_names[a];
-  d.coll.proto = proto_names[p];
-  void *h = NULL, *k = NULL;
-  P.prof->startEvent(r->pctx, &h, &d);
-  ncclProfilerEventDescr_v5_t kd = {.type = ncclProfileKernelCh, .parentObj = h};
-  kd.kernelCh.pTimer = r->clock;
-  P.prof->startEvent(r->pctx, &k, &kd);
-  ncclProfilerEventStateArgs_v5_t st = {.kernelCh.pTimer = r->clock + 50000 + (uint64_t)(nch * 100)};
-  P.prof->recordEventState(k, ncclProfilerKernelChStop, &st);
-  P.prof->stopEvent(k);
-  P.prof->stopEvent(h);
-  r->clock += 100000;
+  acl_h_report_call(P.prof, r->pctx, r->mask, ncclFuncAllReduce, nbytes, a, p, 1,
+                    50.0 + nch * 0.1, &r->clock);
 }
 
 int main(int argc, char **argv)

@@ -86,6 +86,41 @@ int acl_h_select(float t[7][3], int *algo, int *proto)
   return *algo < 0 ? -1 : 0;
 }
 
+void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
+                       size_t nbytes, int algo, int proto, int nch, double us, uint64_t *clock)
+{
+  static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                       "AllReduce"};
+  static const char *const algos[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                       "NVLS", "NVLS_TREE", "PAT"};
+  static const char *const protos[3] = {"LL", "LL128", "SIMPLE"};
+  if (!(mask & ncclProfileColl) || coll < 0 || coll > 4 || algo < 0 || algo > 6 || proto < 0 ||
+      proto > 2)
+    return;
+  ncclProfilerEventDescr_v5_t d = {.type = ncclProfileColl};
+  d.coll.func = colls[coll];
+  d.coll.count = nbytes / 4;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = (uint8_t)(nch > 0 ? nch : 8);
+  d.coll.algo = algos[algo];
+  d.coll.proto = protos[proto];
+  void *coll_h = NULL;
+  prof->startEvent(pctx, &coll_h, &d);
+  prof->stopEvent(coll_h); /* NCCL stops the Coll at launch, before its channels report */
+  uint64_t span = (uint64_t)(us * 1000.0);
+  for (int c = 0; c < d.coll.nChannels && (mask & ncclProfileKernelCh); c++) {
+    ncclProfilerEventDescr_v5_t k = {.type = ncclProfileKernelCh, .parentObj = coll_h};
+    k.kernelCh.channelId = (uint8_t)c;
+    k.kernelCh.pTimer = *clock;
+    void *kh = NULL;
+    prof->startEvent(pctx, &kh, &k);
+    ncclProfilerEventStateArgs_v5_t st = {.kernelCh.pTimer = *clock + span};
+    prof->recordEventState(kh, ncclProfilerKernelChStop, &st);
+    prof->stopEvent(kh);
+  }
+  *clock += span + 1000;
+}
+
 static char log_buf[1 << 16];
 static size_t log_len;
 

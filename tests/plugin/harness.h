@@ -32,6 +32,13 @@ void acl_h_cost_table(int coll, size_t nbytes, int nranks, float t[7][3]);
  * lowest index wins ties. Returns 0, or -1 when nothing is valid. */
 int acl_h_select(float t[7][3], int *algo, int *proto);
 
+/* Reports one call the way NCCL's profiler does: a Coll event (stopped at
+ * launch, as NCCL does), then nch KernelCh events spanning `us`
+ * microseconds of GPU time from *clock (advanced past the call). Only the
+ * event types in mask are sent; nch 0 means NCCL's default of 8 channels. */
+void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
+                       size_t nbytes, int algo, int proto, int nch, double us, uint64_t *clock);
+
 /* Messages the plugin sent through the logger we hand it. */
 void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                   const char *fmt, ...);

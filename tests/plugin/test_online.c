@@ -22,12 +22,6 @@ typedef struct rank {
 static void teardown(void) { acl_h_unload(&P); }
 TestSuite(online, .fini = teardown, .timeout = 60);
 
-static const char *const coll_names[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                          "AllReduce"};
-static const char *const algo_names[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                          "NVLS", "NVLS_TREE", "PAT"};
-static const char *const proto_names[3] = {"LL", "LL128", "SIMPLE"};
-
 /* The simulated truth: RING/LL128 with 16 channels is fastest for this
  * size; NCCL's cost table believes otherwise. */
 static double true_us(int a, int p, int nch)
@@ -41,33 +35,7 @@ static double true_us(int a, int p, int nch)
 
 static void feed(rank_t *r, int coll, size_t nbytes, int a, int p, int nch, uint64_t *clock)
 {
-  if (!(r->mask & ncclProfileColl))
-    return;
-  ncclProfilerEventDescr_v5_t d = {0};
-  d.type = ncclProfileColl;
-  d.coll.func = coll_names[coll];
-  d.coll.count = nbytes / 4;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.nChannels = (uint8_t)(nch > 0 ? nch : 8);
-  d.coll.algo = algo_names[a];
-  d.coll.proto = proto_names[p];
-  void *coll_h = NULL;
-  P.prof->startEvent(r->pctx, &coll_h, &d);
-  double us = true_us(a, p, nch);
-  for (int c = 0; c < d.coll.nChannels && (r->mask & ncclProfileKernelCh); c++) {
-    ncclProfilerEventDescr_v5_t k = {0};
-    k.type = ncclProfileKernelCh;
-    k.parentObj = coll_h;
-    k.kernelCh.channelId = (uint8_t)c;
-    k.kernelCh.pTimer = *clock;
-    void *kh = NULL;
-    P.prof->startEvent(r->pctx, &kh, &k);
-    ncclProfilerEventStateArgs_v5_t st = {.kernelCh.pTimer = *clock + (uint64_t)(us * 1000.0)};
-    P.prof->recordEventState(kh, ncclProfilerKernelChStop, &st);
-    P.prof->stopEvent(kh);
-  }
-  P.prof->stopEvent(coll_h);
-  *clock += (uint64_t)(us * 1000.0) + 1000;
+  acl_h_report_call(P.prof, r->pctx, r->mask, coll, nbytes, a, p, nch, true_us(a, p, nch), clock);
 }
 
 Test(online, one_thread_drives_four_ranks_and_they_agree)
