@@ -66,45 +66,21 @@ void acl_render_json_float(acl_strbuf_t *sb, float v)
   acl_sb_puts(sb, buf);
 }
 
-static const char k_replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+static void prom_escape(acl_strbuf_t *sb, unsigned c)
+{
+  if (c == '\\')
+    acl_sb_append(sb, "\\\\", 2);
+  else if (c == '"')
+    acl_sb_append(sb, "\\\"", 2);
+  else if (c == '\n')
+    acl_sb_append(sb, "\\n", 2);
+  else
+    acl_sb_append(sb, "?", 1); /* other controls and DEL */
+}
 
 void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen)
 {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  size_t n = s ? strnlen(s, maxlen) : 0;
-  for (size_t i = 0; i < n;) {
-    size_t run = i;
-    while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
-      run++;
-    if (run > i) {
-      acl_sb_append(sb, (const char *)p + i, run - i);
-      i = run;
-      continue;
-    }
-    unsigned c = p[i];
-    if (c >= 0x80) {
-      size_t l = acl_utf8_seq(p + i, n - i);
-      if (l == 0) {
-        acl_sb_append(sb, k_replacement, 3);
-        i++;
-      } else {
-        acl_sb_append(sb, (const char *)p + i, l);
-        i += l;
-      }
-      continue;
-    }
-    if (c == '\\')
-      acl_sb_append(sb, "\\\\", 2);
-    else if (c == '"')
-      acl_sb_append(sb, "\\\"", 2);
-    else if (c == '\n')
-      acl_sb_append(sb, "\\n", 2);
-    else if (c < 0x20 || c == 0x7F)
-      acl_sb_append(sb, "?", 1);
-    else
-      acl_sb_append(sb, (const char *)p + i, 1);
-    i++;
-  }
+  acl_sb_escape(sb, s ? s : "", s ? strnlen(s, maxlen) : 0, prom_escape);
 }
 
 void acl_render_prom_float(acl_strbuf_t *sb, double v)

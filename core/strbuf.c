@@ -111,10 +111,9 @@ size_t acl_utf8_seq(const unsigned char *p, size_t n)
 
 static const char k_replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
 
-void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n)
+void acl_sb_escape(acl_strbuf_t *sb, const char *s, size_t n, acl_sb_escape_fn esc)
 {
   const unsigned char *p = (const unsigned char *)s;
-  acl_sb_append(sb, "\"", 1);
   for (size_t i = 0; i < n;) {
     size_t run = i; /* plain printable ASCII goes in one append */
     while (run < n && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
@@ -124,8 +123,7 @@ void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n)
       i = run;
       continue;
     }
-    unsigned c = p[i];
-    if (c >= 0x80) {
+    if (p[i] >= 0x80) {
       size_t l = acl_utf8_seq(p + i, n - i);
       if (l == 0) {
         acl_sb_append(sb, k_replacement, 3);
@@ -136,20 +134,27 @@ void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n)
       }
       continue;
     }
-    switch (c) {
-    case '"': acl_sb_append(sb, "\\\"", 2); break;
-    case '\\': acl_sb_append(sb, "\\\\", 2); break;
-    case '\n': acl_sb_append(sb, "\\n", 2); break;
-    case '\r': acl_sb_append(sb, "\\r", 2); break;
-    case '\t': acl_sb_append(sb, "\\t", 2); break;
-    default:
-      if (c < 0x20 || c == 0x7F)
-        acl_sb_printf(sb, "\\u%04x", c);
-      else
-        acl_sb_append(sb, (const char *)p + i, 1);
-    }
+    esc(sb, p[i]);
     i++;
   }
+}
+
+static void json_escape(acl_strbuf_t *sb, unsigned c)
+{
+  switch (c) {
+  case '"': acl_sb_append(sb, "\\\"", 2); break;
+  case '\\': acl_sb_append(sb, "\\\\", 2); break;
+  case '\n': acl_sb_append(sb, "\\n", 2); break;
+  case '\r': acl_sb_append(sb, "\\r", 2); break;
+  case '\t': acl_sb_append(sb, "\\t", 2); break;
+  default: acl_sb_printf(sb, "\\u%04x", c); /* other controls and DEL */
+  }
+}
+
+void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n)
+{
+  acl_sb_append(sb, "\"", 1);
+  acl_sb_escape(sb, s, n, json_escape);
   acl_sb_append(sb, "\"", 1);
 }
 

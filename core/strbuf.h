@@ -24,6 +24,11 @@ void acl_sb_printf(acl_strbuf_t *sb, const char *fmt, ...) __attribute__((format
  * becomes U+FFFD, control characters are escaped. NULL renders as "". */
 void acl_sb_json_str(acl_strbuf_t *sb, const char *s);
 void acl_sb_json_strn(acl_strbuf_t *sb, const char *s, size_t n);
+/* Appends n bytes of s: printable ASCII and valid UTF-8 as they are,
+ * invalid UTF-8 as U+FFFD, and every other byte (controls, DEL, '"', '\\')
+ * through esc. The one walker behind the JSON and Prometheus escapers. */
+typedef void (*acl_sb_escape_fn)(acl_strbuf_t *sb, unsigned c);
+void acl_sb_escape(acl_strbuf_t *sb, const char *s, size_t n, acl_sb_escape_fn esc);
 /* Length (1..4) of the valid UTF-8 sequence at p (n bytes left), 0 if the
  * bytes there are not valid UTF-8 (overlong, surrogate, truncated...). */
 size_t acl_utf8_seq(const unsigned char *p, size_t n);
