@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "tuner/relay.h"
+#include "tuner/consensus/relay.h"
 
 static void req(const uint8_t *d, size_t n)
 {

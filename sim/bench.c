@@ -13,7 +13,7 @@
 #include "core/config.h"
 #include "sim/bench_int.h"
 #include "sim/landscape.h"
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 #define BENCH_MAX_LAG 4 /* samples arrive 0..3 calls late (GPU behind host) */
 #define BENCH_OUTLIER_P 0.02

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "core/config.h"
-#include "tuner/consensus.h"
+#include "tuner/consensus/consensus.h"
 
 typedef struct th_rank {
   acl_config_t cfg;

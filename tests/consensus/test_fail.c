@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "tuner/cons_int.h"
+#include "tuner/consensus/cons_int.h"
 
 static bool shm_exists(const char *name)
 {

@@ -13,7 +13,7 @@
 
 #include "helpers.h"
 #include "run.h"
-#include "tuner/relay.h"
+#include "tuner/consensus/relay.h"
 
 static acl_relay_req_t sample_req(void)
 {

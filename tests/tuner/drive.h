@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 typedef double (*drive_time_fn)(void *user, const acl_candidate_t *c, uint64_t call);
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tests/tuner/drive.h"
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 /* A unimodal landscape: per (algo, proto) a base time and a channel peak. */
 typedef struct model {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "tuner/cons_int.h"
-#include "tuner/relay.h"
+#include "tuner/consensus/cons_int.h"
+#include "tuner/consensus/relay.h"
 
 #define REFUSED_CAP 1024 /* refused keys remembered per rank */
 

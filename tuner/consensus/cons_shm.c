@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "tuner/cons_int.h"
+#include "tuner/consensus/cons_int.h"
 
 #define HDR_ALIGN 4096
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tuner/search_int.h"
+#include "tuner/search/search_int.h"
 
 /* ---- axes ---------------------------------------------------------------- */
 

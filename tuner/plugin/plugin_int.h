@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "core/snapshot.h"
 #include "core/table.h"
-#include "tuner/plugin.h"
+#include "tuner/plugin/plugin.h"
 
 /* This process's view of one workload of one rank (the search state itself
  * is shared, in the consensus segment). Relaxed atomics: the getCollInfo

@@ -3,7 +3,7 @@
  * "decline") and only fail a collective when consensus demands it. */
 #include "core/abi.h"
 #include "core/types.h"
-#include "tuner/plugin.h"
+#include "tuner/plugin/plugin.h"
 
 #define ACL_EXPORT __attribute__((visibility("default")))
 

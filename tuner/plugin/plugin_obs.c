@@ -9,8 +9,8 @@
 #include "core/log.h"
 #include "core/render.h"
 #include "profiler/profiler.h"
-#include "tuner/consensus.h"
-#include "tuner/plugin_int.h"
+#include "tuner/consensus/consensus.h"
+#include "tuner/plugin/plugin_int.h"
 #include "web/server.h"
 
 /* One snapshot buffer, reused under its own lock: renders are serialised. */

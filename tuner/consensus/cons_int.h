@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tuner/consensus.h"
+#include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 #define ACL_CONS_LAYOUT 1u

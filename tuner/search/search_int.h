@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 /* Tuning constants (documented in docs/tuner.md). */
 #define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */

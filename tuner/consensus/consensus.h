@@ -21,7 +21,7 @@
 #include "core/config.h"
 #include "core/snapshot.h"
 #include "core/types.h"
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 typedef struct acl_cons acl_cons_t;
 

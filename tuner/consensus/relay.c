@@ -1,6 +1,6 @@
 /* Multi-host relay: the process-wide server (a poll() thread) and the
  * follower client. Wire format: relay_wire.c. See relay.h. */
-#include "tuner/relay.h"
+#include "tuner/consensus/relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "tuner/cons_int.h"
+#include "tuner/consensus/cons_int.h"
 
 /* ---- sockets ---------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tuner/search_int.h"
+#include "tuner/search/search_int.h"
 
 /* ---- statistics ---------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* Plugin glue: process-wide state (config, profiler, endpoint), the per-rank
  * contexts that tie the profiler and tuner ABIs together, and the decision
  * path of getCollInfo. Snapshots and SSE events live in plugin_obs.c. */
-#include "tuner/plugin.h"
+#include "tuner/plugin/plugin.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,8 +15,8 @@
 #include "core/snapshot.h"
 #include "core/table.h"
 #include "profiler/profiler.h"
-#include "tuner/consensus.h"
-#include "tuner/plugin_int.h"
+#include "tuner/consensus/consensus.h"
+#include "tuner/plugin/plugin_int.h"
 
 acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 

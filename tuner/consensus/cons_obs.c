@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tuner/cons_int.h"
+#include "tuner/consensus/cons_int.h"
 
 #define SAMPLE_LOCK_MS 1000
 

@@ -1,6 +1,6 @@
 /* Multi-host relay: the wire format and the coordinator address, pure
  * functions (fuzzed by tests/consensus/test_relay.c). See relay.h. */
-#include "tuner/relay.h"
+#include "tuner/consensus/relay.h"
 
 #include <stdio.h>
 #include <string.h>
