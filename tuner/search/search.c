@@ -1,6 +1,7 @@
-/* The search for one workload (see tuner/search.h and docs/tuner.md):
- * warm-up, baseline and exploration. Convergence, background validation,
- * drift and reporting are in search_conv.c.
+/* The search for one workload (see tuner/search/search.h and docs/tuner.md):
+ * warm-up, baseline and exploration (planning and judging). Convergence,
+ * background validation, drift and reporting are in search_conv.c; the
+ * candidate grid and table and the statistics in search_grid.c.
  *
  * Phases: warm-up (NCCL's choice, samples dropped) -> baseline (NCCL's choice
  * measured) -> exploring (subspaces by (algo, proto) in NCCL's cost order,
@@ -12,92 +13,9 @@
  * clock, no randomness: the same calls with the same samples give the same
  * bytes. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
-
-/* ---- axes ---------------------------------------------------------------- */
-
-/* Channel grid: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 (about sqrt(2)
- * apart, so doubling/halving the step in grid units doubles/halves the
- * factor), cut at max_channels, which is always the last point. */
-static const int16_t chan_grid[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
-#define CHAN_GRID_N ((int)(sizeof chan_grid / sizeof chan_grid[0]))
-
-/* Chunk axis for tuner v6 (NCCL 2.30): disabled, a single point 0 = "NCCL
- * decides". Enabling it means listing values here; the descent needs no
- * change (an axis of one point is skipped). */
-static const int32_t chunk_grid[] = {0};
-#define CHUNK_GRID_N ((int)(sizeof chunk_grid / sizeof chunk_grid[0]))
-
-static int axis_count(const acl_search_t *s, int axis)
-{
-  if (axis == ACL_SEARCH_AXIS_CHANNELS) {
-    int n = 0;
-    while (n < CHAN_GRID_N && chan_grid[n] < s->params.max_channels)
-      n++;
-    return n + 1; /* max_channels itself closes the grid */
-  }
-  return CHUNK_GRID_N;
-}
-
-static int axis_value(const acl_search_t *s, int axis, int idx)
-{
-  if (axis == ACL_SEARCH_AXIS_CHANNELS) {
-    int n = axis_count(s, axis);
-    return idx >= n - 1 ? s->params.max_channels : chan_grid[idx];
-  }
-  return chunk_grid[idx < CHUNK_GRID_N ? idx : CHUNK_GRID_N - 1];
-}
-
-/* Grid index nearest to a channel count. */
-static int chan_index(const acl_search_t *s, int want)
-{
-  int n = axis_count(s, ACL_SEARCH_AXIS_CHANNELS), best = 0;
-  for (int i = 0; i < n; i++)
-    if (abs(axis_value(s, ACL_SEARCH_AXIS_CHANNELS, i) - want) <
-        abs(axis_value(s, ACL_SEARCH_AXIS_CHANNELS, best) - want))
-      best = i;
-  return best;
-}
-
-/* Where a subspace's descent starts on an axis when nothing is known yet:
- * the channel count NCCL ran when known (hint), else half of the ceiling. */
-static int axis_start(const acl_search_t *s, int axis)
-{
-  if (axis != ACL_SEARCH_AXIS_CHANNELS)
-    return 0;
-  return chan_index(s, s->hint_ch > 0 ? s->hint_ch : s->params.max_channels / 2);
-}
-
-/* ---- candidates ---------------------------------------------------------- */
-
-static bool pair_valid(const acl_search_t *s, int a, int p)
-{
-  return (s->valid_mask & ACL_AP_BIT(a, p)) != 0;
-}
-
-static int find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARCH_NUM_AXES])
-{
-  for (int i = 1; i < s->ncands; i++) {
-    const acl_search_cand_t *c = &s->cands[i];
-    if (c->sub == sub && memcmp(c->axis_idx, idx, ACL_SEARCH_NUM_AXES) == 0)
-      return i;
-  }
-  if (s->ncands >= ACL_SEARCH_MAX_CANDS)
-    return -1;
-  int id = s->ncands++;
-  acl_search_cand_t *c = &s->cands[id];
-  memset(c, 0, sizeof *c);
-  c->sub = (uint8_t)sub;
-  memcpy(c->axis_idx, idx, ACL_SEARCH_NUM_AXES);
-  c->cand.algo = s->subs[sub].algo;
-  c->cand.proto = s->subs[sub].proto;
-  c->cand.nchannels = (int16_t)axis_value(s, ACL_SEARCH_AXIS_CHANNELS, idx[0]);
-  c->cand.chunk_bytes = axis_value(s, ACL_SEARCH_AXIS_CHUNK, idx[1]);
-  return id;
-}
 
 static bool better(const acl_search_t *s, int a, int b)
 {
@@ -206,7 +124,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   float minc = 0.0f;
   for (int a = 0; a < ACL_NUM_ALGO; a++)
     for (int q = 0; q < ACL_NUM_PROTO; q++)
-      if (pair_valid(s, a, q) && (s->nccl_algo < 0 || s->cost[a][q] < minc)) {
+      if (acl_search_pair_valid(s, a, q) && (s->nccl_algo < 0 || s->cost[a][q] < minc)) {
         minc = s->cost[a][q];
         s->nccl_algo = (int8_t)a;
         s->nccl_proto = (int8_t)q;
@@ -215,7 +133,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   /* Subspaces in NCCL's predicted order: likely winners first. */
   for (int a = 0; a < ACL_NUM_ALGO; a++)
     for (int q = 0; q < ACL_NUM_PROTO; q++) {
-      if (!pair_valid(s, a, q))
+      if (!acl_search_pair_valid(s, a, q))
         continue;
       int i = s->nsubs++;
       while (i > 0 && s->cost[s->subs[i - 1].algo][s->subs[i - 1].proto] > s->cost[a][q]) {
@@ -244,7 +162,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
     return;
   s->valid_mask &= mask_of(cost);
   for (int i = 0; i < s->nsubs; i++)
-    if (!pair_valid(s, s->subs[i].algo, s->subs[i].proto))
+    if (!acl_search_pair_valid(s, s->subs[i].algo, s->subs[i].proto))
       s->subs[i].state = SUB_INVALID;
   if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_INVALID)
     s->cur_sub = ACL_SEARCH_NONE;
@@ -290,18 +208,18 @@ static void sub_begin(acl_search_t *s, int si)
    * between subspaces), else at NCCL's channel count or mid-range. */
   int b = acl_search_best_judged(s, false);
   for (int ax = 0; ax < ACL_SEARCH_NUM_AXES; ax++)
-    sub->center[ax] = (uint8_t)(b > 0 ? s->cands[b].axis_idx[ax] : axis_start(s, ax));
+    sub->center[ax] = (uint8_t)(b > 0 ? s->cands[b].axis_idx[ax] : acl_search_axis_start(s, ax));
   sub->axis = 0;
   sub->lo = -1;
-  sub->hi = (int8_t)axis_count(s, 0);
+  sub->hi = (int8_t)acl_search_axis_count(s, 0);
   /* Near a known optimum refine locally; from scratch take big steps. */
   sub->step = b > 0 ? 1 : 3;
   sub->dir = 0;
   sub->checked = 0;
   s->cur_sub = (uint8_t)si;
   if (b <= 0 && s->hint_ch > 0 && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto &&
-      axis_value(s, ACL_SEARCH_AXIS_CHANNELS, sub->center[0]) == s->hint_ch) {
-    int id = find_or_add(s, si, sub->center);
+      acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, sub->center[0]) == s->hint_ch) {
+    int id = acl_search_find_or_add(s, si, sub->center);
     if (id > 0)
       seed_from_baseline(s, id);
   }
@@ -312,7 +230,7 @@ static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
   sub->axis++;
   if (sub->axis < ACL_SEARCH_NUM_AXES) {
     sub->lo = -1;
-    sub->hi = (int8_t)axis_count(s, sub->axis);
+    sub->hi = (int8_t)acl_search_axis_count(s, sub->axis);
     sub->step = 2;
     sub->dir = 0;
   }
@@ -341,12 +259,12 @@ static int plan(acl_search_t *s)
       sub->state = SUB_DONE;
       continue;
     }
-    int ax = sub->axis, n = axis_count(s, ax);
+    int ax = sub->axis, n = acl_search_axis_count(s, ax);
     if (n <= 1) {
       sub_next_axis(s, sub);
       continue;
     }
-    int c = find_or_add(s, s->cur_sub, sub->center);
+    int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
     if (c < 0)
       return -1;
     if (!s->cands[c].judged)
@@ -392,7 +310,7 @@ static int plan(acl_search_t *s)
     uint8_t idx[ACL_SEARCH_NUM_AXES];
     memcpy(idx, sub->center, sizeof idx);
     idx[ax] = (uint8_t)next;
-    int nc = find_or_add(s, s->cur_sub, idx);
+    int nc = acl_search_find_or_add(s, s->cur_sub, idx);
     if (nc < 0)
       return -1;
     if (!s->cands[nc].judged)
@@ -432,72 +350,6 @@ static void finish(acl_search_t *s)
     acl_search_converge(s, b);
   else
     acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
-}
-
-/* Background refinement (after the baseline verdict): exploration judged
- * each point on a handful of noisy samples, so the decision's channel
- * neighbours and the best points of close subspaces get a second, long look.
- * Around NCCL's own choice the centre is its subspace at the hinted count. */
-bool acl_search_is_nccl(const acl_search_t *s, int id)
-{
-  const acl_search_cand_t *c = &s->cands[id];
-  return id == ACL_SEARCH_CAND_NCCL ||
-         (s->hint_ch > 0 && c->cand.algo == s->nccl_algo && c->cand.proto == s->nccl_proto &&
-          c->cand.nchannels == s->hint_ch);
-}
-
-static int centre_of(const acl_search_t *s)
-{
-  if (!acl_search_is_nccl(s, s->current))
-    return s->current;
-  for (int i = 1; i < s->ncands; i++) {
-    const acl_search_cand_t *c = &s->cands[i];
-    if (c->sub != ACL_SEARCH_NONE && c->cand.algo == s->nccl_algo &&
-        c->cand.proto == s->nccl_proto && c->cand.nchannels == s->hint_ch && s->hint_ch > 0)
-      return i;
-  }
-  return -1;
-}
-
-int acl_search_pick_challenger(acl_search_t *s)
-{
-  if (s->val_refines >= ACL_REF_MAX_TRIES)
-    return -1;
-  int d = centre_of(s);
-  if (d < 0)
-    return -1;
-  s->cands[d].tried = 1;
-  const acl_search_cand_t *dc = &s->cands[d];
-  int n = axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
-  /* Around NCCL's own choice one grid step is a few percent at most, too
-   * little to prove against it: look two steps away. */
-  int reach = acl_search_is_nccl(s, s->current) ? 2 : 1;
-  for (int dir = 1; dir >= -1; dir -= 2) {
-    int at = dc->axis_idx[0] + dir * reach;
-    if (at < 0 || at >= n)
-      continue;
-    uint8_t idx[ACL_SEARCH_NUM_AXES];
-    memcpy(idx, dc->axis_idx, sizeof idx);
-    idx[0] = (uint8_t)at;
-    int id = find_or_add(s, dc->sub, idx);
-    if (id > 0 && !s->cands[id].tried) {
-      s->cands[id].tried = 1;
-      return id;
-    }
-  }
-  double ref = s->cands[s->current].robust_seconds;
-  int best = -1;
-  for (int i = 1; i < s->ncands; i++) {
-    const acl_search_cand_t *c = &s->cands[i];
-    if (c->tried || !c->judged || c->sub == dc->sub || !acl_search_usable(s, i) ||
-        !(c->robust_seconds < ACL_REF_NEAR * ref))
-      continue;
-    if (best < 0 || c->robust_seconds < s->cands[best].robust_seconds)
-      best = i;
-  }
-  if (best > 0)
-    s->cands[best].tried = 1;
-  return best;
 }
 
 /* Calls to hand out for a candidate under evaluation. */

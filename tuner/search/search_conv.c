@@ -1,95 +1,11 @@
-/* The search once exploration is over (see tuner/search.h, docs/tuner.md):
- * statistics, the decision, its background validation against NCCL's own
- * choice, drift re-tuning, and reporting. */
+/* The search once exploration is over (see tuner/search/search.h and
+ * docs/tuner.md): the decision, its background validation against NCCL's
+ * own choice and refinement, drift re-tuning, and reporting. Builds on
+ * search_grid.c; calls nothing in search.c. */
 #include <math.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
-
-/* ---- statistics ---------------------------------------------------------- */
-
-static void sort_floats(float *v, int n)
-{
-  for (int i = 1; i < n; i++) {
-    float x = v[i];
-    int j = i - 1;
-    while (j >= 0 && v[j] > x) {
-      v[j + 1] = v[j];
-      j--;
-    }
-    v[j + 1] = x;
-  }
-}
-
-/* Mean of the fastest 75% (rounded up): slow outliers never count. */
-double acl_search_trimmed_mean(const float *src, int n)
-{
-  float v[64];
-  if (n <= 0)
-    return 0.0;
-  if (n > 64)
-    n = 64;
-  memcpy(v, src, (size_t)n * sizeof v[0]);
-  sort_floats(v, n);
-  int k = (3 * n + 3) / 4;
-  double sum = 0.0;
-  for (int i = 0; i < k; i++)
-    sum += v[i];
-  return sum / k;
-}
-
-double acl_search_median(const float *src, int n)
-{
-  float v[ACL_SEARCH_MAX_SAMPLES];
-  if (n <= 0)
-    return 0.0;
-  if (n > ACL_SEARCH_MAX_SAMPLES)
-    n = ACL_SEARCH_MAX_SAMPLES;
-  memcpy(v, src, (size_t)n * sizeof v[0]);
-  sort_floats(v, n);
-  return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
-}
-
-double acl_search_mean_overlap(const acl_search_cand_t *c)
-{
-  double sum = 0.0;
-  int n = 0;
-  for (int i = 0; i < c->nsamples; i++)
-    if (c->overlap[i] >= 0.0f) {
-      sum += c->overlap[i];
-      n++;
-    }
-  return n ? sum / n : -1.0;
-}
-
-double acl_search_busbw(const acl_search_t *s, double seconds)
-{
-  if (seconds <= 0.0)
-    return 0.0;
-  return (double)s->key.nbytes * acl_busbw_factor(s->key.coll, s->params.nranks) / seconds;
-}
-
-bool acl_search_usable(const acl_search_t *s, int id)
-{
-  const acl_search_cand_t *c = &s->cands[id];
-  if (id == ACL_SEARCH_CAND_NCCL)
-    return true;
-  return c->judged && (s->valid_mask & ACL_AP_BIT(c->cand.algo, c->cand.proto)) != 0;
-}
-
-/* Best judged candidate (baseline included or not); -1 when none. */
-int acl_search_best_judged(const acl_search_t *s, bool include_baseline)
-{
-  int best = -1;
-  for (int i = include_baseline ? 0 : 1; i < s->ncands; i++) {
-    const acl_search_cand_t *c = &s->cands[i];
-    if (!c->judged || !acl_search_usable(s, i))
-      continue;
-    if (best < 0 || c->robust_seconds < s->cands[best].robust_seconds)
-      best = i;
-  }
-  return best;
-}
 
 /* ---- decision and validation --------------------------------------------- */
 
@@ -130,10 +46,68 @@ static void val_over(acl_search_t *s)
     s->verdict_call = 1;
 }
 
+/* Background refinement (after the baseline verdict): exploration judged
+ * each point on a handful of noisy samples, so the decision's channel
+ * neighbours and the best points of close subspaces get a second, long look.
+ * Around NCCL's own choice the centre is its subspace at the hinted count. */
+static int centre_of(const acl_search_t *s)
+{
+  if (!acl_search_is_nccl(s, s->current))
+    return s->current;
+  for (int i = 1; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (c->sub != ACL_SEARCH_NONE && c->cand.algo == s->nccl_algo &&
+        c->cand.proto == s->nccl_proto && c->cand.nchannels == s->hint_ch && s->hint_ch > 0)
+      return i;
+  }
+  return -1;
+}
+
+static int pick_challenger(acl_search_t *s)
+{
+  if (s->val_refines >= ACL_REF_MAX_TRIES)
+    return -1;
+  int d = centre_of(s);
+  if (d < 0)
+    return -1;
+  s->cands[d].tried = 1;
+  const acl_search_cand_t *dc = &s->cands[d];
+  int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
+  /* Around NCCL's own choice one grid step is a few percent at most, too
+   * little to prove against it: look two steps away. */
+  int reach = acl_search_is_nccl(s, s->current) ? 2 : 1;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    int at = dc->axis_idx[0] + dir * reach;
+    if (at < 0 || at >= n)
+      continue;
+    uint8_t idx[ACL_SEARCH_NUM_AXES];
+    memcpy(idx, dc->axis_idx, sizeof idx);
+    idx[0] = (uint8_t)at;
+    int id = acl_search_find_or_add(s, dc->sub, idx);
+    if (id > 0 && !s->cands[id].tried) {
+      s->cands[id].tried = 1;
+      return id;
+    }
+  }
+  double ref = s->cands[s->current].robust_seconds;
+  int best = -1;
+  for (int i = 1; i < s->ncands; i++) {
+    const acl_search_cand_t *c = &s->cands[i];
+    if (c->tried || !c->judged || c->sub == dc->sub || !acl_search_usable(s, i) ||
+        !(c->robust_seconds < ACL_REF_NEAR * ref))
+      continue;
+    if (best < 0 || c->robust_seconds < s->cands[best].robust_seconds)
+      best = i;
+  }
+  if (best > 0)
+    s->cands[best].tried = 1;
+  return best;
+}
+
 /* The next background challenger, or the end of validation. */
 static void next_challenger(acl_search_t *s)
 {
-  int id = acl_search_pick_challenger(s);
+  int id = pick_challenger(s);
   if (id <= 0) {
     val_over(s);
     return;

@@ -1,5 +1,7 @@
-/* Private to tuner/search.c (exploration) and tuner/search_conv.c
- * (statistics, convergence, background validation, drift, reporting). */
+/* Private to tuner/search/: search.c (warm-up, baseline, exploration:
+ * planning and judging) calls search_conv.c (convergence, background
+ * validation and refinement, drift, reporting), and both call search_grid.c
+ * (the candidate grid and table, statistics). Calls go that way only. */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
@@ -39,19 +41,28 @@
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 enum { VAL_NONE = 0, VAL_RUNNING, VAL_DONE };
 
-/* search.c: cand id runs what NCCL's own choice runs (cand 0, or NCCL's
- * pair at the hinted channel count, seeded from the baseline). */
+/* search_grid.c: the candidate grid and table, statistics. Calls nothing
+ * else in the search. */
+int acl_search_axis_count(const acl_search_t *s, int axis);
+int acl_search_axis_value(const acl_search_t *s, int axis, int idx);
+/* Where a descent starts on an axis when nothing is known yet. */
+int acl_search_axis_start(const acl_search_t *s, int axis);
+bool acl_search_pair_valid(const acl_search_t *s, int a, int p);
+/* The candidate at grid point idx of subspace sub (added when new); -1 when
+ * the table is full. */
+int acl_search_find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARCH_NUM_AXES]);
+/* cand id runs what NCCL's own choice runs (cand 0, or NCCL's pair at the
+ * hinted channel count, seeded from the baseline). */
 bool acl_search_is_nccl(const acl_search_t *s, int id);
-/* search.c: the next background challenger of the decision, -1 = none. */
-int acl_search_pick_challenger(acl_search_t *s);
-
-/* search_conv.c */
 double acl_search_trimmed_mean(const float *src, int n);
 double acl_search_median(const float *src, int n);
 double acl_search_mean_overlap(const acl_search_cand_t *c);
 double acl_search_busbw(const acl_search_t *s, double seconds);
 bool acl_search_usable(const acl_search_t *s, int id);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
+
+/* search_conv.c: the decision, its validation and refinement, drift,
+ * reporting. Uses search_grid.c only. */
 /* Adopt cand id as the decision (starts validation when id != 0). */
 void acl_search_converge(acl_search_t *s, int id);
 /* Converged phase: a sample (already stored in the candidate's ring). */
