@@ -1,6 +1,8 @@
 /* Internals of rank consensus, shared by consensus.c (decisions, samples),
- * cons_shm.c (segment lifetime, robust lock) and relay.c (multi-host).
- * Not used outside tuner/. Layout notes: docs/consensus.md. */
+ * cons_shm.c (segment lifetime, robust lock) and cons_obs.c (statistics).
+ * The relay (relay.c) does not see them: consensus registers a serve
+ * callback with it. Not used outside tuner/consensus/ (and its tests).
+ * Layout notes: docs/consensus.md. */
 #ifndef ACL_TUNER_CONS_INT_H
 #define ACL_TUNER_CONS_INT_H
 
@@ -141,8 +143,6 @@ typedef struct cons_local {
   acl_candidate_t c_cand;
 } cons_local_t;
 
-typedef struct cons_relay_client cons_relay_client_t;
-
 struct acl_cons {
   cons_map_t *map;
   cons_hdr_t *hdr;
@@ -158,7 +158,7 @@ struct acl_cons {
   uint32_t tab_mask, tab_used, tab_limit;
   char coord_host[256];
   int coord_port;
-  cons_relay_client_t *client; /* follower hosts */
+  struct acl_relay_client *client; /* follower hosts */
   bool registered;             /* rank 0: registered with the relay server */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
 };

@@ -1,6 +1,6 @@
 /* Rank consensus: decisions and samples (DESIGN.md §5, docs/consensus.md).
- * Segment lifetime and the lock are in cons_shm.c, the multi-host relay in
- * relay.c. */
+ * Segment lifetime and the lock are in cons_shm.c; the multi-host relay
+ * (relay.c) is a transport this file registers serve_remote with. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +286,8 @@ static cons_local_t *local_insert(acl_cons_t *c, const acl_wkey_t *k, uint32_t w
 
 /* ---- create / destroy ------------------------------------------------------ */
 
+static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp);
+
 acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen)
 {
   char dummy[8];
@@ -358,7 +360,8 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   c->hdr = c->map->hdr;
   if (p->nnodes > 1 && p->rank == 0) {
     atomic_store(&c->hdr->leader, 1);
-    if (acl_relay_register(c, err, errlen) != 0)
+    if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, serve_remote, c, err,
+                           errlen) != 0)
       goto fail;
     c->registered = true;
   }
@@ -592,8 +595,11 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
 
 /* ---- relay server side ---------------------------------------------------- */
 
-void cons_serve_remote(acl_cons_t *c, const acl_relay_req_t *req, acl_relay_resp_t *resp)
+/* The relay's serve callback for this comm (rank 0 of a multi-host comm):
+ * answers a follower host's request from this host's segment. */
+static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp)
 {
+  acl_cons_t *c = ctx;
   memset(resp, 0, sizeof(*resp));
   if (req->settings_hash != c->set_hash) {
     resp->status = ACL_RELAY_MISMATCH;

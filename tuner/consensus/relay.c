@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "tuner/consensus/cons_int.h"
 
 /* ---- sockets ---------------------------------------------------------------- */
 
@@ -68,7 +67,9 @@ typedef struct srv_conn {
 } srv_conn_t;
 
 typedef struct srv_comm {
-  acl_cons_t *c;
+  uint64_t comm_id;
+  acl_relay_serve_fn serve;
+  void *ctx;
   struct srv_comm *next;
 } srv_comm_t;
 
@@ -90,8 +91,8 @@ static void srv_handle(const acl_relay_req_t *req, acl_relay_resp_t *resp)
   resp->status = ACL_RELAY_NO_COMM;
   pthread_mutex_lock(&srv.mu);
   for (srv_comm_t *s = srv.comms; s; s = s->next)
-    if (s->c->comm_id == req->comm_id) {
-      cons_serve_remote(s->c, req, resp);
+    if (s->comm_id == req->comm_id) {
+      s->serve(s->ctx, req, resp);
       break;
     }
   pthread_mutex_unlock(&srv.mu);
@@ -194,7 +195,8 @@ static int srv_listen(const char *host, int port, char *err, size_t errlen)
   return fd;
 }
 
-int acl_relay_register(acl_cons_t *c, char *err, size_t errlen)
+int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,
+                       void *ctx, char *err, size_t errlen)
 {
   int rc = -1;
   srv_comm_t *s = calloc(1, sizeof(*s));
@@ -202,17 +204,19 @@ int acl_relay_register(acl_cons_t *c, char *err, size_t errlen)
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  s->c = c;
+  s->comm_id = comm_id;
+  s->serve = serve;
+  s->ctx = ctx;
   pthread_mutex_lock(&srv.mu);
-  if (srv.running && (strcmp(srv.host, c->coord_host) != 0 || srv.port != c->coord_port)) {
+  if (srv.running && (strcmp(srv.host, host) != 0 || srv.port != port)) {
     snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host,
-             srv.port, c->coord_host, c->coord_port);
+             srv.port, host, port);
     goto out;
   }
   for (srv_comm_t *o = srv.comms; o; o = o->next)
-    if (o->c->comm_id == c->comm_id) {
+    if (o->comm_id == comm_id) {
       snprintf(err, errlen, "comm %016llx already has a rank 0 in this process",
-               (unsigned long long)c->comm_id);
+               (unsigned long long)comm_id);
       goto out;
     }
   if (!srv.running) {
@@ -222,7 +226,7 @@ int acl_relay_register(acl_cons_t *c, char *err, size_t errlen)
       goto out;
     }
     srv.nconns = 0;
-    if ((srv.lfd = srv_listen(c->coord_host, c->coord_port, err, errlen)) < 0)
+    if ((srv.lfd = srv_listen(host, port, err, errlen)) < 0)
       goto fail_srv;
     if (pipe2(srv.wake, O_CLOEXEC) != 0) {
       snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -232,8 +236,8 @@ int acl_relay_register(acl_cons_t *c, char *err, size_t errlen)
       snprintf(err, errlen, "cannot start the relay thread");
       goto fail_srv;
     }
-    snprintf(srv.host, sizeof(srv.host), "%s", c->coord_host);
-    srv.port = c->coord_port;
+    snprintf(srv.host, sizeof(srv.host), "%s", host);
+    srv.port = port;
     srv.running = true;
     acl_info("consensus relay listening on %s:%d", srv.host, srv.port);
   }
@@ -257,11 +261,11 @@ out:
   return rc;
 }
 
-void acl_relay_unregister(acl_cons_t *c)
+void acl_relay_unregister(void *ctx)
 {
   pthread_mutex_lock(&srv.mu);
   for (srv_comm_t **pp = &srv.comms; *pp; pp = &(*pp)->next)
-    if ((*pp)->c == c) {
+    if ((*pp)->ctx == ctx) {
       srv_comm_t *s = *pp;
       *pp = s->next;
       free(s);
@@ -292,15 +296,15 @@ void acl_relay_unregister(acl_cons_t *c)
 
 /* ---- client ----------------------------------------------------------------- */
 
-struct cons_relay_client {
+struct acl_relay_client {
   char host[256];
   int port;
   int fd;
 };
 
-cons_relay_client_t *acl_relay_client_create(const char *host, int port)
+acl_relay_client_t *acl_relay_client_create(const char *host, int port)
 {
-  cons_relay_client_t *cl = calloc(1, sizeof(*cl));
+  acl_relay_client_t *cl = calloc(1, sizeof(*cl));
   if (!cl)
     return NULL;
   snprintf(cl->host, sizeof(cl->host), "%s", host);
@@ -309,7 +313,7 @@ cons_relay_client_t *acl_relay_client_create(const char *host, int port)
   return cl;
 }
 
-void acl_relay_client_destroy(cons_relay_client_t *cl)
+void acl_relay_client_destroy(acl_relay_client_t *cl)
 {
   if (!cl)
     return;
@@ -318,14 +322,14 @@ void acl_relay_client_destroy(cons_relay_client_t *cl)
   free(cl);
 }
 
-static void cl_close(cons_relay_client_t *cl)
+static void cl_close(acl_relay_client_t *cl)
 {
   if (cl->fd >= 0)
     close(cl->fd);
   cl->fd = -1;
 }
 
-static int cl_connect(cons_relay_client_t *cl, uint64_t deadline, char *why, size_t whylen)
+static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size_t whylen)
 {
   struct addrinfo *ai = resolve(cl->host, cl->port, false);
   if (!ai) {
@@ -365,7 +369,7 @@ static int cl_connect(cons_relay_client_t *cl, uint64_t deadline, char *why, siz
 }
 
 /* One exchange on a connected socket; -1 drops the connection. */
-static int cl_exchange(cons_relay_client_t *cl, const uint8_t *req, size_t n,
+static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n,
                        acl_relay_resp_t *resp, uint64_t deadline, char *why, size_t whylen)
 {
   if (send(cl->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
@@ -400,7 +404,7 @@ static int cl_exchange(cons_relay_client_t *cl, const uint8_t *req, size_t n,
   }
 }
 
-int acl_relay_client_call(cons_relay_client_t *cl, const acl_relay_req_t *req,
+int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
                           acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen)
 {
   uint8_t out[4 + ACL_RELAY_REQ_LEN];

@@ -81,22 +81,26 @@ int acl_relay_parse_addr(const char *coordinator, const char *master_addr,
                          const char *master_port, char *host, size_t hostlen, int *port,
                          char *err, size_t errlen);
 
-struct acl_cons;
-/* Rank 0: start (first time) the process-wide server and register comm. */
-int acl_relay_register(struct acl_cons *c, char *err, size_t errlen);
-void acl_relay_unregister(struct acl_cons *c);
+/* The server side is a transport: it knows nothing of consensus. The host
+ * holding rank 0 of a communicator registers a serve callback for that
+ * communicator; requests for it are answered by that callback, called on the
+ * relay thread with the registry lock held (unregister waits for it). */
+typedef void (*acl_relay_serve_fn)(void *ctx, const acl_relay_req_t *req,
+                                   acl_relay_resp_t *resp);
+/* Rank 0: start (first time) the process-wide server on host:port and
+ * register comm_id with serve(ctx, ...). 0, or -1 with err. */
+int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,
+                       void *ctx, char *err, size_t errlen);
+/* Drops the registration made with ctx; the last one stops the server. */
+void acl_relay_unregister(void *ctx);
 
 /* A follower's connection (one per rank; reconnects as needed). */
-typedef struct cons_relay_client cons_relay_client_t;
-cons_relay_client_t *acl_relay_client_create(const char *host, int port);
-void acl_relay_client_destroy(cons_relay_client_t *cl); /* NULL ok */
+typedef struct acl_relay_client acl_relay_client_t;
+acl_relay_client_t *acl_relay_client_create(const char *host, int port);
+void acl_relay_client_destroy(acl_relay_client_t *cl); /* NULL ok */
 /* One request/answer within timeout_ms, retrying connection failures and
  * ACL_RELAY_NO_COMM until then. 0 with *resp (any status), -1 with err. */
-int acl_relay_client_call(cons_relay_client_t *cl, const acl_relay_req_t *req,
+int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
                           acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen);
-
-/* consensus.c: answers a request from the registered comm's segment. */
-void cons_serve_remote(struct acl_cons *leader, const acl_relay_req_t *req,
-                       acl_relay_resp_t *resp);
 
 #endif
