@@ -1,4 +1,4 @@
-/* Tuner benchmark runner: drives tuner/search.c the way the consensus layer
+/* Tuner benchmark runner: drives tuner/search/search.c the way the consensus layer
  * does (blocks from acl_search_next, samples back, late by a few calls)
  * against landscapes, and measures what the search ends up choosing. */
 #include "sim/bench.h"

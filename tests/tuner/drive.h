@@ -1,4 +1,4 @@
-/* Test driver for tuner/search.c: plays the consensus layer against a time
+/* Test driver for tuner/search/search.c: plays the consensus layer against a time
  * function of the candidate. */
 #ifndef ACL_TESTS_TUNER_DRIVE_H
 #define ACL_TESTS_TUNER_DRIVE_H

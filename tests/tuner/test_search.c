@@ -1,4 +1,4 @@
-/* tuner/search.c: phases, pruning, drift, determinism, degenerate tables,
+/* tuner/search/search.c: phases, pruning, drift, determinism, degenerate tables,
  * baseline protection, late/missing samples, termination. */
 #include <criterion/criterion.h>
 #include <math.h>

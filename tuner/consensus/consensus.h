@@ -8,7 +8,7 @@
  * steps the search and publishes "calls [k, k+R) use candidate c"; every rank
  * applies the block covering its own call index, so nobody ever waits for
  * another rank's progress. Across hosts, the host with rank 0 decides and
- * relays blocks over TCP (tuner/relay.h).
+ * relays blocks over TCP (tuner/consensus/relay.h).
  *
  * One acl_cons_t per rank (per tuner init): it holds that rank's call
  * counters; several may share one segment inside one process. */
