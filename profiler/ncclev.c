@@ -204,6 +204,42 @@ static bool bytes_match(const acl_ncclev_rank_t *r, const fent_t *f, int coll, u
          f->tag.nbytes == bytes * (uint64_t)r->nranks;
 }
 
+/* A Coll event belongs to the newest decided call of its (collective,
+ * bytes): NCCL starts it at launch, after the tuner decided that call and
+ * before the rank's next one. Older entries of the same key are calls that
+ * carried no events (the plugin turns them off between samples, and another
+ * thread may have changed the mask in between): they are dropped, never
+ * matched to a later call's event. */
+static void take_tag(acl_ncclev_t *e, acl_ncclev_rank_t *r, ev_t *c, int coll, uint64_t bytes)
+{
+  uint64_t hit = r->tail;
+  for (uint64_t i = r->tail; i-- > r->head;) {
+    if (bytes_match(r, &r->fifo[i % ACL_EV_FIFO], coll, bytes)) {
+      hit = i;
+      break;
+    }
+  }
+  if (hit == r->tail)
+    return;
+  const fent_t *f = &r->fifo[hit % ACL_EV_FIFO];
+  c->tag = f->tag;
+  c->user = r->user;
+  c->call_ns = f->host_ns;
+  c->has_tag = 1;
+  /* keep, in order, the entries of other keys and those after the hit */
+  uint64_t w = r->tail;
+  for (uint64_t i = r->tail; i-- > r->head;) {
+    const fent_t *g = &r->fifo[i % ACL_EV_FIFO];
+    if (i == hit || (i < hit && bytes_match(r, g, coll, bytes))) {
+      if (i != hit)
+        e->st.unsampled++;
+      continue;
+    }
+    r->fifo[--w % ACL_EV_FIFO] = *g;
+  }
+  r->head = w;
+}
+
 static void check_mismatch(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *t,
                            const ncclProfilerEventDescr_v5_t *d)
 {
@@ -259,23 +295,8 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     c->child_hold = e->hold_children && c->nch > 0;
     c->refs = 1 + c->child_hold;
     c->min_start = UINT64_MAX;
-    if (r && coll >= 0 && dsz > 0) {
-      uint64_t bytes = (uint64_t)d->coll.count * (uint64_t)dsz;
-      for (uint64_t i = r->head; i < r->tail; i++) {
-        fent_t *f = &r->fifo[i % ACL_EV_FIFO];
-        if (!bytes_match(r, f, coll, bytes))
-          continue;
-        c->tag = f->tag;
-        c->user = r->user;
-        c->call_ns = f->host_ns;
-        c->has_tag = 1;
-        /* remove entry i, keeping FIFO order */
-        for (uint64_t j = i; j > r->head; j--)
-          r->fifo[j % ACL_EV_FIFO] = r->fifo[(j - 1) % ACL_EV_FIFO];
-        r->head++;
-        break;
-      }
-    }
+    if (r && coll >= 0 && dsz > 0)
+      take_tag(e, r, c, coll, (uint64_t)d->coll.count * (uint64_t)dsz);
     if (c->has_tag && r) { /* has_tag implies r; said for the analyzer */
       e->st.colls_matched++;
       check_mismatch(e, r, &c->tag, d);

@@ -1,5 +1,5 @@
 /* The NCCL profiler v5 sample source: Coll events matched to tuned calls
- * (per-rank FIFO, by collective + bytes), NCCL's executed algo/proto/channels
+ * (per-rank FIFO, by collective + bytes, the newest such call), NCCL's executed algo/proto/channels
  * checked against the decision, and KernelCh GPU timestamps turned into
  * durations (max(stop) - min(start) over the Coll's channels, emitted when
  * all nChannels stopped). Event handles come from a preallocated pool; all
@@ -28,6 +28,7 @@ typedef void (*acl_ev_emit_fn)(void *u, const acl_ev_sample_t *s);
 typedef struct acl_ev_stats {
   uint64_t colls, colls_matched, colls_unmatched, kch, samples, incomplete, bad_clock;
   uint64_t mismatches, clamped, pool_exhausted, fifo_dropped, lost;
+  uint64_t unsampled; /* decided calls whose events never came (mask off) */
 } acl_ev_stats_t;
 
 typedef struct acl_ncclev acl_ncclev_t;

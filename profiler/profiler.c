@@ -281,6 +281,11 @@ void acl_prof_set_active(acl_prof_t *p, bool active)
     acl_cupti_set_active(p->cupti, active);
 }
 
+bool acl_prof_is_cupti(const acl_prof_t *p)
+{
+  return p && atomic_load(&p->source) == SRC_CUPTI;
+}
+
 void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
                            int nranks)
 {

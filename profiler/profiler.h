@@ -85,6 +85,8 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
  * and back on when one explores again. While off, KernelCh events (when the
  * plugin refreshes its event mask from acl_prof_nccl_mask) are the source. */
 void acl_prof_set_active(acl_prof_t *p, bool active);
+/* Whether CUPTI is the sample source (its duty cycle is the plugin's). */
+bool acl_prof_is_cupti(const acl_prof_t *p);
 
 /* Told, for each tagged call whose NCCL Coll event arrives, how many channels
  * NCCL ran (from NCCL's own choice this is its default channel count, the

@@ -21,6 +21,7 @@ typedef struct comm_rank {
   void *tctx, *pctx;
   bool tinit, pinit;
   int mask;
+  int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
   uint64_t ncalls; /* calls on this communicator (same on every rank) */
 } comm_rank_t;
@@ -179,6 +180,9 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   int nch = 0, v2_algo = NCCL_ALGO_UNDEF, v2_proto = NCCL_PROTO_UNDEF;
   ncclResult_t rc = ncclSuccess;
   d->failed_call = false;
+  /* NCCL reads its event mask when the call is enqueued, before asking the
+   * tuner; what the tuner sets applies from the next call on. */
+  cr->api_mask = cr->mask;
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
     double t0 = acl_sim_now();
     switch (d->pl->tuner_version) {
@@ -288,7 +292,7 @@ static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t star
   uint64_t seq = cr->seq[call->coll]++;
   void *coll_h = NULL;
   ncclResult_t rc;
-  if (cr->mask & ncclProfileColl) {
+  if (cr->api_mask & ncclProfileColl) {
     ncclProfilerEventDescr_v5_t e;
     memset(&e, 0, sizeof(e));
     e.type = ncclProfileColl;
@@ -309,7 +313,7 @@ static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t star
     if (coll_h && (rc = pf->stopEvent(coll_h)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "stopEvent(Coll)", rc);
   }
-  if (!(cr->mask & ncclProfileKernelCh))
+  if (!(cr->api_mask & ncclProfileKernelCh))
     return;
   uint64_t skew = dur_ns / 8;
   for (int ch = 0; ch < nch; ch++) {

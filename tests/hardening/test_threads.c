@@ -83,6 +83,7 @@ static int log_port(void)
 
 typedef struct done_coll {
   int coll, algo, proto, nch;
+  int mask; /* the event mask when the call was enqueued (NCCL stamps it then) */
   size_t nbytes;
 } done_coll_t;
 
@@ -130,7 +131,7 @@ static void *rank_main(void *arg)
     int w = call % NWL;
     float t[7][3];
     acl_h_cost_table(colls[w], sizes[w], RPC, t);
-    int nch = 0, a, p;
+    int nch = 0, a, p, mask = r->mask;
     ncclResult_t rc = P.v5->getCollInfo(r->tctx, (ncclFunc_t)colls[w], sizes[w], 1,
                                         (float **)(void *)t, 7, 3, 0, &nch);
     if (rc != ncclSuccess) {
@@ -154,7 +155,7 @@ static void *rank_main(void *arg)
     }
     pthread_mutex_lock(&r->qmu);
     if ((r->qtail + 1) % QCAP != r->qhead) {
-      r->q[r->qtail] = (done_coll_t){colls[w], a, p, nch, sizes[w]};
+      r->q[r->qtail] = (done_coll_t){colls[w], a, p, nch, mask, sizes[w]};
       r->qtail = (r->qtail + 1) % QCAP;
     }
     pthread_mutex_unlock(&r->qmu);
@@ -168,7 +169,7 @@ static void feed_one(rank_t *r, const done_coll_t *c, uint64_t *clock)
   /* Ring/LL128 fastest; bytes at ~100 GB/s. */
   double us = 5.0 + (double)c->nbytes / 1e5 * (c->algo == NCCL_ALGO_RING ? 1.0 : 1.3) *
                         (c->proto == NCCL_PROTO_LL128 ? 0.9 : 1.0);
-  acl_h_report_call(P.prof, r->pctx, r->mask, c->coll, c->nbytes, c->algo, c->proto, c->nch, us,
+  acl_h_report_call(P.prof, r->pctx, c->mask, c->coll, c->nbytes, c->algo, c->proto, c->nch, us,
                     clock);
 }
 

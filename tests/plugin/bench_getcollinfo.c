@@ -44,12 +44,12 @@ static void one_call(rank_t *r, size_t nbytes, int feed)
 {
   float t[7][3];
   acl_h_cost_table(ncclFuncAllReduce, nbytes, 2, t);
-  int nch = 0, a, p;
+  int nch = 0, a, p, mask = r->mask; /* NCCL stamps the mask at enqueue */
   P.v5->getCollInfo(r->tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3, 0, &nch);
   if (!feed)
     return;
   acl_h_select(t, &a, &p);
-  acl_h_report_call(P.prof, r->pctx, r->mask, ncclFuncAllReduce, nbytes, a, p, 1,
+  acl_h_report_call(P.prof, r->pctx, mask, ncclFuncAllReduce, nbytes, a, p, 1,
                     50.0 + nch * 0.1, &r->clock);
 }
 

@@ -41,6 +41,7 @@ typedef struct cons_blk {
   uint32_t len;
   uint16_t cand_id;
   uint8_t phase;
+  uint8_t sample_shift; /* profiler events on 1 call in 2^shift (acl_decision_t) */
   acl_candidate_t cand;
 } cons_blk_t;
 
@@ -49,10 +50,14 @@ typedef struct cons_slot {
   uint64_t call1; /* call index + 1, 0 = empty */
   uint16_t cand_id;
   uint16_t nrep;
-  float seconds; /* slowest so far */
-  float overlap; /* of the slowest */
-  uint32_t pad;
+  float seconds; /* fastest so far: the last rank to arrive, free of skew */
+  float overlap; /* of the fastest */
+  float slowest; /* the first to arrive waited for the others: the skew */
 } cons_slot_t;
+
+/* A call whose slowest rank took this many times its fastest: the early
+ * ranks mostly waited (arrival skew), counted as skewed. */
+#define ACL_CONS_SKEW_RATIO 2.0f
 
 /* One workload in the segment. Everything but the atomics is only touched
  * under the segment lock. */
@@ -67,6 +72,10 @@ typedef struct cons_wl {
   _Atomic uint64_t nblocks;
   uint64_t next_call; /* first call not covered by a block */
   uint64_t samples_fed, samples_dropped;
+  /* Sample classes (docs/profiler.md): late (slot reused by a newer call),
+   * partial (a local rank never reported: fed, though it may be an early
+   * rank's time), skewed (fed: the fastest rank is the collective). */
+  uint64_t samples_late, samples_partial, samples_skewed;
   /* Starvation back-off: the search repeating a candidate it has no new
    * samples for gets ever longer blocks, so ranks far ahead of the samples
    * cannot run the block ring out. */
@@ -140,6 +149,7 @@ typedef struct cons_local {
   uint64_t c_start, c_end; /* cached block */
   uint16_t c_cand_id;
   uint8_t c_phase;
+  uint8_t c_sample_shift;
   acl_candidate_t c_cand;
 } cons_local_t;
 

@@ -1,4 +1,4 @@
-/* Rank consensus: samples (slowest local rank per call), snapshots, stats
+/* Rank consensus: samples (fastest local rank per call), snapshots, stats
  * and the test hook. Decisions are in consensus.c. */
 #include <stdio.h>
 #include <string.h>
@@ -16,10 +16,17 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
     acl_search_add_sample(&w->search, s->cand_id, s->seconds, s->overlap);
     w->dirty = 0;
     w->samples_fed++;
+    if (s->slowest > ACL_CONS_SKEW_RATIO * s->seconds)
+      w->samples_skewed++;
   }
   memset(s, 0, sizeof(*s));
 }
 
+/* Every local rank reports each sampled call; the sample is the fastest
+ * rank's kernel time. A rank's kernel runs from its own arrival to the end
+ * of the collective, so the ranks that arrived early measure the wait for
+ * the last one (at 10-20 us collectives as large as the collective); the
+ * last to arrive measures the collective alone (docs/profiler.md). */
 void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
                          double seconds, float overlap)
 {
@@ -37,24 +44,31 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
   if (s->call1 && s->call1 != call_idx + 1) {
     if (s->call1 > call_idx + 1) { /* slot recycled by a newer call: late */
       w->samples_dropped++;
+      w->samples_late++;
       goto out;
     }
-    feed_locked(w, s); /* a rank never reported the older call */
+    /* A rank never reported the older call (no profiler on that rank, a
+     * lost event): fed all the same, or such a communicator would starve. */
+    w->samples_partial++;
+    feed_locked(w, s);
   }
   if (!s->call1) {
     s->call1 = call_idx + 1;
     s->cand_id = cand_id;
     s->seconds = (float)seconds;
+    s->slowest = (float)seconds;
     s->overlap = overlap;
     s->nrep = 1;
   } else if (s->cand_id != cand_id) {
     w->samples_dropped++; /* ranks ran different candidates: never averaged */
     goto out;
   } else {
-    if ((float)seconds > s->seconds) {
+    if ((float)seconds < s->seconds) {
       s->seconds = (float)seconds;
       s->overlap = overlap;
     }
+    if ((float)seconds > s->slowest)
+      s->slowest = (float)seconds;
     s->nrep++;
   }
   if (s->nrep >= h->attached)

@@ -26,6 +26,7 @@ static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res
   b->cand.nchannels = (int16_t)(uint16_t)res;
   b->cand.chunk_bytes = (int32_t)(uint32_t)(res >> 16);
   b->phase = (uint8_t)(res >> 48);
+  b->sample_shift = (uint8_t)(res >> 56);
 }
 
 /* Seqlock read of block number j: false when it is not (any more) there. */
@@ -51,7 +52,8 @@ static void ring_publish(cons_wl_t *w, const cons_blk_t *b)
   uint64_t info = (uint64_t)b->len | (uint64_t)b->cand_id << 32 |
                   (uint64_t)(uint8_t)b->cand.algo << 48 | (uint64_t)(uint8_t)b->cand.proto << 56;
   uint64_t res = (uint64_t)(uint16_t)b->cand.nchannels |
-                 (uint64_t)(uint32_t)b->cand.chunk_bytes << 16 | (uint64_t)b->phase << 48;
+                 (uint64_t)(uint32_t)b->cand.chunk_bytes << 16 | (uint64_t)b->phase << 48 |
+                 (uint64_t)b->sample_shift << 56;
   atomic_store_explicit(&s->tag, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&s->start, b->start, memory_order_relaxed);
@@ -170,12 +172,14 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.cand_id = ACL_SEARCH_CAND_NCCL;
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.phase = ACL_PHASE_DISABLED;
+    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
   } else if (w->nrestricted < (uint32_t)h->set.nranks &&
              acl_search_phase(&w->search) != ACL_PHASE_CONVERGED) {
     b.len = ACL_CONS_WARM_SPAN;
     b.cand_id = ACL_SEARCH_CAND_NCCL;
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.phase = ACL_PHASE_WARMUP;
+    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
   } else {
     uint32_t len = 1;
     int id = acl_search_next(&w->search, &b.cand, &len);
@@ -184,6 +188,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
       b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.len = len ? len : 1;
     b.phase = (uint8_t)acl_search_phase(&w->search);
+    b.sample_shift = acl_search_sample_shift(&w->search);
     if (w->nblocks_search > 0 && b.cand_id == w->last_cand &&
         w->samples_fed == w->fed_at_last_block && w->last_len >= b.len)
       b.len = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
@@ -404,7 +409,7 @@ static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
   out->widx = widx;
   out->cand_id = cand_id;
   out->phase = e ? e->c_phase : (uint8_t)ACL_PHASE_DISABLED;
-  out->pad = 0;
+  out->sample_shift = e ? e->c_sample_shift : 0;
   out->call_idx = k;
   out->cand = *cand;
   if (e)
@@ -419,6 +424,7 @@ static void cache_blk(cons_local_t *e, const cons_blk_t *b)
   e->c_cand_id = b->cand_id;
   e->c_cand = b->cand;
   e->c_phase = b->phase;
+  e->c_sample_shift = b->sample_shift;
 }
 
 static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)
@@ -540,7 +546,8 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
         atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
     }
     cons_blk_t nb = {.num = resp.block_num, .start = resp.start, .len = resp.len,
-                     .cand_id = resp.cand_id, .phase = resp.phase, .cand = resp.cand};
+                     .cand_id = resp.cand_id, .phase = resp.phase,
+                     .sample_shift = resp.sample_shift, .cand = resp.cand};
     cons_ring_put(w, &nb);
     cons_unlock(c->hdr);
     if (!e && !(e = local_insert(c, key, resp.widx))) {
@@ -627,6 +634,7 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
   } else {
     resp->status = ACL_RELAY_OK;
     resp->phase = b.phase;
+    resp->sample_shift = b.sample_shift;
     resp->block_num = b.num;
     resp->start = b.start;
     resp->len = b.len;

@@ -46,7 +46,10 @@ typedef struct acl_decision {
   uint32_t widx;
   uint16_t cand_id;
   uint8_t phase; /* acl_phase_t of the block this call falls in */
-  uint8_t pad;
+  /* NCCL's profiler events cost host time on every call that carries them:
+   * the search wants them on 1 call in 2^sample_shift (0 = every call).
+   * Part of the published block, so every rank samples the same calls. */
+  uint8_t sample_shift;
   uint64_t call_idx;
   acl_candidate_t cand; /* algo == ACL_ALGO_NCCL: leave NCCL's choice */
 } acl_decision_t;

@@ -117,6 +117,7 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[31] = (uint8_t)r->cand.proto;
   p[32] = (uint8_t)(uint16_t)r->cand.nchannels;
   p[33] = (uint8_t)((uint16_t)r->cand.nchannels >> 8);
+  p[34] = r->sample_shift;
   put32(p + 36, (uint32_t)r->cand.chunk_bytes);
   return 4 + ACL_RELAY_RESP_LEN;
 }
@@ -131,7 +132,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
     return 0;
   const uint8_t *p = buf + 4;
   if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
-      p[3] >= ACL_PHASE_COUNT || p[34] || p[35] || get64(p + 40) != 0)
+      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || get64(p + 40) != 0)
     return -1;
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
@@ -145,6 +146,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.cand.algo = (int8_t)p[30];
   r.cand.proto = (int8_t)p[31];
   r.cand.nchannels = (int16_t)(uint16_t)(p[32] | p[33] << 8);
+  r.sample_shift = p[34];
   r.cand.chunk_bytes = (int32_t)get32(p + 36);
   if (r.status == ACL_RELAY_OK) {
     bool nccl = r.cand.algo == ACL_ALGO_NCCL;

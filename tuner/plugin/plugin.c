@@ -102,6 +102,9 @@ static acl_rank_t *rank_create_locked(uint64_t comm_id)
     return NULL;
   }
   r->nstats = cap;
+  for (int i = 0; i < cap; i++)
+    r->stats[i].succ = UINT32_MAX; /* no successor seen yet: itself */
+  r->last_widx = UINT32_MAX;
   r->comm_id = comm_id;
   r->rank = -1;
   r->next = acl_proc.ranks;
@@ -147,9 +150,16 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
     tls_pending = r;
   }
   /* NCCL never asks the tuner about a one-rank communicator: no events
-   * either, so such communicators cost nothing. */
-  *mask = r && nranks > 1 && acl_proc.cfg.mode != ACL_MODE_OFF ? acl_prof_nccl_mask(acl_proc.prof)
-                                                                : 0;
+   * either, so such communicators cost nothing. Static mode needs no
+   * samples; with KernelCh as the source, events stay off until a call
+   * needs them (events_gate). */
+  int full = acl_prof_nccl_mask(acl_proc.prof);
+  *mask = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE &&
+                  !(full & ncclProfileKernelCh)
+              ? full
+              : 0;
+  if (r)
+    r->events_left = *mask != 0;
   pthread_mutex_unlock(&acl_proc.lock);
   return r;
 }
@@ -260,7 +270,7 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
-/* CUPTI tracing costs host time on every CUDA call, so the profiler runs
+/* CUPTI tracing costs host time on every CUDA call, so CUPTI runs
  * only while some workload explores, plus a 1 s window every 20 s once all
  * have converged (drift detection needs samples). Checked every 1024 calls
  * of a rank; transitions also refresh the event mask NCCL rereads. */
@@ -277,15 +287,22 @@ static void prof_set_active(bool on)
   if (acl_proc.prof) {
     acl_prof_set_active(acl_proc.prof, on);
     int m = acl_prof_nccl_mask(acl_proc.prof);
-    for (acl_rank_t *q = acl_proc.ranks; q; q = q->next)
-      if (q->nccl_mask)
+    if (m & ncclProfileKernelCh)
+      m = 0; /* KernelCh is the source again: events_gate decides per call */
+    for (acl_rank_t *q = acl_proc.ranks; q; q = q->next) {
+      if (q->nccl_mask) {
         __atomic_store_n(q->nccl_mask, m, __ATOMIC_RELAXED);
+        q->events_left = m != 0;
+      }
+    }
   }
   pthread_mutex_unlock(&acl_proc.lock);
 }
 
 static void prof_duty(acl_rank_t *r, acl_phase_t phase)
 {
+  if (!acl_prof_is_cupti(acl_proc.prof))
+    return; /* the NCCL-event source is gated per call instead */
   if (phase != ACL_PHASE_CONVERGED && phase != ACL_PHASE_DISABLED) {
     atomic_store_explicit(&acl_proc.explore_seen, true, memory_order_relaxed);
     if (!atomic_load_explicit(&acl_proc.prof_active, memory_order_relaxed))
@@ -301,6 +318,43 @@ static void prof_duty(acl_rank_t *r, acl_phase_t phase)
   uint64_t quiet = now - atomic_load(&acl_proc.last_explore_ns);
   prof_set_active(quiet < ACL_PROF_QUIET_NS ||
                   (quiet - ACL_PROF_QUIET_NS) % ACL_PROF_DUTY_PERIOD_NS < ACL_PROF_DUTY_ON_NS);
+}
+
+/* NCCL's profiler events cost several us of host time per call, so with
+ * KernelCh as the source they are on only for the calls the search samples.
+ * NCCL stamps the mask on a collective when it is enqueued, before the tuner
+ * is asked about it (taskAppend in enqueue.cc): the decision of call k sets
+ * the mask call k+1 carries. Call k+1 is predicted to be of the workload
+ * that followed this one last time (a training step repeats its sequence of
+ * collectives), so the mask follows that workload's published sampling rule.
+ * The rule depends only on the blocks and the call sequence, so every rank
+ * samples the same calls. Returns whether this call carries events, that is
+ * whether the profiler gets its tag. */
+static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
+{
+  if (!r->nccl_mask)
+    return true;
+  int full = acl_prof_nccl_mask(acl_proc.prof);
+  if (!(full & ncclProfileKernelCh))
+    return true; /* CUPTI live (Coll events only) or no source */
+  bool carries = r->events_left;
+  bool want = false;
+  if (d->widx < (uint32_t)r->nstats) {
+    acl_rank_stats_t *st = &r->stats[d->widx];
+    st->next_call = d->call_idx + 1;
+    st->sample_shift = d->sample_shift;
+    if (r->last_widx < (uint32_t)r->nstats)
+      r->stats[r->last_widx].succ = d->widx;
+    r->last_widx = d->widx;
+    const acl_rank_stats_t *n = st->succ < (uint32_t)r->nstats ? &r->stats[st->succ] : st;
+    want = n->sample_shift < ACL_SEARCH_SAMPLE_NEVER &&
+           (n->next_call & ((1ull << n->sample_shift) - 1)) == 0;
+  }
+  int m = want ? full : 0;
+  if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)
+    __atomic_store_n(r->nccl_mask, m, __ATOMIC_RELAXED);
+  r->events_left = want;
+  return carries;
 }
 
 static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *detail)
@@ -366,12 +420,13 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       *nch = d.cand.nchannels;
   }
   prof_duty(r, (acl_phase_t)d.phase);
+  bool sampled = events_gate(r, &d);
   if (d.widx < (uint32_t)r->nstats) {
     acl_rank_stats_t *st = &r->stats[d.widx];
     atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->bytes, nbytes, memory_order_relaxed);
   }
-  if (r->prof_rank) {
+  if (r->prof_rank && sampled) {
     acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
                           .cand_id = d.cand_id, .coll = (uint8_t)coll, .nbytes = nbytes,
                           .cand = d.cand};

@@ -161,6 +161,14 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
  * exploration has begun; without it the search works as before. */
 void acl_search_hint_channels(acl_search_t *s, int nch);
 acl_phase_t acl_search_phase(const acl_search_t *s);
+/* Which calls need profiler events (each costs NCCL several us of host
+ * time): 1 call in 2^shift, ACL_SEARCH_SAMPLE_NEVER for none. Every call
+ * while measuring or validating; once settled, about one call per
+ * ACL_SEARCH_SAMPLE_PERIOD_S of collective time, enough to see drift. */
+#define ACL_SEARCH_SAMPLE_NEVER 15
+#define ACL_SEARCH_SAMPLE_MAX_SHIFT 12
+#define ACL_SEARCH_SAMPLE_PERIOD_S 0.01
+uint8_t acl_search_sample_shift(const acl_search_t *s);
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r);
 /* Copies the trajectory oldest-first; returns the number of points. */
 int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max);

@@ -321,6 +321,20 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
 
 acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->phase; }
 
+uint8_t acl_search_sample_shift(const acl_search_t *s)
+{
+  if (s->phase == ACL_PHASE_WARMUP || s->phase == ACL_PHASE_DISABLED)
+    return ACL_SEARCH_SAMPLE_NEVER;
+  if (s->phase != ACL_PHASE_CONVERGED || s->val_state == VAL_RUNNING)
+    return 0;
+  double t = s->converged_seconds;
+  uint8_t shift = 0;
+  while (t > 0.0 && shift < ACL_SEARCH_SAMPLE_MAX_SHIFT &&
+         t * (double)(2u << shift) <= ACL_SEARCH_SAMPLE_PERIOD_S)
+    shift++;
+  return shift;
+}
+
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
 {
   memset(r, 0, sizeof *r);
