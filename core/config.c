@@ -15,10 +15,10 @@ void acl_config_defaults(acl_config_t *cfg)
   cfg->http_port = -1;
   snprintf(cfg->http_bind, sizeof(cfg->http_bind), "127.0.0.1");
   cfg->log_level = ACL_LOG_INFO; /* NCCL_DEBUG filters further */
-  cfg->warmup_calls = 5;
-  cfg->samples_per_cand = 5;
-  cfg->max_workloads = 256;
-  cfg->timeout_ms = 30000;
+  cfg->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
+  cfg->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
+  cfg->max_workloads = ACL_CONFIG_MAX_WORKLOADS_DEFAULT;
+  cfg->timeout_ms = ACL_CONFIG_TIMEOUT_MS_DEFAULT;
   cfg->profiler = ACL_PROF_AUTO;
   cfg->local_rank = 0;
 }
@@ -156,10 +156,14 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
         coord[0] ? coord : "MASTER_ADDR/MASTER_PORT");
     memcpy(cfg->coordinator, coord, sizeof(coord));
   }
-  cfg->warmup_calls = parse_intvar(&p, "AUTOCCL_WARMUP", 0, 1000, cfg->warmup_calls);
-  cfg->samples_per_cand = parse_intvar(&p, "AUTOCCL_SAMPLES", 2, 64, cfg->samples_per_cand);
-  cfg->max_workloads = parse_intvar(&p, "AUTOCCL_MAX_WORKLOADS", 1, 1024, cfg->max_workloads);
-  cfg->timeout_ms = parse_intvar(&p, "AUTOCCL_TIMEOUT_MS", 100, 3600000, cfg->timeout_ms);
+  cfg->warmup_calls =
+      parse_intvar(&p, "AUTOCCL_WARMUP", 0, ACL_CONFIG_WARMUP_MAX, cfg->warmup_calls);
+  cfg->samples_per_cand = parse_intvar(&p, "AUTOCCL_SAMPLES", ACL_CONFIG_SAMPLES_MIN,
+                                       ACL_CONFIG_SAMPLES_MAX, cfg->samples_per_cand);
+  cfg->max_workloads = parse_intvar(&p, "AUTOCCL_MAX_WORKLOADS", 1, ACL_CONFIG_MAX_WORKLOADS_MAX,
+                                    cfg->max_workloads);
+  cfg->timeout_ms = parse_intvar(&p, "AUTOCCL_TIMEOUT_MS", ACL_CONFIG_TIMEOUT_MS_MIN,
+                                 ACL_CONFIG_TIMEOUT_MS_MAX, cfg->timeout_ms);
 
   /* Local rank: ours first, then the launchers' conventions. */
   static const char *const lr_vars[] = {"AUTOCCL_LOCAL_RANK", "LOCAL_RANK",

@@ -20,6 +20,21 @@ typedef enum acl_prof_src {
   ACL_PROF_OFF = 3,
 } acl_prof_src_t;
 
+/* Defaults and limits of the variables that change decisions, here once:
+ * config.c accepts exactly these ranges, the search starts from the same
+ * defaults (acl_search_params_default) and checks the same limits
+ * (acl_search_params_fix). */
+#define ACL_CONFIG_WARMUP_DEFAULT 5
+#define ACL_CONFIG_WARMUP_MAX 1000
+#define ACL_CONFIG_SAMPLES_DEFAULT 5
+#define ACL_CONFIG_SAMPLES_MIN 2
+#define ACL_CONFIG_SAMPLES_MAX 16 /* the samples a candidate keeps (ACL_SEARCH_MAX_SAMPLES) */
+#define ACL_CONFIG_MAX_WORKLOADS_DEFAULT 256
+#define ACL_CONFIG_MAX_WORKLOADS_MAX 1024
+#define ACL_CONFIG_TIMEOUT_MS_DEFAULT 30000
+#define ACL_CONFIG_TIMEOUT_MS_MIN 100
+#define ACL_CONFIG_TIMEOUT_MS_MAX 3600000
+
 typedef struct acl_config {
   acl_mode_t mode;         /* AUTOCCL_MODE: online | static | off */
   int http_port;           /* AUTOCCL_HTTP_PORT: base port, -1 = off; 0 = any free port */
@@ -28,9 +43,10 @@ typedef struct acl_config {
   char table_path[512];    /* AUTOCCL_TABLE: tuning table (static mode) */
   char coordinator[256];   /* AUTOCCL_COORDINATOR: host:port for multi-host relay */
   int warmup_calls;        /* AUTOCCL_WARMUP: 0..1000, default 5 */
-  int samples_per_cand;    /* AUTOCCL_SAMPLES: 2..64, default 5 */
+  int samples_per_cand;    /* AUTOCCL_SAMPLES: 2..16, default 5 */
   int max_workloads;       /* AUTOCCL_MAX_WORKLOADS: per communicator, 1..1024, default 256 */
-  int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, default 30000 */
+  int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, 100..3600000,
+                              default 30000 */
   acl_prof_src_t profiler; /* AUTOCCL_PROFILER: auto | cupti | nccl | off */
   int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
                               SLURM_LOCALID, MPI_LOCALRANKID; else 0 */

@@ -93,11 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
            (int)c1.profiler);
   FZ_CHECK(c1.log_level >= 0 && c1.log_level <= 3, "log level %d", c1.log_level);
   FZ_CHECK(c1.http_port >= -1 && c1.http_port <= 65535, "port %d", c1.http_port);
-  FZ_CHECK(c1.warmup_calls >= 0 && c1.warmup_calls <= 1000, "warmup %d", c1.warmup_calls);
-  FZ_CHECK(c1.samples_per_cand >= 2 && c1.samples_per_cand <= 64, "samples %d",
-           c1.samples_per_cand);
-  FZ_CHECK(c1.max_workloads >= 1 && c1.max_workloads <= 1024, "workloads %d",
-           c1.max_workloads);
+  FZ_CHECK(c1.warmup_calls >= 0 && c1.warmup_calls <= ACL_CONFIG_WARMUP_MAX, "warmup %d",
+           c1.warmup_calls);
+  FZ_CHECK(c1.samples_per_cand >= ACL_CONFIG_SAMPLES_MIN &&
+               c1.samples_per_cand <= ACL_CONFIG_SAMPLES_MAX,
+           "samples %d", c1.samples_per_cand);
+  FZ_CHECK(c1.max_workloads >= 1 && c1.max_workloads <= ACL_CONFIG_MAX_WORKLOADS_MAX,
+           "workloads %d", c1.max_workloads);
   FZ_CHECK(c1.timeout_ms >= 100, "timeout %d", c1.timeout_ms);
   FZ_CHECK(c1.local_rank >= 0 && c1.local_rank <= 4095, "local rank %d", c1.local_rank);
   FZ_CHECK(memchr(c1.http_bind, 0, sizeof(c1.http_bind)) && c1.http_bind[0], "bind");

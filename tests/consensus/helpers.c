@@ -32,10 +32,6 @@ void th_params(th_rank_t *r, uint64_t comm, int rank, int nranks, int nnodes, co
   r->p.nnodes = nnodes;
   r->p.rank = rank;
   r->p.cfg = &r->cfg;
-  acl_search_params_default(&r->p.search);
-  r->p.search.warmup_calls = r->cfg.warmup_calls;
-  r->p.search.samples_per_cand = r->cfg.samples_per_cand;
-  r->p.search.nranks = nranks;
   r->p.shm_ns = ns;
 }
 

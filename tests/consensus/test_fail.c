@@ -223,7 +223,7 @@ Test(fail, settings_mismatch)
   th_rank_t a, b, m;
   th_params(&a, id, 0, 3, 1, "mm");
   th_params(&b, id, 1, 3, 1, "mm");
-  b.cfg.warmup_calls = b.p.search.warmup_calls = 7;
+  b.cfg.warmup_calls = 7;
   th_params(&m, id, 2, 3, 1, "mm");
   m.cfg.mode = ACL_MODE_STATIC;
   char err[256];
@@ -241,6 +241,12 @@ Test(fail, settings_mismatch)
     _exit(!c && strstr(e2, "AUTOCCL_MODE differs") ? 0 : 1);
   }
   cr_assert_eq(th_wait(pid, 10000), 0);
+  /* a value outside the search's limits is refused, not clamped and hashed */
+  th_rank_t o;
+  th_params(&o, id, 1, 3, 1, "mm");
+  o.cfg.samples_per_cand = ACL_SEARCH_MAX_SAMPLES + 1;
+  cr_assert_null(mk(&o, err));
+  cr_assert(strstr(err, "samples_per_cand = 17 is out of range; 16 is used"), "%s", err);
   acl_cons_destroy(ca);
 }
 

@@ -208,7 +208,7 @@ static void spawn_rank(host_proc_t *hp, uint64_t id, int rank, const char *ns, i
   th_params(&r, id, rank, 2, 2, ns);
   snprintf(r.cfg.coordinator, sizeof(r.cfg.coordinator), "127.0.0.2:%d", port);
   r.cfg.timeout_ms = timeout_ms;
-  r.cfg.warmup_calls = r.p.search.warmup_calls = warmup;
+  r.cfg.warmup_calls = warmup;
   char err[256];
   acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
   if (!c)
@@ -318,7 +318,7 @@ Test(hosts, mismatch_and_garbage, .timeout = 30)
   th_rank_t r;
   th_params(&r, id, 1, 2, 2, "hB");
   snprintf(r.cfg.coordinator, sizeof(r.cfg.coordinator), "127.0.0.2:%d", port);
-  r.cfg.warmup_calls = r.p.search.warmup_calls = 9;
+  r.cfg.warmup_calls = 9;
   char err[256];
   acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
   cr_assert_not_null(c, "%s", err);
@@ -331,7 +331,7 @@ Test(hosts, mismatch_and_garbage, .timeout = 30)
   acl_cons_destroy(c);
 
   /* a matching follower still works after both */
-  r.cfg.warmup_calls = r.p.search.warmup_calls = 3;
+  r.cfg.warmup_calls = 3;
   c = acl_cons_create(&r.p, err, sizeof(err));
   cr_assert_not_null(c, "%s", err);
   cr_assert_eq(acl_cons_decide(c, &k, cost, &d, err, sizeof(err)), 0, "%s", err);

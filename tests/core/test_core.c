@@ -86,6 +86,22 @@ Test(config, invalid_values_named_and_defaulted)
   cr_assert(strstr(reports[1], "AUTOCCL_HTTP_PORT"), "%s", reports[1]);
 }
 
+/* AUTOCCL_SAMPLES: 2..16 (ACL_CONFIG_SAMPLES_MAX, the samples a candidate
+ * keeps); 16 is taken as is, 17 is refused with the range named. */
+Test(config, samples_range_is_the_searchs)
+{
+  kv_t ok[] = {{"AUTOCCL_SAMPLES", "16"}, {NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(ok, &c), 0);
+  cr_assert_eq(c.samples_per_cand, 16);
+  cr_assert_eq(ACL_CONFIG_SAMPLES_MAX, 16);
+  kv_t bad[] = {{"AUTOCCL_SAMPLES", "17"}, {NULL, NULL}};
+  cr_assert_eq(parse(bad, &c), 1);
+  cr_assert_eq(c.samples_per_cand, ACL_CONFIG_SAMPLES_DEFAULT);
+  cr_assert(strstr(reports[0], "AUTOCCL_SAMPLES") && strstr(reports[0], "from 2 to 16"), "%s",
+            reports[0]);
+}
+
 Test(config, local_rank_sources_in_order)
 {
   kv_t env[] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "5"}, {"SLURM_LOCALID", "6"}, {NULL, NULL}};

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -91,4 +92,88 @@ Test(online, one_thread_drives_four_ranks_and_they_agree)
     cr_assert_eq(P.v5->finalize(r[i].tctx), ncclSuccess);
     cr_assert_eq(P.prof->finalize(r[i].pctx), ncclSuccess);
   }
+}
+
+/* The call at which the plugin first runs something other than NCCL's own
+ * choice (a changed selection or a set channel count), for one AllReduce
+ * workload on two ranks: the warm-up and the baseline's samples_per_cand
+ * calls come first. Runs in a child process (the plugin reads AUTOCCL_* once
+ * per process) and returns through its exit status; -1 on any failure. */
+static int first_candidate_call(const char *samples)
+{
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid > 0) {
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) && WEXITSTATUS(st) < 255 ? WEXITSTATUS(st) : -1;
+  }
+  setenv("AUTOCCL_MODE", "online", 1);
+  setenv("AUTOCCL_WARMUP", "5", 1);
+  setenv("AUTOCCL_SAMPLES", samples, 1);
+  acl_h_load(&P);
+  enum { N = 2 };
+  rank_t r[N] = {0};
+  uint64_t comm = 0x5a3b1e5000000000ull ^ (uint64_t)getpid();
+  for (int i = 0; i < N; i++)
+    if (P.prof->init(&r[i].pctx, comm, &r[i].mask, "harness", 1, N, i, acl_h_logger) !=
+            ncclSuccess ||
+        P.v5->init(&r[i].tctx, comm, N, 1, acl_h_logger, NULL, NULL) != ncclSuccess)
+      _exit(255);
+  if (acl_h_log_count("AUTOCCL_SAMPLES") != 0) /* accepted as is */
+    _exit(255);
+  const size_t nbytes = 4u << 20;
+  uint64_t clock[N] = {0};
+  int first = 255;
+  for (int call = 0; call < 250 && first == 255; call++) {
+    int got[N][3], own[2];
+    for (int i = 0; i < N; i++) {
+      float t[7][3], nccl[7][3];
+      acl_h_cost_table(ncclFuncAllReduce, nbytes, N, t);
+      memcpy(nccl, t, sizeof(t));
+      acl_h_select(nccl, &own[0], &own[1]);
+      int nch = 0;
+      if (P.v5->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3,
+                            0, &nch) != ncclSuccess)
+        _exit(255);
+      acl_h_select(t, &got[i][0], &got[i][1]);
+      got[i][2] = nch;
+    }
+    if (got[0][0] != own[0] || got[0][1] != own[1] || got[0][2] != 0)
+      first = call;
+    for (int i = 0; i < N; i++)
+      feed(&r[i], ncclFuncAllReduce, nbytes, got[i][0], got[i][1], got[i][2], &clock[i]);
+  }
+  for (int i = 0; i < N; i++)
+    if (P.v5->finalize(r[i].tctx) != ncclSuccess || P.prof->finalize(r[i].pctx) != ncclSuccess)
+      _exit(255);
+  _exit(first);
+}
+
+/* AUTOCCL_SAMPLES at its documented maximum (16, README) reaches the search
+ * unclamped: the baseline lasts one call longer than at 15 and eleven calls
+ * longer than at the default 5 (before, 17..64 were accepted and silently
+ * clamped to 16). */
+Test(online, samples_at_max_16_changes_the_search)
+{
+  int d = first_candidate_call("5"), s15 = first_candidate_call("15"),
+      s16 = first_candidate_call("16");
+  cr_assert(d > 5 && s15 > 0 && s16 > 0, "first candidate at calls %d, %d, %d", d, s15, s16);
+  cr_assert_eq(s16 - s15, 1, "AUTOCCL_SAMPLES 15 -> 16: first candidate at %d -> %d", s15, s16);
+  cr_assert_eq(s16 - d, 16 - 5, "AUTOCCL_SAMPLES 5 -> 16: first candidate at %d -> %d", d, s16);
+}
+
+/* Above the maximum: a warning that names the variable and its range, and
+ * the default instead (never a silent clamp). */
+Test(online, samples_above_max_rejected_with_default)
+{
+  setenv("AUTOCCL_SAMPLES", "17", 1);
+  acl_h_load(&P);
+  void *ctx = NULL;
+  cr_assert_eq(P.v5->init(&ctx, 0x17ull ^ (uint64_t)getpid(), 2, 1, acl_h_logger, NULL, NULL),
+               ncclSuccess);
+  cr_assert_eq(acl_h_log_count("invalid AUTOCCL_SAMPLES=\"17\": accepted values are integers "
+                               "from 2 to 16; using 5"),
+               1, "%s", acl_h_log_text());
+  cr_assert_eq(P.v5->finalize(ctx), ncclSuccess);
 }

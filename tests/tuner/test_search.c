@@ -52,6 +52,30 @@ static acl_search_params_t params(void)
   return p;
 }
 
+/* One validation: defaults and in-range values pass untouched; each value
+ * outside its limits is replaced and counted, the first one described. */
+Test(search, params_fix_checks_the_real_limits)
+{
+  acl_search_params_t p = params(), q = params();
+  char err[160];
+  cr_assert_eq(acl_search_params_fix(&p, err, sizeof(err)), 0);
+  cr_assert_eq(memcmp(&p, &q, sizeof(p)), 0);
+  p.samples_per_cand = ACL_SEARCH_MAX_SAMPLES;
+  cr_assert_eq(acl_search_params_fix(&p, err, sizeof(err)), 0);
+  p.samples_per_cand = ACL_SEARCH_MAX_SAMPLES + 1;
+  p.drift_window = 1000;
+  cr_assert_eq(acl_search_params_fix(&p, err, sizeof(err)), 2);
+  cr_assert_eq(p.samples_per_cand, ACL_SEARCH_MAX_SAMPLES);
+  cr_assert_eq(p.drift_window, ACL_SEARCH_MAX_DRIFT_WINDOW);
+  cr_assert_str_eq(err, "search setting samples_per_cand = 17 is out of range; 16 is used");
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  acl_search_params_from_config(&p, &cfg, 8);
+  cr_assert_eq(p.samples_per_cand, ACL_CONFIG_SAMPLES_DEFAULT);
+  cr_assert_eq(p.warmup_calls, ACL_CONFIG_WARMUP_DEFAULT);
+  cr_assert_eq(p.nranks, 8);
+}
+
 Test(search, phases_in_order_and_warmup_dropped)
 {
   acl_search_t s;

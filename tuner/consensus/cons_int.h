@@ -15,7 +15,7 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT 1u
+#define ACL_CONS_LAYOUT 2u /* 2: cons_settings_t holds acl_search_params_t */
 #define ACL_CONS_RING 512      /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128     /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128 /* processes recorded for stale detection */
@@ -97,13 +97,15 @@ typedef struct cons_proc {
   uint64_t start_time; /* /proc/<pid>/stat field 22; 0 unknown */
 } cons_proc_t;
 
-/* Settings that change decisions: equal on every rank or the join fails. */
+/* Settings that change decisions, the one copy every workload's search is
+ * started from: equal on every rank (hashed byte for byte) or the join
+ * fails. No implicit padding. */
 typedef struct cons_settings {
   int32_t mode, nranks, nnodes, max_workloads;
-  int32_t warmup_calls, samples_per_cand, max_channels, search_nranks;
-  int32_t drift_window, pad;
-  double drift_ratio, prune_ratio;
+  acl_search_params_t search;
 } cons_settings_t;
+_Static_assert(sizeof(cons_settings_t) == 16 + sizeof(acl_search_params_t),
+               "cons_settings_t has no padding");
 
 typedef struct cons_hdr {
   _Atomic uint64_t magic; /* written last by the creator */
@@ -161,7 +163,6 @@ struct acl_cons {
   int role;
   int timeout_ms;
   acl_mode_t mode;
-  acl_search_params_t sp;
   cons_settings_t set;
   uint64_t set_hash;
   cons_local_t *tab;
@@ -176,7 +177,8 @@ struct acl_cons {
 /* cons_shm.c */
 size_t cons_wl_size(void);
 cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx);
-void cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p);
+/* The settings of p: 0, or -1 with err when a value is out of its limits. */
+int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen);
 uint64_t cons_settings_hash(const cons_settings_t *s);
 int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char *msg, size_t len);
 uint64_t cons_now_ns(void);

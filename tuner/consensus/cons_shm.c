@@ -47,20 +47,20 @@ cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx)
   return (cons_wl_t *)((char *)h + hdr_span() + (size_t)widx * cons_wl_size());
 }
 
-void cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p)
+int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen)
 {
   memset(s, 0, sizeof(*s));
   s->mode = (int32_t)p->cfg->mode;
   s->nranks = p->nranks;
   s->nnodes = p->nnodes;
   s->max_workloads = p->cfg->max_workloads;
-  s->warmup_calls = p->search.warmup_calls;
-  s->samples_per_cand = p->search.samples_per_cand;
-  s->max_channels = p->search.max_channels;
-  s->search_nranks = p->search.nranks;
-  s->drift_window = p->search.drift_window;
-  s->drift_ratio = p->search.drift_ratio;
-  s->prune_ratio = p->search.prune_ratio;
+  acl_search_params_from_config(&s->search, p->cfg, p->nranks);
+  char why[160];
+  if (acl_search_params_fix(&s->search, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "consensus: %s", why);
+    return -1;
+  }
+  return 0;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -89,16 +89,21 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
              acl_mode_name((acl_mode_t)a->mode), acl_mode_name((acl_mode_t)b->mode));
     return 1;
   }
-  DIFF_I(warmup_calls, "AUTOCCL_WARMUP")
-  DIFF_I(samples_per_cand, "AUTOCCL_SAMPLES")
+  DIFF_I(search.warmup_calls, "AUTOCCL_WARMUP")
+  DIFF_I(search.samples_per_cand, "AUTOCCL_SAMPLES")
   DIFF_I(max_workloads, "AUTOCCL_MAX_WORKLOADS")
   DIFF_I(nranks, "communicator size")
   DIFF_I(nnodes, "node count")
-  DIFF_I(max_channels, "search max_channels")
-  DIFF_I(search_nranks, "search nranks")
-  DIFF_I(drift_window, "search drift_window")
-  if (a->drift_ratio != b->drift_ratio || a->prune_ratio != b->prune_ratio) {
+  DIFF_I(search.max_channels, "search max_channels")
+  DIFF_I(search.nranks, "search nranks")
+  DIFF_I(search.drift_window, "search drift_window")
+  if (a->search.drift_ratio != b->search.drift_ratio ||
+      a->search.prune_ratio != b->search.prune_ratio) {
     snprintf(msg, len, "search drift/prune ratios differ");
+    return 1;
+  }
+  if (memcmp(a, b, sizeof(*a)) != 0) {
+    snprintf(msg, len, "settings differ");
     return 1;
   }
 #undef DIFF_I

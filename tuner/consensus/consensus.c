@@ -125,18 +125,6 @@ void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk)
 
 /* ---- the decider step (lock held) ----------------------------------------- */
 
-static void params_of(const cons_hdr_t *h, acl_search_params_t *p)
-{
-  acl_search_params_default(p);
-  p->warmup_calls = h->set.warmup_calls;
-  p->samples_per_cand = h->set.samples_per_cand;
-  p->max_channels = h->set.max_channels;
-  p->nranks = h->set.search_nranks;
-  p->drift_window = h->set.drift_window;
-  p->drift_ratio = h->set.drift_ratio;
-  p->prune_ratio = h->set.prune_ratio;
-}
-
 static bool key_eq(const acl_wkey_t *a, const acl_wkey_t *b)
 {
   return a->comm_id == b->comm_id && a->nbytes == b->nbytes &&
@@ -220,9 +208,7 @@ int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
     memset(w, 0, sizeof(*w));
     w->key = (acl_wkey_t){.comm_id = key->comm_id, .nbytes = key->nbytes,
                           .num_pipe_ops = key->num_pipe_ops, .coll = key->coll};
-    acl_search_params_t sp;
-    params_of(h, &sp);
-    acl_search_init(&w->search, &sp, &w->key, cost);
+    acl_search_init(&w->search, &h->set.search, &w->key, cost);
     atomic_store_explicit(&w->present, 1, memory_order_release);
     atomic_store_explicit(&h->nworkloads, n + 1, memory_order_release);
     *widx = n;
@@ -310,7 +296,7 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
              p->rank, p->nranks, p->nnodes);
     return NULL;
   }
-  if (p->cfg->max_workloads < 1 || p->cfg->max_workloads > 65536) {
+  if (p->cfg->max_workloads < 1 || p->cfg->max_workloads > ACL_CONFIG_MAX_WORKLOADS_MAX) {
     snprintf(err, errlen, "consensus: max_workloads %d out of range", p->cfg->max_workloads);
     return NULL;
   }
@@ -330,9 +316,11 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   c->nranks = p->nranks;
   c->nnodes = p->nnodes;
   c->mode = p->cfg->mode;
-  c->timeout_ms = p->cfg->timeout_ms > 0 ? p->cfg->timeout_ms : 30000;
-  c->sp = p->search;
-  cons_settings_from(&c->set, p);
+  c->timeout_ms = p->cfg->timeout_ms > 0 ? p->cfg->timeout_ms : ACL_CONFIG_TIMEOUT_MS_DEFAULT;
+  if (cons_settings_from(&c->set, p, err, errlen) != 0) {
+    free(c);
+    return NULL;
+  }
   c->set_hash = cons_settings_hash(&c->set);
   uint32_t want = 2u * ((uint32_t)p->cfg->max_workloads + REFUSED_CAP), cap = 64;
   while (cap < want)

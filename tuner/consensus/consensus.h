@@ -30,8 +30,7 @@ typedef struct acl_cons_params {
   int nranks;
   int nnodes;
   int rank;                   /* -1 when unknown (no profiler ABI) */
-  const acl_config_t *cfg;
-  acl_search_params_t search; /* defaults for new workloads */
+  const acl_config_t *cfg;    /* with nranks, the settings of every workload's search */
   /* Internal (tests, simulator): salts the segment name so that simulated
    * hosts on one machine do not share a segment. NULL or "" in production. */
   const char *shm_ns;

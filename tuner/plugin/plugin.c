@@ -174,10 +174,6 @@ static void join_consensus_locked(acl_rank_t *r)
       .cfg = &acl_proc.cfg,
       .shm_ns = acl_proc.cfg.shm_salt[0] ? acl_proc.cfg.shm_salt : NULL,
   };
-  acl_search_params_default(&p.search);
-  p.search.warmup_calls = acl_proc.cfg.warmup_calls;
-  p.search.samples_per_cand = acl_proc.cfg.samples_per_cand;
-  p.search.nranks = r->nranks;
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
   if (!r->cons && acl_proc.cfg.mode != ACL_MODE_ONLINE &&
       !strstr(r->cons_err, "AUTOCCL_MODE differs")) {

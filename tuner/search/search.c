@@ -13,6 +13,7 @@
  * clock, no randomness: the same calls with the same samples give the same
  * bytes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
@@ -55,8 +56,8 @@ static void judge(acl_search_t *s, int id)
 void acl_search_params_default(acl_search_params_t *p)
 {
   memset(p, 0, sizeof *p);
-  p->warmup_calls = 5;
-  p->samples_per_cand = 5;
+  p->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
+  p->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
   p->max_channels = 32;
   p->nranks = 2;
   p->drift_ratio = 0.8;
@@ -64,30 +65,48 @@ void acl_search_params_default(acl_search_params_t *p)
   p->prune_ratio = 1.15;
 }
 
-static void sanitize(acl_search_params_t *p)
+void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *cfg, int nranks)
+{
+  acl_search_params_default(p);
+  p->warmup_calls = cfg->warmup_calls;
+  p->samples_per_cand = cfg->samples_per_cand;
+  p->nranks = nranks;
+}
+
+/* One out-of-range value: counted, the first described. */
+static void fixed(int *n, char *err, size_t errlen, const char *what, double had, double now)
+{
+  if ((*n)++ == 0 && err && errlen)
+    snprintf(err, errlen, "search setting %s = %g is out of range; %g is used", what, had, now);
+}
+
+int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
 {
   acl_search_params_t d;
   acl_search_params_default(&d);
-  if (p->warmup_calls < 0 || p->warmup_calls > 1000)
-    p->warmup_calls = d.warmup_calls;
-  if (p->samples_per_cand < 2)
-    p->samples_per_cand = 2;
-  if (p->samples_per_cand > ACL_SEARCH_MAX_SAMPLES)
-    p->samples_per_cand = ACL_SEARCH_MAX_SAMPLES;
-  if (p->max_channels < 1)
-    p->max_channels = d.max_channels;
-  if (p->max_channels > 64)
-    p->max_channels = 64;
-  if (p->nranks < 1)
-    p->nranks = 1;
-  if (!(p->drift_ratio > 0.0 && p->drift_ratio < 1.0))
-    p->drift_ratio = d.drift_ratio;
-  if (p->drift_window < 4)
-    p->drift_window = 4;
-  if (p->drift_window > 64)
-    p->drift_window = 64;
-  if (!(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6))
-    p->prune_ratio = d.prune_ratio;
+  int n = 0;
+  if (err && errlen)
+    err[0] = '\0';
+#define FIX(field, bad, value)                                                               \
+  if (bad) {                                                                                 \
+    double had_ = (double)p->field;                                                          \
+    p->field = (value);                                                                      \
+    fixed(&n, err, errlen, #field, had_, (double)p->field);                                  \
+  }
+  FIX(warmup_calls, p->warmup_calls < 0 || p->warmup_calls > ACL_CONFIG_WARMUP_MAX,
+      d.warmup_calls)
+  FIX(samples_per_cand, p->samples_per_cand < ACL_CONFIG_SAMPLES_MIN, ACL_CONFIG_SAMPLES_MIN)
+  FIX(samples_per_cand, p->samples_per_cand > ACL_SEARCH_MAX_SAMPLES, ACL_SEARCH_MAX_SAMPLES)
+  FIX(max_channels, p->max_channels < 1, d.max_channels)
+  FIX(max_channels, p->max_channels > ACL_SEARCH_MAX_CHANNELS, ACL_SEARCH_MAX_CHANNELS)
+  FIX(nranks, p->nranks < 1, 1)
+  FIX(drift_ratio, !(p->drift_ratio > 0.0 && p->drift_ratio < 1.0), d.drift_ratio)
+  FIX(drift_window, p->drift_window < 4, 4)
+  FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
+  FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
+  FIX(reserved, p->reserved != 0, 0)
+#undef FIX
+  return n;
 }
 
 static uint32_t mask_of(const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
@@ -108,7 +127,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
     s->params = *p;
   else
     acl_search_params_default(&s->params);
-  sanitize(&s->params);
+  acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
   s->phase = ACL_PHASE_WARMUP;

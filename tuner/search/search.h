@@ -25,22 +25,30 @@
 
 #include <stdint.h>
 
+#include "core/config.h"
 #include "core/types.h"
 
 #define ACL_SEARCH_MAX_CANDS 96 /* candidates tracked per workload */
 #define ACL_SEARCH_TRAJ 64      /* trajectory ring length */
-#define ACL_SEARCH_MAX_SAMPLES 16 /* samples kept per candidate */
+#define ACL_SEARCH_MAX_SAMPLES ACL_CONFIG_SAMPLES_MAX /* samples kept per candidate */
 #define ACL_SEARCH_CAND_NCCL 0  /* cand id 0 is always NCCL's own choice */
+#define ACL_SEARCH_MAX_CHANNELS 64 /* highest max_channels */
+#define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
 
+/* The search's settings: part of the settings every rank of a communicator
+ * must agree on, hashed byte for byte by the consensus layer, so the layout
+ * is fixed and has no implicit padding. */
 typedef struct acl_search_params {
-  int warmup_calls;     /* calls whose samples are dropped */
-  int samples_per_cand; /* samples before a candidate is judged */
-  int max_channels;     /* top of the channel axis (NCCL's ceiling), e.g. 32 */
-  int nranks;           /* communicator size (for bus bandwidth) */
-  double drift_ratio;   /* re-tune when bandwidth < ratio x converged ... */
-  int drift_window;     /* ... over this many consecutive samples */
-  double prune_ratio;   /* drop a subspace whose best is > ratio x slower */
+  double drift_ratio;       /* re-tune when bandwidth < ratio x converged ... */
+  double prune_ratio;       /* drop a subspace whose best is > ratio x slower */
+  int32_t drift_window;     /* ... over this many consecutive samples */
+  int32_t warmup_calls;     /* calls whose samples are dropped (AUTOCCL_WARMUP) */
+  int32_t samples_per_cand; /* samples before a candidate is judged (AUTOCCL_SAMPLES) */
+  int32_t max_channels;     /* top of the channel axis (NCCL's ceiling), e.g. 32 */
+  int32_t nranks;           /* communicator size (for bus bandwidth) */
+  int32_t reserved;         /* 0 */
 } acl_search_params_t;
+_Static_assert(sizeof(acl_search_params_t) == 40, "acl_search_params_t has no padding");
 
 /* Resource axes of the coordinate descent. Only nChannels is settable on
  * NCCL 2.28; the chunk axis exists (NCCL 2.30 tuner v6) but is disabled. */
@@ -109,7 +117,7 @@ typedef struct acl_search {
   double converged_seconds; /* robust time of the decision when converged */
   uint32_t drift_count;     /* samples of the decision since convergence */
   uint32_t drift_head;
-  float drift_win[64];      /* recent samples of the decision (ring) */
+  float drift_win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
   double overlap_conv;      /* mean overlap when converged, <0 unknown */
   /* background validation of the decision against cand 0 (search_conv.c) */
   uint8_t val_state;        /* 0 none, 1 validating, 2 verdict given */
@@ -146,7 +154,15 @@ typedef struct acl_search_report {
   uint64_t calls_to_verdict;  /* calls until validation ended, 0 = open */
 } acl_search_report_t;
 
+/* The one place of the search's defaults (the AUTOCCL_* ones from
+ * core/config.h). */
 void acl_search_params_default(acl_search_params_t *p);
+/* Defaults, then what the configuration sets, for a communicator of nranks. */
+void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *cfg, int nranks);
+/* The one validation: each value outside its limits is replaced (by the
+ * nearest limit, or the default); returns how many were, the first one
+ * described in err (may be NULL). acl_search_init applies it. */
+int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen);
 void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wkey_t *key,
                      const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
 /* Intersect the valid (algo, proto) set with one rank's cost table. */
