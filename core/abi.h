@@ -1,8 +1,10 @@
 /* NCCL plugin ABI as seen by autoccl: tuner v2–v5 and profiler v5.
  *
- * Written from the ABI facts in DESIGN.md §3 and checked against NCCL 2.28;
- * NCCL's own headers are deliberately not included so the plugin builds
- * without NCCL installed. Layouts must match NCCL byte for byte. */
+ * Written from NCCL's plugin headers (src/include/plugin/tuner/tuner_v2..5.h,
+ * profiler/profiler_v5.h) and checked against NCCL 2.28; NCCL's own headers
+ * are deliberately not included so the plugin builds without NCCL installed.
+ * Layouts must match NCCL byte for byte: the static asserts at the end pin
+ * them. */
 #ifndef ACL_CORE_ABI_H
 #define ACL_CORE_ABI_H
 
@@ -255,5 +257,48 @@ typedef struct {
                                    ncclProfilerEventStateArgs_v5_t *eStateArgs);
   ncclResult_t (*finalize)(void *ctx);
 } ncclProfiler_v5_t;
+
+/* The layout NCCL 2.28 has on 64-bit Linux (x86-64, aarch64): sizes and the
+ * offsets of every field the plugin reads or writes, computed from NCCL's
+ * src/include/plugin/{tuner/tuner_v5.h,profiler/profiler_v5.h}. A mismatch
+ * here means a field was mistyped, dropped or reordered above. */
+#if UINTPTR_MAX == UINT64_MAX
+#define ACL_ABI_ASSERT(c) _Static_assert(c, "NCCL 2.28 ABI layout: " #c)
+ACL_ABI_ASSERT(sizeof(ncclNvlDomainInfo_v5_t) == 12);
+ACL_ABI_ASSERT(sizeof(ncclTunerConstants_v5_t) == 1152);
+ACL_ABI_ASSERT(offsetof(ncclTunerConstants_v5_t, hwLatencies) == 168);
+ACL_ABI_ASSERT(offsetof(ncclTunerConstants_v5_t, llMaxBws) == 672);
+ACL_ABI_ASSERT(offsetof(ncclTunerConstants_v5_t, perChMaxNVLSTreeBws) == 1056);
+ACL_ABI_ASSERT(sizeof(ncclTuner_v5_t) == 32);
+ACL_ABI_ASSERT(offsetof(ncclTuner_v5_t, getCollInfo) == 16);
+ACL_ABI_ASSERT(offsetof(ncclTuner_v5_t, finalize) == 24);
+ACL_ABI_ASSERT(sizeof(ncclTuner_v4_t) == 32 && offsetof(ncclTuner_v4_t, destroy) == 24);
+ACL_ABI_ASSERT(sizeof(ncclTuner_v3_t) == 32 && offsetof(ncclTuner_v3_t, destroy) == 24);
+ACL_ABI_ASSERT(sizeof(ncclTuner_v2_t) == 32 && offsetof(ncclTuner_v2_t, destroy) == 24);
+ACL_ABI_ASSERT(sizeof(ncclProfilerEventDescr_v5_t) == 112);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, parentObj) == 8);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, rank) == 16);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.seqNumber) == 24);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.func) == 32);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.count) == 56);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.root) == 64);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.datatype) == 72);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.nChannels) == 80);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.nWarps) == 81);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.algo) == 88);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.proto) == 96);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, coll.parentGroup) == 104);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, collApi.graphCaptured) == 64);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, p2p.nChannels) == 60);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, kernelCh.channelId) == 24);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v5_t, kernelCh.pTimer) == 32);
+ACL_ABI_ASSERT(sizeof(ncclProfilerEventStateArgs_v5_t) == 8);
+ACL_ABI_ASSERT(sizeof(ncclProfiler_v5_t) == 48);
+ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, startEvent) == 16);
+ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, recordEventState) == 32);
+ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, finalize) == 40);
+ACL_ABI_ASSERT(ncclProfileKernelCh == 64 && ncclProfilerKernelChStop == 22);
+#undef ACL_ABI_ASSERT
+#endif
 
 #endif

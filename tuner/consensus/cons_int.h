@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -130,6 +131,28 @@ typedef struct cons_hdr {
   uint64_t blocks_published;
   uint64_t lock_test_hold; /* test hook scratch */
 } cons_hdr_t;
+
+/* The segment is shared by processes (and, across plugin builds, refused by
+ * ACL_CONS_LAYOUT, hdr_size and wl_size): its atomics must work between
+ * processes, i.e. be lock-free (a lock-based _Atomic would take a
+ * process-private lock), naturally aligned, and sit where readers look
+ * without the lock. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2 &&
+                   ATOMIC_LLONG_LOCK_FREE == 2,
+               "shared-segment atomics must be lock-free");
+_Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4,
+               "shared-segment atomics have their plain size");
+_Static_assert(sizeof(cons_block_t) == 32, "a published block is four 64-bit words");
+_Static_assert(sizeof(cons_slot_t) == 24, "cons_slot_t has no implicit padding");
+_Static_assert(sizeof(acl_wkey_t) == 24, "acl_wkey_t has no implicit padding");
+_Static_assert(offsetof(cons_hdr_t, magic) == 0, "joiners read the magic first");
+_Static_assert(offsetof(cons_hdr_t, lock) % 8 == 0 && offsetof(cons_hdr_t, retired) % 4 == 0,
+               "header lock and atomics aligned");
+_Static_assert(offsetof(cons_wl_t, present) % 4 == 0 && offsetof(cons_wl_t, nblocks) % 8 == 0 &&
+                   offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0,
+               "workload atomics and the search state aligned");
+_Static_assert(_Alignof(cons_wl_t) <= 64 && _Alignof(cons_hdr_t) <= 4096,
+               "workloads sit at 64-byte strides after a page-aligned header");
 
 /* A segment mapped once per process, shared by its ranks. */
 typedef struct cons_map {
