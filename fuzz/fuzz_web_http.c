@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "fuzz_common.h"
 #include "web/server.h"
 
@@ -33,13 +34,6 @@ static void render_state(void *user, acl_strbuf_t *out)
 {
   (void)user;
   acl_sb_puts(out, "{\"version\":1,\"communicators\":[],\"workloads\":[]}");
-}
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* A whole response is in: headers plus Content-Length bytes of body, or the
@@ -83,9 +77,9 @@ static long exchange(const void *req, size_t len, char *resp, size_t cap, double
   }
   shutdown(fd, SHUT_WR);
   size_t got = 0;
-  double deadline = now() + limit_s;
+  double deadline = acl_mono_s() + limit_s;
   while (got < cap - 1) {
-    int ms = (int)((deadline - now()) * 1000);
+    int ms = (int)((deadline - acl_mono_s()) * 1000);
     if (ms <= 0)
       break;
     struct pollfd pf = {.fd = fd, .events = POLLIN};

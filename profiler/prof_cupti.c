@@ -41,6 +41,8 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 #define BUF_SIZE (256u * 1024u)
 #define BUF_KEEP 8
 
@@ -97,13 +99,6 @@ struct acl_cupti {
   uint8_t *bufs[BUF_KEEP];
   int nbufs;
 };
-
-static uint64_t mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char *res_str(CUptiResult r)
 {
@@ -211,7 +206,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
     if (cu.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
       acl_attr_add_dropped(c->attr, dropped);
     atomic_fetch_add(&c->buffers, 1);
-    atomic_store(&c->last_buffer_ns, mono_ns());
+    atomic_store(&c->last_buffer_ns, acl_mono_ns());
   }
   if (c) {
     pthread_mutex_lock(&c->bmu);
@@ -253,7 +248,7 @@ static void *flush_main(void *arg)
     c->batch(c->u, false);
     /* Buffers stopped coming for a minute while calls wait: someone else
      * took CUPTI's activity callbacks. */
-    uint64_t last = atomic_load(&c->last_buffer_ns), now = mono_ns();
+    uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
     if (acl_attr_pending(c->attr) > 0 && last && now > last + 60000000000ull)
       back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
     struct timespec ts;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "profiler/attrib.h"
 #include "profiler/prof_cupti.h"
@@ -58,13 +59,6 @@ static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
-static uint64_t mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 double acl_prof_algbw(const acl_prof_sample_t *s)
 {
   return s && s->seconds > 0 ? (double)s->tag.nbytes / s->seconds : 0.0;
@@ -87,7 +81,7 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, int nranks, uint64
   s.nranks = nranks;
   s.algbw = acl_prof_algbw(&s);
   s.busbw = acl_prof_busbw(&s, nranks);
-  uint64_t now = mono_ns();
+  uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
     pthread_mutex_lock(&p->lat_mu);
     p->lat[p->nlat++ % LAT_N] = (double)(now - call_ns) * 1e-9;
@@ -106,7 +100,7 @@ static void cupti_batch(void *u, bool final)
   size_t n;
   bool more;
   do {
-    n = acl_attr_process(p->attr, final, mono_ns(), buf, 128, &more);
+    n = acl_attr_process(p->attr, final, acl_mono_ns(), buf, 128, &more);
     for (size_t i = 0; i < n; i++) {
       const prank_t *r = buf[i].user;
       deliver(p, &buf[i].tag, r ? r->nranks : 1, buf[i].call_ns, buf[i].start, buf[i].end,
@@ -119,7 +113,7 @@ static void cupti_batch(void *u, bool final)
 static const acl_simfeed_t *feed_get(acl_prof_t *p)
 {
   pthread_mutex_lock(&p->feed_mu);
-  uint64_t now = mono_ns();
+  uint64_t now = acl_mono_ns();
   if (!p->feed && p->cfg.sim_feed[0] && now >= p->feed_retry_ns) {
     p->feed_retry_ns = now + 1000000000ull; /* the simulator may create it later */
     int fd = shm_open(p->cfg.sim_feed, O_RDONLY, 0);
@@ -320,7 +314,7 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
   prank_t *r = prof_rank;
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
     return;
-  uint64_t now = mono_ns();
+  uint64_t now = acl_mono_ns();
   if (atomic_load(&p->source) == SRC_CUPTI && p->cupti && acl_cupti_suspended(p->cupti)) {
     acl_cupti_push(p->cupti, 0); /* pops a stale id of ours */
   } else if (cupti_live(p)) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "sim/bench_int.h"
 #include "sim/landscape.h"
@@ -227,8 +228,7 @@ int acl_sim_bench_main(int argc, char **argv)
   int rc = parse_opts(argc, argv, &o);
   if (rc != 0)
     return rc < 0 ? 2 : 0;
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = acl_mono_s();
 
   char err[256] = "";
   acl_landscape_t *h200 = acl_land_create_h200(err, sizeof err);
@@ -285,9 +285,7 @@ int acl_sim_bench_main(int argc, char **argv)
     if ((n + 1) % 100 == 0 || n + 1 == o.landscapes)
       fprintf(stderr, "tunerbench: synthetic landscapes: %d/%d\n", n + 1, o.landscapes);
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  ok = acl_bench_print(&o, hr, nh, sr, ns,
-                       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+  ok = acl_bench_print(&o, hr, nh, sr, ns, acl_mono_s() - t0);
 out:
   free(s);
   free(hr);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "profiler/simfeed.h"
 #include "sim/bench.h"
 #include "sim/nccl_model.h"
@@ -206,7 +207,7 @@ int main(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   fflush(NULL);
-  double t0 = acl_sim_now();
+  double t0 = acl_mono_s();
   for (int p = 0; p < nprocs; p++) {
     pid_t pid = fork();
     if (pid < 0) {
@@ -228,10 +229,10 @@ int main(int argc, char **argv)
 
   /* Watch: stop at the deadline, fail on a crash or a hang. */
   bool tty = isatty(2) && !o.quiet, failed = false;
-  double last_line = 0, last_move = acl_sim_now();
+  double last_line = 0, last_move = acl_mono_s();
   uint64_t last_calls = 0;
   for (;;) {
-    double el = acl_sim_now() - t0;
+    double el = acl_mono_s() - t0;
     for (int p = 0; p < nprocs && !failed; p++) {
       int st;
       if (pids[p] > 0 && waitpid(pids[p], &st, WNOHANG) == pids[p]) {
@@ -274,8 +275,8 @@ int main(int argc, char **argv)
       break;
     if (calls != last_calls) {
       last_calls = calls;
-      last_move = acl_sim_now();
-    } else if (acl_sim_now() - last_move > o.hang_timeout_s) {
+      last_move = acl_mono_s();
+    } else if (acl_mono_s() - last_move > o.hang_timeout_s) {
       snprintf(err, sizeof(err),
                "no rank made a call for %.1f s (hang: a consensus deadlock?); %d of %d ranks "
                "had finished",
@@ -288,7 +289,7 @@ int main(int argc, char **argv)
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  double wall = acl_sim_now() - t0;
+  double wall = acl_mono_s() - t0;
   if (tty)
     fputc('\n', stderr);
   if (failed) {
@@ -310,11 +311,11 @@ int main(int argc, char **argv)
       ep_wait += v;
   }
   atomic_store(&w.ctl->release, 1u);
-  double deadline = acl_sim_now() + 10 + o.hang_timeout_s;
+  double deadline = acl_mono_s() + 10 + o.hang_timeout_s;
   for (int p = 0; p < nprocs; p++) {
     int st;
     pid_t got = 0;
-    while (pids[p] > 0 && (got = waitpid(pids[p], &st, WNOHANG)) == 0 && acl_sim_now() < deadline) {
+    while (pids[p] > 0 && (got = waitpid(pids[p], &st, WNOHANG)) == 0 && acl_mono_s() < deadline) {
       struct timespec ts = {0, 5 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "profiler/simfeed.h"
 #include "sim/nccl_model.h"
 #include "sim/sim.h"
@@ -41,12 +42,6 @@ typedef struct rank_drv {
   bool failed_call;
 } rank_drv_t;
 
-double acl_sim_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_s(double s)
 {
@@ -184,7 +179,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
    * tuner; what the tuner sets applies from the next call on. */
   cr->api_mask = cr->mask;
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
-    double t0 = acl_sim_now();
+    double t0 = acl_mono_s();
     switch (d->pl->tuner_version) {
     case 5:
       rc = d->pl->t5->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
@@ -204,7 +199,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
                                   1, &v2_algo, &v2_proto, &nch);
       break;
     }
-    d->slot->gci_seconds += acl_sim_now() - t0;
+    d->slot->gci_seconds += acl_mono_s() - t0;
   }
   if (rc != ncclSuccess) {
     /* NCCL fails the collective with the plugin's error. */

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/strbuf.h"
 #include "sim/sim.h"
 
@@ -241,7 +242,7 @@ double acl_sim_fetch_wait(int port, double timeout_s)
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -1;
-  double total = -1, deadline = acl_sim_now() + timeout_s;
+  double total = -1, deadline = acl_mono_s() + timeout_s;
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap + 1);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
@@ -261,7 +262,7 @@ double acl_sim_fetch_wait(int port, double timeout_s)
   if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
     goto out;
   for (;;) {
-    double left = deadline - acl_sim_now();
+    double left = deadline - acl_mono_s();
     if (left <= 0)
       goto out;
     pf.events = POLLIN;

@@ -127,6 +127,5 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
  * failure. */
 double acl_sim_fetch_wait(int port, double timeout_s);
 
-double acl_sim_now(void); /* monotonic seconds */
 
 #endif

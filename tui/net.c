@@ -9,18 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 #define MAX_BODY (64u << 20)
 #define CONNECT_TIMEOUT_MS 2000L
 #define FETCH_TIMEOUT_MS 5000L
 #define STREAM_SILENCE_S 15L      /* heartbeats come every 5 s */
 #define STREAM_REFUSED_RETRY_S 30.0
 
-double acl_top_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 const char *acl_top_conn_label(const acl_top_src_t *s)
 {
@@ -264,7 +260,7 @@ static void schedule(acl_top_net_t *n, acl_top_src_t *s, double now)
 
 bool acl_top_net_step(acl_top_net_t *n, int timeout_ms, int fd)
 {
-  double now = acl_top_now();
+  double now = acl_mono_s();
   bool changed = false;
   for (int i = 0; i < n->n; i++)
     schedule(n, &n->src[i], now);
@@ -286,7 +282,7 @@ bool acl_top_net_step(acl_top_net_t *n, int timeout_ms, int fd)
     curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
     if (!s)
       continue;
-    now = acl_top_now();
+    now = acl_mono_s();
     if (h == s->fetch) {
       acl_top_conn_t before = s->conn;
       finish_fetch(s, h, rc);

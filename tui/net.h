@@ -59,6 +59,5 @@ int acl_top_net_fetch_all(acl_top_net_t *n);
 bool acl_top_net_step(acl_top_net_t *n, int timeout_ms, int fd);
 /* "connected (stream)", "connected (polling)", "disconnected — retrying". */
 const char *acl_top_conn_label(const acl_top_src_t *s);
-double acl_top_now(void); /* monotonic seconds */
 
 #endif

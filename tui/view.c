@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "tui/view.h"
 
 #define MIN_COLS 40
@@ -379,7 +380,7 @@ int acl_top_ui_run(acl_top_net_t *net, const acl_top_opts_t *o, bool color)
     init_colors();
   rebuild(&u);
   draw(&u);
-  double last_draw = acl_top_now();
+  double last_draw = acl_mono_s();
   unsigned long seen = 0;
   long refreshes = 0;
   while (!u.quit) {
@@ -400,7 +401,7 @@ int acl_top_ui_run(acl_top_net_t *net, const acl_top_opts_t *o, bool color)
       key(&u, ch);
       dirty = true;
     }
-    double now = acl_top_now();
+    double now = acl_mono_s();
     if (dirty || now - last_draw >= 1.0) {
       draw(&u);
       last_draw = now;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "web/assets.h"
 #include "web/web_int.h"
@@ -82,7 +83,7 @@ typedef void (*render_fn)(void *user, acl_strbuf_t *out);
 static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render_fn fn,
                                const char *ctype, acl_web_cached_t *cache)
 {
-  double now = acl_web_now();
+  double now = acl_mono_s();
   if (cache->resp && now - cache->at < ACL_WEB_CACHE_S && now >= cache->at)
     return MHD_queue_response(conn, MHD_HTTP_OK, cache->resp);
   if (!fn) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "web/web_int.h"
 
@@ -37,12 +38,6 @@ struct acl_sse_client {
 STATIC_MSG(k_hello, "retry: 2000\n: connected\n\n");
 STATIC_MSG(k_heartbeat, ": heartbeat\n\n");
 
-double acl_web_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void msg_release(acl_sse_msg_t *m)
 {
@@ -120,7 +115,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
     }
   }
   if (n > 0) {
-    c->last_write = acl_web_now();
+    c->last_write = acl_mono_s();
   } else {
     /* Nothing to send: park the connection until publish or the ticker. */
     c->suspended = true;
@@ -163,7 +158,7 @@ enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn)
     return MHD_NO;
   c->w = w;
   c->conn = conn;
-  c->last_write = acl_web_now();
+  c->last_write = acl_mono_s();
   push(c, (acl_sse_msg_t *)&k_hello);
   struct MHD_Response *r =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, c, sse_free);
@@ -289,7 +284,7 @@ static void *ticker_main(void *arg)
     pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     if (w->stopping)
       break;
-    double now = acl_web_now();
+    double now = acl_mono_s();
     int nresume = 0;
     for (acl_sse_client_t *c = w->clients; c; c = c->next) {
       if (c->ended || c->heartbeat_due || now - c->last_write < ACL_WEB_HEARTBEAT_S)
@@ -348,14 +343,14 @@ void acl_web_sse_shutdown(acl_web_t *w)
     MHD_resume_connection(resume[i]);
   /* MHD must not be stopped with suspended connections: wait until every
    * stream has seen the end (its callback ran) or left, 2 s at most. */
-  double deadline = acl_web_now() + 2.0;
+  double deadline = acl_mono_s() + 2.0;
   pthread_mutex_lock(&w->mu);
   for (;;) {
     bool pending = false;
     for (acl_sse_client_t *c = w->clients; c; c = c->next)
       if (!c->ended)
         pending = true;
-    if (!pending || acl_web_now() > deadline)
+    if (!pending || acl_mono_s() > deadline)
       break;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

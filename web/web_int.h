@@ -59,7 +59,6 @@ int acl_web_sse_init(acl_web_t *w);   /* ticker thread; 0 or errno */
 enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn);
 /* Ends every stream, waits (bounded) for them to leave, joins the ticker. */
 void acl_web_sse_shutdown(acl_web_t *w);
-double acl_web_now(void);
 
 /* routes.c */
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "profiler/profiler.h"
 
@@ -53,13 +54,6 @@ static void check(const char *name, int ok, const char *fmt, ...)
   va_end(ap);
   printf("CHECK %s %s %s\n", name, ok ? "PASS" : "FAIL", buf);
   failures += !ok;
-}
-
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- samples, indexed by (rank, call) ---- */
@@ -156,8 +150,8 @@ static void gemm_launch(gemm_t *g)
 
 static void wait_samples(acl_prof_t *p, long want)
 {
-  double t0 = now_s();
-  while (atomic_load(&nsamples) < want && now_s() - t0 < 10.0)
+  double t0 = acl_mono_s();
+  while (atomic_load(&nsamples) < want && acl_mono_s() - t0 < 10.0)
     usleep(1000);
   acl_prof_flush(p);
 }
@@ -235,7 +229,7 @@ static double loop(acl_prof_t *p, void *pr, cudaStream_t s, int iters, int tag_e
                    uint64_t base)
 {
   CK(cudaStreamSynchronize(s));
-  double t0 = now_s();
+  double t0 = acl_mono_s();
   for (int i = 0; i < iters; i++) {
     /* every tag_every-th launch is a "collective" (NCCL-named, tagged when
      * the profiler is attached); the rest are compute kernels */
@@ -251,7 +245,7 @@ static double loop(acl_prof_t *p, void *pr, cudaStream_t s, int iters, int tag_e
     }
   }
   CK(cudaStreamSynchronize(s));
-  return now_s() - t0;
+  return acl_mono_s() - t0;
 }
 
 static double min3(double a, double b, double c) { return fmin(a, fmin(b, c)); }
@@ -343,13 +337,13 @@ static int single_gpu(void)
   int nl = 0;
   for (int i = 2 * N; i < 2 * N + NL; i++) {
     acl_call_tag_t t = mktag(0, (uint64_t)i, 1 << 20);
-    double t0 = now_s();
+    double t0 = acl_mono_s();
     acl_prof_on_call(p, pr, &t);
     acl_check_fake_launch(s1, 20000);
-    while (atomic_load(&recs[0][i].n) == 0 && now_s() - t0 < 1.0)
+    while (atomic_load(&recs[0][i].n) == 0 && acl_mono_s() - t0 < 1.0)
       usleep(50);
     if (atomic_load(&recs[0][i].n) > 0)
-      lat[nl++] = now_s() - t0;
+      lat[nl++] = acl_mono_s() - t0;
   }
   qsort(lat, (size_t)nl, sizeof(double), dcmp);
   printf("RESULT call_to_sample_latency_s median %.6f min %.6f max %.6f (n=%d, kernel 20 us)\n",
@@ -362,12 +356,12 @@ static int single_gpu(void)
     printf("RESULT top_compute %llu %.80s\n", (unsigned long long)counts[i], names[i]);
 
   /* on_call CPU cost */
-  double t0 = now_s();
+  double t0 = acl_mono_s();
   for (int i = 0; i < 100000; i++) {
     acl_call_tag_t t = mktag(0, MAXCALLS + 1, 1);
     acl_prof_on_call(p, pr, &t);
   }
-  printf("RESULT on_call_ns %.1f\n", (now_s() - t0) / 100000 * 1e9);
+  printf("RESULT on_call_ns %.1f\n", (acl_mono_s() - t0) / 100000 * 1e9);
   acl_prof_flush(p);
 
   /* overhead with the profiler attached */

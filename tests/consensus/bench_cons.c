@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "helpers.h"
 
 static int cmp_d(const void *a, const void *b)
@@ -54,12 +55,12 @@ int main(int argc, char **argv)
     acl_wkey_t k = th_key(id, 4, 4096u + (uint64_t)w * 64);
     for (int i = 0; i < NC; i++)
       for (int r = 0; r < nr; r++) {
-        double t0 = th_now();
+        double t0 = acl_mono_s();
         if (acl_cons_decide(c[r], &k, cost, &d, err, sizeof(err)) != 0) {
           fprintf(stderr, "bench_cons: %s\n", err);
           return 1;
         }
-        ex[nex++] = (th_now() - t0) * 1e9;
+        ex[nex++] = (acl_mono_s() - t0) * 1e9;
         acl_cons_add_sample(c[r], d.widx, d.call_idx, d.cand_id,
                             th_duration(&d.cand, k.nbytes, (double)(th_rand(&rng) % 1000) / 1e3),
                             0.0f);
@@ -75,11 +76,11 @@ int main(int argc, char **argv)
   enum { NB = 2000, B = 1000 };
   double *cv = malloc(sizeof(double) * NB);
   for (int b = 0; b < NB; b++) {
-    double t0 = th_now();
+    double t0 = acl_mono_s();
     for (int i = 0; i < B; i++)
       for (int r = 0; r < nr; r++)
         acl_cons_decide(c[r], &k, cost, &d, err, sizeof(err));
-    cv[b] = (th_now() - t0) * 1e9 / (B * nr);
+    cv[b] = (acl_mono_s() - t0) * 1e9 / (B * nr);
   }
   printf("ranks driven by one thread: %d\n", nr);
   printf("exploration path (first %d calls of %d fresh workloads, %d converged): "

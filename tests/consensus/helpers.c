@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 uint64_t th_comm_id(int salt)
 {
   static int counter;
@@ -78,16 +80,9 @@ void *th_shared(size_t bytes)
   return p == MAP_FAILED ? NULL : p;
 }
 
-double th_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int th_wait(pid_t pid, int timeout_ms)
 {
-  double end = th_now() + timeout_ms / 1000.0;
+  double end = acl_mono_s() + timeout_ms / 1000.0;
   for (;;) {
     int st = 0;
     pid_t r = waitpid(pid, &st, WNOHANG);
@@ -95,7 +90,7 @@ int th_wait(pid_t pid, int timeout_ms)
       return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     if (r < 0)
       return -2;
-    if (th_now() > end) {
+    if (acl_mono_s() > end) {
       kill(pid, SIGKILL);
       waitpid(pid, &st, 0);
       return -1;

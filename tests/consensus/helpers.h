@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "tuner/consensus/consensus.h"
 
@@ -30,7 +31,6 @@ void *th_shared(size_t bytes); /* zeroed MAP_SHARED|MAP_ANONYMOUS */
 /* Waits for pid; returns its exit status (128+sig when killed), -1 on timeout
  * (then kills it). */
 int th_wait(pid_t pid, int timeout_ms);
-double th_now(void);
 int th_free_port(const char *host);
 
 /* Simulated profiler: delivers each call's sample after a random delay and

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "helpers.h"
 
 typedef struct run_shm {
@@ -23,9 +24,9 @@ static const int wl_coll[] = {4, 4, 2, 3, 4};
 static bool barrier(_Atomic int *ctr, int n)
 {
   atomic_fetch_add(ctr, 1);
-  double end = th_now() + 30.0;
+  double end = acl_mono_s() + 30.0;
   while (atomic_load(ctr) < n) {
-    if (th_now() > end)
+    if (acl_mono_s() > end)
       return false;
     usleep(500);
   }
@@ -72,7 +73,7 @@ static int child(const run_spec_t *s, run_shm_t *sh, int proc, uint64_t comm0, i
   int order[RUN_MAX_RANKS];
   for (uint64_t i = 0; i < s->calls; i++) {
     if (s->lag > 0) {
-      double end = th_now() + 20.0;
+      double end = acl_mono_s() + 20.0;
       for (;;) {
         uint64_t lo = UINT64_MAX;
         for (int p = 0; p < s->nprocs; p++) {
@@ -81,7 +82,7 @@ static int child(const run_spec_t *s, run_shm_t *sh, int proc, uint64_t comm0, i
         }
         if (i <= lo + (uint64_t)s->lag)
           break;
-        if (th_now() > end) {
+        if (acl_mono_s() > end) {
           snprintf(myerr, 256, "lag wait timed out at call %llu", (unsigned long long)i);
           return 5;
         }
@@ -146,7 +147,7 @@ int run_consensus(const run_spec_t *s, run_result_t *r)
   uint64_t comm0 = th_comm_id(s->nprocs * 100 + s->ranks_per_proc);
   int port = s->nnodes > 1 ? th_free_port("127.0.0.2") : 0;
   pid_t pids[RUN_MAX_RANKS];
-  double t0 = th_now();
+  double t0 = acl_mono_s();
   for (int p = 0; p < s->nprocs; p++) {
     pids[p] = fork();
     if (pids[p] == 0)
@@ -161,7 +162,7 @@ int run_consensus(const run_spec_t *s, run_result_t *r)
                  sh->err[p]);
     }
   }
-  r->seconds = th_now() - t0;
+  r->seconds = acl_mono_s() - t0;
   /* compare every call across ranks */
   uint64_t seen[512];
   int nseen = 0;

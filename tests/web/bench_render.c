@@ -5,15 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/render.h"
-
-static double now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -49,19 +43,19 @@ int main(int argc, char **argv)
   acl_strbuf_t sb;
   acl_sb_init(&sb);
   int n = nw > 100 ? 200 : 5000;
-  double t0 = now();
+  double t0 = acl_mono_s();
   for (int i = 0; i < n; i++) {
     acl_sb_reset(&sb);
     acl_render_metrics(s, &sb);
   }
-  double t1 = now();
+  double t1 = acl_mono_s();
   printf("metrics: %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len, (t1 - t0) / n * 1e6);
-  t0 = now();
+  t0 = acl_mono_s();
   for (int i = 0; i < n; i++) {
     acl_sb_reset(&sb);
     acl_render_state_json(s, &sb);
   }
-  t1 = now();
+  t1 = acl_mono_s();
   printf("state:   %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len, (t1 - t0) / n * 1e6);
   acl_sb_free(&sb);
   free(s);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/render.h"
@@ -23,13 +24,6 @@ typedef struct fixture {
   uint64_t rng;
   double t0;
 } fixture_t;
-
-static double now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double urand(fixture_t *f)
 {
@@ -225,7 +219,7 @@ static void tick(fixture_t *f, acl_web_t *web, unsigned n)
   s->profiler.samples += 5;
   s->comms[0].blocks_published++;
   s->comms[0].consensus_wait_seconds += 1e-5;
-  s->uptime_seconds = now_s() - f->t0;
+  s->uptime_seconds = acl_mono_s() - f->t0;
   acl_render_event_json(s, w, &sb);
   pthread_mutex_unlock(&f->mu);
   if (acl_sb_ok(&sb))
@@ -237,7 +231,7 @@ static void render_metrics(void *user, acl_strbuf_t *out)
 {
   fixture_t *f = user;
   pthread_mutex_lock(&f->mu);
-  f->snap->uptime_seconds = now_s() - f->t0;
+  f->snap->uptime_seconds = acl_mono_s() - f->t0;
   acl_render_metrics(f->snap, out);
   pthread_mutex_unlock(&f->mu);
 }
@@ -246,7 +240,7 @@ static void render_state(void *user, acl_strbuf_t *out)
 {
   fixture_t *f = user;
   pthread_mutex_lock(&f->mu);
-  f->snap->uptime_seconds = now_s() - f->t0;
+  f->snap->uptime_seconds = acl_mono_s() - f->t0;
   acl_render_state_json(f->snap, out);
   pthread_mutex_unlock(&f->mu);
 }
@@ -286,7 +280,7 @@ int main(int argc, char **argv)
   pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by the server threads */
 
   int rc = 1;
-  fixture_t f = {.rng = 0x9e3779b97f4a7c15ULL, .t0 = now_s()};
+  fixture_t f = {.rng = 0x9e3779b97f4a7c15ULL, .t0 = acl_mono_s()};
   pthread_mutex_init(&f.mu, NULL);
   f.snap = calloc(1, sizeof(*f.snap));
   if (!f.snap) {

@@ -204,7 +204,6 @@ cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx);
 int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen);
 uint64_t cons_settings_hash(const cons_settings_t *s);
 int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char *msg, size_t len);
-uint64_t cons_now_ns(void);
 /* Maps and joins (attached++); NULL with err on failure. */
 cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t errlen);
 void cons_seg_detach(acl_cons_t *c);

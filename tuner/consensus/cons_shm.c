@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "tuner/consensus/cons_int.h"
 
@@ -18,13 +19,6 @@
 
 static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
 static cons_map_t *maps;
-
-uint64_t cons_now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ms(int ms)
 {
@@ -226,9 +220,9 @@ static int lock_raw(cons_hdr_t *h, int timeout_ms)
 
 int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen)
 {
-  uint64_t t0 = cons_now_ns();
+  uint64_t t0 = acl_mono_ns();
   int rc = lock_raw(h, timeout_ms);
-  uint64_t dt = cons_now_ns() - t0;
+  uint64_t dt = acl_mono_ns() - t0;
   if (c) {
     atomic_fetch_add_explicit(&c->wait_ns, dt, memory_order_relaxed);
     if (rc == 0)
@@ -305,7 +299,7 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
   h->total_size = size;
   h->comm_id = c->comm_id;
   h->job_id = job_identity();
-  h->generation = cons_now_ns() ^ ((uint64_t)getpid() << 32);
+  h->generation = acl_mono_ns() ^ ((uint64_t)getpid() << 32);
   h->creator_start = proc_start_time(getpid());
   h->set = c->set;
   if (robust_lock_init(&h->lock) != 0) {
@@ -332,7 +326,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, acl_con
       acl_warn("consensus: replacing %s, left half-initialised by dead pid %d", name, cp);
       return JOIN_RETRY;
     }
-    if (cons_now_ns() > deadline) {
+    if (acl_mono_ns() > deadline) {
       snprintf(err, errlen, "consensus segment %s never finished initialising (creator "
                "pid %d); remove /dev/shm%s if no job uses it", name, (int)cp, name);
       return JOIN_FAIL;
@@ -397,7 +391,7 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char
                             size_t errlen)
 {
   size_t size = seg_size(c->set.max_workloads);
-  uint64_t deadline = cons_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  uint64_t deadline = acl_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
   for (int attempt = 0; attempt < 64; attempt++) {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
@@ -426,7 +420,7 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char
     struct stat st;
     size_t have = 0;
     while (fstat(fd, &st) == 0 && (have = (size_t)st.st_size) < sizeof(cons_hdr_t)) {
-      if (cons_now_ns() > deadline)
+      if (acl_mono_ns() > deadline)
         break;
       sleep_ms(1); /* creator between shm_open and ftruncate */
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "tuner/consensus/cons_int.h"
 #include "tuner/consensus/relay.h"
@@ -474,7 +475,7 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
                          const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
                          char *err, size_t errlen)
 {
-  uint64_t t0 = cons_now_ns();
+  uint64_t t0 = acl_mono_ns();
   for (int guard = 0; guard < 100000; guard++) {
     if (cons_leader_here(c)) /* rank 0 attached to this very segment meanwhile */
       return slow_decider(c, e, key, k, cost, out, err, errlen);
@@ -496,11 +497,11 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
                            .call_idx = q, .settings_hash = c->set_hash};
     memcpy(req.cost, cost, sizeof(req.cost));
     acl_relay_resp_t resp;
-    int left = c->timeout_ms - (int)((cons_now_ns() - t0) / 1000000ull);
+    int left = c->timeout_ms - (int)((acl_mono_ns() - t0) / 1000000ull);
     atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
-    uint64_t w0 = cons_now_ns();
+    uint64_t w0 = acl_mono_ns();
     int rc = acl_relay_client_call(c->client, &req, &resp, left > 0 ? left : 1, err, errlen);
-    atomic_fetch_add_explicit(&c->wait_ns, cons_now_ns() - w0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
     if (rc != 0)
       return -1;
     if (resp.status == ACL_RELAY_FULL) {

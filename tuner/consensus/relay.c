@@ -16,16 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 /* ---- sockets ---------------------------------------------------------------- */
-
-static uint64_t now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void nap_ms(int ms)
 {
@@ -345,7 +339,7 @@ static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size
       break;
     if (errno != EINPROGRESS)
       goto next;
-    uint64_t now = now_ms();
+    uint64_t now = acl_mono_ns() / 1000000u;
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int left = deadline > now ? (int)(deadline - now) : 0;
     int soerr = 0;
@@ -386,7 +380,7 @@ static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n,
       snprintf(why, whylen, "malformed answer");
       return -1;
     }
-    uint64_t now = now_ms();
+    uint64_t now = acl_mono_ns() / 1000000u;
     if (now >= deadline) {
       snprintf(why, whylen, "no answer in time");
       return -1;
@@ -409,7 +403,7 @@ int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
 {
   uint8_t out[4 + ACL_RELAY_REQ_LEN];
   size_t n = acl_relay_encode_req(req, out, sizeof(out));
-  uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+  uint64_t deadline = acl_mono_ns() / 1000000u + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
   char why[128] = "no attempt";
   do {
     if (cl->fd < 0 && cl_connect(cl, deadline, why, sizeof(why)) != 0) {
@@ -425,7 +419,7 @@ int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
       return 0;
     snprintf(why, sizeof(why), "%s", acl_relay_status_name(ACL_RELAY_NO_COMM));
     nap_ms(20); /* the leader host may not have created the comm yet */
-  } while (now_ms() < deadline);
+  } while (acl_mono_ns() / 1000000u < deadline);
   snprintf(err, errlen, "no decision from the leader host's relay %s:%d within %d ms "
            "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?", cl->host, cl->port,
            timeout_ms, why);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/snapshot.h"
@@ -27,13 +28,6 @@ static __thread acl_rank_t *tls_pending;
 static void sample_sink(void *user, const acl_prof_sample_t *s);
 static void coll_hook(void *user, const acl_call_tag_t *tag, int nch);
 
-static uint64_t mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Called with acl_proc.lock held. */
 static void proc_start_locked(ncclDebugLogger_t log)
 {
@@ -41,7 +35,7 @@ static void proc_start_locked(ncclDebugLogger_t log)
   if (!acl_proc.cfg_loaded) {
     acl_config_from_env(&acl_proc.cfg);
     acl_log_set_level((acl_log_level_t)acl_proc.cfg.log_level);
-    clock_gettime(CLOCK_MONOTONIC, &acl_proc.t0);
+    acl_proc.t0_ns = acl_mono_ns();
     acl_proc.cfg_loaded = true;
     acl_info("loaded (mode %s, profiler %s)", acl_mode_name(acl_proc.cfg.mode),
              acl_prof_src_name(acl_proc.cfg.profiler));
@@ -69,7 +63,7 @@ static void proc_start_locked(ncclDebugLogger_t log)
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
     acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
     atomic_store(&acl_proc.prof_active, true);
-    atomic_store(&acl_proc.last_explore_ns, mono_ns());
+    atomic_store(&acl_proc.last_explore_ns, acl_mono_ns());
   }
   acl_obs_start_locked();
 }
@@ -306,7 +300,7 @@ static void prof_duty(acl_rank_t *r, acl_phase_t phase)
   }
   if (++r->ncalls % ACL_PROF_CHECK_CALLS)
     return;
-  uint64_t now = mono_ns();
+  uint64_t now = acl_mono_ns();
   if (atomic_exchange(&acl_proc.explore_seen, false)) {
     atomic_store(&acl_proc.last_explore_ns, now);
     return;

@@ -66,7 +66,7 @@ typedef struct acl_proc {
   acl_config_t cfg;
   acl_table_t *table;   /* static mode */
   bool table_failed;    /* reported; not retried until the last rank goes */
-  struct timespec t0;
+  uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
   struct acl_prof *prof;
   struct acl_web *web;
   bool web_failed;      /* logged once; not retried */

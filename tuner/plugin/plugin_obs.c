@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/render.h"
 #include "profiler/profiler.h"
@@ -41,10 +42,7 @@ static void snapshot_build(acl_snapshot_t *s)
   pthread_mutex_lock(&acl_proc.lock);
   s->local_rank = acl_proc.cfg.local_rank;
   snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  s->uptime_seconds = (double)(now.tv_sec - acl_proc.t0.tv_sec) +
-                      (double)(now.tv_nsec - acl_proc.t0.tv_nsec) * 1e-9;
+  s->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
   memset(&s->profiler, 0, sizeof(s->profiler));
   if (acl_proc.prof)
     acl_prof_stats(acl_proc.prof, &s->profiler);
