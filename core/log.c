@@ -17,7 +17,6 @@ void acl_log_set_nccl(ncclDebugLogger_t fn)
 }
 
 void acl_log_set_level(acl_log_level_t lvl) { atomic_store(&log_level, (int)lvl); }
-acl_log_level_t acl_log_get_level(void) { return (acl_log_level_t)atomic_load(&log_level); }
 
 void acl_log_set_prefix(const char *prefix)
 {

@@ -15,7 +15,6 @@ typedef enum acl_log_level {
 /* First non-NULL logger wins; NULL keeps stderr. Thread-safe. */
 void acl_log_set_nccl(ncclDebugLogger_t fn);
 void acl_log_set_level(acl_log_level_t lvl);
-acl_log_level_t acl_log_get_level(void);
 /* Tools (sim, top) print to stderr with this prefix instead of NCCL's logger. */
 void acl_log_set_prefix(const char *prefix);
 

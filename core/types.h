@@ -43,13 +43,6 @@ typedef enum acl_phase {
   ACL_PHASE_COUNT
 } acl_phase_t;
 
-/* One measured call. */
-typedef struct acl_sample {
-  double seconds;  /* duration of the call (slowest rank when aggregated) */
-  float overlap;   /* fraction of it that overlapped compute kernels, 0..1; <0 unknown */
-  float pad;
-} acl_sample_t;
-
 /* One point of a workload's search trajectory (what the endpoint charts). */
 typedef struct acl_traj_point {
   uint32_t step;    /* exploration step, from 0 */

@@ -476,11 +476,6 @@ void acl_attr_add_dropped(acl_attr_t *a, uint64_t n)
   pthread_mutex_unlock(&a->mu);
 }
 
-const char *acl_attr_name(acl_attr_t *a, uint32_t id)
-{
-  return a && id < ACL_ATTR_NAMES && a->names[id].used ? a->names[id].s : "";
-}
-
 int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts,
                        int max)
 {

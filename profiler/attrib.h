@@ -75,9 +75,8 @@ void acl_attr_stats(acl_attr_t *a, acl_attr_stats_t *st);
 uint64_t acl_attr_pending(acl_attr_t *a); /* lock-free read */
 /* Account records the producer could not store (CUPTI's dropped count). */
 void acl_attr_add_dropped(acl_attr_t *a, uint64_t n);
-/* Name of an interned id ("" unknown), and the top compute kernels by
- * overlapping occurrences: fills names/counts, returns how many. */
-const char *acl_attr_name(acl_attr_t *a, uint32_t id);
+/* The top compute kernels by overlapping occurrences: fills names/counts,
+ * returns how many. */
 int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts,
                        int max);
 

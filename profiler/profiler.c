@@ -59,17 +59,7 @@ static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
-double acl_prof_algbw(const acl_prof_sample_t *s)
-{
-  return s && s->seconds > 0 ? (double)s->tag.nbytes / s->seconds : 0.0;
-}
-
-double acl_prof_busbw(const acl_prof_sample_t *s, int nranks)
-{
-  return acl_prof_algbw(s) * acl_busbw_factor(s ? s->tag.coll : 0, nranks);
-}
-
-static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, int nranks, uint64_t call_ns,
+static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns,
                     uint64_t start, uint64_t end, float overlap, uint16_t kernels)
 {
   acl_prof_sample_t s;
@@ -78,9 +68,6 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, int nranks, uint64
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
-  s.nranks = nranks;
-  s.algbw = acl_prof_algbw(&s);
-  s.busbw = acl_prof_busbw(&s, nranks);
   uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
     pthread_mutex_lock(&p->lat_mu);
@@ -102,8 +89,7 @@ static void cupti_batch(void *u, bool final)
   do {
     n = acl_attr_process(p->attr, final, acl_mono_ns(), buf, 128, &more);
     for (size_t i = 0; i < n; i++) {
-      const prank_t *r = buf[i].user;
-      deliver(p, &buf[i].tag, r ? r->nranks : 1, buf[i].call_ns, buf[i].start, buf[i].end,
+      deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
               (float)buf[i].ov.frac,
               (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct));
     }
@@ -152,7 +138,7 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
       kern = (uint16_t)(k > 65535 ? 65535 : k);
     }
   }
-  deliver(p, &s->tag, r ? r->nranks : 1, s->call_ns, s->start, s->end, ov, kern);
+  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern);
 }
 
 static void at_exit_handler(void)

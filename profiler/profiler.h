@@ -34,10 +34,6 @@ typedef struct acl_prof_sample {
   double seconds;      /* GPU time of the collective on this rank */
   float overlap;       /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
-  /* Added by the profiler (compatible: appended). */
-  int nranks;          /* of the rank's communicator */
-  double algbw;        /* bytes/s: nbytes / seconds (nccl-tests' algbw) */
-  double busbw;        /* bytes/s: algbw * acl_busbw_factor(coll, nranks) */
 } acl_prof_sample_t;
 
 /* Called from whichever thread produced the sample; must be cheap. */
@@ -93,10 +89,6 @@ bool acl_prof_is_cupti(const acl_prof_t *p);
  * search's starting point). Runs under the profiler's lock: must not block. */
 typedef void (*acl_prof_coll_fn)(void *user, const acl_call_tag_t *tag, int nchannels);
 void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user);
-
-/* nccl-tests' formulas; 0 when the duration is not positive. */
-double acl_prof_algbw(const acl_prof_sample_t *s);
-double acl_prof_busbw(const acl_prof_sample_t *s, int nranks);
 
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;

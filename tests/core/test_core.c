@@ -199,3 +199,14 @@ Test(types, names_parse_and_busbw)
   c.algo = ACL_ALGO_NCCL;
   cr_assert_str_eq(acl_candidate_str(&c, buf, sizeof(buf)), "NCCL default");
 }
+
+/* nccl-tests' bus-bandwidth factors (what acl_search_busbw and the
+ * endpoint's busbw use). */
+Test(types, busbw_factor)
+{
+  cr_assert_float_eq(acl_busbw_factor(4, 4), 1.5, 1e-12);       /* AllReduce 2(n-1)/n */
+  cr_assert_float_eq(acl_busbw_factor(3, 8), 7.0 / 8.0, 1e-12); /* ReduceScatter (n-1)/n */
+  cr_assert_float_eq(acl_busbw_factor(2, 2), 0.5, 1e-12);       /* AllGather */
+  cr_assert_float_eq(acl_busbw_factor(0, 8), 1.0, 1e-12);       /* Broadcast */
+  cr_assert_eq(acl_busbw_factor(4, 0), 0.0);
+}

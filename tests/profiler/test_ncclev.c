@@ -137,9 +137,6 @@ Test(ncclev, coll_kernelch_sample_out_of_order_stops)
   cr_assert_eq(got[0].tag.call_idx, 5);
   cr_assert_float_eq(got[0].seconds, 4100e-9, 1e-15); /* max(stop) - min(start) */
   cr_assert_lt(got[0].overlap, 0.0f, "overlap unknown without CUPTI");
-  cr_assert_eq(got[0].nranks, 4);
-  cr_assert_float_eq(got[0].algbw, 16384.0 / 4100e-9, 1.0);
-  cr_assert_float_eq(got[0].busbw, got[0].algbw * 1.5, 1.0); /* 2(n-1)/n, n = 4 */
   acl_snap_profiler_t st;
   acl_prof_stats(P, &st);
   cr_assert_eq(st.samples, 1);
@@ -203,7 +200,7 @@ Test(ncclev, fifo_matching_by_coll_and_bytes)
   cr_assert_eq(got[0].tag.call_idx, 1);
   cr_assert_float_eq(got[0].seconds, 30e-9, 1e-15);
   cr_assert_eq(got[1].tag.call_idx, 2);
-  cr_assert_float_eq(got[1].busbw, got[1].algbw * 0.75, 1.0);
+  cr_assert_float_eq(got[1].seconds, 20e-9, 1e-15);
   acl_prof_stats_ex_t x;
   acl_prof_stats_ex(P, &x);
   cr_assert_eq(x.colls, 3);

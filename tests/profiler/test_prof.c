@@ -234,15 +234,3 @@ Test(prof, sim_feed_missing_or_bad_magic)
   shm_unlink(name);
 }
 
-Test(prof, busbw_formulas)
-{
-  acl_prof_sample_t s;
-  memset(&s, 0, sizeof(s));
-  s.tag.coll = 3; /* ReduceScatter */
-  s.tag.nbytes = 8000;
-  s.seconds = 1e-6;
-  cr_assert_float_eq(acl_prof_algbw(&s), 8e9, 1.0);
-  cr_assert_float_eq(acl_prof_busbw(&s, 8), 8e9 * 7.0 / 8.0, 1.0);
-  s.seconds = 0;
-  cr_assert_eq(acl_prof_algbw(&s), 0.0);
-}

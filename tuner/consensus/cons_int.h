@@ -129,7 +129,6 @@ typedef struct cons_hdr {
   uint64_t refused;   /* workload creations refused: table full */
   uint64_t recoveries; /* dead lock holders recovered */
   uint64_t blocks_published;
-  uint64_t lock_test_hold; /* test hook scratch */
 } cons_hdr_t;
 
 /* The segment is shared by processes (and, across plugin builds, refused by
@@ -220,6 +219,10 @@ void cons_unlock(cons_hdr_t *h);
 int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
                       uint32_t *widx, cons_blk_t *blk, uint64_t *published);
+/* Test hook (tests/consensus/test_fail.c): take the segment lock and keep
+ * it (the caller is then killed); with widx valid, also mark that workload
+ * as being mutated. 0 on success. */
+int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
 /* Lock-free read of the block covering call: 0 hit, 1 not yet published,
  * -2 overwritten (call too old). */
 int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);

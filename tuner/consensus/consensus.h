@@ -89,8 +89,4 @@ typedef struct acl_cons_stats {
 } acl_cons_stats_t;
 void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st);
 
-/* Test hooks: take the segment lock and keep it (the caller is then killed);
- * with widx valid, also mark that workload as being mutated. 0 on success. */
-int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
-
 #endif

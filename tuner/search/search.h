@@ -84,8 +84,6 @@ typedef struct acl_search_sub {
   uint8_t dir;             /* 0 try up next, 1 try down next */
   uint8_t checked;         /* first point passed the prune rule */
   uint8_t pad;
-  uint16_t best_cand;      /* best judged cand of this subspace, 0 = none */
-  uint16_t pad2;
 } acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to search.c; other modules
@@ -127,7 +125,6 @@ typedef struct acl_search {
   int16_t hint_ch;          /* channels NCCL's choice ran, 0 = unknown */
   uint32_t val_blocks;      /* challenger blocks handed out */
   uint32_t val_n[2];        /* samples kept: [0] decision, [1] challenger */
-  uint32_t val_rejected;    /* samples dropped as stragglers */
   double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
   uint64_t decision_call;   /* calls since tuning began when the decision was taken */
   uint64_t verdict_call;    /* ... when validation ended, 0 = not yet */

@@ -14,7 +14,6 @@ static void val_reset(acl_search_t *s, uint8_t state)
   s->val_state = state;
   s->val_turn = 0;
   s->val_blocks = 0;
-  s->val_rejected = 0;
   s->challenger = ACL_SEARCH_CAND_NCCL;
   memset(s->val_n, 0, sizeof s->val_n);
   memset(s->val_sum, 0, sizeof s->val_sum);
@@ -160,10 +159,8 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
 {
   const acl_search_cand_t *c = &s->cands[id];
   double ref = acl_search_trimmed_mean(c->seconds, c->nsamples);
-  if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref) {
-    s->val_rejected++;
+  if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref)
     return;
-  }
   double x = log(seconds);
   s->val_n[k]++;
   s->val_sum[k] += x;
