@@ -1,6 +1,7 @@
 /* Online tuning through the real plugin, played like NCCL: profiler init
  * then tuner init per rank, one thread driving every rank of the
- * communicator inside each "group" (the DESIGN.md §5 hazard), samples fed
+ * communicator inside each "group" (the hazard of docs/consensus.md:
+ * nobody waits for another rank's progress), samples fed
  * back through the profiler ABI (Coll + KernelCh events). */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Rank consensus: decisions and samples (DESIGN.md §5, docs/consensus.md).
+/* Rank consensus: decisions and samples (docs/consensus.md).
  * Segment lifetime and the lock are in cons_shm.c; the multi-host relay
  * (relay.c) is a transport this file registers serve_remote with. */
 #include <errno.h>

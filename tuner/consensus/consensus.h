@@ -1,4 +1,4 @@
-/* Rank consensus (DESIGN.md §5): every rank of a communicator applies the
+/* Rank consensus (docs/consensus.md): every rank of a communicator applies the
  * same candidate at the same call of a workload.
  *
  * Per communicator and host, a POSIX shared-memory segment (named from the

@@ -1,4 +1,4 @@
-/* Multi-host relay (DESIGN.md §5): the host holding rank 0 of a
+/* Multi-host relay (docs/consensus.md): the host holding rank 0 of a
  * communicator decides; other hosts fetch the blocks it publishes over TCP.
  *
  * The process holding rank 0 registers the communicator with a process-wide

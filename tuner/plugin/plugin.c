@@ -21,8 +21,8 @@
 
 acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The rank a profiler init just created on this thread: the tuner init of
- * the same communicator follows on the same thread (DESIGN.md §3). */
+/* The rank a profiler init just created on this thread: NCCL initialises
+ * the profiler plugin, then the tuner, of a communicator on the same thread. */
 static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);

@@ -86,8 +86,8 @@ typedef struct acl_search_sub {
   uint8_t pad;
 } acl_search_sub_t;
 
-/* Flat and pointer-free. Field layout is private to search.c; other modules
- * only use the functions below and sizeof(). */
+/* Flat and pointer-free. Field layout is private to tuner/search/; other
+ * modules only use the functions below and sizeof(). */
 typedef struct acl_search {
   acl_search_params_t params;
   acl_wkey_t key;

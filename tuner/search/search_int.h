@@ -13,9 +13,9 @@
 #define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */
 #define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
 #define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
-#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.25x best so far: judged early */
+#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.15x best so far: judged early */
 #define ACL_SEARCH_EARLY2_N 2        /* first look at a candidate: 2 samples ... */
-#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.25x best so far: judged at once */
+#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.40x best so far: judged at once */
 #define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped */
 #define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning */
 #define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
