@@ -17,6 +17,7 @@ void acl_config_defaults(acl_config_t *cfg)
   cfg->log_level = ACL_LOG_INFO; /* NCCL_DEBUG filters further */
   cfg->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
   cfg->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
+  cfg->explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
   cfg->max_workloads = ACL_CONFIG_MAX_WORKLOADS_DEFAULT;
   cfg->timeout_ms = ACL_CONFIG_TIMEOUT_MS_DEFAULT;
   cfg->profiler = ACL_PROF_AUTO;
@@ -160,6 +161,8 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
       parse_intvar(&p, "AUTOCCL_WARMUP", 0, ACL_CONFIG_WARMUP_MAX, cfg->warmup_calls);
   cfg->samples_per_cand = parse_intvar(&p, "AUTOCCL_SAMPLES", ACL_CONFIG_SAMPLES_MIN,
                                        ACL_CONFIG_SAMPLES_MAX, cfg->samples_per_cand);
+  cfg->explore_budget_pct = parse_intvar(&p, "AUTOCCL_EXPLORE_BUDGET", 0,
+                                         ACL_CONFIG_BUDGET_PCT_MAX, cfg->explore_budget_pct);
   cfg->max_workloads = parse_intvar(&p, "AUTOCCL_MAX_WORKLOADS", 1, ACL_CONFIG_MAX_WORKLOADS_MAX,
                                     cfg->max_workloads);
   cfg->timeout_ms = parse_intvar(&p, "AUTOCCL_TIMEOUT_MS", ACL_CONFIG_TIMEOUT_MS_MIN,

@@ -360,6 +360,7 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   out->call_ns = c->call_ns;
   out->start = c->min_start;
   out->end = c->max_stop;
+  out->ran_nch = c->nch;
   e->st.samples++;
   return true;
 }

@@ -21,6 +21,7 @@ typedef struct acl_ev_sample {
   void *user;
   uint64_t call_ns;
   uint64_t start, end; /* GPU globaltimer ns */
+  int ran_nch;         /* channels NCCL ran (the Coll event) */
 } acl_ev_sample_t;
 
 typedef void (*acl_ev_emit_fn)(void *u, const acl_ev_sample_t *s);

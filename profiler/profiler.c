@@ -60,11 +60,12 @@ static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
 static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns,
-                    uint64_t start, uint64_t end, float overlap, uint16_t kernels)
+                    uint64_t start, uint64_t end, float overlap, uint16_t kernels, int ran_nch)
 {
   acl_prof_sample_t s;
   memset(&s, 0, sizeof(s));
   s.tag = *tag;
+  s.ran_nch = ran_nch;
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
@@ -91,7 +92,7 @@ static void cupti_batch(void *u, bool final)
     for (size_t i = 0; i < n; i++) {
       deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
               (float)buf[i].ov.frac,
-              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct));
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), 0);
     }
   } while (more);
 }
@@ -138,7 +139,7 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
       kern = (uint16_t)(k > 65535 ? 65535 : k);
     }
   }
-  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern);
+  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern, s->ran_nch);
 }
 
 static void at_exit_handler(void)

@@ -34,6 +34,7 @@ typedef struct acl_prof_sample {
   double seconds;      /* GPU time of the collective on this rank */
   float overlap;       /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
+  int ran_nch;         /* channels NCCL ran (its Coll event), 0 unknown */
 } acl_prof_sample_t;
 
 /* Called from whichever thread produced the sample; must be cheap. */

@@ -17,6 +17,7 @@
 #include "tuner/search/search.h"
 
 #define BENCH_MAX_LAG 4 /* samples arrive 0..3 calls late (GPU behind host) */
+#define BENCH_MAX_CALLS 50000000ull
 #define BENCH_OUTLIER_P 0.02
 
 static uint64_t mix(uint64_t x)
@@ -38,12 +39,15 @@ static void usage(FILE *f, const char *prog)
 {
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
-          "          [--calls C] [--h200-reps R] [--worst N] [--no-hint] [--csv FILE]\n"
+          "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
+          "          [--csv FILE]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
           "  --noise R       relative noise sd, 0..0.5 (default 0.10)\n"
-          "  --calls C       calls per run, 100..100000 (default 1000)\n"
+          "  --calls C       at least C calls per run, 100..100000 (default 1000)\n"
+          "  --run-seconds S and at least S s of collective time, 0..100 (default 2;\n"
+          "                  exploration is paid from a share of the time so far)\n"
           "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n"
           "  --worst N       also list the N worst runs (default 0)\n"
           "  --no-hint       do not tell the search NCCL's channel count\n"
@@ -60,6 +64,7 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   o->samples = 5;
   o->noise = 0.10;
   o->calls = 1000;
+  o->run_seconds = 2.0;
   o->h200_reps = 20;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -106,6 +111,14 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
         return -1;
       }
       o->seed = s;
+    } else if (strcmp(a, "--run-seconds") == 0) {
+      char *end;
+      double r = strtod(v, &end);
+      if (*end || end == v || !(r >= 0.0 && r <= 100.0)) {
+        fprintf(stderr, "%s: --run-seconds wants a number in 0..100, got '%s'\n", prog, v);
+        return -1;
+      }
+      o->run_seconds = r;
     } else if (strcmp(a, "--noise") == 0) {
       char *end;
       double r = strtod(v, &end);
@@ -162,16 +175,20 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   uint64_t rng = mix(seed);
   pending_t q[BENCH_MAX_LAG + 1];
   int nq = 0;
-  /* Noise-free time of what ran at each call (for the overhead). */
-  double *ran = malloc(sizeof(double) * (size_t)o->calls);
+  /* A run lasts at least o->calls calls and o->run_seconds of collective
+   * time (the exploration budget is a share of time, not of calls). Only
+   * the calls the search asks to sample carry a sample, as the plugin's
+   * profiler-event gating does; the others only cost their time. */
   uint64_t k = 0;
+  double elapsed = 0.0;
   bool prov_seen = false;
-  while (k < (uint64_t)o->calls) {
+  while ((k < (uint64_t)o->calls || elapsed < o->run_seconds) && k < BENCH_MAX_CALLS) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
     if (len == 0)
       len = 1;
+    uint8_t shift = acl_search_sample_shift(s);
     if (!prov_seen && acl_search_phase(s) == ACL_PHASE_CONVERGED) {
       acl_search_report_t pr;
       acl_search_report(s, &pr);
@@ -180,25 +197,30 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
                               acl_land_time(l, coll, nbytes, nranks, &pr.current, interf);
     }
     double t = acl_land_time(l, coll, nbytes, nranks, &c, interf);
-    for (uint32_t j = 0; j < len && k < (uint64_t)o->calls; j++, k++) {
-      if (ran)
-        ran[k] = t;
-      double noisy = t * acl_land_noise(&rng, o->noise);
-      if (unif(&rng) < BENCH_OUTLIER_P)
-        noisy *= 1.5 + 1.5 * unif(&rng); /* stragglers: a slow rank, a page fault */
-      float ov = (float)(interf + (interf > 0.0 ? 0.05 * (unif(&rng) - 0.5) : 0.0));
-      q[nq++] = (pending_t){id, k + (uint64_t)(unif(&rng) * BENCH_MAX_LAG), noisy, ov};
-      /* Deliver what is due (in call order, as a profiler would). */
-      int w = 0;
-      for (int i = 0; i < nq; i++) {
-        if (q[i].due <= k || nq == BENCH_MAX_LAG + 1)
-          acl_search_add_sample(s, q[i].cand, q[i].seconds, q[i].overlap);
-        else
-          q[w++] = q[i];
+    elapsed += t * len;
+    uint64_t end = k + len;
+    if (shift < ACL_SEARCH_SAMPLE_NEVER) {
+      uint64_t step = 1ull << shift;
+      for (uint64_t kk = (k + step - 1) & ~(step - 1); kk < end; kk += step) {
+        double noisy = t * acl_land_noise(&rng, o->noise);
+        if (unif(&rng) < BENCH_OUTLIER_P)
+          noisy *= 1.5 + 1.5 * unif(&rng); /* stragglers: a slow rank, a page fault */
+        float ov = (float)(interf + (interf > 0.0 ? 0.05 * (unif(&rng) - 0.5) : 0.0));
+        q[nq++] = (pending_t){id, kk + (uint64_t)(unif(&rng) * BENCH_MAX_LAG), noisy, ov};
+        /* Deliver what is due (in call order, as a profiler would). */
+        int w = 0;
+        for (int i = 0; i < nq; i++) {
+          if (q[i].due <= kk || nq == BENCH_MAX_LAG + 1)
+            acl_search_add_sample(s, q[i].cand, q[i].seconds, q[i].overlap);
+          else
+            q[w++] = q[i];
+        }
+        nq = w;
       }
-      nq = w;
     }
+    k = end;
   }
+  r->calls = k;
   acl_search_report_t rep;
   acl_search_report(s, &rep);
   r->converged = rep.phase == ACL_PHASE_CONVERGED;
@@ -214,12 +236,7 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   r->final_over_oracle = t_oracle / t_final;
   r->final_over_baseline = t_base / t_final;
   r->oracle_over_baseline = t_base / t_oracle;
-  double extra = 0.0;
-  if (ran)
-    for (int i = 0; i < o->calls; i++)
-      extra += ran[i] - t_final;
-  r->overhead = extra / (t_final * o->calls);
-  free(ran);
+  r->overhead = (elapsed - t_final * (double)k) / (t_final * (double)k);
 }
 
 int acl_sim_bench_main(int argc, char **argv)

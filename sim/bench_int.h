@@ -27,6 +27,7 @@ typedef struct acl_bench_run {
   uint32_t calls_to_final;    /* call at which the final decision was adopted */
   uint32_t calls_to_verdict;  /* call at which background validation ended, 0 = open */
   double prov_over_baseline;  /* first (provisional) decision, noise-free */
+  uint64_t calls;             /* calls the run lasted */
   acl_candidate_t final, oracle, deflt;
 } acl_bench_run_t;
 
@@ -36,7 +37,8 @@ typedef struct acl_bench_opts {
   uint64_t seed;
   int samples;         /* samples_per_cand */
   double noise;        /* relative sd of the multiplicative noise */
-  int calls;           /* calls per run (overhead window) */
+  int calls;           /* at least this many calls per run */
+  double run_seconds;  /* ... and this much collective time */
   int h200_reps;       /* noise seeds per H200 workload */
   int worst;           /* list this many worst runs (table mode) */
   const char *csv;     /* per-run rows written here (analysis), NULL = none */

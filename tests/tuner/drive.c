@@ -56,9 +56,14 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
       if (!o->settle || !r.validating)
         return k ? k : 1;
     }
+    /* Only the calls the search wants sampled carry profiler events. */
+    uint8_t shift = acl_search_sample_shift(s);
     for (uint32_t j = 0; j < len && k < o->max_calls; j++, k++) {
       double t = fn(user, &c, k) * drive_noise(&rng, o->noise);
-      if (unif(&rng) >= o->drop && nq < 256)
+      if (o->time_spent)
+        *o->time_spent += fn(user, &c, k);
+      bool sampled = shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0;
+      if (sampled && unif(&rng) >= o->drop && nq < 256)
         q[nq++] = (pend_t){id, k + (uint64_t)o->lag, t};
       int w = 0;
       for (int i = 0; i < nq; i++) {

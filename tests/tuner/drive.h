@@ -16,10 +16,13 @@ typedef struct drive_opts {
   uint64_t seed;
   uint64_t max_calls;
   int settle;        /* 1: also wait for the background validation's verdict */
+  double *time_spent; /* when set, accumulates the noise-free time of every call */
 } drive_opts_t;
 
 /* Runs until converged (returns the call count) or max_calls (returns 0);
- * with o->settle, until converged with the validation over. */
+ * with o->settle, until converged with the validation over. Samples come
+ * only for the calls acl_search_sample_shift() asks for, as the plugin's
+ * profiler-event gating delivers them. */
 uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t *o);
 /* Cost table with every entry -1 except the listed (algo, proto, cost) triples. */
 void table_only(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int n, const int *algo, const int *proto,

@@ -172,7 +172,9 @@ int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
   return 0; /* lock kept on purpose */
 }
 
-void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels)
+/* Channel facts from Coll events: NCCL's own count (cand_id < 0) or what a
+ * candidate ran. */
+static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int nchannels)
 {
   if (!c || widx >= (uint32_t)c->set.max_workloads || nchannels <= 0 || !cons_leader_here(c))
     return;
@@ -182,8 +184,21 @@ void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels)
   if (widx < atomic_load_explicit(&h->nworkloads, memory_order_relaxed)) {
     cons_wl_t *w = cons_wl(h, widx);
     w->dirty = 1;
-    acl_search_hint_channels(&w->search, nchannels);
+    if (cand_id < 0)
+      acl_search_hint_channels(&w->search, nchannels);
+    else
+      acl_search_observe_channels(&w->search, cand_id, nchannels);
     w->dirty = 0;
   }
   cons_unlock(h);
+}
+
+void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels)
+{
+  channels_fact(c, widx, -1, nchannels);
+}
+
+void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels)
+{
+  channels_fact(c, widx, cand_id, nchannels);
 }

@@ -91,6 +91,11 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
   DIFF_I(search.max_channels, "search max_channels")
   DIFF_I(search.nranks, "search nranks")
   DIFF_I(search.drift_window, "search drift_window")
+  if (a->search.budget != b->search.budget) {
+    snprintf(msg, len, "AUTOCCL_EXPLORE_BUDGET differs: this rank has %g %%, the communicator "
+             "has %g %%", 100.0 * a->search.budget, 100.0 * b->search.budget);
+    return 1;
+  }
   if (a->search.drift_ratio != b->search.drift_ratio ||
       a->search.prune_ratio != b->search.prune_ratio) {
     snprintf(msg, len, "search drift/prune ratios differ");

@@ -69,6 +69,9 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
 void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
                          double seconds, float overlap);
 
+/* The channels NCCL ran a call of cand_id with (its Coll event): clamped
+ * requests teach the search which candidates run identically. */
+void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels);
 /* NCCL's own channel count for the workload (seen on a call that ran NCCL's
  * choice): where the search starts its channel descent. */
 void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels);

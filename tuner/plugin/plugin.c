@@ -464,9 +464,15 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
     if (nch > 0 && !atomic_exchange(&st->hinted, true))
       acl_cons_hint_channels(r->cons, s->tag.widx, nch);
   }
-  if (r->cons)
+  if (r->cons) {
+    /* A clamped candidate teaches the search (once is enough: the search
+     * keeps it); matching counts need no lock. */
+    const acl_candidate_t *c = &s->tag.cand;
+    if (s->ran_nch > 0 && c->algo != ACL_ALGO_NCCL && c->nchannels > s->ran_nch)
+      acl_cons_observe_channels(r->cons, s->tag.widx, s->tag.cand_id, s->ran_nch);
     acl_cons_add_sample(r->cons, s->tag.widx, s->tag.call_idx, s->tag.cand_id, s->seconds,
                         s->overlap);
+  }
   if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int b = acl_hist_bucket(s->seconds);

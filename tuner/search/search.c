@@ -39,17 +39,21 @@ static void traj_push(acl_search_t *s, int id)
     s->traj_len++;
 }
 
-static void judge(acl_search_t *s, int id)
+/* A verdict; steps count the verdicts that cost calls. */
+static void judge_ex(acl_search_t *s, int id, bool costs_calls)
 {
   acl_search_cand_t *c = &s->cands[id];
   c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
   c->judged = 1;
-  s->steps++;
+  if (costs_calls)
+    s->steps++;
   traj_push(s, id);
   int b = acl_search_best_judged(s, true);
   if (b >= 0)
     s->best = (uint16_t)b;
 }
+
+static void judge(acl_search_t *s, int id) { judge_ex(s, id, true); }
 
 /* ---- init ---------------------------------------------------------------- */
 
@@ -63,6 +67,7 @@ void acl_search_params_default(acl_search_params_t *p)
   p->drift_ratio = 0.8;
   p->drift_window = 16;
   p->prune_ratio = 1.15;
+  p->budget = ACL_CONFIG_BUDGET_PCT_DEFAULT / 100.0;
 }
 
 void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *cfg, int nranks)
@@ -70,6 +75,7 @@ void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *c
   acl_search_params_default(p);
   p->warmup_calls = cfg->warmup_calls;
   p->samples_per_cand = cfg->samples_per_cand;
+  p->budget = cfg->explore_budget_pct / 100.0;
   p->nranks = nranks;
 }
 
@@ -104,6 +110,7 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(drift_window, p->drift_window < 4, 4)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
   FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
+  FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
   FIX(reserved, p->reserved != 0, 0)
 #undef FIX
   return n;
@@ -162,6 +169,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
       memset(&s->subs[i], 0, sizeof s->subs[i]);
       s->subs[i].algo = (int8_t)a;
       s->subs[i].proto = (int8_t)q;
+      s->subs[i].clamp_idx = ACL_SEARCH_NONE;
     }
   /* NCCL's model is off by tens of percent, not by 3x: a subspace it
    * predicts that much slower than its pick is not worth its calls. */
@@ -202,13 +210,29 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
 
+void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
+{
+  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > 4096)
+    return;
+  acl_search_cand_t *c = &s->cands[cand_id];
+  c->ran_ch = (int16_t)nch;
+  if (c->sub == ACL_SEARCH_NONE || c->cand.nchannels <= 0 || nch >= c->cand.nchannels)
+    return;
+  acl_search_sub_t *sub = &s->subs[c->sub];
+  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx) {
+    sub->clamp_idx = c->axis_idx[0];
+    sub->clamp_ch = (uint16_t)nch;
+  }
+}
+
 /* ---- exploration --------------------------------------------------------- */
 
-/* NCCL's own subspace at the channel count NCCL ran is the baseline itself:
- * its samples stand for that point instead of measuring it again. */
-static void seed_from_baseline(acl_search_t *s, int id)
+/* Candidate id takes the samples and verdict of `from`, which NCCL runs
+ * identically: no calls spent. */
+static void copy_verdict(acl_search_t *s, int id, int from, bool costs_calls)
 {
-  acl_search_cand_t *c = &s->cands[id], *b = &s->cands[0];
+  acl_search_cand_t *c = &s->cands[id];
+  const acl_search_cand_t *b = &s->cands[from];
   if (c->judged || !b->judged || b->nsamples == 0)
     return;
   memcpy(c->seconds, b->seconds, sizeof c->seconds);
@@ -216,7 +240,42 @@ static void seed_from_baseline(acl_search_t *s, int id)
   c->nsamples = b->nsamples;
   c->ntotal_lo = b->nsamples;
   c->got = b->nsamples;
-  judge(s, id);
+  judge_ex(s, id, costs_calls);
+}
+
+/* NCCL's own subspace at the channel count NCCL ran is the baseline itself:
+ * its samples stand for that point instead of measuring it again. */
+static void seed_from_baseline(acl_search_t *s, int id) { copy_verdict(s, id, 0, true); }
+
+/* A grid point at or above a channel request NCCL was seen to clamp runs as
+ * the clamped count: when a judged candidate of the subspace runs that count
+ * (or it is NCCL's own choice), the point is its twin and costs nothing.
+ * Returns whether id is judged now. */
+static bool merge_twin(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  if (c->sub == ACL_SEARCH_NONE)
+    return false;
+  const acl_search_sub_t *sub = &s->subs[c->sub];
+  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx)
+    return false;
+  int ran = sub->clamp_ch, twin = -1;
+  if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
+      s->cands[0].judged)
+    twin = 0;
+  for (int i = 1; i < s->ncands && twin < 0; i++) {
+    const acl_search_cand_t *t = &s->cands[i];
+    if (i != id && t->judged && t->sub == c->sub &&
+        (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
+      twin = i;
+  }
+  if (twin < 0)
+    return false;
+  c->ran_ch = (int16_t)ran;
+  c->merged = 1;
+  s->merged++;
+  copy_verdict(s, id, twin, false);
+  return c->judged;
 }
 
 static void sub_begin(acl_search_t *s, int si)
@@ -286,7 +345,7 @@ static int plan(acl_search_t *s)
     int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
     if (c < 0)
       return -1;
-    if (!s->cands[c].judged)
+    if (!s->cands[c].judged && !merge_twin(s, c))
       return c;
     if (!sub->checked) {
       /* Prune rule: a subspace whose first point (taken at the best channel
@@ -332,7 +391,7 @@ static int plan(acl_search_t *s)
     int nc = acl_search_find_or_add(s, s->cur_sub, idx);
     if (nc < 0)
       return -1;
-    if (!s->cands[nc].judged)
+    if (!s->cands[nc].judged && !merge_twin(s, nc))
       return nc;
     if (better(s, nc, c)) {
       /* Unimodal: the optimum lies beyond the incumbent; keep going the
@@ -391,6 +450,12 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
 {
   uint32_t l = block_len(s, id);
   acl_search_cand_t *c = &s->cands[id];
+  /* Every call of a measuring block carries profiler events; a config's
+   * first call pays its set-up once. */
+  s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
+  if (id != ACL_SEARCH_CAND_NCCL && c->planned == 0)
+    s->spent_s += ACL_SEARCH_SETUP_COST_S;
+  s->waiting = 0;
   c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
   s->current = (uint16_t)id;
   s->calls_planned += l;
@@ -401,6 +466,22 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
   if (len)
     *len = l;
   return id;
+}
+
+/* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
+ * expected to cost beyond the incumbent: NCCL's cost table gives its prior
+ * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior). */
+static double step_cost(const acl_search_t *s, int id)
+{
+  const acl_candidate_t *c = &s->cands[id].cand;
+  double ref = acl_search_ref_seconds(s), ratio = 1.0;
+  float cn = s->nccl_algo >= 0 ? s->cost[s->nccl_algo][s->nccl_proto] : -1.0f;
+  float cc = c->algo >= 0 && c->proto >= 0 ? s->cost[c->algo][c->proto] : -1.0f;
+  if (cn > 0.0f && cc > 0.0f)
+    ratio = fmin(fmax((double)cc / cn, 1.0), ACL_SEARCH_SKIP_PRIOR);
+  int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
+                                                           : ACL_SEARCH_EARLY2_N;
+  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S;
 }
 
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
@@ -420,12 +501,21 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   }
   if (s->phase == ACL_PHASE_BASELINE && s->cands[0].judged)
     s->phase = ACL_PHASE_EXPLORING;
-  if (s->phase == ACL_PHASE_BASELINE)
+  if (s->phase == ACL_PHASE_BASELINE ||
+      ((s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) &&
+       !s->cands[0].judged)) {
+    /* Measuring the baseline costs its profiler events. */
+    double need = (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S;
+    if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
+      return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
     return hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
+  }
   if (s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) {
-    if (!s->cands[0].judged)
-      return hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
     int id = plan(s);
+    if (id >= 0 && s->cands[id].planned == 0 && step_cost(s, id) > acl_search_budget_left(s))
+      /* NCCL's own choice waits for the budget: unvalidated, a candidate
+       * ahead on a few samples may well be slower. */
+      return acl_search_wait_block(s, step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
     if (id >= 0)
       return hand_out(s, id, out, len);
     finish(s);
@@ -455,6 +545,11 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   }
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
+  if (c->nsamples >= 3 && seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
+    s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
+  /* What exploring costs beyond the incumbent is charged to the budget. */
+  if (s->phase != ACL_PHASE_CONVERGED && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
+    s->spent_s += fmax(0.0, seconds - acl_search_ref_seconds(s));
   int slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples
                                                   : (int)(c->ntotal_lo % ACL_SEARCH_MAX_SAMPLES);
   c->seconds[slot] = (float)seconds;

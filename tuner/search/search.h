@@ -41,6 +41,9 @@
 typedef struct acl_search_params {
   double drift_ratio;       /* re-tune when bandwidth < ratio x converged ... */
   double prune_ratio;       /* drop a subspace whose best is > ratio x slower */
+  double budget;            /* share of the workload's time so far that exploring
+                             * and validating may cost (docs/tuner.md); tests of
+                             * the descent alone lift it (1e9) */
   int32_t drift_window;     /* ... over this many consecutive samples */
   int32_t warmup_calls;     /* calls whose samples are dropped (AUTOCCL_WARMUP) */
   int32_t samples_per_cand; /* samples before a candidate is judged (AUTOCCL_SAMPLES) */
@@ -48,7 +51,7 @@ typedef struct acl_search_params {
   int32_t nranks;           /* communicator size (for bus bandwidth) */
   int32_t reserved;         /* 0 */
 } acl_search_params_t;
-_Static_assert(sizeof(acl_search_params_t) == 40, "acl_search_params_t has no padding");
+_Static_assert(sizeof(acl_search_params_t) == 48, "acl_search_params_t has no padding");
 
 /* Resource axes of the coordinate descent. Only nChannels is settable on
  * NCCL 2.28; the chunk axis exists (NCCL 2.30 tuner v6) but is disabled. */
@@ -71,6 +74,8 @@ typedef struct acl_search_cand {
   uint8_t sub;           /* subspace index, 0xff for the baseline */
   uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
   uint8_t tried;         /* 1 = already a decision or a background challenger */
+  uint8_t merged;        /* 1 = verdict copied from a twin NCCL runs identically */
+  int16_t ran_ch;        /* channels NCCL ran it with (Coll events), 0 unknown */
 } acl_search_cand_t;
 
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
@@ -83,7 +88,9 @@ typedef struct acl_search_sub {
   uint8_t step;            /* current step in grid indices */
   uint8_t dir;             /* 0 try up next, 1 try down next */
   uint8_t checked;         /* first point passed the prune rule */
-  uint8_t pad;
+  uint8_t clamp_idx;       /* lowest channel grid index NCCL ran clamped, 0xff none */
+  uint16_t clamp_ch;       /* ... and the channels it ran: every request from
+                            * clamp_idx up runs as clamp_ch */
 } acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to tuner/search/; other
@@ -128,6 +135,17 @@ typedef struct acl_search {
   double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
   uint64_t decision_call;   /* calls since tuning began when the decision was taken */
   uint64_t verdict_call;    /* ... when validation ended, 0 = not yet */
+  /* Exploration budget (docs/tuner.md): the extra time spent on candidates
+   * other than the incumbent, on profiler events and on first uses of a
+   * config, never above params.budget x the time the workload has cost
+   * so far; while it would be, the incumbent runs unsampled (waiting). */
+  double spent_s;
+  uint8_t waiting;          /* the current block waits for the budget */
+  uint8_t pad_b[3];
+  uint32_t drift_run;       /* consecutive samples past the drift rule */
+  uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
+  uint32_t merged;          /* candidates judged by a twin, no calls spent */
+  uint64_t wait_calls;      /* calls run waiting for the budget */
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
@@ -149,6 +167,9 @@ typedef struct acl_search_report {
   uint8_t validating;       /* 1 while cand 0 is still interleaved */
   uint64_t calls_to_decision; /* calls until the current decision was taken */
   uint64_t calls_to_verdict;  /* calls until validation ended, 0 = open */
+  double exploration_spent_seconds; /* charged to the exploration budget */
+  double cost_seconds;        /* the workload's estimated time so far */
+  uint32_t merged, outliers;
 } acl_search_report_t;
 
 /* The one place of the search's defaults (the AUTOCCL_* ones from
@@ -173,6 +194,11 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
  * baseline's samples stand for that point. Ignored when nch <= 0 or once
  * exploration has begun; without it the search works as before. */
 void acl_search_hint_channels(acl_search_t *s, int nch);
+/* The channels NCCL ran for a call of cand id (profiler Coll events). A
+ * request above what NCCL built, or above what it allows for the protocol
+ * and size, runs clamped: candidates that NCCL runs identically are one
+ * candidate, and the grid points they cover are never explored again. */
+void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
 acl_phase_t acl_search_phase(const acl_search_t *s);
 /* Which calls need profiler events (each costs NCCL several us of host
  * time): 1 call in 2^shift, ACL_SEARCH_SAMPLE_NEVER for none. Every call

@@ -34,6 +34,7 @@ static void adopt(acl_search_t *s, int id)
   s->overlap_conv = acl_search_mean_overlap(c);
   s->drift_count = 0;
   s->drift_head = 0;
+  s->drift_run = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
 }
 
@@ -219,7 +220,14 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
     val_over(s);
     id = s->current;
   }
+  /* Validation samples every call and runs a challenger: it draws on the
+   * exploration budget, and pauses (the decision runs unsampled) while the
+   * budget is spent. */
+  if (s->val_state == VAL_RUNNING && acl_search_budget_left(s) < 0.0)
+    return acl_search_wait_block(s, 0.0, id, out, len);
+  s->waiting = 0;
   if (s->val_state == VAL_RUNNING) {
+    s->spent_s += (s->val_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
     if (s->val_turn) {
       id = s->challenger;
       l = ACL_VAL_BLOCK;
@@ -264,6 +272,7 @@ static void retune(acl_search_t *s)
   s->tune_start_step = s->steps;
   s->calls_to_converge = 0;
   s->drift_count = 0;
+  s->drift_run = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val_refines = 0;
@@ -273,11 +282,11 @@ static void retune(acl_search_t *s)
 }
 
 /* Drift rule (docs/tuner.md): once drift_window samples of the decision have
- * arrived since it was taken, re-tune when the trimmed mean of the last
+ * arrived since it was taken, the rule holds when the median of the last
  * drift_window is slower than converged / drift_ratio (bandwidth below
  * drift_ratio x converged), or when their mean overlap moved by more than
  * ACL_SEARCH_OVERLAP_SHIFT (the interference regime, hence the winner,
- * changed). One outlier is trimmed away and never re-tunes. */
+ * changed). Outliers, even many, never move the median. */
 static void drift_check(acl_search_t *s, double seconds)
 {
   int w = s->params.drift_window;
@@ -286,7 +295,7 @@ static void drift_check(acl_search_t *s, double seconds)
   s->drift_count++;
   if (s->drift_count < (uint32_t)w)
     return;
-  double robust = acl_search_trimmed_mean(s->drift_win, w);
+  double robust = acl_search_median(s->drift_win, w);
   bool slow = robust * s->params.drift_ratio > s->converged_seconds;
   bool shift = false;
   const acl_search_cand_t *c = &s->cands[s->current];
@@ -294,7 +303,13 @@ static void drift_check(acl_search_t *s, double seconds)
     double ov = acl_search_mean_overlap(c); /* the ring holds recent samples only */
     shift = fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
   }
-  if (slow || shift)
+  /* Sustained: the rule must hold for w consecutive samples (a second
+   * window), and each re-tune doubles the evidence the next one needs. */
+  uint32_t backoff = s->retunes < ACL_SEARCH_RETUNE_BACKOFF_MAX ? s->retunes
+                                                                : ACL_SEARCH_RETUNE_BACKOFF_MAX;
+  if (!(slow || shift))
+    s->drift_run = 0;
+  else if (++s->drift_run >= (uint32_t)w << backoff)
     retune(s);
 }
 
@@ -309,6 +324,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
     if (s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING)
       val_add(s, 0, id, seconds);
   } else if (id == s->challenger && s->val_state == VAL_RUNNING) {
+    s->spent_s += fmax(0.0, seconds - s->converged_seconds);
     val_add(s, 1, id, seconds);
     val_check(s);
   }
@@ -320,7 +336,7 @@ acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->pha
 
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
-  if (s->phase == ACL_PHASE_WARMUP || s->phase == ACL_PHASE_DISABLED)
+  if (s->waiting || s->phase == ACL_PHASE_WARMUP || s->phase == ACL_PHASE_DISABLED)
     return ACL_SEARCH_SAMPLE_NEVER;
   if (s->phase != ACL_PHASE_CONVERGED || s->val_state == VAL_RUNNING)
     return 0;
@@ -362,6 +378,10 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->validating = s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING;
   r->calls_to_decision = s->phase == ACL_PHASE_CONVERGED ? s->decision_call : 0;
   r->calls_to_verdict = s->phase == ACL_PHASE_CONVERGED ? s->verdict_call : 0;
+  r->exploration_spent_seconds = s->spent_s;
+  r->cost_seconds = (double)s->calls_planned * acl_search_ref_seconds(s);
+  r->merged = s->merged;
+  r->outliers = s->outliers;
 }
 
 int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max)

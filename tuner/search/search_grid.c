@@ -3,6 +3,7 @@
  * which candidate is NCCL's own choice, and the statistics over a
  * candidate's samples. The bottom of the search: it calls nothing else in it;
  * search_conv.c (converging) and search.c (planning, judging) build on it. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,11 +133,11 @@ double acl_search_trimmed_mean(const float *src, int n)
 
 double acl_search_median(const float *src, int n)
 {
-  float v[ACL_SEARCH_MAX_SAMPLES];
+  float v[64]; /* a candidate's ring or the drift window */
   if (n <= 0)
     return 0.0;
-  if (n > ACL_SEARCH_MAX_SAMPLES)
-    n = ACL_SEARCH_MAX_SAMPLES;
+  if (n > 64)
+    n = 64;
   memcpy(v, src, (size_t)n * sizeof v[0]);
   sort_floats(v, n);
   return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
@@ -167,6 +168,45 @@ bool acl_search_usable(const acl_search_t *s, int id)
   if (id == ACL_SEARCH_CAND_NCCL)
     return true;
   return c->judged && (s->valid_mask & ACL_AP_BIT(c->cand.algo, c->cand.proto)) != 0;
+}
+
+double acl_search_ref_seconds(const acl_search_t *s)
+{
+  const acl_search_cand_t *b = &s->cands[0];
+  if (b->judged && b->robust_seconds > 0.0)
+    return b->robust_seconds;
+  if (s->nccl_algo >= 0 && s->cost[s->nccl_algo][s->nccl_proto] > 0.0f)
+    return s->cost[s->nccl_algo][s->nccl_proto] * 1e-6;
+  return 0.0;
+}
+
+double acl_search_budget_left(const acl_search_t *s)
+{
+  if (acl_search_ref_seconds(s) <= 0.0)
+    return INFINITY; /* no time known yet: the baseline's samples tell it */
+  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s;
+}
+
+/* Runs cand id unsampled for as many calls as the budget needs to grow by
+ * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
+int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
+                          uint32_t *len)
+{
+  double per_call = s->params.budget * acl_search_ref_seconds(s);
+  double deficit = need - acl_search_budget_left(s);
+  double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
+  uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
+               : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
+                                         : (uint32_t)l;
+  s->waiting = 1;
+  s->current = (uint16_t)id;
+  s->calls_planned += n;
+  s->wait_calls += n;
+  if (out)
+    *out = s->cands[id].cand;
+  if (len)
+    *len = n;
+  return id;
 }
 
 /* Best judged candidate (baseline included or not); -1 when none. */

@@ -23,6 +23,17 @@
 #define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
 #define ACL_SEARCH_NONE 0xff
 
+/* Exploration budget (docs/tuner.md, measured on 2xH200 in
+ * docs/benchmarks.md; the share itself is params.budget, AUTOCCL_EXPLORE_BUDGET):
+ * what one call with NCCL's profiler events costs the host, and the one-time
+ * cost charged for a config's first call. */
+#define ACL_SEARCH_EVENT_COST_S 5e-6
+#define ACL_SEARCH_SETUP_COST_S 5e-4
+#define ACL_SEARCH_WAIT_MIN 16u
+#define ACL_SEARCH_WAIT_MAX 8192u
+#define ACL_SEARCH_OUTLIER 4.0 /* a sample > 4x its candidate's median */
+#define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped */
+
 /* Background validation (search_conv.c). */
 #define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks */
 #define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
@@ -59,6 +70,12 @@ double acl_search_median(const float *src, int n);
 double acl_search_mean_overlap(const acl_search_cand_t *c);
 double acl_search_busbw(const acl_search_t *s, double seconds);
 bool acl_search_usable(const acl_search_t *s, int id);
+/* The workload's reference call time (the measured baseline, else NCCL's
+ * prediction) and the budget arithmetic. */
+double acl_search_ref_seconds(const acl_search_t *s);
+double acl_search_budget_left(const acl_search_t *s);
+int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
+                          uint32_t *len);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
 
 /* search_conv.c: the decision, its validation and refinement, drift,

@@ -1,0 +1,193 @@
+/* tuner/search: what the real GPUs asked for (issue 13, docs/tuner.md):
+ * exploration paid from a time budget, candidates NCCL runs identically
+ * merged, the sampling rule. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tests/tuner/drive.h"
+#include "tuner/search/search.h"
+
+static const acl_wkey_t small_key = {.comm_id = 7, .nbytes = 64 << 10, .num_pipe_ops = 1,
+                                     .coll = 4};
+
+/* A 64 KiB AllReduce on 2 GPUs: NCCL picks RING/LL (10 us); RING/LL with 32
+ * channels is 8 % faster; the other pairs are slower. */
+static double small_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  (void)user;
+  (void)call;
+  if (c->algo == ACL_ALGO_NCCL)
+    return 10e-6;
+  double base = c->proto == 0 ? 10e-6 : c->proto == 1 ? 12e-6 : 16e-6;
+  if (c->algo == 0)
+    base *= 1.3;
+  int ch = c->nchannels > 0 ? c->nchannels : 24;
+  return base * (ch >= 32 ? 0.92 : ch >= 24 ? 1.0 : 1.0 + 0.01 * (24 - ch));
+}
+
+static void small_cost(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
+  float us[] = {13, 15, 21, 10, 12, 16};
+  table_only(cost, 6, a, p, us);
+}
+
+/* Drives whole blocks until at least n calls ran; returns how many calls
+ * ran something other than NCCL's choice. *worst is the largest overspend
+ * (spent - 3 % of the time so far) seen after any block. */
+static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+{
+  uint64_t k = 0, other = 0;
+  while (k < n) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(s, &c, &len);
+    uint8_t shift = acl_search_sample_shift(s);
+    for (uint32_t j = 0; j < len; j++, k++) {
+      double t = small_time(NULL, &c, k);
+      *time += t;
+      if (c.algo != ACL_ALGO_NCCL)
+        other++;
+      if (shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0)
+        acl_search_add_sample(s, id, t, 0.0f);
+    }
+    acl_search_report_t r;
+    acl_search_report(s, &r);
+    if (worst && r.exploration_spent_seconds - 0.03 * *time > *worst)
+      *worst = r.exploration_spent_seconds - 0.03 * *time;
+  }
+  return other;
+}
+
+/* A short run (300 warm-up + 50 timed calls, as nccl-tests or autoccl-bench
+ * do) at a small size cannot pay for exploring: it stays on NCCL's choice,
+ * and what it did spend (the baseline's profiler events) is within 3 % of
+ * the time the workload cost. */
+Test(budget, short_run_at_small_size_stays_on_nccl)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  double t = 0.0;
+  uint64_t other = run_calls(&s, 350, &t, NULL);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(other, 0, "%llu calls explored", (unsigned long long)other);
+  cr_assert_leq(r.exploration_spent_seconds, 0.03 * t, "spent %g of %g", r.exploration_spent_seconds,
+                t);
+}
+
+/* A long run (2 s of 10 us calls) explores within the budget, finds the
+ * faster point and validates it; the spend never exceeds 3 % of the time so
+ * far by more than one step's misestimate. */
+Test(budget, long_run_explores_within_budget)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  double t = 0.0, worst = 0.0;
+  run_calls(&s, 200000, &t, &worst);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert_eq(r.current.algo, 1);
+  cr_assert_eq(r.current.proto, 0);
+  cr_assert_geq(r.current.nchannels, 32);
+  cr_assert_gt(r.exploration_spent_seconds, 0.0);
+  cr_assert_leq(worst, 100e-6, "overspent by %g s", worst);
+}
+
+/* The sampling rule: every call while measuring, none while waiting for
+ * the budget, about one per ACL_SEARCH_SAMPLE_PERIOD_S once settled. */
+Test(budget, sampling_rule)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  acl_candidate_t c;
+  uint32_t len;
+  acl_search_next(&s, &c, &len);
+  cr_assert_eq(acl_search_sample_shift(&s), ACL_SEARCH_SAMPLE_NEVER, "warm-up needs no samples");
+  double t = 0.0;
+  run_calls(&s, 2000000, &t, NULL);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert_eq(r.validating, 0);
+  acl_search_next(&s, &c, &len);
+  uint8_t shift = acl_search_sample_shift(&s);
+  double period = s.converged_seconds * (double)(1u << shift);
+  cr_assert(period <= ACL_SEARCH_SAMPLE_PERIOD_S && 2.0 * period > ACL_SEARCH_SAMPLE_PERIOD_S,
+            "shift %u: one sample per %g s", shift, period);
+}
+
+/* NCCL built 24 channels and clamps LL to 16 at this size: requests above
+ * run as the clamp. After the first clamped run is seen, grid points that
+ * would run identically take their twin's verdict and cost no calls. */
+static int ran_channels(const acl_candidate_t *c)
+{
+  int cap = c->proto == 0 ? 16 : 24;
+  return c->nchannels > cap ? cap : c->nchannels;
+}
+
+static double clamp_time(const acl_candidate_t *c)
+{
+  if (c->algo == ACL_ALGO_NCCL)
+    return 10e-6;
+  acl_candidate_t r = *c;
+  r.nchannels = (int16_t)ran_channels(c);
+  return small_time(NULL, &r, 0);
+}
+
+Test(budget, clamped_candidates_are_merged)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  p.budget = 1e9; /* the descent alone */
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  acl_search_hint_channels(&s, 16);
+  /* executed configs that got samples, per subspace: (proto, channels) */
+  int sampled[ACL_NUM_ALGO][ACL_NUM_PROTO][65];
+  memset(sampled, 0, sizeof sampled);
+  uint64_t k = 0;
+  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(&s, &c, &len);
+    for (uint32_t j = 0; j < len; j++, k++) {
+      if (c.algo != ACL_ALGO_NCCL) {
+        int ran = ran_channels(&c);
+        if (ran < c.nchannels)
+          acl_search_observe_channels(&s, id, ran);
+        sampled[c.algo][c.proto][ran] |= 1 << (id & 15);
+      }
+      acl_search_add_sample(&s, id, clamp_time(&c), 0.0f);
+    }
+  }
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert_gt(r.merged, 0u, "nothing merged");
+  /* At most one candidate per executed (algo, proto, channels) beyond the
+   * first clamped one ran: count executed configs that two ids ran. */
+  int dup = 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int q = 0; q < ACL_NUM_PROTO; q++)
+      for (int n = 0; n <= 64; n++)
+        if (__builtin_popcount((unsigned)sampled[a][q][n]) > 2)
+          dup++;
+  cr_assert_eq(dup, 0, "%d executed configs were explored by three or more candidates", dup);
+}
