@@ -115,6 +115,7 @@ static int first_candidate_call(const char *samples)
   setenv("AUTOCCL_MODE", "online", 1);
   setenv("AUTOCCL_WARMUP", "5", 1);
   setenv("AUTOCCL_SAMPLES", samples, 1);
+  setenv("AUTOCCL_EXPLORE_BUDGET", "100", 1); /* the descent alone */
   acl_h_load(&P);
   enum { N = 2 };
   rank_t r[N] = {0};
@@ -137,6 +138,7 @@ static int first_candidate_call(const char *samples)
       memcpy(nccl, t, sizeof(t));
       acl_h_select(nccl, &own[0], &own[1]);
       int nch = 0;
+      r[i].api_mask = r[i].mask;
       if (P.v5->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3,
                             0, &nch) != ncclSuccess)
         _exit(255);
