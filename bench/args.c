@@ -185,6 +185,9 @@ void print_help(FILE *f) {
 "                            Warm-up iterations are timed too: time_incl is the mean\n"
 "                            over all warm-up+timed iterations from the first call\n"
 "                            (the tuning period), time is the median of the last N.\n"
+"      --warmup-time S       before each size's iterations, S seconds of untimed calls\n"
+"                            (long runs: the tuner settles; all ranks make the same\n"
+"                            number of calls, calibrated by rank 0)\n"
 "  -c, --check 0|1           verify every iteration's result on the host (default 0)\n"
 "\n"
 "Collective:\n"
@@ -271,7 +274,7 @@ static int usage_error(const char *fmt, ...) {
 enum {
   OPT_PROCS = 1000, OPT_SINGLE, OPT_INPLACE, OPT_INTERF, OPT_GEMM_SIZE, OPT_COMPARE, OPT_PLUGIN,
   OPT_TABLE, OPT_REPS, OPT_SWEEP, OPT_SWEEP_ALGOS, OPT_SWEEP_PROTOS, OPT_SWEEP_CH,
-  OPT_SWEEP_WARMUP, OPT_SWEEP_REPS, OPT_MODE_ENV, OPT_CHILD_TIMEOUT, OPT_JSON, OPT_INTERNAL,
+  OPT_SWEEP_WARMUP, OPT_WARMUP_TIME, OPT_SWEEP_REPS, OPT_MODE_ENV, OPT_CHILD_TIMEOUT, OPT_JSON, OPT_INTERNAL,
   OPT_FAKE, OPT_LABEL
 };
 
@@ -327,6 +330,7 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       {"sweep-protos", required_argument, 0, OPT_SWEEP_PROTOS},
       {"sweep-channels", required_argument, 0, OPT_SWEEP_CH},
       {"sweep-warmup", required_argument, 0, OPT_SWEEP_WARMUP},
+      {"warmup-time", required_argument, 0, OPT_WARMUP_TIME},
       {"sweep-reps", required_argument, 0, OPT_SWEEP_REPS},
       {"mode-env", required_argument, 0, OPT_MODE_ENV},
       {"child-timeout", required_argument, 0, OPT_CHILD_TIMEOUT},
@@ -446,6 +450,14 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
     case OPT_SWEEP_WARMUP:
       if (parse_int(a, 0, 10000000, &c->sweep_warmup)) return usage_error("--sweep-warmup: expected an integer >= 0, got '%s'", a);
       break;
+    case OPT_WARMUP_TIME: {
+      char *end;
+      double v = strtod(a, &end);
+      if (*end || end == a || !(v >= 0.0 && v <= 3600.0))
+        return usage_error("--warmup-time: expected seconds in 0..3600, got '%s'", a);
+      c->warmup_s = v;
+      break;
+    }
     case OPT_SWEEP_REPS:
       if (parse_int(a, 1, 1000, &c->sweep_reps)) return usage_error("--sweep-reps: expected 1..1000, got '%s'", a);
       break;

@@ -66,6 +66,7 @@ struct bench_cfg {
   double factor;
   int iters, warmup;
   bool iters_set, warmup_set;
+  double warmup_s; /* --warmup-time: untimed calls per size before the timed ones */
   int check;
   enum bench_dtype dt;
   enum bench_op op;

@@ -318,6 +318,10 @@ static void child_argv(const struct bench_cfg *c, const struct job *j, const cha
   av_add(a, "%d", c->iters);
   av_add(a, "-w");
   av_add(a, "%d", j->sweep ? c->sweep_warmup : c->warmup);
+  if (c->warmup_s > 0 && !j->sweep) {
+    av_add(a, "--warmup-time");
+    av_add(a, "%.17g", c->warmup_s);
+  }
   av_add(a, "-c");
   av_add(a, "%d", c->check);
   av_add(a, "-d");
@@ -719,9 +723,9 @@ int compare_main(const struct bench_cfg *c0) {
       FILE *f = stdout;
       fprintf(f, "{\"bench\":\"" BENCH_NAME "\",\"version\":\"" BENCH_VERSION "\",\"kind\":\"compare\",\"coll\":\"%s\","
                  "\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"nranks\":%d,\"launch\":\"%s\",\"inplace\":%s,"
-                 "\"reps\":%d,\"warmup\":%d,\"iters\":%d,\"check\":%d,\"bus_factor\":",
+                 "\"reps\":%d,\"warmup\":%d,\"warmup_s\":%.17g,\"iters\":%d,\"check\":%d,\"bus_factor\":",
               coll_name(c->coll), dtype_name(c->dt), op_name(c->op), c->root, c->ngpus, c->procs ? "procs" : "single",
-              c->inplace ? "true" : "false", c->reps, c->warmup, c->iters, c->check);
+              c->inplace ? "true" : "false", c->reps, c->warmup, c->warmup_s, c->iters, c->check);
       json_num(f, bf);
       fprintf(f, ",\"interference\":");
       if (c->gemm) {

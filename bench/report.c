@@ -126,9 +126,10 @@ void print_run_json(FILE *f, const struct bench_cfg *c, int nranks, const struct
   fprintf(f, "{\"bench\":\"" BENCH_NAME "\",\"version\":\"" BENCH_VERSION "\",\"kind\":\"run\",\"label\":");
   json_str(f, c->label);
   fprintf(f, ",\"coll\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"nranks\":%d,\"launch\":\"%s\","
-             "\"inplace\":%s,\"iters\":%d,\"warmup\":%d,\"check\":%d,\"nccl_version\":%d,\"interference\":",
+             "\"inplace\":%s,\"iters\":%d,\"warmup\":%d,\"warmup_s\":%.17g,\"check\":%d,"
+             "\"nccl_version\":%d,\"interference\":",
           coll_name(c->coll), dtype_name(c->dt), op_name(c->op), c->root, nranks, c->procs ? "procs" : "single",
-          c->inplace ? "true" : "false", c->iters, c->warmup, c->check, s->nccl_version);
+          c->inplace ? "true" : "false", c->iters, c->warmup, c->warmup_s, c->check, s->nccl_version);
   if (c->gemm) {
     fprintf(f, "{\"kind\":\"gemm\",\"duty\":");
     json_num(f, c->gemm_duty);

@@ -44,6 +44,10 @@ struct shared {
   double gemm_iso[BENCH_MAX_RANKS], gemm_run[BENCH_MAX_RANKS], gemm_duty[BENCH_MAX_RANKS];
   int nccl_version;
   char errmsg[BENCH_MAX_RANKS][256];
+  /* --warmup-time: rank 0 calibrates the untimed calls of each size and
+   * publishes the count, so every rank makes the same number of calls */
+  long warm_calls[BENCH_MAX_SIZES];
+  atomic_int warm_ready;
   double times[]; /* [rank][size][T], microseconds */
 };
 
@@ -192,6 +196,61 @@ static void summarize_size(const struct bench_cfg *c, struct shared *sh, int s, 
   }
 }
 
+/* ncalls untimed collectives on every local GPU, then a sync; 0 or -1. */
+static int run_untimed(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal,
+                       size_t count, int n, long ncalls) {
+  for (long i = 0; i < ncalls; i++) {
+    ncclResult_t lr = ncclSuccess;
+    int bad = 0;
+    if (nlocal > 1) lr = ncclGroupStart();
+    for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
+      lr = launch(c, &gs[j], count, n);
+      bad = j;
+    }
+    if (nlocal > 1) {
+      ncclResult_t er = ncclGroupEnd();
+      if (lr == ncclSuccess) lr = er;
+    }
+    if (lr != ncclSuccess) {
+      set_err(sh, gs[bad].rank, "rank %d: warm-up: %s", gs[bad].rank, ncclGetErrorString(lr));
+      return -1;
+    }
+  }
+  for (int j = 0; j < nlocal; j++) {
+    if (cudaSetDevice(gs[j].dev) != cudaSuccess || cudaStreamSynchronize(gs[j].stream) != cudaSuccess) {
+      set_err(sh, gs[j].rank, "rank %d: warm-up: stream synchronize failed", gs[j].rank);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* --warmup-time: about c->warmup_s seconds of untimed calls of size s. The
+ * ranks of --procs run in separate processes with their own clocks, so rank
+ * 0 times 50 calls and publishes the count the others use. */
+static int warmup_by_time(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal, int s,
+                          size_t count, int n) {
+  const long calib = 50;
+  double t0 = now_s();
+  if (run_untimed(c, sh, gs, nlocal, count, n, calib)) return -1;
+  double per = (now_s() - t0) / (double)calib;
+  if (gs[0].rank == 0) {
+    double want = per > 0 ? c->warmup_s / per - (double)calib : 0.0;
+    sh->warm_calls[s] = want < 0 ? 0 : want > 1e8 ? 100000000L : (long)want;
+    atomic_store(&sh->warm_ready, s + 1);
+  } else {
+    double deadline = now_s() + 600.0;
+    while (atomic_load(&sh->warm_ready) < s + 1) {
+      if (now_s() > deadline) {
+        set_err(sh, gs[0].rank, "rank %d: warm-up: rank 0 never published its call count", gs[0].rank);
+        return -1;
+      }
+      usleep(200);
+    }
+  }
+  return run_untimed(c, sh, gs, nlocal, count, n, sh->warm_calls[s]);
+}
+
 /* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
 static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal, int reporter) {
   int n = sh->nranks, T = sh->T;
@@ -238,6 +297,7 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
     if (reporter) progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label, coll_name(c->coll), sz, s + 1,
                            sh->nsizes, T);
     for (int j = 0; j < nlocal; j++) place_buffers(c, &gs[j], count, n);
+    if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n)) goto fail;
     double t0 = now_s();
     for (int j = 0; j < nlocal; j++) gs[j].gemm_done0 = gs[j].gemm ? gemm_done(gs[j].gemm) : 0;
     int k = 0, base = 0;
