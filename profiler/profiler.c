@@ -241,6 +241,16 @@ void acl_prof_destroy(acl_prof_t *p)
   if (g_live == p)
     g_live = NULL;
   pthread_mutex_unlock(&g_live_mu);
+  if (p->ev) {
+    /* What the NCCL-event source saw, for NCCL_DEBUG=INFO readers. */
+    acl_ev_stats_t es;
+    acl_ncclev_stats(p->ev, &es);
+    acl_info("profiler: %llu Coll events, %llu matched to decided calls, %llu samples, "
+             "%llu mismatches (%llu clamped), %llu decided calls carried no events",
+             (unsigned long long)es.colls, (unsigned long long)es.colls_matched,
+             (unsigned long long)es.samples, (unsigned long long)es.mismatches,
+             (unsigned long long)es.clamped, (unsigned long long)es.unsampled);
+  }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);
   if (p->feed)

@@ -442,7 +442,13 @@ static uint32_t block_len(const acl_search_t *s, int id)
     target = ACL_SEARCH_EARLY_N;
   if (c->planned < target)
     return target - c->planned;
-  /* Samples are late or missing: run it again, as many as still missing. */
+  /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
+   * lost: wait for them (hand_out). Samples arrive in call order, so once a
+   * sample of the waiting blocks arrived, the missing ones are lost and run
+   * again. */
+  if (id != ACL_SEARCH_CAND_NCCL && c->waits < ACL_SEARCH_SAMPLE_WAITS &&
+      s->cands[0].got <= s->wait_mark)
+    return 0;
   return target > c->got ? target - c->got : 1;
 }
 
@@ -450,6 +456,18 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
 {
   uint32_t l = block_len(s, id);
   acl_search_cand_t *c = &s->cands[id];
+  bool wait = l == 0;
+  if (wait) {
+    /* id's samples are on their way: NCCL's choice runs meanwhile, sampled
+     * (a few events, and the baseline gets sharper) */
+    if (c->waits++ == 0)
+      s->wait_mark = s->cands[0].planned;
+    id = ACL_SEARCH_CAND_NCCL;
+    c = &s->cands[0];
+    l = ACL_SEARCH_WAIT_MIN;
+  } else {
+    c->waits = 0;
+  }
   /* Every call of a measuring block carries profiler events; a config's
    * first call pays its set-up once. */
   s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
@@ -459,7 +477,7 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
   c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
   s->current = (uint16_t)id;
   s->calls_planned += l;
-  if (s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING)
+  if ((s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) && !wait)
     s->explore_calls += l;
   if (out)
     *out = c->cand;

@@ -76,6 +76,7 @@ typedef struct acl_search_cand {
   uint8_t tried;         /* 1 = already a decision or a background challenger */
   uint8_t merged;        /* 1 = verdict copied from a twin NCCL runs identically */
   int16_t ran_ch;        /* channels NCCL ran it with (Coll events), 0 unknown */
+  uint16_t waits;        /* blocks waited for its pending samples */
 } acl_search_cand_t;
 
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
@@ -146,6 +147,8 @@ typedef struct acl_search {
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
   uint64_t wait_calls;      /* calls run waiting for the budget */
+  uint32_t wait_mark;       /* cands[0].planned when a candidate began waiting for
+                             * its late samples */
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
