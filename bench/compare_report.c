@@ -1,0 +1,338 @@
+/* --compare / --sweep results (bench/compare.c runs the jobs): per-mode
+ * tables, the oracle (fastest sweep config per size), the ratios to NCCL's
+ * default and to the oracle, and the JSON line. No CUDA here. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare_int.h"
+
+/* --- aggregation -------------------------------------------------------- */
+
+static double job_time(const struct job *j, int s, int nsizes) {
+  double v[1024];
+  int n = 0;
+  for (int r = 0; r < j->runs && n < 1024; r++) {
+    size_t k = (size_t)r * (size_t)nsizes + (size_t)s;
+    if (!j->st[k] && isfinite(j->t[k])) v[n++] = j->t[k];
+  }
+  return n ? median_of(v, n) : NAN;
+}
+
+static double job_incl(const struct job *j, int s, int nsizes) {
+  double sum = 0;
+  int n = 0;
+  for (int r = 0; r < j->runs; r++) {
+    size_t k = (size_t)r * (size_t)nsizes + (size_t)s;
+    if (!j->st[k] && isfinite(j->incl[k])) {
+      sum += j->incl[k];
+      n++;
+    }
+  }
+  return n ? sum / n : NAN;
+}
+
+static double job_gemm(const struct job *j, int s, int nsizes) {
+  double sum = 0;
+  int n = 0;
+  for (int r = 0; r < j->runs; r++) {
+    size_t k = (size_t)r * (size_t)nsizes + (size_t)s;
+    if (!j->st[k] && j->gemm[k] >= 0) {
+      sum += j->gemm[k];
+      n++;
+    }
+  }
+  return n ? sum / n : NAN;
+}
+
+static long long job_wrong(const struct job *j, int nsizes) {
+  long long w = 0;
+  for (int r = 0; r < j->runs; r++)
+    for (int s = 0; s < nsizes; s++) w += j->wrong[(size_t)r * (size_t)nsizes + (size_t)s];
+  return w;
+}
+
+static double bw(size_t bytes, double us) { return us > 0 ? (double)bytes / 1e3 / us : NAN; }
+
+static void ratio_cell(FILE *f, double v) {
+  if (isfinite(v)) fprintf(f, " %14.3f", v);
+  else fprintf(f, " %14s", "-");
+}
+
+/* --- output ------------------------------------------------------------- */
+
+/* Best sweep time per size and the job that ran it (-1: none). */
+static void find_oracle(const struct compare *x, double *oracle, int *oracle_job) {
+  int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
+  for (int s = 0; s < nsizes; s++) {
+    oracle[s] = NAN;
+    oracle_job[s] = -1;
+    for (int k = nmodes; k < x->nj; k++) {
+      double t = job_time(&x->jobs[k], s, nsizes);
+      if (isfinite(t) && (!isfinite(oracle[s]) || t < oracle[s])) {
+        oracle[s] = t;
+        oracle_job[s] = k;
+      }
+    }
+  }
+}
+
+static void print_mode_tables(const struct compare *x, double bf) {
+  const struct bench_cfg *c = &x->cfg;
+  const size_t *sizes = x->sizes;
+  int nsizes = x->nsizes;
+  size_t es = x->es;
+  for (int m = 0; m < c->nmodes; m++) {
+    const struct job *j = &x->jobs[m];
+    printf("#\n# mode %s: time = median over reps of each run's median of the last %d iterations; "
+           "time_incl = mean over all %d iterations from the first call%s\n",
+           j->name, c->iters, c->iters + c->warmup, strcmp(j->mode, "default") ? " (includes the tuning period)" : "");
+    printf("# %12s %12s %8s %10s %8s %8s %10s %10s%s\n", "size", "count", "type", "time", "algbw", "busbw",
+           "time_incl", "busbw_incl", c->gemm ? "    gemm" : "");
+    printf("# %12s %12s %8s %10s %8s %8s %10s %10s%s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "(us)",
+           "(GB/s)", c->gemm ? " TFLOP/s" : "");
+    for (int s = 0; s < nsizes; s++) {
+      double t = job_time(j, s, nsizes), ti = job_incl(j, s, nsizes);
+      if (!isfinite(t)) {
+        printf("  %12zu %12zu %8s %10s %8s %8s %10s %10s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), "failed",
+               "-", "-", "-", "-");
+        continue;
+      }
+      printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f %10.2f %10.2f", sizes[s], sizes[s] / es, dtype_name(c->dt), t,
+             bw(sizes[s], t), bw(sizes[s], t) * bf, ti, bw(sizes[s], ti) * bf);
+      if (c->gemm) printf(" %8.1f", job_gemm(j, s, nsizes));
+      printf("\n");
+    }
+    if (c->gemm && j->gemm_iso > 0)
+      printf("# mode %s: GEMM %.1f TFLOP/s alone, %.1f TFLOP/s during the last run\n", j->name, j->gemm_iso,
+             j->gemm_run);
+    if (c->check) printf("# mode %s: wrong values %lld\n", j->name, job_wrong(j, nsizes));
+  }
+}
+
+static void print_oracle(const struct compare *x, double bf, const double *oracle, const int *oracle_job) {
+  const struct bench_cfg *c = &x->cfg;
+  const size_t *sizes = x->sizes;
+  int nmodes = c->nmodes, nsizes = x->nsizes, nj = x->nj;
+  size_t es = x->es;
+  int supported = 0;
+  for (int k = nmodes; k < nj; k++)
+    for (int s = 0; s < nsizes; s++)
+      if (isfinite(job_time(&x->jobs[k], s, nsizes))) {
+        supported++;
+        break;
+      }
+  printf("#\n# oracle: fastest of %d supported sweep configs (of %d) per size (algo/proto/channels)\n", supported,
+         nj - nmodes);
+  printf("# %12s %12s %8s %10s %8s %8s  %s\n", "size", "count", "type", "time", "algbw", "busbw", "config");
+  printf("# %12s %12s %8s %10s %8s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
+  for (int s = 0; s < nsizes; s++) {
+    if (oracle_job[s] < 0) {
+      printf("  %12zu %12zu %8s %10s %8s %8s  %s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), "-", "-", "-",
+             "none");
+      continue;
+    }
+    printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f  %s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), oracle[s],
+           bw(sizes[s], oracle[s]), bw(sizes[s], oracle[s]) * bf, x->jobs[oracle_job[s]].name);
+  }
+}
+
+/* X/default (and including the tuning period) and X/oracle per size; def is
+ * the job of mode default, -1 when it was not run. */
+static void print_ratios(const struct compare *x, int def, const double *oracle) {
+  const struct bench_cfg *c = &x->cfg;
+  const struct job *jobs = x->jobs;
+  int nmodes = c->nmodes, nsizes = x->nsizes;
+  int ncols = 0;
+  if (def < 0 && !c->sweep) return;
+  printf("#\n# ratios of bandwidth (= inverse ratio of time): X/default > 1 means X is faster than NCCL's "
+         "default; X/oracle is the fraction of the oracle's bandwidth reached\n");
+  printf("# %12s", "size");
+  for (int m = 0; m < nmodes; m++) {
+    if (def >= 0 && m != def) {
+      char h[64];
+      snprintf(h, sizeof(h), "%s/default", jobs[m].name);
+      printf(" %14s", h);
+      snprintf(h, sizeof(h), "(incl.tuning)");
+      printf(" %14s", h);
+      ncols += 2;
+    }
+    if (c->sweep) {
+      char h[64];
+      snprintf(h, sizeof(h), "%s/oracle", jobs[m].name);
+      printf(" %14s", h);
+      ncols++;
+    }
+  }
+  printf("\n");
+  for (int s = 0; s < nsizes && ncols; s++) {
+    printf("  %12zu", x->sizes[s]);
+    for (int m = 0; m < nmodes; m++) {
+      double t = job_time(&jobs[m], s, nsizes), ti = job_incl(&jobs[m], s, nsizes);
+      if (def >= 0 && m != def) {
+        ratio_cell(stdout, job_time(&jobs[def], s, nsizes) / t);
+        ratio_cell(stdout, job_incl(&jobs[def], s, nsizes) / ti);
+      }
+      if (c->sweep) ratio_cell(stdout, oracle[s] / t);
+    }
+    printf("\n");
+  }
+}
+
+static void json_mode(FILE *f, const struct compare *x, const struct job *j, double bf) {
+  const size_t *sizes = x->sizes;
+  int nsizes = x->nsizes;
+  json_str(f, j->name);
+  fprintf(f, ":{\"env\":[");
+  for (int e = 0; e < j->nenv; e++) {
+    if (e) fputc(',', f);
+    json_str(f, j->env[e]);
+  }
+  fprintf(f, "],\"runs\":%d,\"failed_runs\":%d,\"wrong\":%lld,\"gemm_iso_tflops\":", j->runs, j->child_failures,
+          job_wrong(j, nsizes));
+  json_num(f, j->gemm_iso > 0 ? j->gemm_iso : NAN);
+  fprintf(f, ",\"error\":");
+  if (j->err[0]) json_str(f, j->err);
+  else fputs("null", f);
+  fprintf(f, ",\"results\":[");
+  for (int s = 0; s < nsizes; s++) {
+    double t = job_time(j, s, nsizes), ti = job_incl(j, s, nsizes);
+    fprintf(f, "%s{\"size\":%zu,\"count\":%zu,\"time_us\":", s ? "," : "", sizes[s], sizes[s] / x->es);
+    json_num(f, t);
+    fprintf(f, ",\"algbw_gbs\":");
+    json_num(f, bw(sizes[s], t));
+    fprintf(f, ",\"busbw_gbs\":");
+    json_num(f, bw(sizes[s], t) * bf);
+    fprintf(f, ",\"time_incl_us\":");
+    json_num(f, ti);
+    fprintf(f, ",\"busbw_incl_gbs\":");
+    json_num(f, bw(sizes[s], ti) * bf);
+    fprintf(f, ",\"gemm_tflops\":");
+    json_num(f, job_gemm(j, s, nsizes));
+    fprintf(f, ",\"reps_time_us\":[");
+    for (int r = 0; r < j->runs; r++) {
+      if (r) fputc(',', f);
+      json_num(f, j->t[(size_t)r * (size_t)nsizes + (size_t)s]);
+    }
+    fprintf(f, "],\"reps_time_incl_us\":[");
+    for (int r = 0; r < j->runs; r++) {
+      if (r) fputc(',', f);
+      json_num(f, j->incl[(size_t)r * (size_t)nsizes + (size_t)s]);
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "]}");
+}
+
+static void json_oracle_sweep(FILE *f, const struct compare *x, double bf, const double *oracle,
+                              const int *oracle_job) {
+  const size_t *sizes = x->sizes;
+  int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
+  fputc('[', f);
+  for (int s = 0; s < nsizes; s++) {
+    fprintf(f, "%s{\"size\":%zu,\"time_us\":", s ? "," : "", sizes[s]);
+    json_num(f, oracle[s]);
+    fprintf(f, ",\"busbw_gbs\":");
+    json_num(f, bw(sizes[s], oracle[s]) * bf);
+    fprintf(f, ",\"config\":");
+    if (oracle_job[s] >= 0) json_str(f, x->jobs[oracle_job[s]].name);
+    else fputs("null", f);
+    fputc('}', f);
+  }
+  fprintf(f, "],\"sweep\":[");
+  for (int k = nmodes; k < x->nj; k++) {
+    fprintf(f, "%s{\"config\":", k > nmodes ? "," : "");
+    json_str(f, x->jobs[k].name);
+    fprintf(f, ",\"skipped\":%s,\"time_us\":[", x->jobs[k].skip ? "true" : "false");
+    for (int s = 0; s < nsizes; s++) {
+      if (s) fputc(',', f);
+      json_num(f, job_time(&x->jobs[k], s, nsizes));
+    }
+    fprintf(f, "]}");
+  }
+  fputc(']', f);
+}
+
+static void json_ratios(FILE *f, const struct compare *x, int def, const double *oracle) {
+  const struct job *jobs = x->jobs;
+  int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
+  fprintf(f, ",\"ratios\":[");
+  for (int s = 0; s < nsizes; s++) {
+    fprintf(f, "%s{\"size\":%zu", s ? "," : "", x->sizes[s]);
+    for (int m = 0; m < nmodes; m++) {
+      double t = job_time(&jobs[m], s, nsizes), ti = job_incl(&jobs[m], s, nsizes);
+      if (def >= 0 && m != def) {
+        fprintf(f, ",\"%s/default\":", jobs[m].name);
+        json_num(f, job_time(&jobs[def], s, nsizes) / t);
+        fprintf(f, ",\"%s/default_incl\":", jobs[m].name);
+        json_num(f, job_incl(&jobs[def], s, nsizes) / ti);
+      }
+      if (x->cfg.sweep) {
+        fprintf(f, ",\"%s/oracle\":", jobs[m].name);
+        json_num(f, oracle[s] / t);
+      }
+    }
+    fputc('}', f);
+  }
+}
+
+/* The whole comparison as one JSON line (--json). */
+static void print_json(const struct compare *x, double bf, int def, const double *oracle, const int *oracle_job,
+                       long long wrong_total, int failures, int rc) {
+  const struct bench_cfg *c = &x->cfg;
+  FILE *f = stdout;
+  fprintf(f, "{\"bench\":\"" BENCH_NAME "\",\"version\":\"" BENCH_VERSION "\",\"kind\":\"compare\",\"coll\":\"%s\","
+             "\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"nranks\":%d,\"launch\":\"%s\",\"inplace\":%s,"
+             "\"reps\":%d,\"warmup\":%d,\"warmup_s\":%.17g,\"iters\":%d,\"check\":%d,\"bus_factor\":",
+          coll_name(c->coll), dtype_name(c->dt), op_name(c->op), c->root, c->ngpus, c->procs ? "procs" : "single",
+          c->inplace ? "true" : "false", c->reps, c->warmup, c->warmup_s, c->iters, c->check);
+  json_num(f, bf);
+  fprintf(f, ",\"interference\":");
+  if (c->gemm) {
+    fprintf(f, "{\"kind\":\"gemm\",\"duty\":");
+    json_num(f, c->gemm_duty);
+    fprintf(f, ",\"n\":%d}", c->gemm_n);
+  } else {
+    fputs("null", f);
+  }
+  fprintf(f, ",\"sizes\":[");
+  for (int s = 0; s < x->nsizes; s++) fprintf(f, "%s%zu", s ? "," : "", x->sizes[s]);
+  fprintf(f, "],\"modes\":{");
+  for (int m = 0; m < c->nmodes; m++) {
+    fprintf(f, "%s", m ? "," : "");
+    json_mode(f, x, &x->jobs[m], bf);
+  }
+  fprintf(f, "},\"oracle\":");
+  if (c->sweep) json_oracle_sweep(f, x, bf, oracle, oracle_job);
+  else fprintf(f, "null,\"sweep\":null");
+  json_ratios(f, x, def, oracle);
+  fprintf(f, "],\"wrong\":%lld,\"failed_runs\":%d,\"elapsed_s\":", wrong_total, failures);
+  json_num(f, compare_wall_s() - x->t_start);
+  fprintf(f, ",\"exit\":%d}\n", rc);
+}
+
+int compare_report(const struct compare *x, int rc) {
+  const struct bench_cfg *c = &x->cfg;
+  double bf = bus_factor(c->coll, c->ngpus);
+  double oracle[BENCH_MAX_SIZES];
+  int oracle_job[BENCH_MAX_SIZES];
+  print_mode_tables(x, bf);
+  find_oracle(x, oracle, oracle_job);
+  if (c->sweep) print_oracle(x, bf, oracle, oracle_job);
+  int def = -1;
+  for (int m = 0; m < c->nmodes; m++)
+    if (!strcmp(x->jobs[m].mode, "default")) def = m;
+  print_ratios(x, def, oracle);
+  long long wrong_total = 0;
+  int failures = 0;
+  for (int m = 0; m < c->nmodes; m++) {
+    wrong_total += job_wrong(&x->jobs[m], x->nsizes);
+    failures += x->jobs[m].child_failures;
+  }
+  printf("# %d runs in %.1f s; mode runs failed: %d; wrong values: %s\n", x->done_runs,
+         compare_wall_s() - x->t_start, failures, c->check ? (wrong_total ? "FOUND" : "0") : "not checked");
+  if (wrong_total && rc == BENCH_EXIT_OK) rc = BENCH_EXIT_WRONG;
+  if (failures && rc == BENCH_EXIT_OK) rc = BENCH_EXIT_RUNTIME;
+  if (c->json) print_json(x, bf, def, oracle, oracle_job, wrong_total, failures, rc);
+  return rc;
+}
