@@ -11,19 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
-static const char *const coll_names[COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
+static const char *const coll_names[ACL_BENCH_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
                                                    "broadcast", "reduce"};
-static const char *const dtype_names[DT_COUNT] = {"int8", "uint8", "int32", "uint32", "int64",
+static const char *const dtype_names[ACL_BENCH_DT_COUNT] = {"int8", "uint8", "int32", "uint32", "int64",
                                                   "uint64", "half", "float", "double", "bfloat16"};
-static const char *const op_names[OP_COUNT] = {"sum", "prod", "max", "min"};
+static const char *const op_names[ACL_BENCH_OP_COUNT] = {"sum", "prod", "max", "min"};
 
-const char *coll_name(enum bench_coll c) { return (unsigned)c < COLL_COUNT ? coll_names[c] : "?"; }
-const char *dtype_name(enum bench_dtype d) { return (unsigned)d < DT_COUNT ? dtype_names[d] : "?"; }
-const char *op_name(enum bench_op o) { return (unsigned)o < OP_COUNT ? op_names[o] : "?"; }
+const char *acl_bench_coll_name(acl_bench_coll_t c) { return (unsigned)c < ACL_BENCH_COLL_COUNT ? coll_names[c] : "?"; }
+const char *acl_bench_dtype_name(acl_bench_dtype_t d) { return (unsigned)d < ACL_BENCH_DT_COUNT ? dtype_names[d] : "?"; }
+const char *acl_bench_op_name(acl_bench_op_t o) { return (unsigned)o < ACL_BENCH_OP_COUNT ? op_names[o] : "?"; }
 
-void cfg_defaults(struct bench_cfg *c) {
+void acl_bench_cfg_defaults(acl_bench_cfg_t *c) {
   memset(c, 0, sizeof(*c));
   c->minbytes = 32u << 20;
   c->maxbytes = 32u << 20;
@@ -31,9 +31,9 @@ void cfg_defaults(struct bench_cfg *c) {
   c->iters = 20;
   c->warmup = 5;
   c->check = 0;
-  c->dt = DT_FLOAT;
-  c->op = OP_SUM;
-  c->coll = COLL_ALL_REDUCE;
+  c->dt = ACL_BENCH_DT_FLOAT;
+  c->op = ACL_BENCH_OP_SUM;
+  c->coll = ACL_BENCH_COLL_ALL_REDUCE;
   c->root = 0;
   c->ngpus = 1;
   c->procs = true;
@@ -54,7 +54,7 @@ static int lower_eq(const char *a, const char *b) {
   return *a == 0 && *b == 0;
 }
 
-int parse_size(const char *s, size_t *out) {
+int acl_bench_parse_size(const char *s, size_t *out) {
   if (!s || !*s) return -1;
   const char *p = s;
   if (!isdigit((unsigned char)*p)) return -1;
@@ -88,37 +88,37 @@ int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-int parse_coll(const char *s, enum bench_coll *out) {
-  static const struct { const char *n; enum bench_coll c; } t[] = {
-      {"all_reduce", COLL_ALL_REDUCE},         {"allreduce", COLL_ALL_REDUCE},
-      {"all_gather", COLL_ALL_GATHER},         {"allgather", COLL_ALL_GATHER},
-      {"reduce_scatter", COLL_REDUCE_SCATTER}, {"reducescatter", COLL_REDUCE_SCATTER},
-      {"broadcast", COLL_BROADCAST},           {"bcast", COLL_BROADCAST},
-      {"reduce", COLL_REDUCE},
+int acl_bench_parse_coll(const char *s, acl_bench_coll_t *out) {
+  static const struct { const char *n; acl_bench_coll_t c; } t[] = {
+      {"all_reduce", ACL_BENCH_COLL_ALL_REDUCE},         {"allreduce", ACL_BENCH_COLL_ALL_REDUCE},
+      {"all_gather", ACL_BENCH_COLL_ALL_GATHER},         {"allgather", ACL_BENCH_COLL_ALL_GATHER},
+      {"reduce_scatter", ACL_BENCH_COLL_REDUCE_SCATTER}, {"reducescatter", ACL_BENCH_COLL_REDUCE_SCATTER},
+      {"broadcast", ACL_BENCH_COLL_BROADCAST},           {"bcast", ACL_BENCH_COLL_BROADCAST},
+      {"reduce", ACL_BENCH_COLL_REDUCE},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
     if (lower_eq(s, t[i].n)) { *out = t[i].c; return 0; }
   return -1;
 }
 
-int parse_dtype(const char *s, enum bench_dtype *out) {
-  static const struct { const char *n; enum bench_dtype d; } t[] = {
-      {"int8", DT_INT8},       {"char", DT_INT8},      {"uint8", DT_UINT8},
-      {"int32", DT_INT32},     {"int", DT_INT32},      {"uint32", DT_UINT32},
-      {"int64", DT_INT64},     {"uint64", DT_UINT64},  {"half", DT_HALF},
-      {"float16", DT_HALF},    {"fp16", DT_HALF},      {"float", DT_FLOAT},
-      {"float32", DT_FLOAT},   {"fp32", DT_FLOAT},     {"double", DT_DOUBLE},
-      {"float64", DT_DOUBLE},  {"fp64", DT_DOUBLE},    {"bfloat16", DT_BF16},
-      {"bf16", DT_BF16},
+int acl_bench_parse_dtype(const char *s, acl_bench_dtype_t *out) {
+  static const struct { const char *n; acl_bench_dtype_t d; } t[] = {
+      {"int8", ACL_BENCH_DT_INT8},       {"char", ACL_BENCH_DT_INT8},      {"uint8", ACL_BENCH_DT_UINT8},
+      {"int32", ACL_BENCH_DT_INT32},     {"int", ACL_BENCH_DT_INT32},      {"uint32", ACL_BENCH_DT_UINT32},
+      {"int64", ACL_BENCH_DT_INT64},     {"uint64", ACL_BENCH_DT_UINT64},  {"half", ACL_BENCH_DT_HALF},
+      {"float16", ACL_BENCH_DT_HALF},    {"fp16", ACL_BENCH_DT_HALF},      {"float", ACL_BENCH_DT_FLOAT},
+      {"float32", ACL_BENCH_DT_FLOAT},   {"fp32", ACL_BENCH_DT_FLOAT},     {"double", ACL_BENCH_DT_DOUBLE},
+      {"float64", ACL_BENCH_DT_DOUBLE},  {"fp64", ACL_BENCH_DT_DOUBLE},    {"bfloat16", ACL_BENCH_DT_BF16},
+      {"bf16", ACL_BENCH_DT_BF16},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
     if (lower_eq(s, t[i].n)) { *out = t[i].d; return 0; }
   return -1;
 }
 
-int parse_op(const char *s, enum bench_op *out) {
-  for (int i = 0; i < OP_COUNT; i++)
-    if (lower_eq(s, op_names[i])) { *out = (enum bench_op)i; return 0; }
+int acl_bench_parse_op(const char *s, acl_bench_op_t *out) {
+  for (int i = 0; i < ACL_BENCH_OP_COUNT; i++)
+    if (lower_eq(s, op_names[i])) { *out = (acl_bench_op_t)i; return 0; }
   return -1;
 }
 
@@ -142,16 +142,16 @@ static int parse_double(const char *s, double *out) {
   return 0;
 }
 
-void format_size(size_t b, char *buf, size_t len) {
+void acl_bench_format_size(size_t b, char *buf, size_t len) {
   if (b >= (1ull << 30) && b % (1ull << 30) == 0) snprintf(buf, len, "%zuG", b >> 30);
   else if (b >= (1u << 20) && b % (1u << 20) == 0) snprintf(buf, len, "%zuM", b >> 20);
   else if (b >= 1024 && b % 1024 == 0) snprintf(buf, len, "%zuK", b >> 10);
   else snprintf(buf, len, "%zu", b);
 }
 
-int bench_sizes(const struct bench_cfg *c, int nranks, size_t *sizes, int max) {
-  size_t unit = dtype_size(c->dt);
-  if (c->coll == COLL_ALL_GATHER || c->coll == COLL_REDUCE_SCATTER) unit *= (size_t)nranks;
+int acl_bench_sizes(const acl_bench_cfg_t *c, int nranks, size_t *sizes, int max) {
+  size_t unit = acl_bench_dtype_size(c->dt);
+  if (c->coll == ACL_BENCH_COLL_ALL_GATHER || c->coll == ACL_BENCH_COLL_REDUCE_SCATTER) unit *= (size_t)nranks;
   int n = 0;
   double cur = (double)c->minbytes;
   size_t last = 0;
@@ -169,9 +169,9 @@ int bench_sizes(const struct bench_cfg *c, int nranks, size_t *sizes, int max) {
   return n;
 }
 
-void print_help(FILE *f) {
+void acl_bench_print_help(FILE *f) {
   fputs(
-"Usage: " BENCH_NAME " [options]\n"
+"Usage: " ACL_BENCH_NAME " [options]\n"
 "\n"
 "Benchmark NCCL collectives in the style of nccl-tests, optionally under a\n"
 "concurrent cuBLAS GEMM, and compare NCCL's defaults with the autoccl tuner.\n"
@@ -264,11 +264,11 @@ static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static int usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, BENCH_NAME ": error: ");
+  fprintf(stderr, ACL_BENCH_NAME ": error: ");
   vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nTry '" BENCH_NAME " --help'.\n");
+  fprintf(stderr, "\nTry '" ACL_BENCH_NAME " --help'.\n");
   va_end(ap);
-  return BENCH_EXIT_USAGE;
+  return ACL_BENCH_EXIT_USAGE;
 }
 
 enum {
@@ -301,7 +301,7 @@ static int valid_list(const char *s) {
   return !prev_comma;
 }
 
-int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
+int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
   static const struct option lo[] = {
       {"minbytes", required_argument, 0, 'b'},
       {"maxbytes", required_argument, 0, 'e'},
@@ -352,10 +352,10 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
     int rc = 0;
     switch (opt) {
     case 'b':
-      if (parse_size(a, &c->minbytes)) return usage_error("-b: bad size '%s' (e.g. 64K, 8M, 1G)", a);
+      if (acl_bench_parse_size(a, &c->minbytes)) return usage_error("-b: bad size '%s' (e.g. 64K, 8M, 1G)", a);
       break;
     case 'e':
-      if (parse_size(a, &c->maxbytes)) return usage_error("-e: bad size '%s' (e.g. 64K, 8M, 1G)", a);
+      if (acl_bench_parse_size(a, &c->maxbytes)) return usage_error("-e: bad size '%s' (e.g. 64K, 8M, 1G)", a);
       break;
     case 'f':
       if (parse_double(a, &c->factor) || c->factor < 1.0 || c->factor > 1024.0)
@@ -373,21 +373,21 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       if (parse_int(a, 0, 1, &c->check)) return usage_error("-c: check must be 0 or 1, got '%s'", a);
       break;
     case 'd':
-      if (parse_dtype(a, &c->dt))
+      if (acl_bench_parse_dtype(a, &c->dt))
         return usage_error("-d: unknown datatype '%s' (float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64)", a);
       break;
     case 'o':
-      if (parse_op(a, &c->op)) return usage_error("-o: unknown reduction '%s' (sum, prod, max, min)", a);
+      if (acl_bench_parse_op(a, &c->op)) return usage_error("-o: unknown reduction '%s' (sum, prod, max, min)", a);
       break;
     case 'C':
-      if (parse_coll(a, &c->coll))
+      if (acl_bench_parse_coll(a, &c->coll))
         return usage_error("-C: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce)", a);
       break;
     case 'g':
-      if (parse_int(a, 1, BENCH_MAX_RANKS, &c->ngpus)) return usage_error("-g: GPU count must be 1..%d, got '%s'", BENCH_MAX_RANKS, a);
+      if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ngpus)) return usage_error("-g: GPU count must be 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
       break;
     case 'r':
-      if (parse_int(a, 0, BENCH_MAX_RANKS - 1, &c->root)) return usage_error("-r: bad root rank '%s'", a);
+      if (parse_int(a, 0, ACL_BENCH_MAX_RANKS - 1, &c->root)) return usage_error("-r: bad root rank '%s'", a);
       root_set = true;
       break;
     case OPT_PROCS: c->procs = true; break;
@@ -419,7 +419,7 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
           return usage_error("--compare: unknown mode '%s' (default, autoccl, table)", t);
         for (int i = 0; i < c->nmodes; i++)
           if (!strcmp(c->modes[i], t)) return usage_error("--compare: mode '%s' given twice", t);
-        if (c->nmodes >= BENCH_MAX_MODES) return usage_error("--compare: too many modes");
+        if (c->nmodes >= ACL_BENCH_MAX_MODES) return usage_error("--compare: too many modes");
         snprintf(c->modes[c->nmodes++], sizeof(c->modes[0]), "%s", t);
       }
       if (c->nmodes == 0) return usage_error("--compare: empty mode list");
@@ -466,8 +466,8 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       const char *eq = colon ? strchr(colon + 1, '=') : NULL;
       if (!colon || !eq || colon == a || eq == colon + 1 || (size_t)(colon - a) >= sizeof(c->mode_env[0].mode))
         return usage_error("--mode-env: expected MODE:VAR=VALUE, got '%s'", a);
-      if (c->nmode_env >= BENCH_MAX_MODE_ENV) return usage_error("--mode-env: too many");
-      struct mode_env *m = &c->mode_env[c->nmode_env++];
+      if (c->nmode_env >= ACL_BENCH_MAX_MODE_ENV) return usage_error("--mode-env: too many");
+      acl_bench_mode_env_t *m = &c->mode_env[c->nmode_env++];
       snprintf(m->mode, sizeof(m->mode), "%.*s", (int)(colon - a), a);
       if (strcmp(m->mode, "*") != 0 && strcmp(m->mode, "default") != 0 && strcmp(m->mode, "autoccl") != 0 &&
           strcmp(m->mode, "table") != 0)
@@ -481,8 +481,8 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
       break;
     case OPT_JSON: c->json = true; break;
     case 'q': c->quiet = true; break;
-    case 'h': print_help(stdout); return -1;
-    case 'V': printf(BENCH_NAME " " BENCH_VERSION "\n"); return -1;
+    case 'h': acl_bench_print_help(stdout); return -1;
+    case 'V': printf(ACL_BENCH_NAME " " ACL_BENCH_VERSION "\n"); return -1;
     case OPT_INTERNAL: c->internal_child = true; break;
     case OPT_FAKE: c->fake = true; break;
     case OPT_LABEL: rc = copy_str(c->label, sizeof(c->label), a, "--label"); break;
@@ -504,7 +504,7 @@ int cfg_parse(struct bench_cfg *c, int argc, char **argv) {
   if (c->factor <= 1.0 && c->minbytes != c->maxbytes)
     return usage_error("-f must be > 1 when -b and -e differ");
   if (c->root >= c->ngpus) {
-    if (root_set || c->coll == COLL_BROADCAST || c->coll == COLL_REDUCE)
+    if (root_set || c->coll == ACL_BENCH_COLL_BROADCAST || c->coll == ACL_BENCH_COLL_REDUCE)
       return usage_error("-r %d: root must be < the number of GPUs (%d)", c->root, c->ngpus);
   }
   if (c->sweep && c->nmodes == 0) {

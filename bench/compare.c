@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compare_int.h"
+#include "bench/compare_int.h"
+#include "core/clock.h"
 
 extern char **environ;
 
@@ -32,12 +33,6 @@ static void on_signal(int sig) {
   raise(sig);
 }
 
-double compare_wall_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int self_exe(char *buf, size_t len) {
   ssize_t n = readlink("/proc/self/exe", buf, len - 1);
   if (n <= 0) return -1;
@@ -45,25 +40,25 @@ static int self_exe(char *buf, size_t len) {
   return 0;
 }
 
-int default_plugin_path(char *buf, size_t len) {
-  char exe[BENCH_PATH_MAX], d1[BENCH_PATH_MAX], d2[BENCH_PATH_MAX];
+int acl_bench_default_plugin_path(char *buf, size_t len) {
+  char exe[ACL_BENCH_PATH_MAX], d1[ACL_BENCH_PATH_MAX], d2[ACL_BENCH_PATH_MAX];
   if (self_exe(exe, sizeof(exe))) return -1;
   snprintf(d1, sizeof(d1), "%s", exe);
   char *dir = dirname(d1); /* build/bench */
   snprintf(d2, sizeof(d2), "%s", dir);
   char *parent = dirname(d2); /* build */
   /* build/libnccl-tuner-autoccl.so, build/tuner/..., then beside the exe */
-  char alt[BENCH_PATH_MAX + 64];
+  char alt[ACL_BENCH_PATH_MAX + 64];
   snprintf(alt, sizeof(alt), "%s/tuner/libnccl-tuner-autoccl.so", parent);
   if (access(alt, R_OK) == 0) {
-    str_copy(buf, len, alt);
+    acl_bench_str_copy(buf, len, alt);
   }
   snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", dir);
-  if (access(alt, R_OK) == 0) str_copy(buf, len, alt);
+  if (access(alt, R_OK) == 0) acl_bench_str_copy(buf, len, alt);
   snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", parent);
-  if (access(alt, R_OK) == 0) str_copy(buf, len, alt);
+  if (access(alt, R_OK) == 0) acl_bench_str_copy(buf, len, alt);
   if (access(buf, R_OK) == 0) return 0;
-  str_copy(buf, len, alt);
+  acl_bench_str_copy(buf, len, alt);
   return 1; /* buf holds the preferred (missing) path */
 }
 
@@ -86,7 +81,7 @@ static int stripped(const char *kv, int keep_autoccl) {
 }
 
 /* same name as one of the job's own assignments? */
-static int overridden(const char *kv, const struct job *j) {
+static int overridden(const char *kv, const acl_bench_job_t *j) {
   const char *eq = strchr(kv, '=');
   size_t l = eq ? (size_t)(eq - kv) : strlen(kv);
   for (int i = 0; i < j->nenv; i++)
@@ -94,7 +89,7 @@ static int overridden(const char *kv, const struct job *j) {
   return 0;
 }
 
-static char **build_env(const struct job *j) {
+static char **build_env(const acl_bench_job_t *j) {
   size_t n = 0;
   for (char **e = environ; *e; e++) n++;
   char **out = calloc(n + (size_t)j->nenv + 1, sizeof(char *));
@@ -107,9 +102,9 @@ static char **build_env(const struct job *j) {
   return out;
 }
 
-static int job_setenv(struct job *j, const char *fmt, const char *a, const char *b) {
-  if (j->nenv >= JOB_MAX_ENV) return -1;
-  char buf[BENCH_PATH_MAX + 128];
+static int job_setenv(acl_bench_job_t *j, const char *fmt, const char *a, const char *b) {
+  if (j->nenv >= ACL_BENCH_JOB_MAX_ENV) return -1;
+  char buf[ACL_BENCH_PATH_MAX + 128];
   snprintf(buf, sizeof(buf), fmt, a, b);
   /* replace an earlier assignment of the same variable */
   const char *eq = strchr(buf, '=');
@@ -126,7 +121,7 @@ static int job_setenv(struct job *j, const char *fmt, const char *a, const char 
   return 0;
 }
 
-static int job_alloc(struct job *j, int reps, int nsizes) {
+static int job_alloc(acl_bench_job_t *j, int reps, int nsizes) {
   size_t n = (size_t)reps * (size_t)nsizes;
   j->reps_max = reps;
   j->t = calloc(n, sizeof(double));
@@ -137,7 +132,7 @@ static int job_alloc(struct job *j, int reps, int nsizes) {
   return (j->t && j->incl && j->gemm && j->st && j->wrong) ? 0 : -1;
 }
 
-static void job_free(struct job *j) {
+static void job_free(acl_bench_job_t *j) {
   for (int i = 0; i < j->nenv; i++) free(j->env[i]);
   free(j->t);
   free(j->incl);
@@ -186,13 +181,13 @@ static int run_child(const char *exe, char **argv, char **envp, double timeout, 
     close(pfd[0]);
     close(pfd[1]);
     execve(exe, argv, envp);
-    fprintf(stderr, BENCH_NAME ": cannot execute %s: %s\n", exe, strerror(errno));
+    fprintf(stderr, ACL_BENCH_NAME ": cannot execute %s: %s\n", exe, strerror(errno));
     _exit(127);
   }
   setpgid(pid, pid);
   g_child_pgid = pid;
   close(pfd[1]);
-  double deadline = timeout > 0 ? compare_wall_s() + timeout : 0;
+  double deadline = timeout > 0 ? acl_mono_s() + timeout : 0;
   char buf[65536];
   for (;;) {
     struct pollfd p = {.fd = pfd[0], .events = POLLIN};
@@ -204,7 +199,7 @@ static int run_child(const char *exe, char **argv, char **envp, double timeout, 
       if (n <= 0) break;
       out_append(o, buf, (size_t)n);
     }
-    if (deadline > 0 && compare_wall_s() > deadline) {
+    if (deadline > 0 && acl_mono_s() > deadline) {
       *timed_out = 1;
       kill(-pid, SIGKILL);
       break;
@@ -220,7 +215,7 @@ static int run_child(const char *exe, char **argv, char **envp, double timeout, 
 }
 
 /* parse #ACB lines into rep `rep` of job j; forward other lines to stderr */
-static int parse_child(struct job *j, int rep, int nsizes, const size_t *sizes, const char *text) {
+static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *sizes, const char *text) {
   int seen = 0;
   const char *p = text;
   while (p && *p) {
@@ -253,7 +248,7 @@ static int parse_child(struct job *j, int rep, int nsizes, const size_t *sizes, 
         if (run > 0) j->gemm_run = run;
       }
     } else if (strncmp(line, "#ACB-ERR ", 9) == 0) {
-      str_copy(j->err, sizeof(j->err), line + 9);
+      acl_bench_str_copy(j->err, sizeof(j->err), line + 9);
     } else if (l > 0) {
       fprintf(stderr, "%s\n", line);
     }
@@ -282,7 +277,7 @@ static void av_add(struct argv_buf *a, const char *fmt, ...) {
   a->v[a->n] = NULL;
 }
 
-static void child_argv(const struct bench_cfg *c, const struct job *j, const char *exe, struct argv_buf *a) {
+static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe, struct argv_buf *a) {
   a->n = 0;
   av_add(a, "%s", exe);
   av_add(a, "--internal-child");
@@ -303,11 +298,11 @@ static void child_argv(const struct bench_cfg *c, const struct job *j, const cha
   av_add(a, "-c");
   av_add(a, "%d", c->check);
   av_add(a, "-d");
-  av_add(a, "%s", dtype_name(c->dt));
+  av_add(a, "%s", acl_bench_dtype_name(c->dt));
   av_add(a, "-o");
-  av_add(a, "%s", op_name(c->op));
+  av_add(a, "%s", acl_bench_op_name(c->op));
   av_add(a, "-C");
-  av_add(a, "%s", coll_name(c->coll));
+  av_add(a, "%s", acl_bench_coll_name(c->coll));
   av_add(a, "-g");
   av_add(a, "%d", c->ngpus);
   av_add(a, "-r");
@@ -327,7 +322,7 @@ static void child_argv(const struct bench_cfg *c, const struct job *j, const cha
 
 /* --- aggregation -------------------------------------------------------- */
 
-static int job_all_failed(const struct job *j, int rep, int nsizes) {
+static int job_all_failed(const acl_bench_job_t *j, int rep, int nsizes) {
   for (int s = 0; s < nsizes; s++)
     if (!j->st[(size_t)rep * (size_t)nsizes + (size_t)s]) return 0;
   return 1;
@@ -337,42 +332,42 @@ static int job_all_failed(const struct job *j, int rep, int nsizes) {
 
 /* The plugin (modes other than default) and the table as absolute paths:
  * the children run elsewhere. 0, or the exit code after a message. */
-static int resolve_paths(struct compare *x) {
-  struct bench_cfg *c = &x->cfg;
+static int resolve_paths(acl_bench_compare_t *x) {
+  acl_bench_cfg_t *c = &x->cfg;
   int need_plugin = 0;
   for (int m = 0; m < c->nmodes; m++)
     if (strcmp(c->modes[m], "default") != 0) need_plugin = 1;
   if (need_plugin) {
     if (!c->plugin[0]) {
-      if (default_plugin_path(c->plugin, sizeof(c->plugin)) != 0 && !c->fake) {
+      if (acl_bench_default_plugin_path(c->plugin, sizeof(c->plugin)) != 0 && !c->fake) {
         fprintf(stderr,
-                BENCH_NAME ": error: the autoccl plugin is not at %s (nor beside the executable); build it or pass "
+                ACL_BENCH_NAME ": error: the autoccl plugin is not at %s (nor beside the executable); build it or pass "
                            "--plugin PATH\n",
                 c->plugin);
-        return BENCH_EXIT_USAGE;
+        return ACL_BENCH_EXIT_USAGE;
       }
     }
     if (!realpath(c->plugin, x->plugin_abs)) {
       if (!c->fake) {
-        fprintf(stderr, BENCH_NAME ": error: --plugin %s: %s\n", c->plugin, strerror(errno));
-        return BENCH_EXIT_USAGE;
+        fprintf(stderr, ACL_BENCH_NAME ": error: --plugin %s: %s\n", c->plugin, strerror(errno));
+        return ACL_BENCH_EXIT_USAGE;
       }
-      str_copy(x->plugin_abs, sizeof(x->plugin_abs), c->plugin);
+      acl_bench_str_copy(x->plugin_abs, sizeof(x->plugin_abs), c->plugin);
     }
   }
   if (c->table[0] && !realpath(c->table, x->table_abs)) {
-    fprintf(stderr, BENCH_NAME ": error: --table %s: %s\n", c->table, strerror(errno));
-    return BENCH_EXIT_USAGE;
+    fprintf(stderr, ACL_BENCH_NAME ": error: --table %s: %s\n", c->table, strerror(errno));
+    return ACL_BENCH_EXIT_USAGE;
   }
   return 0;
 }
 
 /* One job per --compare mode, with its plugin, table and --mode-env
  * variables. 0, or -1 out of memory. */
-static int add_mode_jobs(struct compare *x) {
-  const struct bench_cfg *c = &x->cfg;
+static int add_mode_jobs(acl_bench_compare_t *x) {
+  const acl_bench_cfg_t *c = &x->cfg;
   for (int m = 0; m < c->nmodes; m++) {
-    struct job *j = &x->jobs[x->nj++];
+    acl_bench_job_t *j = &x->jobs[x->nj++];
     snprintf(j->name, sizeof(j->name), "%s", c->modes[m]);
     snprintf(j->mode, sizeof(j->mode), "%s", c->modes[m]);
     if (strcmp(j->mode, "default") != 0) {
@@ -394,12 +389,12 @@ static int add_mode_jobs(struct compare *x) {
 
 /* One job per (algo, proto, channels) of --sweep; NVLS algorithms are left
  * out (and listed) when NCCL_NVLS_ENABLE=0. 0, or -1 out of memory. */
-static int add_sweep_jobs(struct compare *x) {
-  const struct bench_cfg *c = &x->cfg;
+static int add_sweep_jobs(acl_bench_compare_t *x) {
+  const acl_bench_cfg_t *c = &x->cfg;
   const char *nvls_env = getenv("NCCL_NVLS_ENABLE");
   int nvls_off = nvls_env && strcmp(nvls_env, "0") == 0;
   char algos[256], protos[128], chans[256];
-  str_copy(algos, sizeof(algos), c->sweep_algos);
+  acl_bench_str_copy(algos, sizeof(algos), c->sweep_algos);
   char *sa = NULL;
   for (char *a = strtok_r(algos, ",", &sa); a; a = strtok_r(NULL, ",", &sa)) {
     if (nvls_off && (!strcasecmp(a, "NVLS") || !strcasecmp(a, "NVLSTree"))) {
@@ -407,14 +402,14 @@ static int add_sweep_jobs(struct compare *x) {
       snprintf(x->skipped_algos + l, sizeof(x->skipped_algos) - l, "%s%s", l ? "," : "", a);
       continue;
     }
-    str_copy(protos, sizeof(protos), c->sweep_protos);
+    acl_bench_str_copy(protos, sizeof(protos), c->sweep_protos);
     char *sp = NULL;
     for (char *p = strtok_r(protos, ",", &sp); p; p = strtok_r(NULL, ",", &sp)) {
-      str_copy(chans, sizeof(chans), c->sweep_channels);
+      acl_bench_str_copy(chans, sizeof(chans), c->sweep_channels);
       char *sc = NULL;
       for (char *ch = strtok_r(chans, ",", &sc); ch; ch = strtok_r(NULL, ",", &sc)) {
         if (x->nj >= x->maxjobs) break;
-        struct job *j = &x->jobs[x->nj++];
+        acl_bench_job_t *j = &x->jobs[x->nj++];
         j->sweep = 1;
         snprintf(j->mode, sizeof(j->mode), "sweep");
         snprintf(j->algo, sizeof(j->algo), "%s", a);
@@ -437,11 +432,11 @@ static int add_sweep_jobs(struct compare *x) {
   return 0;
 }
 
-static void print_header(const struct compare *x) {
-  const struct bench_cfg *c = &x->cfg;
-  const struct job *jobs = x->jobs;
-  printf("# " BENCH_NAME " " BENCH_VERSION " compare: %s %s %s, %d rank%s (%s), %s, sizes %zu..%zu x%g\n",
-         coll_name(c->coll), dtype_name(c->dt), op_name(c->op), c->ngpus, c->ngpus == 1 ? "" : "s",
+static void print_header(const acl_bench_compare_t *x) {
+  const acl_bench_cfg_t *c = &x->cfg;
+  const acl_bench_job_t *jobs = x->jobs;
+  printf("# " ACL_BENCH_NAME " " ACL_BENCH_VERSION " compare: %s %s %s, %d rank%s (%s), %s, sizes %zu..%zu x%g\n",
+         acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt), acl_bench_op_name(c->op), c->ngpus, c->ngpus == 1 ? "" : "s",
          c->procs ? "one process per GPU" : "one process, all GPUs", c->inplace ? "in-place" : "out-of-place",
          c->minbytes, c->maxbytes, c->factor);
   printf("# reps %d (interleaved, order rotated), warm-up %d + timed %d iterations per size and run, check %d\n",
@@ -465,14 +460,14 @@ static void print_header(const struct compare *x) {
 }
 
 /* Runs repetition rep of job idx as a child process and files its results.
- * Returns rc (BENCH_EXIT_RUNTIME once a mode's run failed), -1 out of memory,
+ * Returns rc (ACL_BENCH_EXIT_RUNTIME once a mode's run failed), -1 out of memory,
  * or -2 when the child's sizes are not ours (stop: nothing to compare). */
-static int run_job(struct compare *x, int idx, int rep, int maxreps, int total_runs, int rc) {
-  const struct bench_cfg *c = &x->cfg;
-  struct job *j = &x->jobs[idx];
+static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int total_runs, int rc) {
+  const acl_bench_cfg_t *c = &x->cfg;
+  acl_bench_job_t *j = &x->jobs[idx];
   int nsizes = x->nsizes;
-  progress(c, "rep %d/%d  %-22s run %d/%d  %.0f s", rep + 1, maxreps, j->name, x->done_runs + 1, total_runs,
-           compare_wall_s() - x->t_start);
+  acl_bench_progress(c, "rep %d/%d  %-22s run %d/%d  %.0f s", rep + 1, maxreps, j->name, x->done_runs + 1, total_runs,
+           acl_mono_s() - x->t_start);
   struct argv_buf av;
   child_argv(c, j, x->exe, &av);
   char **envp = build_env(j);
@@ -487,21 +482,21 @@ static int run_job(struct compare *x, int idx, int rep, int maxreps, int total_r
   j->runs = rep + 1;
   x->done_runs++;
   if (seen == -2) {
-    progress_done(c);
-    fprintf(stderr, BENCH_NAME ": error: %s: the child's sizes differ from mine\n", j->name);
+    acl_bench_progress_done(c);
+    fprintf(stderr, ACL_BENCH_NAME ": error: %s: the child's sizes differ from mine\n", j->name);
     return -2;
   }
   int child_rc = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
   if (timed_out) snprintf(j->err, sizeof(j->err), "timed out after %.0f s (--child-timeout)", c->child_timeout);
   else if (st >= 0 && WIFSIGNALED(st) && !j->err[0])
     snprintf(j->err, sizeof(j->err), "killed by signal %d", WTERMSIG(st));
-  int this_failed = timed_out || child_rc < 0 || (child_rc != 0 && child_rc != BENCH_EXIT_WRONG);
+  int this_failed = timed_out || child_rc < 0 || (child_rc != 0 && child_rc != ACL_BENCH_EXIT_WRONG);
   if (this_failed) j->child_failures++;
   if (!j->sweep && this_failed) {
-    progress_done(c);
-    fprintf(stderr, BENCH_NAME ": error: mode %s, repetition %d failed: %s\n", j->name, rep + 1,
+    acl_bench_progress_done(c);
+    fprintf(stderr, ACL_BENCH_NAME ": error: mode %s, repetition %d failed: %s\n", j->name, rep + 1,
             j->err[0] ? j->err : "no result");
-    rc = BENCH_EXIT_RUNTIME;
+    rc = ACL_BENCH_EXIT_RUNTIME;
   }
   /* a (algo, proto) that fails everywhere with NCCL's channels is unsupported:
    * skip its other channel counts */
@@ -516,22 +511,22 @@ static int run_job(struct compare *x, int idx, int rep, int maxreps, int total_r
 
 /* Every repetition of every job, interleaved; the modes rotate each
  * repetition (A B C, B C A, ...) so drift cancels. Returns as run_job. */
-static int run_all(struct compare *x) {
-  const struct bench_cfg *c = &x->cfg;
+static int run_all(acl_bench_compare_t *x) {
+  const acl_bench_cfg_t *c = &x->cfg;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  int total_runs = 0, rc = BENCH_EXIT_OK;
+  int total_runs = 0, rc = ACL_BENCH_EXIT_OK;
   for (int i = 0; i < x->nj; i++) total_runs += x->jobs[i].reps_max;
-  x->t_start = compare_wall_s();
+  x->t_start = acl_mono_s();
   int maxreps = c->reps > c->sweep_reps ? c->reps : c->sweep_reps;
   for (int rep = 0; rep < maxreps; rep++) {
     for (int q = 0; q < x->nj; q++) {
       int idx = q < c->nmodes ? (q + rep) % c->nmodes : q;
-      struct job *j = &x->jobs[idx];
+      acl_bench_job_t *j = &x->jobs[idx];
       if (rep >= j->reps_max) continue;
       if (j->skip) {
         x->done_runs++;
@@ -543,41 +538,41 @@ static int run_all(struct compare *x) {
       if (rc < 0) return rc;
     }
   }
-  progress_done(c);
+  acl_bench_progress_done(c);
   return rc;
 }
 
-int compare_main(const struct bench_cfg *c0) {
-  struct compare *x = calloc(1, sizeof(*x));
-  if (!x) return BENCH_EXIT_RUNTIME;
+int acl_bench_compare_main(const acl_bench_cfg_t *c0) {
+  acl_bench_compare_t *x = calloc(1, sizeof(*x));
+  if (!x) return ACL_BENCH_EXIT_RUNTIME;
   x->cfg = *c0;
-  const struct bench_cfg *c = &x->cfg;
-  int rc = BENCH_EXIT_OK;
+  const acl_bench_cfg_t *c = &x->cfg;
+  int rc = ACL_BENCH_EXIT_OK;
   if (self_exe(x->exe, sizeof(x->exe))) {
-    fprintf(stderr, BENCH_NAME ": error: cannot find my own executable (/proc/self/exe)\n");
-    rc = BENCH_EXIT_RUNTIME;
+    fprintf(stderr, ACL_BENCH_NAME ": error: cannot find my own executable (/proc/self/exe)\n");
+    rc = ACL_BENCH_EXIT_RUNTIME;
     goto out;
   }
   if ((rc = resolve_paths(x)) != 0) goto out;
-  x->nsizes = bench_sizes(c, c->ngpus, x->sizes, BENCH_MAX_SIZES);
-  x->es = dtype_size(c->dt);
+  x->nsizes = acl_bench_sizes(c, c->ngpus, x->sizes, ACL_BENCH_MAX_SIZES);
+  x->es = acl_bench_dtype_size(c->dt);
   x->maxjobs = c->nmodes + 1024;
-  x->jobs = calloc((size_t)x->maxjobs, sizeof(struct job));
+  x->jobs = calloc((size_t)x->maxjobs, sizeof(acl_bench_job_t));
   if (!x->jobs) {
-    rc = BENCH_EXIT_RUNTIME;
+    rc = ACL_BENCH_EXIT_RUNTIME;
     goto out;
   }
   if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x))) goto oom;
   print_header(x);
   rc = run_all(x);
   if (rc == -1) goto oom;
-  if (rc == -2) rc = BENCH_EXIT_RUNTIME; /* nothing to compare: no tables */
-  else rc = compare_report(x, rc);
+  if (rc == -2) rc = ACL_BENCH_EXIT_RUNTIME; /* nothing to compare: no tables */
+  else rc = acl_bench_compare_report(x, rc);
   fflush(stdout);
   goto out;
 oom:
-  fprintf(stderr, BENCH_NAME ": error: out of memory\n");
-  rc = BENCH_EXIT_RUNTIME;
+  fprintf(stderr, ACL_BENCH_NAME ": error: out of memory\n");
+  rc = ACL_BENCH_EXIT_RUNTIME;
 out:
   for (int i = 0; i < x->nj; i++) job_free(&x->jobs[i]);
   free(x->jobs);

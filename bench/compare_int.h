@@ -1,19 +1,19 @@
 /* Private to bench/compare.c (the jobs, running them as child processes)
  * and bench/compare_report.c (per-mode tables, the oracle, ratios, JSON). */
-#ifndef AUTOCCL_BENCH_COMPARE_INT_H
-#define AUTOCCL_BENCH_COMPARE_INT_H
+#ifndef ACL_BENCH_COMPARE_INT_H
+#define ACL_BENCH_COMPARE_INT_H
 
-#include "bench.h"
+#include "bench/bench.h"
 
-#define JOB_MAX_ENV (BENCH_MAX_MODE_ENV + 8)
+#define ACL_BENCH_JOB_MAX_ENV (ACL_BENCH_MAX_MODE_ENV + 8)
 
-struct job {
+typedef struct acl_bench_job {
   char name[64];
   int sweep; /* 0: a --compare mode; 1: a sweep config */
   char mode[16];
   char algo[32], proto[16];
   int nch;
-  char *env[JOB_MAX_ENV];
+  char *env[ACL_BENCH_JOB_MAX_ENV];
   int nenv;
   int keep_autoccl;
   int skip;
@@ -26,27 +26,26 @@ struct job {
   char err[320];
   double gemm_iso, gemm_run;
   int gemm_n;
-};
+} acl_bench_job_t;
 
 /* One --compare / --sweep invocation. */
-struct compare {
-  struct bench_cfg cfg; /* the command line's, with the default plugin path filled in */
-  char exe[BENCH_PATH_MAX];
-  char plugin_abs[BENCH_PATH_MAX], table_abs[BENCH_PATH_MAX];
-  size_t sizes[BENCH_MAX_SIZES];
+typedef struct acl_bench_compare {
+  acl_bench_cfg_t cfg; /* the command line's, with the default plugin path filled in */
+  char exe[ACL_BENCH_PATH_MAX];
+  char plugin_abs[ACL_BENCH_PATH_MAX], table_abs[ACL_BENCH_PATH_MAX];
+  size_t sizes[ACL_BENCH_MAX_SIZES];
   int nsizes;
   size_t es; /* element size */
-  struct job *jobs; /* the modes (cfg.nmodes), then the sweep configs */
+  acl_bench_job_t *jobs; /* the modes (cfg.nmodes), then the sweep configs */
   int nj, maxjobs;
   char skipped_algos[256]; /* sweep algorithms left out (NCCL_NVLS_ENABLE=0) */
   int done_runs;
   double t_start;
-};
+} acl_bench_compare_t;
 
-double compare_wall_s(void);
 /* Prints the per-mode tables, the oracle, the ratios, the summary line and
  * (--json) the JSON line; returns rc, or the exit code the results call for
- * (wrong values, failed runs) when rc is BENCH_EXIT_OK. */
-int compare_report(const struct compare *x, int rc);
+ * (wrong values, failed runs) when rc is ACL_BENCH_EXIT_OK. */
+int acl_bench_compare_report(const acl_bench_compare_t *x, int rc);
 
 #endif

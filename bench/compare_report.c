@@ -5,21 +5,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compare_int.h"
+#include "bench/compare_int.h"
+#include "core/clock.h"
 
 /* --- aggregation -------------------------------------------------------- */
 
-static double job_time(const struct job *j, int s, int nsizes) {
+static double job_time(const acl_bench_job_t *j, int s, int nsizes) {
   double v[1024];
   int n = 0;
   for (int r = 0; r < j->runs && n < 1024; r++) {
     size_t k = (size_t)r * (size_t)nsizes + (size_t)s;
     if (!j->st[k] && isfinite(j->t[k])) v[n++] = j->t[k];
   }
-  return n ? median_of(v, n) : NAN;
+  return n ? acl_bench_median_of(v, n) : NAN;
 }
 
-static double job_incl(const struct job *j, int s, int nsizes) {
+static double job_incl(const acl_bench_job_t *j, int s, int nsizes) {
   double sum = 0;
   int n = 0;
   for (int r = 0; r < j->runs; r++) {
@@ -32,7 +33,7 @@ static double job_incl(const struct job *j, int s, int nsizes) {
   return n ? sum / n : NAN;
 }
 
-static double job_gemm(const struct job *j, int s, int nsizes) {
+static double job_gemm(const acl_bench_job_t *j, int s, int nsizes) {
   double sum = 0;
   int n = 0;
   for (int r = 0; r < j->runs; r++) {
@@ -45,7 +46,7 @@ static double job_gemm(const struct job *j, int s, int nsizes) {
   return n ? sum / n : NAN;
 }
 
-static long long job_wrong(const struct job *j, int nsizes) {
+static long long job_wrong(const acl_bench_job_t *j, int nsizes) {
   long long w = 0;
   for (int r = 0; r < j->runs; r++)
     for (int s = 0; s < nsizes; s++) w += j->wrong[(size_t)r * (size_t)nsizes + (size_t)s];
@@ -62,7 +63,7 @@ static void ratio_cell(FILE *f, double v) {
 /* --- output ------------------------------------------------------------- */
 
 /* Best sweep time per size and the job that ran it (-1: none). */
-static void find_oracle(const struct compare *x, double *oracle, int *oracle_job) {
+static void find_oracle(const acl_bench_compare_t *x, double *oracle, int *oracle_job) {
   int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
   for (int s = 0; s < nsizes; s++) {
     oracle[s] = NAN;
@@ -77,13 +78,13 @@ static void find_oracle(const struct compare *x, double *oracle, int *oracle_job
   }
 }
 
-static void print_mode_tables(const struct compare *x, double bf) {
-  const struct bench_cfg *c = &x->cfg;
+static void print_mode_tables(const acl_bench_compare_t *x, double bf) {
+  const acl_bench_cfg_t *c = &x->cfg;
   const size_t *sizes = x->sizes;
   int nsizes = x->nsizes;
   size_t es = x->es;
   for (int m = 0; m < c->nmodes; m++) {
-    const struct job *j = &x->jobs[m];
+    const acl_bench_job_t *j = &x->jobs[m];
     printf("#\n# mode %s: time = median over reps of each run's median of the last %d iterations; "
            "time_incl = mean over all %d iterations from the first call%s\n",
            j->name, c->iters, c->iters + c->warmup, strcmp(j->mode, "default") ? " (includes the tuning period)" : "");
@@ -94,11 +95,11 @@ static void print_mode_tables(const struct compare *x, double bf) {
     for (int s = 0; s < nsizes; s++) {
       double t = job_time(j, s, nsizes), ti = job_incl(j, s, nsizes);
       if (!isfinite(t)) {
-        printf("  %12zu %12zu %8s %10s %8s %8s %10s %10s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), "failed",
+        printf("  %12zu %12zu %8s %10s %8s %8s %10s %10s\n", sizes[s], sizes[s] / es, acl_bench_dtype_name(c->dt), "failed",
                "-", "-", "-", "-");
         continue;
       }
-      printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f %10.2f %10.2f", sizes[s], sizes[s] / es, dtype_name(c->dt), t,
+      printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f %10.2f %10.2f", sizes[s], sizes[s] / es, acl_bench_dtype_name(c->dt), t,
              bw(sizes[s], t), bw(sizes[s], t) * bf, ti, bw(sizes[s], ti) * bf);
       if (c->gemm) printf(" %8.1f", job_gemm(j, s, nsizes));
       printf("\n");
@@ -110,8 +111,8 @@ static void print_mode_tables(const struct compare *x, double bf) {
   }
 }
 
-static void print_oracle(const struct compare *x, double bf, const double *oracle, const int *oracle_job) {
-  const struct bench_cfg *c = &x->cfg;
+static void print_oracle(const acl_bench_compare_t *x, double bf, const double *oracle, const int *oracle_job) {
+  const acl_bench_cfg_t *c = &x->cfg;
   const size_t *sizes = x->sizes;
   int nmodes = c->nmodes, nsizes = x->nsizes, nj = x->nj;
   size_t es = x->es;
@@ -128,20 +129,20 @@ static void print_oracle(const struct compare *x, double bf, const double *oracl
   printf("# %12s %12s %8s %10s %8s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
   for (int s = 0; s < nsizes; s++) {
     if (oracle_job[s] < 0) {
-      printf("  %12zu %12zu %8s %10s %8s %8s  %s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), "-", "-", "-",
+      printf("  %12zu %12zu %8s %10s %8s %8s  %s\n", sizes[s], sizes[s] / es, acl_bench_dtype_name(c->dt), "-", "-", "-",
              "none");
       continue;
     }
-    printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f  %s\n", sizes[s], sizes[s] / es, dtype_name(c->dt), oracle[s],
+    printf("  %12zu %12zu %8s %10.2f %8.2f %8.2f  %s\n", sizes[s], sizes[s] / es, acl_bench_dtype_name(c->dt), oracle[s],
            bw(sizes[s], oracle[s]), bw(sizes[s], oracle[s]) * bf, x->jobs[oracle_job[s]].name);
   }
 }
 
 /* X/default (and including the tuning period) and X/oracle per size; def is
  * the job of mode default, -1 when it was not run. */
-static void print_ratios(const struct compare *x, int def, const double *oracle) {
-  const struct bench_cfg *c = &x->cfg;
-  const struct job *jobs = x->jobs;
+static void print_ratios(const acl_bench_compare_t *x, int def, const double *oracle) {
+  const acl_bench_cfg_t *c = &x->cfg;
+  const acl_bench_job_t *jobs = x->jobs;
   int nmodes = c->nmodes, nsizes = x->nsizes;
   int ncols = 0;
   if (def < 0 && !c->sweep) return;
@@ -179,82 +180,82 @@ static void print_ratios(const struct compare *x, int def, const double *oracle)
   }
 }
 
-static void json_mode(FILE *f, const struct compare *x, const struct job *j, double bf) {
+static void json_mode(FILE *f, const acl_bench_compare_t *x, const acl_bench_job_t *j, double bf) {
   const size_t *sizes = x->sizes;
   int nsizes = x->nsizes;
-  json_str(f, j->name);
+  acl_bench_json_str(f, j->name);
   fprintf(f, ":{\"env\":[");
   for (int e = 0; e < j->nenv; e++) {
     if (e) fputc(',', f);
-    json_str(f, j->env[e]);
+    acl_bench_json_str(f, j->env[e]);
   }
   fprintf(f, "],\"runs\":%d,\"failed_runs\":%d,\"wrong\":%lld,\"gemm_iso_tflops\":", j->runs, j->child_failures,
           job_wrong(j, nsizes));
-  json_num(f, j->gemm_iso > 0 ? j->gemm_iso : NAN);
+  acl_bench_json_num(f, j->gemm_iso > 0 ? j->gemm_iso : NAN);
   fprintf(f, ",\"error\":");
-  if (j->err[0]) json_str(f, j->err);
+  if (j->err[0]) acl_bench_json_str(f, j->err);
   else fputs("null", f);
   fprintf(f, ",\"results\":[");
   for (int s = 0; s < nsizes; s++) {
     double t = job_time(j, s, nsizes), ti = job_incl(j, s, nsizes);
     fprintf(f, "%s{\"size\":%zu,\"count\":%zu,\"time_us\":", s ? "," : "", sizes[s], sizes[s] / x->es);
-    json_num(f, t);
+    acl_bench_json_num(f, t);
     fprintf(f, ",\"algbw_gbs\":");
-    json_num(f, bw(sizes[s], t));
+    acl_bench_json_num(f, bw(sizes[s], t));
     fprintf(f, ",\"busbw_gbs\":");
-    json_num(f, bw(sizes[s], t) * bf);
+    acl_bench_json_num(f, bw(sizes[s], t) * bf);
     fprintf(f, ",\"time_incl_us\":");
-    json_num(f, ti);
+    acl_bench_json_num(f, ti);
     fprintf(f, ",\"busbw_incl_gbs\":");
-    json_num(f, bw(sizes[s], ti) * bf);
+    acl_bench_json_num(f, bw(sizes[s], ti) * bf);
     fprintf(f, ",\"gemm_tflops\":");
-    json_num(f, job_gemm(j, s, nsizes));
+    acl_bench_json_num(f, job_gemm(j, s, nsizes));
     fprintf(f, ",\"reps_time_us\":[");
     for (int r = 0; r < j->runs; r++) {
       if (r) fputc(',', f);
-      json_num(f, j->t[(size_t)r * (size_t)nsizes + (size_t)s]);
+      acl_bench_json_num(f, j->t[(size_t)r * (size_t)nsizes + (size_t)s]);
     }
     fprintf(f, "],\"reps_time_incl_us\":[");
     for (int r = 0; r < j->runs; r++) {
       if (r) fputc(',', f);
-      json_num(f, j->incl[(size_t)r * (size_t)nsizes + (size_t)s]);
+      acl_bench_json_num(f, j->incl[(size_t)r * (size_t)nsizes + (size_t)s]);
     }
     fprintf(f, "]}");
   }
   fprintf(f, "]}");
 }
 
-static void json_oracle_sweep(FILE *f, const struct compare *x, double bf, const double *oracle,
+static void json_oracle_sweep(FILE *f, const acl_bench_compare_t *x, double bf, const double *oracle,
                               const int *oracle_job) {
   const size_t *sizes = x->sizes;
   int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
   fputc('[', f);
   for (int s = 0; s < nsizes; s++) {
     fprintf(f, "%s{\"size\":%zu,\"time_us\":", s ? "," : "", sizes[s]);
-    json_num(f, oracle[s]);
+    acl_bench_json_num(f, oracle[s]);
     fprintf(f, ",\"busbw_gbs\":");
-    json_num(f, bw(sizes[s], oracle[s]) * bf);
+    acl_bench_json_num(f, bw(sizes[s], oracle[s]) * bf);
     fprintf(f, ",\"config\":");
-    if (oracle_job[s] >= 0) json_str(f, x->jobs[oracle_job[s]].name);
+    if (oracle_job[s] >= 0) acl_bench_json_str(f, x->jobs[oracle_job[s]].name);
     else fputs("null", f);
     fputc('}', f);
   }
   fprintf(f, "],\"sweep\":[");
   for (int k = nmodes; k < x->nj; k++) {
     fprintf(f, "%s{\"config\":", k > nmodes ? "," : "");
-    json_str(f, x->jobs[k].name);
+    acl_bench_json_str(f, x->jobs[k].name);
     fprintf(f, ",\"skipped\":%s,\"time_us\":[", x->jobs[k].skip ? "true" : "false");
     for (int s = 0; s < nsizes; s++) {
       if (s) fputc(',', f);
-      json_num(f, job_time(&x->jobs[k], s, nsizes));
+      acl_bench_json_num(f, job_time(&x->jobs[k], s, nsizes));
     }
     fprintf(f, "]}");
   }
   fputc(']', f);
 }
 
-static void json_ratios(FILE *f, const struct compare *x, int def, const double *oracle) {
-  const struct job *jobs = x->jobs;
+static void json_ratios(FILE *f, const acl_bench_compare_t *x, int def, const double *oracle) {
+  const acl_bench_job_t *jobs = x->jobs;
   int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
   fprintf(f, ",\"ratios\":[");
   for (int s = 0; s < nsizes; s++) {
@@ -263,13 +264,13 @@ static void json_ratios(FILE *f, const struct compare *x, int def, const double 
       double t = job_time(&jobs[m], s, nsizes), ti = job_incl(&jobs[m], s, nsizes);
       if (def >= 0 && m != def) {
         fprintf(f, ",\"%s/default\":", jobs[m].name);
-        json_num(f, job_time(&jobs[def], s, nsizes) / t);
+        acl_bench_json_num(f, job_time(&jobs[def], s, nsizes) / t);
         fprintf(f, ",\"%s/default_incl\":", jobs[m].name);
-        json_num(f, job_incl(&jobs[def], s, nsizes) / ti);
+        acl_bench_json_num(f, job_incl(&jobs[def], s, nsizes) / ti);
       }
       if (x->cfg.sweep) {
         fprintf(f, ",\"%s/oracle\":", jobs[m].name);
-        json_num(f, oracle[s] / t);
+        acl_bench_json_num(f, oracle[s] / t);
       }
     }
     fputc('}', f);
@@ -277,20 +278,20 @@ static void json_ratios(FILE *f, const struct compare *x, int def, const double 
 }
 
 /* The whole comparison as one JSON line (--json). */
-static void print_json(const struct compare *x, double bf, int def, const double *oracle, const int *oracle_job,
+static void print_json(const acl_bench_compare_t *x, double bf, int def, const double *oracle, const int *oracle_job,
                        long long wrong_total, int failures, int rc) {
-  const struct bench_cfg *c = &x->cfg;
+  const acl_bench_cfg_t *c = &x->cfg;
   FILE *f = stdout;
-  fprintf(f, "{\"bench\":\"" BENCH_NAME "\",\"version\":\"" BENCH_VERSION "\",\"kind\":\"compare\",\"coll\":\"%s\","
+  fprintf(f, "{\"bench\":\"" ACL_BENCH_NAME "\",\"version\":\"" ACL_BENCH_VERSION "\",\"kind\":\"compare\",\"coll\":\"%s\","
              "\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"nranks\":%d,\"launch\":\"%s\",\"inplace\":%s,"
              "\"reps\":%d,\"warmup\":%d,\"warmup_s\":%.17g,\"iters\":%d,\"check\":%d,\"bus_factor\":",
-          coll_name(c->coll), dtype_name(c->dt), op_name(c->op), c->root, c->ngpus, c->procs ? "procs" : "single",
+          acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt), acl_bench_op_name(c->op), c->root, c->ngpus, c->procs ? "procs" : "single",
           c->inplace ? "true" : "false", c->reps, c->warmup, c->warmup_s, c->iters, c->check);
-  json_num(f, bf);
+  acl_bench_json_num(f, bf);
   fprintf(f, ",\"interference\":");
   if (c->gemm) {
     fprintf(f, "{\"kind\":\"gemm\",\"duty\":");
-    json_num(f, c->gemm_duty);
+    acl_bench_json_num(f, c->gemm_duty);
     fprintf(f, ",\"n\":%d}", c->gemm_n);
   } else {
     fputs("null", f);
@@ -307,15 +308,15 @@ static void print_json(const struct compare *x, double bf, int def, const double
   else fprintf(f, "null,\"sweep\":null");
   json_ratios(f, x, def, oracle);
   fprintf(f, "],\"wrong\":%lld,\"failed_runs\":%d,\"elapsed_s\":", wrong_total, failures);
-  json_num(f, compare_wall_s() - x->t_start);
+  acl_bench_json_num(f, acl_mono_s() - x->t_start);
   fprintf(f, ",\"exit\":%d}\n", rc);
 }
 
-int compare_report(const struct compare *x, int rc) {
-  const struct bench_cfg *c = &x->cfg;
-  double bf = bus_factor(c->coll, c->ngpus);
-  double oracle[BENCH_MAX_SIZES];
-  int oracle_job[BENCH_MAX_SIZES];
+int acl_bench_compare_report(const acl_bench_compare_t *x, int rc) {
+  const acl_bench_cfg_t *c = &x->cfg;
+  double bf = acl_bench_bus_factor(c->coll, c->ngpus);
+  double oracle[ACL_BENCH_MAX_SIZES];
+  int oracle_job[ACL_BENCH_MAX_SIZES];
   print_mode_tables(x, bf);
   find_oracle(x, oracle, oracle_job);
   if (c->sweep) print_oracle(x, bf, oracle, oracle_job);
@@ -330,9 +331,9 @@ int compare_report(const struct compare *x, int rc) {
     failures += x->jobs[m].child_failures;
   }
   printf("# %d runs in %.1f s; mode runs failed: %d; wrong values: %s\n", x->done_runs,
-         compare_wall_s() - x->t_start, failures, c->check ? (wrong_total ? "FOUND" : "0") : "not checked");
-  if (wrong_total && rc == BENCH_EXIT_OK) rc = BENCH_EXIT_WRONG;
-  if (failures && rc == BENCH_EXIT_OK) rc = BENCH_EXIT_RUNTIME;
+         acl_mono_s() - x->t_start, failures, c->check ? (wrong_total ? "FOUND" : "0") : "not checked");
+  if (wrong_total && rc == ACL_BENCH_EXIT_OK) rc = ACL_BENCH_EXIT_WRONG;
+  if (failures && rc == ACL_BENCH_EXIT_OK) rc = ACL_BENCH_EXIT_RUNTIME;
   if (c->json) print_json(x, bf, def, oracle, oracle_job, wrong_total, failures, rc);
   return rc;
 }

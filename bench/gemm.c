@@ -14,10 +14,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "bench.h"
-#include "gemm.h"
+#include "bench/bench.h"
+#include "bench/gemm.h"
+#include "core/clock.h"
 
-struct gemm_ctx {
+struct acl_bench_gemm {
   int dev, n;
   double duty;
   cudaStream_t stream;
@@ -34,17 +35,11 @@ struct gemm_ctx {
   char err[256];
 };
 
-double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double acl_bench_gemm_flops_per_call(const acl_bench_gemm_t *g) { return 2.0 * (double)g->n * (double)g->n * (double)g->n; }
+double acl_bench_gemm_iso_tflops(const acl_bench_gemm_t *g) { return g->iso_tflops; }
+long long acl_bench_gemm_done(acl_bench_gemm_t *g) { return atomic_load(&g->done); }
 
-double gemm_flops_per_call(const struct gemm_ctx *g) { return 2.0 * (double)g->n * (double)g->n * (double)g->n; }
-double gemm_iso_tflops(const struct gemm_ctx *g) { return g->iso_tflops; }
-long long gemm_done(struct gemm_ctx *g) { return atomic_load(&g->done); }
-
-static int launch_gemm(struct gemm_ctx *g) {
+static int launch_gemm(acl_bench_gemm_t *g) {
   const float alpha = 1.0f, beta = 0.0f;
   cublasStatus_t st = cublasGemmEx(g->handle, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha, g->A, CUDA_R_16BF,
                                    g->n, g->B, CUDA_R_16BF, g->n, &beta, g->C, CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F,
@@ -74,7 +69,7 @@ static void sleep_s(double s) {
 }
 
 static void *gemm_thread(void *arg) {
-  struct gemm_ctx *g = arg;
+  acl_bench_gemm_t *g = arg;
   cudaEvent_t ev0[2] = {0, 0}, ev1[2] = {0, 0};
   int inflight[2] = {0, 0};
   GTRY(cudaSetDevice(g->dev));
@@ -82,7 +77,7 @@ static void *gemm_thread(void *arg) {
     GTRY(cudaEventCreateWithFlags(&ev0[i], cudaEventBlockingSync));
     GTRY(cudaEventCreateWithFlags(&ev1[i], cudaEventBlockingSync));
   }
-  g->t_begin = now_s();
+  g->t_begin = acl_mono_s();
   for (long long k = 0; !atomic_load(&g->stop); k++) {
     int s = (int)(k & 1);
     if (g->duty >= 1.0) {
@@ -118,22 +113,22 @@ static void *gemm_thread(void *arg) {
     atomic_fetch_add(&g->busy_ns, (long long)(ms * 1e6));
     atomic_fetch_add(&g->done, 1);
   }
-  g->t_end = now_s();
+  g->t_end = acl_mono_s();
   for (int i = 0; i < 2; i++) {
     cudaEventDestroy(ev0[i]);
     cudaEventDestroy(ev1[i]);
   }
   return NULL;
 fail:
-  g->t_end = now_s();
+  g->t_end = acl_mono_s();
   atomic_store(&g->failed, 1);
   return NULL;
 }
 
-struct gemm_ctx *gemm_start(int dev, int n, double duty, char *err, size_t errlen) {
+acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, size_t errlen) {
   int prev = 0;
   cudaGetDevice(&prev);
-  struct gemm_ctx *g = calloc(1, sizeof(*g));
+  acl_bench_gemm_t *g = calloc(1, sizeof(*g));
   uint16_t *host = NULL;
   cudaEvent_t e0 = 0, e1 = 0;
   if (!g) {
@@ -160,7 +155,7 @@ struct gemm_ctx *gemm_start(int dev, int n, double duty, char *err, size_t errle
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    host[i] = float_to_bf16((float)((double)(x >> 11) * (1.0 / 4503599627370496.0)) - 1.0f);
+    host[i] = acl_bench_float_to_bf16((float)((double)(x >> 11) * (1.0 / 4503599627370496.0)) - 1.0f);
   }
   GTRY(cudaMemcpy(g->A, host, elems * 2, cudaMemcpyHostToDevice));
   GTRY(cudaMemcpy(g->B, host, elems * 2, cudaMemcpyHostToDevice));
@@ -192,7 +187,7 @@ struct gemm_ctx *gemm_start(int dev, int n, double duty, char *err, size_t errle
   {
     float ms = 0;
     GTRY(cudaEventElapsedTime(&ms, e0, e1));
-    g->iso_tflops = ms > 0 ? 10.0 * gemm_flops_per_call(g) / (ms * 1e-3) / 1e12 : 0.0;
+    g->iso_tflops = ms > 0 ? 10.0 * acl_bench_gemm_flops_per_call(g) / (ms * 1e-3) / 1e12 : 0.0;
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -219,7 +214,7 @@ fail:
   return NULL;
 }
 
-int gemm_stop(struct gemm_ctx *g, double *run_tflops, double *duty_seen, char *err, size_t errlen) {
+int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_seen, char *err, size_t errlen) {
   if (!g) return 0;
   int rc = 0;
   int prev = 0;
@@ -229,7 +224,7 @@ int gemm_stop(struct gemm_ctx *g, double *run_tflops, double *duty_seen, char *e
     pthread_join(g->thread, NULL);
   }
   double wall = g->t_end - g->t_begin;
-  if (run_tflops) *run_tflops = wall > 0 ? (double)atomic_load(&g->done) * gemm_flops_per_call(g) / wall / 1e12 : 0;
+  if (run_tflops) *run_tflops = wall > 0 ? (double)atomic_load(&g->done) * acl_bench_gemm_flops_per_call(g) / wall / 1e12 : 0;
   if (duty_seen) *duty_seen = wall > 0 ? (double)atomic_load(&g->busy_ns) * 1e-9 / wall : 0;
   if (atomic_load(&g->failed)) {
     snprintf(err, errlen, "GEMM interference on device %d: %s", g->dev, g->err);

@@ -3,14 +3,14 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "bench.h"
+#include "bench/bench.h"
 
 int main(int argc, char **argv) {
-  struct bench_cfg c;
-  cfg_defaults(&c);
-  int rc = cfg_parse(&c, argc, argv);
-  if (rc < 0) return BENCH_EXIT_OK; /* --help / --version */
+  acl_bench_cfg_t c;
+  acl_bench_cfg_defaults(&c);
+  int rc = acl_bench_cfg_parse(&c, argc, argv);
+  if (rc < 0) return ACL_BENCH_EXIT_OK; /* --help / --version */
   if (rc) return rc;
-  if (c.nmodes > 0) return compare_main(&c);
-  return worker_main(&c);
+  if (c.nmodes > 0) return acl_bench_compare_main(&c);
+  return acl_bench_worker_main(&c);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 static int failures;
 #define EXPECT(cond)                                                                                               \
@@ -22,44 +22,44 @@ static int failures;
   } while (0)
 
 /* reduce a (rank-ordered) list of elements in the datatype, like a device would */
-static void reduce_in_type(const struct bench_cfg *c, void *acc, const void *v, size_t idx) {
-  enum bench_dtype d = c->dt;
-  if (d == DT_HALF || d == DT_BF16 || d == DT_FLOAT || d == DT_DOUBLE) {
-    double a = dtype_load(d, acc, idx), b = dtype_load(d, v, idx), r = 0;
+static void reduce_in_type(const acl_bench_cfg_t *c, void *acc, const void *v, size_t idx) {
+  acl_bench_dtype_t d = c->dt;
+  if (d == ACL_BENCH_DT_HALF || d == ACL_BENCH_DT_BF16 || d == ACL_BENCH_DT_FLOAT || d == ACL_BENCH_DT_DOUBLE) {
+    double a = acl_bench_dtype_load(d, acc, idx), b = acl_bench_dtype_load(d, v, idx), r = 0;
     switch (c->op) {
-    case OP_SUM: r = a + b; break;
-    case OP_PROD: r = a * b; break;
-    case OP_MAX: r = a > b ? a : b; break;
-    case OP_MIN: r = a < b ? a : b; break;
+    case ACL_BENCH_OP_SUM: r = a + b; break;
+    case ACL_BENCH_OP_PROD: r = a * b; break;
+    case ACL_BENCH_OP_MAX: r = a > b ? a : b; break;
+    case ACL_BENCH_OP_MIN: r = a < b ? a : b; break;
     default: break;
     }
     /* round to the type: values are exact small integers, store via int64 */
-    dtype_store(d, acc, idx, (int64_t)r);
+    acl_bench_dtype_store(d, acc, idx, (int64_t)r);
   } else {
-    int64_t a = (int64_t)dtype_load(d, acc, idx), b = (int64_t)dtype_load(d, v, idx), r = 0;
+    int64_t a = (int64_t)acl_bench_dtype_load(d, acc, idx), b = (int64_t)acl_bench_dtype_load(d, v, idx), r = 0;
     switch (c->op) {
-    case OP_SUM: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
-    case OP_PROD: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
-    case OP_MAX: r = a > b ? a : b; break;
-    case OP_MIN: r = a < b ? a : b; break;
+    case ACL_BENCH_OP_SUM: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
+    case ACL_BENCH_OP_PROD: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
+    case ACL_BENCH_OP_MAX: r = a > b ? a : b; break;
+    case ACL_BENCH_OP_MIN: r = a < b ? a : b; break;
     default: break;
     }
-    dtype_store(d, acc, idx, r);
+    acl_bench_dtype_store(d, acc, idx, r);
   }
 }
 
-static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_op op, int nranks, int reverse) {
-  struct bench_cfg c;
-  cfg_defaults(&c);
+static void sim_and_check(acl_bench_coll_t coll, acl_bench_dtype_t dt, acl_bench_op_t op, int nranks, int reverse) {
+  acl_bench_cfg_t c;
+  acl_bench_cfg_defaults(&c);
   c.coll = coll;
   c.dt = dt;
   c.op = op;
   c.root = nranks - 1;
-  size_t es = dtype_size(dt);
+  size_t es = acl_bench_dtype_size(dt);
   size_t count = 96 * (size_t)nranks; /* total elements of the larger buffer */
   size_t per = count / (size_t)nranks;
   int it = 7;
-  size_t in_n = coll == COLL_ALL_GATHER ? per : count;
+  size_t in_n = coll == ACL_BENCH_COLL_ALL_GATHER ? per : count;
   char **in = calloc((size_t)nranks, sizeof(char *));
   if (!in)
     abort();
@@ -67,13 +67,13 @@ static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_
     in[r] = calloc(in_n, es);
     if (!in[r])
       abort();
-    pattern_fill(&c, nranks, r, it, in[r], in_n);
+    acl_bench_pattern_fill(&c, nranks, r, it, in[r], in_n);
   }
   char *full = calloc(count, es);
   if (!full)
     abort();
   /* full reduction of all ranks' inputs, in rank order or reversed */
-  if (coll == COLL_ALL_REDUCE || coll == COLL_REDUCE || coll == COLL_REDUCE_SCATTER) {
+  if (coll == ACL_BENCH_COLL_ALL_REDUCE || coll == ACL_BENCH_COLL_REDUCE || coll == ACL_BENCH_COLL_REDUCE_SCATTER) {
     int first = reverse ? nranks - 1 : 0;
     if (!in[first])
       abort();
@@ -87,32 +87,32 @@ static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_
     char *out = calloc(count, es);
     size_t out_n = count;
     switch (coll) {
-    case COLL_ALL_REDUCE:
-    case COLL_REDUCE: memcpy(out, full, count * es); break;
-    case COLL_REDUCE_SCATTER:
+    case ACL_BENCH_COLL_ALL_REDUCE:
+    case ACL_BENCH_COLL_REDUCE: memcpy(out, full, count * es); break;
+    case ACL_BENCH_COLL_REDUCE_SCATTER:
       memcpy(out, full + (size_t)rank * per * es, per * es);
       out_n = per;
       break;
-    case COLL_ALL_GATHER:
+    case ACL_BENCH_COLL_ALL_GATHER:
       for (int r = 0; r < nranks; r++) memcpy(out + (size_t)r * per * es, in[r], per * es);
       break;
-    case COLL_BROADCAST: memcpy(out, in[c.root], count * es); break;
+    case ACL_BENCH_COLL_BROADCAST: memcpy(out, in[c.root], count * es); break;
     default: break;
     }
-    if (coll == COLL_REDUCE && rank != c.root) out_n = 0;
+    if (coll == ACL_BENCH_COLL_REDUCE && rank != c.root) out_n = 0;
     int mp = 0;
-    long long w = check_output(&c, nranks, rank, count, it, out, out_n, &mp);
+    long long w = acl_bench_check_output(&c, nranks, rank, count, it, out, out_n, &mp);
     if (w != 0)
-      fprintf(stderr, "  %s %s %s n=%d rank %d: %lld wrong\n", coll_name(coll), dtype_name(dt), op_name(op), nranks,
+      fprintf(stderr, "  %s %s %s n=%d rank %d: %lld wrong\n", acl_bench_coll_name(coll), acl_bench_dtype_name(dt), acl_bench_op_name(op), nranks,
               rank, w);
     EXPECT(w == 0);
     if (out_n) {
       /* corrupt one element: exactly one wrong value */
-      int64_t e = expected_value(&c, nranks, rank, count, out_n / 2, it);
-      dtype_store(dt, out, out_n / 2, e == 3 ? 5 : 3);
-      EXPECT(check_output(&c, nranks, rank, count, it, out, out_n, &mp) == 1);
+      int64_t e = acl_bench_expected_value(&c, nranks, rank, count, out_n / 2, it);
+      acl_bench_dtype_store(dt, out, out_n / 2, e == 3 ? 5 : 3);
+      EXPECT(acl_bench_check_output(&c, nranks, rank, count, it, out, out_n, &mp) == 1);
       /* a different iteration's data must not pass */
-      EXPECT(check_output(&c, nranks, rank, count, it + 1, out, out_n, &mp) > 0 || nranks * (int)out_n < 8);
+      EXPECT(acl_bench_check_output(&c, nranks, rank, count, it + 1, out, out_n, &mp) > 0 || nranks * (int)out_n < 8);
     }
     free(out);
   }
@@ -123,50 +123,50 @@ static void sim_and_check(enum bench_coll coll, enum bench_dtype dt, enum bench_
 
 int main(void) {
   size_t v = 0;
-  EXPECT(parse_size("64K", &v) == 0 && v == 65536);
-  EXPECT(parse_size("1G", &v) == 0 && v == (1ull << 30));
-  EXPECT(parse_size("8MiB", &v) == 0 && v == (8u << 20));
-  EXPECT(parse_size("123", &v) == 0 && v == 123);
-  EXPECT(parse_size("123B", &v) == 0 && v == 123);
-  EXPECT(parse_size("1X", &v) != 0);
-  EXPECT(parse_size("", &v) != 0);
-  EXPECT(parse_size("-1", &v) != 0);
-  EXPECT(parse_size("K", &v) != 0);
+  EXPECT(acl_bench_parse_size("64K", &v) == 0 && v == 65536);
+  EXPECT(acl_bench_parse_size("1G", &v) == 0 && v == (1ull << 30));
+  EXPECT(acl_bench_parse_size("8MiB", &v) == 0 && v == (8u << 20));
+  EXPECT(acl_bench_parse_size("123", &v) == 0 && v == 123);
+  EXPECT(acl_bench_parse_size("123B", &v) == 0 && v == 123);
+  EXPECT(acl_bench_parse_size("1X", &v) != 0);
+  EXPECT(acl_bench_parse_size("", &v) != 0);
+  EXPECT(acl_bench_parse_size("-1", &v) != 0);
+  EXPECT(acl_bench_parse_size("K", &v) != 0);
 
-  EXPECT(float_to_half(1.0f) == 0x3c00);
-  EXPECT(float_to_half(2048.0f) == 0x6800);
-  EXPECT(half_to_float(0x3c00) == 1.0f);
-  EXPECT(float_to_bf16(1.0f) == 0x3f80);
-  EXPECT(bf16_to_float(0x4380) == 256.0f);
-  for (int i = 0; i <= 2048; i++) EXPECT(half_to_float(float_to_half((float)i)) == (float)i);
-  for (int i = 0; i <= 256; i++) EXPECT(bf16_to_float(float_to_bf16((float)i)) == (float)i);
+  EXPECT(acl_bench_float_to_half(1.0f) == 0x3c00);
+  EXPECT(acl_bench_float_to_half(2048.0f) == 0x6800);
+  EXPECT(acl_bench_half_to_float(0x3c00) == 1.0f);
+  EXPECT(acl_bench_float_to_bf16(1.0f) == 0x3f80);
+  EXPECT(acl_bench_bf16_to_float(0x4380) == 256.0f);
+  for (int i = 0; i <= 2048; i++) EXPECT(acl_bench_half_to_float(acl_bench_float_to_half((float)i)) == (float)i);
+  for (int i = 0; i <= 256; i++) EXPECT(acl_bench_bf16_to_float(acl_bench_float_to_bf16((float)i)) == (float)i);
 
   /* sizes: nccl-tests semantics, AG/RS rounded to a multiple of nranks*type */
-  struct bench_cfg c;
-  cfg_defaults(&c);
+  acl_bench_cfg_t c;
+  acl_bench_cfg_defaults(&c);
   c.minbytes = 65536;
   c.maxbytes = 1u << 30;
   c.factor = 4;
-  size_t s[BENCH_MAX_SIZES];
-  int n = bench_sizes(&c, 2, s, BENCH_MAX_SIZES);
+  size_t s[ACL_BENCH_MAX_SIZES];
+  int n = acl_bench_sizes(&c, 2, s, ACL_BENCH_MAX_SIZES);
   EXPECT(n == 8 && s[0] == 65536 && s[7] == (1u << 30));
-  c.coll = COLL_ALL_GATHER;
+  c.coll = ACL_BENCH_COLL_ALL_GATHER;
   c.minbytes = c.maxbytes = 1000;
-  n = bench_sizes(&c, 3, s, BENCH_MAX_SIZES);
+  n = acl_bench_sizes(&c, 3, s, ACL_BENCH_MAX_SIZES);
   EXPECT(n == 1 && s[0] % 12 == 0 && s[0] <= 1000);
 
-  EXPECT(fabs(bus_factor(COLL_ALL_REDUCE, 2) - 1.0) < 1e-12);
-  EXPECT(fabs(bus_factor(COLL_ALL_REDUCE, 8) - 1.75) < 1e-12);
-  EXPECT(fabs(bus_factor(COLL_ALL_GATHER, 4) - 0.75) < 1e-12);
-  EXPECT(bus_factor(COLL_BROADCAST, 4) == 1.0);
+  EXPECT(fabs(acl_bench_bus_factor(ACL_BENCH_COLL_ALL_REDUCE, 2) - 1.0) < 1e-12);
+  EXPECT(fabs(acl_bench_bus_factor(ACL_BENCH_COLL_ALL_REDUCE, 8) - 1.75) < 1e-12);
+  EXPECT(fabs(acl_bench_bus_factor(ACL_BENCH_COLL_ALL_GATHER, 4) - 0.75) < 1e-12);
+  EXPECT(acl_bench_bus_factor(ACL_BENCH_COLL_BROADCAST, 4) == 1.0);
 
   int nr[] = {1, 2, 3, 8};
-  for (int coll = 0; coll < COLL_COUNT; coll++)
-    for (int dt = 0; dt < DT_COUNT; dt++)
-      for (int op = 0; op < OP_COUNT; op++)
+  for (int coll = 0; coll < ACL_BENCH_COLL_COUNT; coll++)
+    for (int dt = 0; dt < ACL_BENCH_DT_COUNT; dt++)
+      for (int op = 0; op < ACL_BENCH_OP_COUNT; op++)
         for (size_t k = 0; k < sizeof(nr) / sizeof(nr[0]); k++)
           for (int rev = 0; rev < 2; rev++)
-            sim_and_check((enum bench_coll)coll, (enum bench_dtype)dt, (enum bench_op)op, nr[k], rev);
+            sim_and_check((acl_bench_coll_t)coll, (acl_bench_dtype_t)dt, (acl_bench_op_t)op, nr[k], rev);
 
   if (failures) {
     fprintf(stderr, "%d failures\n", failures);

@@ -19,15 +19,16 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "bench.h"
-#include "gemm.h"
+#include "bench/bench.h"
+#include "bench/gemm.h"
+#include "core/clock.h"
 
-_Static_assert((int)ncclInt8 == DT_INT8 && (int)ncclUint8 == DT_UINT8 && (int)ncclInt32 == DT_INT32 &&
-                   (int)ncclUint32 == DT_UINT32 && (int)ncclInt64 == DT_INT64 && (int)ncclUint64 == DT_UINT64 &&
-                   (int)ncclFloat16 == DT_HALF && (int)ncclFloat32 == DT_FLOAT && (int)ncclFloat64 == DT_DOUBLE &&
-                   (int)ncclBfloat16 == DT_BF16,
+_Static_assert((int)ncclInt8 == ACL_BENCH_DT_INT8 && (int)ncclUint8 == ACL_BENCH_DT_UINT8 && (int)ncclInt32 == ACL_BENCH_DT_INT32 &&
+                   (int)ncclUint32 == ACL_BENCH_DT_UINT32 && (int)ncclInt64 == ACL_BENCH_DT_INT64 && (int)ncclUint64 == ACL_BENCH_DT_UINT64 &&
+                   (int)ncclFloat16 == ACL_BENCH_DT_HALF && (int)ncclFloat32 == ACL_BENCH_DT_FLOAT && (int)ncclFloat64 == ACL_BENCH_DT_DOUBLE &&
+                   (int)ncclBfloat16 == ACL_BENCH_DT_BF16,
                "datatype enum must match ncclDataType_t");
-_Static_assert((int)ncclSum == OP_SUM && (int)ncclProd == OP_PROD && (int)ncclMax == OP_MAX && (int)ncclMin == OP_MIN,
+_Static_assert((int)ncclSum == ACL_BENCH_OP_SUM && (int)ncclProd == ACL_BENCH_OP_PROD && (int)ncclMax == ACL_BENCH_OP_MAX && (int)ncclMin == ACL_BENCH_OP_MIN,
                "op enum must match ncclRedOp_t");
 
 #define EVENT_CHUNK 1024
@@ -36,17 +37,17 @@ _Static_assert((int)ncclSum == OP_SUM && (int)ncclProd == OP_PROD && (int)ncclMa
  * parent reads them. */
 struct shared {
   int nranks, nsizes, T;
-  size_t sizes[BENCH_MAX_SIZES];
-  atomic_int size_done[BENCH_MAX_RANKS];
-  int status[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
-  long long wrong[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
-  double gemm_tf[BENCH_MAX_RANKS][BENCH_MAX_SIZES];
-  double gemm_iso[BENCH_MAX_RANKS], gemm_run[BENCH_MAX_RANKS], gemm_duty[BENCH_MAX_RANKS];
+  size_t sizes[ACL_BENCH_MAX_SIZES];
+  atomic_int size_done[ACL_BENCH_MAX_RANKS];
+  int status[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
+  long long wrong[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
+  double gemm_tf[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
+  double gemm_iso[ACL_BENCH_MAX_RANKS], gemm_run[ACL_BENCH_MAX_RANKS], gemm_duty[ACL_BENCH_MAX_RANKS];
   int nccl_version;
-  char errmsg[BENCH_MAX_RANKS][256];
+  char errmsg[ACL_BENCH_MAX_RANKS][256];
   /* --warmup-time: rank 0 calibrates the untimed calls of each size and
    * publishes the count, so every rank makes the same number of calls */
-  long warm_calls[BENCH_MAX_SIZES];
+  long warm_calls[ACL_BENCH_MAX_SIZES];
   atomic_int warm_ready;
   double times[]; /* [rank][size][T], microseconds */
 };
@@ -63,7 +64,7 @@ struct gpu {
   void *hsend, *hrecv;
   cudaEvent_t ev0[EVENT_CHUNK], ev1[EVENT_CHUNK];
   int nev;
-  struct gemm_ctx *gemm;
+  acl_bench_gemm_t *gemm;
   long long gemm_done0;
   /* per size */
   void *in, *out;
@@ -99,32 +100,32 @@ static void set_err(struct shared *sh, int rank, const char *fmt, ...) {
     }                                                                                                              \
   } while (0)
 
-static ncclResult_t launch(const struct bench_cfg *c, struct gpu *g, size_t count, int nranks) {
+static ncclResult_t launch(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks) {
   ncclDataType_t dt = (ncclDataType_t)c->dt;
   ncclRedOp_t op = (ncclRedOp_t)c->op;
   switch (c->coll) {
-  case COLL_ALL_REDUCE: return ncclAllReduce(g->in, g->out, count, dt, op, g->comm, g->stream);
-  case COLL_ALL_GATHER: return ncclAllGather(g->in, g->out, count / (size_t)nranks, dt, g->comm, g->stream);
-  case COLL_REDUCE_SCATTER:
+  case ACL_BENCH_COLL_ALL_REDUCE: return ncclAllReduce(g->in, g->out, count, dt, op, g->comm, g->stream);
+  case ACL_BENCH_COLL_ALL_GATHER: return ncclAllGather(g->in, g->out, count / (size_t)nranks, dt, g->comm, g->stream);
+  case ACL_BENCH_COLL_REDUCE_SCATTER:
     return ncclReduceScatter(g->in, g->out, count / (size_t)nranks, dt, op, g->comm, g->stream);
-  case COLL_BROADCAST: return ncclBroadcast(g->in, g->out, count, dt, c->root, g->comm, g->stream);
-  case COLL_REDUCE: return ncclReduce(g->in, g->out, count, dt, op, c->root, g->comm, g->stream);
+  case ACL_BENCH_COLL_BROADCAST: return ncclBroadcast(g->in, g->out, count, dt, c->root, g->comm, g->stream);
+  case ACL_BENCH_COLL_REDUCE: return ncclReduce(g->in, g->out, count, dt, op, c->root, g->comm, g->stream);
   default: return ncclInvalidArgument;
   }
 }
 
 /* where input and output live for this size (nccl-tests' in-place layout) */
-static void place_buffers(const struct bench_cfg *c, struct gpu *g, size_t count, int nranks) {
-  size_t es = dtype_size(c->dt), per = count / (size_t)nranks;
+static void place_buffers(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks) {
+  size_t es = acl_bench_dtype_size(c->dt), per = count / (size_t)nranks;
   char *send = g->send, *recv = g->recv;
   switch (c->coll) {
-  case COLL_ALL_GATHER:
+  case ACL_BENCH_COLL_ALL_GATHER:
     g->out = recv;
     g->out_elems = count;
     g->in = c->inplace ? recv + (size_t)g->rank * per * es : send;
     g->in_elems = per;
     break;
-  case COLL_REDUCE_SCATTER:
+  case ACL_BENCH_COLL_REDUCE_SCATTER:
     g->in = send;
     g->in_elems = count;
     g->out = c->inplace ? send + (size_t)g->rank * per * es : recv;
@@ -137,7 +138,7 @@ static void place_buffers(const struct bench_cfg *c, struct gpu *g, size_t count
     g->in_elems = count;
     break;
   }
-  g->check_elems = (c->coll == COLL_REDUCE && g->rank != c->root) ? 0 : g->out_elems;
+  g->check_elems = (c->coll == ACL_BENCH_COLL_REDUCE && g->rank != c->root) ? 0 : g->out_elems;
 }
 
 static void print_device_line(struct gpu *g) {
@@ -150,10 +151,10 @@ static void print_device_line(struct gpu *g) {
   fflush(stdout);
 }
 
-static void summarize_size(const struct bench_cfg *c, struct shared *sh, int s, struct size_result *r) {
+static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, acl_bench_size_result_t *r) {
   int T = sh->T, n = sh->nranks;
   r->bytes = sh->sizes[s];
-  r->count = sh->sizes[s] / dtype_size(c->dt);
+  r->count = sh->sizes[s] / acl_bench_dtype_size(c->dt);
   r->status = 0;
   r->wrong = 0;
   r->gemm_tflops = -1;
@@ -189,7 +190,7 @@ static void summarize_size(const struct bench_cfg *c, struct shared *sh, int s, 
   for (int i = first; i < T; i++)
     if (t[i] < mn) mn = t[i];
   r->time_min_us = mn;
-  r->time_us = median_of(t + first, c->iters);
+  r->time_us = acl_bench_median_of(t + first, c->iters);
   free(t);
   if (r->status) {
     r->time_us = r->time_incl_us = r->time_min_us = NAN;
@@ -197,7 +198,7 @@ static void summarize_size(const struct bench_cfg *c, struct shared *sh, int s, 
 }
 
 /* ncalls untimed collectives on every local GPU, then a sync; 0 or -1. */
-static int run_untimed(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal,
+static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
                        size_t count, int n, long ncalls) {
   for (long i = 0; i < ncalls; i++) {
     ncclResult_t lr = ncclSuccess;
@@ -228,22 +229,22 @@ static int run_untimed(const struct bench_cfg *c, struct shared *sh, struct gpu 
 /* --warmup-time: about c->warmup_s seconds of untimed calls of size s. The
  * ranks of --procs run in separate processes with their own clocks, so rank
  * 0 times 50 calls and publishes the count the others use. */
-static int warmup_by_time(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal, int s,
+static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal, int s,
                           size_t count, int n) {
   const long calib = 50;
   /* the first calls of a size (and of a run) pay one-time set-up */
   if (run_untimed(c, sh, gs, nlocal, count, n, 5)) return -1;
-  double t0 = now_s();
+  double t0 = acl_mono_s();
   if (run_untimed(c, sh, gs, nlocal, count, n, calib)) return -1;
-  double per = (now_s() - t0) / (double)calib;
+  double per = (acl_mono_s() - t0) / (double)calib;
   if (gs[0].rank == 0) {
     double want = per > 0 ? c->warmup_s / per - (double)calib - 5.0 : 0.0;
     sh->warm_calls[s] = want < 0 ? 0 : want > 1e8 ? 100000000L : (long)want;
     atomic_store(&sh->warm_ready, s + 1);
   } else {
-    double deadline = now_s() + 600.0;
+    double deadline = acl_mono_s() + 600.0;
     while (atomic_load(&sh->warm_ready) < s + 1) {
-      if (now_s() > deadline) {
+      if (acl_mono_s() > deadline) {
         set_err(sh, gs[0].rank, "rank %d: warm-up: rank 0 never published its call count", gs[0].rank);
         return -1;
       }
@@ -254,12 +255,12 @@ static int warmup_by_time(const struct bench_cfg *c, struct shared *sh, struct g
 }
 
 /* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
-static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *gs, int nlocal, int reporter) {
+static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal, int reporter) {
   int n = sh->nranks, T = sh->T;
   size_t maxbytes = sh->sizes[sh->nsizes - 1];
   int failed = 0, s = 0;
   int maxprint = 10;
-  struct run_summary *rowbuf = NULL;
+  acl_bench_run_summary_t *rowbuf = NULL;
   for (int j = 0; j < nlocal; j++) {
     struct gpu *g = &gs[j];
     CTRY(g->rank, cudaSetDevice(g->dev));
@@ -282,33 +283,33 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
   for (int j = 0; j < nlocal; j++) {
     if (!c->gemm) break;
     char err[300];
-    gs[j].gemm = gemm_start(gs[j].dev, c->gemm_n, c->gemm_duty, err, sizeof(err));
+    gs[j].gemm = acl_bench_gemm_start(gs[j].dev, c->gemm_n, c->gemm_duty, err, sizeof(err));
     if (!gs[j].gemm) {
       set_err(sh, gs[j].rank, "rank %d: %s", gs[j].rank, err);
       goto fail;
     }
-    sh->gemm_iso[gs[j].rank] = gemm_iso_tflops(gs[j].gemm);
+    sh->gemm_iso[gs[j].rank] = acl_bench_gemm_iso_tflops(gs[j].gemm);
   }
   rowbuf = calloc(1, sizeof(*rowbuf));
   if (!rowbuf) goto fail;
 
   for (s = 0; s < sh->nsizes; s++) {
-    size_t bytes = sh->sizes[s], count = bytes / dtype_size(c->dt);
+    size_t bytes = sh->sizes[s], count = bytes / acl_bench_dtype_size(c->dt);
     char sz[32];
-    format_size(bytes, sz, sizeof(sz));
-    if (reporter) progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label, coll_name(c->coll), sz, s + 1,
+    acl_bench_format_size(bytes, sz, sizeof(sz));
+    if (reporter) acl_bench_progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label, acl_bench_coll_name(c->coll), sz, s + 1,
                            sh->nsizes, T);
     for (int j = 0; j < nlocal; j++) place_buffers(c, &gs[j], count, n);
     if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n)) goto fail;
-    double t0 = now_s();
-    for (int j = 0; j < nlocal; j++) gs[j].gemm_done0 = gs[j].gemm ? gemm_done(gs[j].gemm) : 0;
+    double t0 = acl_mono_s();
+    for (int j = 0; j < nlocal; j++) gs[j].gemm_done0 = gs[j].gemm ? acl_bench_gemm_done(gs[j].gemm) : 0;
     int k = 0, base = 0;
     for (int it = 0; it < T; it++) {
       if (c->check) {
         for (int j = 0; j < nlocal; j++) {
           struct gpu *g = &gs[j];
-          size_t es = dtype_size(c->dt);
-          pattern_fill(c, n, g->rank, it, g->hsend, g->in_elems);
+          size_t es = acl_bench_dtype_size(c->dt);
+          acl_bench_pattern_fill(c, n, g->rank, it, g->hsend, g->in_elems);
           CTRY(g->rank, cudaSetDevice(g->dev));
           CTRY(g->rank, cudaMemsetAsync(g->out, 0x7f, g->out_elems * es, g->stream));
           CTRY(g->rank, cudaMemcpyAsync(g->in, g->hsend, g->in_elems * es, cudaMemcpyHostToDevice, g->stream));
@@ -332,7 +333,7 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
         }
         if (lr != ncclSuccess) {
           const char *last = ncclGetLastError(gs[bad].comm);
-          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank, coll_name(c->coll), sz,
+          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank, acl_bench_coll_name(c->coll), sz,
                   ncclGetErrorString(lr), last && *last ? ": " : "", last ? last : "");
           goto fail;
         }
@@ -342,7 +343,7 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
         CTRY(gs[j].rank, cudaEventRecord(gs[j].ev1[k], gs[j].stream));
       }
       if (c->check) {
-        size_t es = dtype_size(c->dt);
+        size_t es = acl_bench_dtype_size(c->dt);
         for (int j = 0; j < nlocal; j++) {
           struct gpu *g = &gs[j];
           CTRY(g->rank, cudaSetDevice(g->dev));
@@ -353,7 +354,7 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
           struct gpu *g = &gs[j];
           CTRY(g->rank, cudaSetDevice(g->dev));
           CTRY(g->rank, cudaStreamSynchronize(g->stream));
-          sh->wrong[g->rank][s] += check_output(c, n, g->rank, count, it, g->hrecv, g->check_elems, &maxprint);
+          sh->wrong[g->rank][s] += acl_bench_check_output(c, n, g->rank, count, it, g->hrecv, g->check_elems, &maxprint);
         }
       }
       k++;
@@ -373,7 +374,7 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
         k = 0;
       }
     }
-    double t1 = now_s();
+    double t1 = acl_mono_s();
     for (int j = 0; j < nlocal; j++) {
       struct gpu *g = &gs[j];
       ncclResult_t ae = ncclSuccess;
@@ -385,22 +386,22 @@ static int run_local(const struct bench_cfg *c, struct shared *sh, struct gpu *g
       /* GEMM throughput during this size, counted in whole GEMMs: only
        * meaningful when the window spans at least 10 of them */
       sh->gemm_tf[g->rank][s] = -1.0;
-      if (g->gemm && gemm_iso_tflops(g->gemm) > 0) {
-        double one = gemm_flops_per_call(g->gemm) / (gemm_iso_tflops(g->gemm) * 1e12);
+      if (g->gemm && acl_bench_gemm_iso_tflops(g->gemm) > 0) {
+        double one = acl_bench_gemm_flops_per_call(g->gemm) / (acl_bench_gemm_iso_tflops(g->gemm) * 1e12);
         if (t1 - t0 >= 10.0 * one)
           sh->gemm_tf[g->rank][s] =
-              (double)(gemm_done(g->gemm) - g->gemm_done0) * gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12;
+              (double)(acl_bench_gemm_done(g->gemm) - g->gemm_done0) * acl_bench_gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12;
       }
       atomic_store(&sh->size_done[g->rank], s + 1);
     }
     if (reporter && !c->internal_child) {
       /* wait (bounded) for the other ranks' times of this size */
-      double deadline = now_s() + 60.0;
+      double deadline = acl_mono_s() + 60.0;
       for (int r = 0; r < n; r++)
-        while (atomic_load(&sh->size_done[r]) < s + 1 && now_s() < deadline) usleep(100);
+        while (atomic_load(&sh->size_done[r]) < s + 1 && acl_mono_s() < deadline) usleep(100);
       summarize_size(c, sh, s, &rowbuf->res[0]);
-      progress_done(c);
-      print_table_row(stdout, c, n, &rowbuf->res[0]);
+      acl_bench_progress_done(c);
+      acl_bench_print_table_row(stdout, c, n, &rowbuf->res[0]);
     }
   }
   goto cleanup;
@@ -411,12 +412,12 @@ fail:
     atomic_store(&sh->size_done[gs[j].rank], sh->nsizes);
   }
 cleanup:
-  if (reporter) progress_done(c);
+  if (reporter) acl_bench_progress_done(c);
   for (int j = 0; j < nlocal; j++) {
     struct gpu *g = &gs[j];
     if (g->gemm) {
       char err[300];
-      if (gemm_stop(g->gemm, &sh->gemm_run[g->rank], &sh->gemm_duty[g->rank], err, sizeof(err))) {
+      if (acl_bench_gemm_stop(g->gemm, &sh->gemm_run[g->rank], &sh->gemm_duty[g->rank], err, sizeof(err))) {
         set_err(sh, g->rank, "rank %d: %s", g->rank, err);
         failed = 1;
       }
@@ -450,7 +451,7 @@ cleanup:
     if (g->stream) cudaStreamDestroy(g->stream);
   }
   free(rowbuf);
-  return failed ? BENCH_EXIT_RUNTIME : 0;
+  return failed ? ACL_BENCH_EXIT_RUNTIME : 0;
 }
 
 static int check_devices(struct shared *sh, int rank, int need) {
@@ -472,16 +473,16 @@ static void fail_all_sizes(struct shared *sh, int rank) {
   atomic_store(&sh->size_done[rank], sh->nsizes);
 }
 
-static int single_run(const struct bench_cfg *c, struct shared *sh) {
+static int single_run(const acl_bench_cfg_t *c, struct shared *sh) {
   int n = sh->nranks;
   struct gpu *gs = calloc((size_t)n, sizeof(struct gpu));
-  ncclComm_t comms[BENCH_MAX_RANKS];
-  int devs[BENCH_MAX_RANKS];
-  if (!gs) return BENCH_EXIT_RUNTIME;
+  ncclComm_t comms[ACL_BENCH_MAX_RANKS];
+  int devs[ACL_BENCH_MAX_RANKS];
+  if (!gs) return ACL_BENCH_EXIT_RUNTIME;
   if (check_devices(sh, 0, n)) {
     for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
     free(gs);
-    return BENCH_EXIT_RUNTIME;
+    return ACL_BENCH_EXIT_RUNTIME;
   }
   for (int r = 0; r < n; r++) devs[r] = r;
   ncclResult_t nr = ncclCommInitAll(comms, n, devs);
@@ -489,7 +490,7 @@ static int single_run(const struct bench_cfg *c, struct shared *sh) {
     set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr), ncclGetLastError(NULL));
     for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
     free(gs);
-    return BENCH_EXIT_RUNTIME;
+    return ACL_BENCH_EXIT_RUNTIME;
   }
   for (int r = 0; r < n; r++) {
     gs[r].dev = r;
@@ -526,11 +527,11 @@ static int read_all(int fd, void *buf, size_t len) {
 }
 
 /* one rank in its own process */
-static int rank_main(const struct bench_cfg *c, struct shared *sh, int rank, int (*pipes)[2]) {
+static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int (*pipes)[2]) {
   int n = sh->nranks;
   ncclUniqueId id;
   struct gpu *g = calloc(1, sizeof(struct gpu));
-  if (!g) return BENCH_EXIT_RUNTIME;
+  if (!g) return ACL_BENCH_EXIT_RUNTIME;
   if (rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess) {
@@ -573,18 +574,18 @@ static int rank_main(const struct bench_cfg *c, struct shared *sh, int rank, int
 fail:
   fail_all_sizes(sh, rank);
   free(g);
-  return BENCH_EXIT_RUNTIME;
+  return ACL_BENCH_EXIT_RUNTIME;
 }
 
-static int procs_run(const struct bench_cfg *c, struct shared *sh) {
+static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
   int n = sh->nranks;
-  int pipes[BENCH_MAX_RANKS][2];
-  pid_t pids[BENCH_MAX_RANKS];
+  int pipes[ACL_BENCH_MAX_RANKS][2];
+  pid_t pids[ACL_BENCH_MAX_RANKS];
   memset(pipes, -1, sizeof(pipes));
   for (int k = 1; k < n; k++)
     if (pipe(pipes[k])) {
       set_err(sh, 0, "pipe: %s", strerror(errno));
-      return BENCH_EXIT_RUNTIME;
+      return ACL_BENCH_EXIT_RUNTIME;
     }
   fflush(stdout);
   fflush(stderr);
@@ -594,7 +595,7 @@ static int procs_run(const struct bench_cfg *c, struct shared *sh) {
       set_err(sh, r, "fork: %s", strerror(errno));
       for (int k = 0; k < r; k++) kill(pids[k], SIGKILL);
       for (int k = 0; k < r; k++) waitpid(pids[k], NULL, 0);
-      return BENCH_EXIT_RUNTIME;
+      return ACL_BENCH_EXIT_RUNTIME;
     }
     if (p == 0) {
       /* child: keep only our pipe ends */
@@ -620,7 +621,7 @@ static int procs_run(const struct bench_cfg *c, struct shared *sh) {
   /* wait; once one rank fails, give the others 20 s, then kill them (they
    * may be stuck in a collective with the dead rank) */
   int alive = n, rc = 0;
-  int done[BENCH_MAX_RANKS] = {0};
+  int done[ACL_BENCH_MAX_RANKS] = {0};
   double fail_at = 0;
   while (alive > 0) {
     int st = 0;
@@ -634,20 +635,20 @@ static int procs_run(const struct bench_cfg *c, struct shared *sh) {
         if (bad) {
           if (WIFSIGNALED(st)) set_err(sh, r, "rank %d killed by signal %d", r, WTERMSIG(st));
           else if (!sh->errmsg[r][0]) set_err(sh, r, "rank %d exited with status %d", r, WEXITSTATUS(st));
-          rc = BENCH_EXIT_RUNTIME;
-          if (fail_at == 0) fail_at = now_s();
+          rc = ACL_BENCH_EXIT_RUNTIME;
+          if (fail_at == 0) fail_at = acl_mono_s();
         }
       }
     } else if (p == 0) {
       usleep(20000);
-      if (fail_at > 0 && now_s() - fail_at > 20.0) {
+      if (fail_at > 0 && acl_mono_s() - fail_at > 20.0) {
         for (int r = 0; r < n; r++)
           if (!done[r]) {
             set_err(sh, r, "rank %d killed after a peer failed", r);
             kill(pids[r], SIGKILL);
             fail_all_sizes(sh, r);
           }
-        fail_at = now_s() + 1e9;
+        fail_at = acl_mono_s() + 1e9;
       }
     } else if (errno != EINTR) {
       break;
@@ -656,7 +657,7 @@ static int procs_run(const struct bench_cfg *c, struct shared *sh) {
   return rc;
 }
 
-static void summarize(const struct bench_cfg *c, struct shared *sh, struct run_summary *s) {
+static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run_summary_t *s) {
   memset(s, 0, sizeof(*s));
   s->nsizes = sh->nsizes;
   for (int i = 0; i < sh->nsizes; i++) summarize_size(c, sh, i, &s->res[i]);
@@ -682,16 +683,16 @@ static void summarize(const struct bench_cfg *c, struct shared *sh, struct run_s
     }
 }
 
-int worker_main(const struct bench_cfg *c) {
-  size_t sizes[BENCH_MAX_SIZES];
+int acl_bench_worker_main(const acl_bench_cfg_t *c) {
+  size_t sizes[ACL_BENCH_MAX_SIZES];
   int n = c->ngpus;
-  int nsizes = bench_sizes(c, n, sizes, BENCH_MAX_SIZES);
+  int nsizes = acl_bench_sizes(c, n, sizes, ACL_BENCH_MAX_SIZES);
   int T = c->warmup + c->iters;
   size_t bytes = sizeof(struct shared) + sizeof(double) * (size_t)n * (size_t)nsizes * (size_t)T;
   struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) {
-    fprintf(stderr, BENCH_NAME ": error: cannot map %zu bytes for results: %s\n", bytes, strerror(errno));
-    return BENCH_EXIT_RUNTIME;
+    fprintf(stderr, ACL_BENCH_NAME ": error: cannot map %zu bytes for results: %s\n", bytes, strerror(errno));
+    return ACL_BENCH_EXIT_RUNTIME;
   }
   sh->nranks = n;
   sh->nsizes = nsizes;
@@ -701,14 +702,14 @@ int worker_main(const struct bench_cfg *c) {
     int v = 0;
     if (!c->fake && ncclGetVersion(&v) == ncclSuccess) sh->nccl_version = v;
   }
-  if (!c->internal_child) print_table_header(stdout, c, n);
+  if (!c->internal_child) acl_bench_print_table_header(stdout, c, n);
 
   int rc;
   if (c->fake) {
     rc = 0;
     for (int s = 0; s < nsizes; s++) {
       int st = 0;
-      for (int r = 0; r < n; r++) fake_times(c, n, sizes[s], T, times_of(sh, r, s), &st);
+      for (int r = 0; r < n; r++) acl_bench_fake_times(c, n, sizes[s], T, times_of(sh, r, s), &st);
       for (int r = 0; r < n; r++) {
         sh->status[r][s] = st;
         sh->gemm_tf[r][s] = c->gemm ? 600.0 : -1.0;
@@ -722,10 +723,10 @@ int worker_main(const struct bench_cfg *c) {
         sh->gemm_duty[r] = c->gemm_duty;
       }
     if (!c->internal_child) {
-      struct size_result row;
+      acl_bench_size_result_t row;
       for (int s = 0; s < nsizes; s++) {
         summarize_size(c, sh, s, &row);
-        print_table_row(stdout, c, n, &row);
+        acl_bench_print_table_row(stdout, c, n, &row);
       }
     }
   } else if (c->procs) {
@@ -734,10 +735,10 @@ int worker_main(const struct bench_cfg *c) {
     rc = single_run(c, sh);
   }
 
-  struct run_summary *sum = calloc(1, sizeof(*sum));
+  acl_bench_run_summary_t *sum = calloc(1, sizeof(*sum));
   if (!sum) {
     munmap(sh, bytes);
-    return BENCH_EXIT_RUNTIME;
+    return ACL_BENCH_EXIT_RUNTIME;
   }
   summarize(c, sh, sum);
   long long wrong = 0;
@@ -746,15 +747,15 @@ int worker_main(const struct bench_cfg *c) {
     wrong += sum->res[s].wrong;
     if (sum->res[s].status) any_fail = 1;
   }
-  if (any_fail && rc == 0) rc = BENCH_EXIT_RUNTIME;
-  if (wrong > 0 && rc == 0) rc = BENCH_EXIT_WRONG;
+  if (any_fail && rc == 0) rc = ACL_BENCH_EXIT_RUNTIME;
+  if (wrong > 0 && rc == 0) rc = ACL_BENCH_EXIT_WRONG;
   sum->rc = rc;
   if (c->internal_child) {
-    print_child_lines(stdout, sum);
+    acl_bench_print_child_lines(stdout, sum);
   } else {
-    print_run_footer(stdout, c, n, sum);
-    if (sum->errmsg[0]) fprintf(stderr, BENCH_NAME ": error: %s\n", sum->errmsg);
-    if (c->json) print_run_json(stdout, c, n, sum);
+    acl_bench_print_run_footer(stdout, c, n, sum);
+    if (sum->errmsg[0]) fprintf(stderr, ACL_BENCH_NAME ": error: %s\n", sum->errmsg);
+    if (c->json) acl_bench_print_run_json(stdout, c, n, sum);
   }
   free(sum);
   munmap(sh, bytes);
