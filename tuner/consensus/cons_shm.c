@@ -101,10 +101,7 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
     snprintf(msg, len, "search drift/prune ratios differ");
     return 1;
   }
-  if (memcmp(a, b, sizeof(*a)) != 0) {
-    snprintf(msg, len, "settings differ");
-    return 1;
-  }
+  DIFF_I(search.reserved, "search reserved field")
 #undef DIFF_I
   return 0;
 }
