@@ -6,6 +6,8 @@ sources and fails (exit 1) when
     tuner/consensus), or
   - a folder under tuner/ includes a sibling above it (order: search <
     consensus < plugin; search uses only core/), or
+  - code outside a tuner folder includes anything of it but its one public
+    header (tuner/X/X.h); tests/ and fuzz/ may reach internals, or
   - a C file sits directly in tuner/ instead of one of its folders.
 
 usage: check-includes.py [--list] [ROOT]   (ROOT: the source tree, default .)
@@ -24,6 +26,8 @@ TUNER_ALLOWED = {
     "tuner/consensus": ("core",),
     "tuner/plugin": ("core", "profiler", "web"),
 }
+# Where code outside a folder may look into it anyway (white-box tests).
+INTERNALS_OK = ("tests", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -125,6 +129,10 @@ def check(root, listing=False, out=sys.stdout):
             continue
         edges.setdefault(a, set()).add(b)
         where.setdefault((a, b), f"{rel}:{n} includes {target}")
+        if b in TUNER_ORDER and target != f"{b}/{b.split('/')[1]}.h" and \
+                rel.split("/")[0] not in INTERNALS_OK:
+            errors.append(f"{rel}:{n}: includes {target}; outside {b}/ only its public header "
+                          f"{b}/{b.split('/')[1]}.h")
         if a in TUNER_ORDER:
             if b in TUNER_ORDER:
                 if TUNER_ORDER.index(b) > TUNER_ORDER.index(a):
@@ -174,6 +182,10 @@ def self_test():
         "search-impure": ({"tuner/search/search.c": '#include "profiler/p.h"\n',
                            "profiler/p.h": ""}, 1),
         "loose-file": ({"tuner/x.c": ""}, 1),
+        "internal-header": ({"tuner/search/search_int.h": "",
+                             "sim/x.c": '#include "tuner/search/search_int.h"\n'}, 1),
+        "internal-header-test": ({"tuner/search/search_int.h": "",
+                                  "tests/x.c": '#include "tuner/search/search_int.h"\n'}, 0),
     }
     bad = 0
     with open(os.devnull, "w") as null:
