@@ -13,17 +13,27 @@
 
 #include "bench/bench.h"
 
-static const char *const coll_names[ACL_BENCH_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                   "broadcast", "reduce"};
-static const char *const dtype_names[ACL_BENCH_DT_COUNT] = {"int8", "uint8", "int32", "uint32", "int64",
-                                                  "uint64", "half", "float", "double", "bfloat16"};
+static const char *const coll_names[ACL_BENCH_COLL_COUNT] = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"};
+static const char *const dtype_names[ACL_BENCH_DT_COUNT] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
 static const char *const op_names[ACL_BENCH_OP_COUNT] = {"sum", "prod", "max", "min"};
 
-const char *acl_bench_coll_name(acl_bench_coll_t c) { return (unsigned)c < ACL_BENCH_COLL_COUNT ? coll_names[c] : "?"; }
-const char *acl_bench_dtype_name(acl_bench_dtype_t d) { return (unsigned)d < ACL_BENCH_DT_COUNT ? dtype_names[d] : "?"; }
-const char *acl_bench_op_name(acl_bench_op_t o) { return (unsigned)o < ACL_BENCH_OP_COUNT ? op_names[o] : "?"; }
+const char *acl_bench_coll_name(acl_bench_coll_t c)
+{
+  return (unsigned)c < ACL_BENCH_COLL_COUNT ? coll_names[c] : "?";
+}
+const char *acl_bench_dtype_name(acl_bench_dtype_t d)
+{
+  return (unsigned)d < ACL_BENCH_DT_COUNT ? dtype_names[d] : "?";
+}
+const char *acl_bench_op_name(acl_bench_op_t o)
+{
+  return (unsigned)o < ACL_BENCH_OP_COUNT ? op_names[o] : "?";
+}
 
-void acl_bench_cfg_defaults(acl_bench_cfg_t *c) {
+void acl_bench_cfg_defaults(acl_bench_cfg_t *c)
+{
   memset(c, 0, sizeof(*c));
   c->minbytes = 32u << 20;
   c->maxbytes = 32u << 20;
@@ -48,220 +58,280 @@ void acl_bench_cfg_defaults(acl_bench_cfg_t *c) {
   c->child_timeout = 600.0;
 }
 
-static int lower_eq(const char *a, const char *b) {
+static int lower_eq(const char *a, const char *b)
+{
   for (; *a && *b; a++, b++)
-    if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+      return 0;
   return *a == 0 && *b == 0;
 }
 
-int acl_bench_parse_size(const char *s, size_t *out) {
-  if (!s || !*s) return -1;
+int acl_bench_parse_size(const char *s, size_t *out)
+{
+  if (!s || !*s)
+    return -1;
   const char *p = s;
-  if (!isdigit((unsigned char)*p)) return -1;
+  if (!isdigit((unsigned char)*p))
+    return -1;
   errno = 0;
   char *end = NULL;
   unsigned long long v = strtoull(p, &end, 10);
-  if (errno) return -1;
+  if (errno)
+    return -1;
   unsigned long long mul = 1;
   if (*end) {
     char u = (char)toupper((unsigned char)*end);
     switch (u) {
-    case 'K': mul = 1ull << 10; break;
-    case 'M': mul = 1ull << 20; break;
-    case 'G': mul = 1ull << 30; break;
-    case 'T': mul = 1ull << 40; break;
-    case 'B': mul = 1; break;
-    default: return -1;
+    case 'K':
+      mul = 1ull << 10;
+      break;
+    case 'M':
+      mul = 1ull << 20;
+      break;
+    case 'G':
+      mul = 1ull << 30;
+      break;
+    case 'T':
+      mul = 1ull << 40;
+      break;
+    case 'B':
+      mul = 1;
+      break;
+    default:
+      return -1;
     }
     end++;
     if (u != 'B') {
       /* optional "B" or "iB" */
-      if (*end == 'i' || *end == 'I') end++;
-      if (*end == 'b' || *end == 'B') end++;
+      if (*end == 'i' || *end == 'I')
+        end++;
+      if (*end == 'b' || *end == 'B')
+        end++;
     }
-    if (*end) return -1;
+    if (*end)
+      return -1;
   }
-  if (mul > 1 && v > ULLONG_MAX / mul) return -1;
+  if (mul > 1 && v > ULLONG_MAX / mul)
+    return -1;
   v *= mul;
-  if (v > (unsigned long long)SIZE_MAX) return -1;
+  if (v > (unsigned long long)SIZE_MAX)
+    return -1;
   *out = (size_t)v;
   return 0;
 }
 
-int acl_bench_parse_coll(const char *s, acl_bench_coll_t *out) {
-  static const struct { const char *n; acl_bench_coll_t c; } t[] = {
-      {"all_reduce", ACL_BENCH_COLL_ALL_REDUCE},         {"allreduce", ACL_BENCH_COLL_ALL_REDUCE},
-      {"all_gather", ACL_BENCH_COLL_ALL_GATHER},         {"allgather", ACL_BENCH_COLL_ALL_GATHER},
-      {"reduce_scatter", ACL_BENCH_COLL_REDUCE_SCATTER}, {"reducescatter", ACL_BENCH_COLL_REDUCE_SCATTER},
-      {"broadcast", ACL_BENCH_COLL_BROADCAST},           {"bcast", ACL_BENCH_COLL_BROADCAST},
+int acl_bench_parse_coll(const char *s, acl_bench_coll_t *out)
+{
+  static const struct {
+    const char *n;
+    acl_bench_coll_t c;
+  } t[] = {
+      {"all_reduce", ACL_BENCH_COLL_ALL_REDUCE},
+      {"allreduce", ACL_BENCH_COLL_ALL_REDUCE},
+      {"all_gather", ACL_BENCH_COLL_ALL_GATHER},
+      {"allgather", ACL_BENCH_COLL_ALL_GATHER},
+      {"reduce_scatter", ACL_BENCH_COLL_REDUCE_SCATTER},
+      {"reducescatter", ACL_BENCH_COLL_REDUCE_SCATTER},
+      {"broadcast", ACL_BENCH_COLL_BROADCAST},
+      {"bcast", ACL_BENCH_COLL_BROADCAST},
       {"reduce", ACL_BENCH_COLL_REDUCE},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-    if (lower_eq(s, t[i].n)) { *out = t[i].c; return 0; }
+    if (lower_eq(s, t[i].n)) {
+      *out = t[i].c;
+      return 0;
+    }
   return -1;
 }
 
-int acl_bench_parse_dtype(const char *s, acl_bench_dtype_t *out) {
-  static const struct { const char *n; acl_bench_dtype_t d; } t[] = {
-      {"int8", ACL_BENCH_DT_INT8},       {"char", ACL_BENCH_DT_INT8},      {"uint8", ACL_BENCH_DT_UINT8},
-      {"int32", ACL_BENCH_DT_INT32},     {"int", ACL_BENCH_DT_INT32},      {"uint32", ACL_BENCH_DT_UINT32},
-      {"int64", ACL_BENCH_DT_INT64},     {"uint64", ACL_BENCH_DT_UINT64},  {"half", ACL_BENCH_DT_HALF},
-      {"float16", ACL_BENCH_DT_HALF},    {"fp16", ACL_BENCH_DT_HALF},      {"float", ACL_BENCH_DT_FLOAT},
-      {"float32", ACL_BENCH_DT_FLOAT},   {"fp32", ACL_BENCH_DT_FLOAT},     {"double", ACL_BENCH_DT_DOUBLE},
-      {"float64", ACL_BENCH_DT_DOUBLE},  {"fp64", ACL_BENCH_DT_DOUBLE},    {"bfloat16", ACL_BENCH_DT_BF16},
+int acl_bench_parse_dtype(const char *s, acl_bench_dtype_t *out)
+{
+  static const struct {
+    const char *n;
+    acl_bench_dtype_t d;
+  } t[] = {
+      {"int8", ACL_BENCH_DT_INT8},     {"char", ACL_BENCH_DT_INT8},
+      {"uint8", ACL_BENCH_DT_UINT8},   {"int32", ACL_BENCH_DT_INT32},
+      {"int", ACL_BENCH_DT_INT32},     {"uint32", ACL_BENCH_DT_UINT32},
+      {"int64", ACL_BENCH_DT_INT64},   {"uint64", ACL_BENCH_DT_UINT64},
+      {"half", ACL_BENCH_DT_HALF},     {"float16", ACL_BENCH_DT_HALF},
+      {"fp16", ACL_BENCH_DT_HALF},     {"float", ACL_BENCH_DT_FLOAT},
+      {"float32", ACL_BENCH_DT_FLOAT}, {"fp32", ACL_BENCH_DT_FLOAT},
+      {"double", ACL_BENCH_DT_DOUBLE}, {"float64", ACL_BENCH_DT_DOUBLE},
+      {"fp64", ACL_BENCH_DT_DOUBLE},   {"bfloat16", ACL_BENCH_DT_BF16},
       {"bf16", ACL_BENCH_DT_BF16},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-    if (lower_eq(s, t[i].n)) { *out = t[i].d; return 0; }
+    if (lower_eq(s, t[i].n)) {
+      *out = t[i].d;
+      return 0;
+    }
   return -1;
 }
 
-int acl_bench_parse_op(const char *s, acl_bench_op_t *out) {
+int acl_bench_parse_op(const char *s, acl_bench_op_t *out)
+{
   for (int i = 0; i < ACL_BENCH_OP_COUNT; i++)
-    if (lower_eq(s, op_names[i])) { *out = (acl_bench_op_t)i; return 0; }
+    if (lower_eq(s, op_names[i])) {
+      *out = (acl_bench_op_t)i;
+      return 0;
+    }
   return -1;
 }
 
-static int parse_int(const char *s, long lo, long hi, int *out) {
-  if (!s || !*s) return -1;
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+  if (!s || !*s)
+    return -1;
   errno = 0;
   char *end = NULL;
   long v = strtol(s, &end, 10);
-  if (errno || *end || v < lo || v > hi) return -1;
+  if (errno || *end || v < lo || v > hi)
+    return -1;
   *out = (int)v;
   return 0;
 }
 
-static int parse_double(const char *s, double *out) {
-  if (!s || !*s) return -1;
+static int parse_double(const char *s, double *out)
+{
+  if (!s || !*s)
+    return -1;
   errno = 0;
   char *end = NULL;
   double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v)) return -1;
+  if (errno || *end || !isfinite(v))
+    return -1;
   *out = v;
   return 0;
 }
 
-void acl_bench_format_size(size_t b, char *buf, size_t len) {
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0) snprintf(buf, len, "%zuG", b >> 30);
-  else if (b >= (1u << 20) && b % (1u << 20) == 0) snprintf(buf, len, "%zuM", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0) snprintf(buf, len, "%zuK", b >> 10);
-  else snprintf(buf, len, "%zu", b);
+void acl_bench_format_size(size_t b, char *buf, size_t len)
+{
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+    snprintf(buf, len, "%zuG", b >> 30);
+  else if (b >= (1u << 20) && b % (1u << 20) == 0)
+    snprintf(buf, len, "%zuM", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(buf, len, "%zuK", b >> 10);
+  else
+    snprintf(buf, len, "%zu", b);
 }
 
-int acl_bench_sizes(const acl_bench_cfg_t *c, int nranks, size_t *sizes, int max) {
+int acl_bench_sizes(const acl_bench_cfg_t *c, int nranks, size_t *sizes, int max)
+{
   size_t unit = acl_bench_dtype_size(c->dt);
-  if (c->coll == ACL_BENCH_COLL_ALL_GATHER || c->coll == ACL_BENCH_COLL_REDUCE_SCATTER) unit *= (size_t)nranks;
+  if (c->coll == ACL_BENCH_COLL_ALL_GATHER || c->coll == ACL_BENCH_COLL_REDUCE_SCATTER)
+    unit *= (size_t)nranks;
   int n = 0;
   double cur = (double)c->minbytes;
   size_t last = 0;
   while (cur <= (double)c->maxbytes * (1.0 + 1e-12) && n < max) {
     size_t s = (size_t)cur;
     s = s / unit * unit;
-    if (s == 0) s = unit;
+    if (s == 0)
+      s = unit;
     if (n == 0 || s != last) {
       sizes[n++] = s;
       last = s;
     }
-    if (c->factor <= 1.0) break;
+    if (c->factor <= 1.0)
+      break;
     cur *= c->factor;
   }
   return n;
 }
 
-void acl_bench_print_help(FILE *f) {
-  fputs(
-"Usage: " ACL_BENCH_NAME " [options]\n"
-"\n"
-"Benchmark NCCL collectives in the style of nccl-tests, optionally under a\n"
-"concurrent cuBLAS GEMM, and compare NCCL's defaults with the autoccl tuner.\n"
-"\n"
-"Sizes and iterations (sizes accept K, M, G, T suffixes, powers of 1024):\n"
-"  -b, --minbytes SIZE       smallest message (default 32M)\n"
-"  -e, --maxbytes SIZE       largest message (default 32M)\n"
-"  -f, --stepfactor F        multiply the size by F each step (default 2)\n"
-"  -n, --iters N             timed iterations per size (default 20; 50 with --compare)\n"
-"  -w, --warmup_iters N      warm-up iterations per size (default 5; 500 with --compare).\n"
-"                            Warm-up iterations are timed too: time_incl is the mean\n"
-"                            over all warm-up+timed iterations from the first call\n"
-"                            (the tuning period), time is the median of the last N.\n"
-"      --warmup-time S       before each size's iterations, S seconds of untimed calls\n"
-"                            (long runs: the tuner settles; all ranks make the same\n"
-"                            number of calls, calibrated by rank 0)\n"
-"  -c, --check 0|1           verify every iteration's result on the host (default 0)\n"
-"\n"
-"Collective:\n"
-"  -C, --coll NAME           all_reduce (default), all_gather, reduce_scatter,\n"
-"                            broadcast, reduce\n"
-"  -d, --datatype T          float (default), half, bfloat16, double, int8, uint8,\n"
-"                            int32, uint32, int64, uint64\n"
-"  -o, --op OP               sum (default), prod, max, min\n"
-"  -r, --root R              root rank of broadcast/reduce (default 0)\n"
-"      --inplace             in-place instead of out-of-place buffers\n"
-"\n"
-      , f);
-  fputs(
-"GPUs and processes:\n"
-"  -g, --gpus N              number of GPUs = ranks (default 1)\n"
-"      --procs               one process per GPU: fork, ncclUniqueId over a pipe,\n"
-"                            ncclCommInitRank in each (as PyTorch does; default)\n"
-"      --single              one process drives all GPUs (ncclCommInitAll and\n"
-"                            ncclGroupStart/End around the per-GPU calls)\n"
-"\n"
-"Interference:\n"
-"      --interference gemm[:DUTY]\n"
-"                            run a cuBLAS bf16 GEMM loop on another stream of every\n"
-"                            GPU during the collectives; DUTY (0,1] is the fraction\n"
-"                            of time that stream is busy (default 1.0)\n"
-"      --gemm-size N         GEMM is N x N x N (default 8192)\n"
-"\n"
-"Comparison (each mode in fresh processes with a clean NCCL environment):\n"
-"      --compare MODES       comma list of default, autoccl, table:\n"
-"                              default  no tuner/profiler plugin, no NCCL_ALGO/PROTO/\n"
-"                                       channel variables\n"
-"                              autoccl  NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN =\n"
-"                                       --plugin PATH (AUTOCCL_* variables kept)\n"
-"                              table    as autoccl, plus AUTOCCL_MODE=static and\n"
-"                                       AUTOCCL_TABLE=--table PATH (fixed decisions)\n"
-"      --plugin PATH         plugin .so (default: libnccl-tuner-autoccl.so in the\n"
-"                            build dir = parent of the executable's directory,\n"
-      , f);
-  fputs(
-"                            else in its tuner/ folder, else beside the executable)\n"
-"      --table PATH          decision table for the 'table' mode\n"
-"      --reps R              interleaved repetitions of every mode (default 3); the\n"
-"                            mode order rotates each repetition so drift cancels\n"
-"      --sweep               also run every NCCL_ALGO x NCCL_PROTO x channels config\n"
-"                            to find the oracle (fastest) for each size\n"
-"      --sweep-algos LIST    default Ring,Tree,PAT,NVLS,NVLSTree (NVLS* are skipped\n"
-"                            while NCCL_NVLS_ENABLE=0); unsupported configs are skipped\n"
-"      --sweep-protos LIST   default LL,LL128,Simple\n"
-"      --sweep-channels LIST default 0,16,32 (0 = NCCL decides; N sets\n"
-"                            NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N)\n"
-"      --sweep-warmup N      warm-up iterations of sweep configs (default 20)\n"
-"      --sweep-reps R        repetitions of the sweep (default 1)\n"
-"      --mode-env MODE:VAR=VALUE\n"
-"                            extra environment for one mode (MODE '*' = all); repeatable\n"
-"      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
-"\n"
-"Output:\n"
-"      --json                print one JSON object as the last line of stdout\n"
-"  -q, --quiet               no progress line on stderr\n"
-"  -h, --help                this help\n"
-"  -V, --version             version\n"
-"\n"
-"Time is measured with CUDA events around every iteration; per iteration the\n"
-      , f);
-  fputs(
-"slowest rank counts. algbw = size/time; busbw = algbw x factor (nccl-tests):\n"
-"all_reduce 2(n-1)/n, all_gather and reduce_scatter (n-1)/n on the whole buffer,\n"
-"broadcast and reduce 1. Exit status: 0 ok, 1 runtime failure, 2 bad arguments,\n"
-"3 wrong values found by -c 1.\n"
-      , f);
+void acl_bench_print_help(FILE *f)
+{
+  fputs("Usage: " ACL_BENCH_NAME " [options]\n"
+        "\n"
+        "Benchmark NCCL collectives in the style of nccl-tests, optionally under a\n"
+        "concurrent cuBLAS GEMM, and compare NCCL's defaults with the autoccl tuner.\n"
+        "\n"
+        "Sizes and iterations (sizes accept K, M, G, T suffixes, powers of 1024):\n"
+        "  -b, --minbytes SIZE       smallest message (default 32M)\n"
+        "  -e, --maxbytes SIZE       largest message (default 32M)\n"
+        "  -f, --stepfactor F        multiply the size by F each step (default 2)\n"
+        "  -n, --iters N             timed iterations per size (default 20; 50 with --compare)\n"
+        "  -w, --warmup_iters N      warm-up iterations per size (default 5; 500 with --compare).\n"
+        "                            Warm-up iterations are timed too: time_incl is the mean\n"
+        "                            over all warm-up+timed iterations from the first call\n"
+        "                            (the tuning period), time is the median of the last N.\n"
+        "      --warmup-time S       before each size's iterations, S seconds of untimed calls\n"
+        "                            (long runs: the tuner settles; all ranks make the same\n"
+        "                            number of calls, calibrated by rank 0)\n"
+        "  -c, --check 0|1           verify every iteration's result on the host (default 0)\n"
+        "\n"
+        "Collective:\n"
+        "  -C, --coll NAME           all_reduce (default), all_gather, reduce_scatter,\n"
+        "                            broadcast, reduce\n"
+        "  -d, --datatype T          float (default), half, bfloat16, double, int8, uint8,\n"
+        "                            int32, uint32, int64, uint64\n"
+        "  -o, --op OP               sum (default), prod, max, min\n"
+        "  -r, --root R              root rank of broadcast/reduce (default 0)\n"
+        "      --inplace             in-place instead of out-of-place buffers\n"
+        "\n",
+        f);
+  fputs("GPUs and processes:\n"
+        "  -g, --gpus N              number of GPUs = ranks (default 1)\n"
+        "      --procs               one process per GPU: fork, ncclUniqueId over a pipe,\n"
+        "                            ncclCommInitRank in each (as PyTorch does; default)\n"
+        "      --single              one process drives all GPUs (ncclCommInitAll and\n"
+        "                            ncclGroupStart/End around the per-GPU calls)\n"
+        "\n"
+        "Interference:\n"
+        "      --interference gemm[:DUTY]\n"
+        "                            run a cuBLAS bf16 GEMM loop on another stream of every\n"
+        "                            GPU during the collectives; DUTY (0,1] is the fraction\n"
+        "                            of time that stream is busy (default 1.0)\n"
+        "      --gemm-size N         GEMM is N x N x N (default 8192)\n"
+        "\n"
+        "Comparison (each mode in fresh processes with a clean NCCL environment):\n"
+        "      --compare MODES       comma list of default, autoccl, table:\n"
+        "                              default  no tuner/profiler plugin, no NCCL_ALGO/PROTO/\n"
+        "                                       channel variables\n"
+        "                              autoccl  NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN =\n"
+        "                                       --plugin PATH (AUTOCCL_* variables kept)\n"
+        "                              table    as autoccl, plus AUTOCCL_MODE=static and\n"
+        "                                       AUTOCCL_TABLE=--table PATH (fixed decisions)\n"
+        "      --plugin PATH         plugin .so (default: libnccl-tuner-autoccl.so in the\n"
+        "                            build dir = parent of the executable's directory,\n",
+        f);
+  fputs("                            else in its tuner/ folder, else beside the executable)\n"
+        "      --table PATH          decision table for the 'table' mode\n"
+        "      --reps R              interleaved repetitions of every mode (default 3); the\n"
+        "                            mode order rotates each repetition so drift cancels\n"
+        "      --sweep               also run every NCCL_ALGO x NCCL_PROTO x channels config\n"
+        "                            to find the oracle (fastest) for each size\n"
+        "      --sweep-algos LIST    default Ring,Tree,PAT,NVLS,NVLSTree (NVLS* are skipped\n"
+        "                            while NCCL_NVLS_ENABLE=0); unsupported configs are skipped\n"
+        "      --sweep-protos LIST   default LL,LL128,Simple\n"
+        "      --sweep-channels LIST default 0,16,32 (0 = NCCL decides; N sets\n"
+        "                            NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N)\n"
+        "      --sweep-warmup N      warm-up iterations of sweep configs (default 20)\n"
+        "      --sweep-reps R        repetitions of the sweep (default 1)\n"
+        "      --mode-env MODE:VAR=VALUE\n"
+        "                            extra environment for one mode (MODE '*' = all); repeatable\n"
+        "      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
+        "\n"
+        "Output:\n"
+        "      --json                print one JSON object as the last line of stdout\n"
+        "  -q, --quiet               no progress line on stderr\n"
+        "  -h, --help                this help\n"
+        "  -V, --version             version\n"
+        "\n"
+        "Time is measured with CUDA events around every iteration; per iteration the\n",
+        f);
+  fputs("slowest rank counts. algbw = size/time; busbw = algbw x factor (nccl-tests):\n"
+        "all_reduce 2(n-1)/n, all_gather and reduce_scatter (n-1)/n on the whole buffer,\n"
+        "broadcast and reduce 1. Exit status: 0 ok, 1 runtime failure, 2 bad arguments,\n"
+        "3 wrong values found by -c 1.\n",
+        f);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
+static int usage_error(const char *fmt, ...)
+{
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, ACL_BENCH_NAME ": error: ");
@@ -272,25 +342,48 @@ static int usage_error(const char *fmt, ...) {
 }
 
 enum {
-  OPT_PROCS = 1000, OPT_SINGLE, OPT_INPLACE, OPT_INTERF, OPT_GEMM_SIZE, OPT_COMPARE, OPT_PLUGIN,
-  OPT_TABLE, OPT_REPS, OPT_SWEEP, OPT_SWEEP_ALGOS, OPT_SWEEP_PROTOS, OPT_SWEEP_CH,
-  OPT_SWEEP_WARMUP, OPT_WARMUP_TIME, OPT_SWEEP_REPS, OPT_MODE_ENV, OPT_CHILD_TIMEOUT, OPT_JSON, OPT_INTERNAL,
-  OPT_FAKE, OPT_LABEL
+  OPT_PROCS = 1000,
+  OPT_SINGLE,
+  OPT_INPLACE,
+  OPT_INTERF,
+  OPT_GEMM_SIZE,
+  OPT_COMPARE,
+  OPT_PLUGIN,
+  OPT_TABLE,
+  OPT_REPS,
+  OPT_SWEEP,
+  OPT_SWEEP_ALGOS,
+  OPT_SWEEP_PROTOS,
+  OPT_SWEEP_CH,
+  OPT_SWEEP_WARMUP,
+  OPT_WARMUP_TIME,
+  OPT_SWEEP_REPS,
+  OPT_MODE_ENV,
+  OPT_CHILD_TIMEOUT,
+  OPT_JSON,
+  OPT_INTERNAL,
+  OPT_FAKE,
+  OPT_LABEL
 };
 
-static int copy_str(char *dst, size_t len, const char *src, const char *what) {
-  if (strlen(src) >= len) return usage_error("%s is too long", what);
+static int copy_str(char *dst, size_t len, const char *src, const char *what)
+{
+  if (strlen(src) >= len)
+    return usage_error("%s is too long", what);
   memcpy(dst, src, strlen(src) + 1);
   return 0;
 }
 
-static int valid_list(const char *s) {
+static int valid_list(const char *s)
+{
   /* comma-separated names: letters, digits */
-  if (!*s) return 0;
+  if (!*s)
+    return 0;
   int prev_comma = 1;
   for (; *s; s++) {
     if (*s == ',') {
-      if (prev_comma) return 0;
+      if (prev_comma)
+        return 0;
       prev_comma = 1;
     } else if (isalnum((unsigned char)*s)) {
       prev_comma = 0;
@@ -301,7 +394,8 @@ static int valid_list(const char *s) {
   return !prev_comma;
 }
 
-int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
+int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
+{
   static const struct option lo[] = {
       {"minbytes", required_argument, 0, 'b'},
       {"maxbytes", required_argument, 0, 'e'},
@@ -352,65 +446,86 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
     int rc = 0;
     switch (opt) {
     case 'b':
-      if (acl_bench_parse_size(a, &c->minbytes)) return usage_error("-b: bad size '%s' (e.g. 64K, 8M, 1G)", a);
+      if (acl_bench_parse_size(a, &c->minbytes))
+        return usage_error("-b: bad size '%s' (e.g. 64K, 8M, 1G)", a);
       break;
     case 'e':
-      if (acl_bench_parse_size(a, &c->maxbytes)) return usage_error("-e: bad size '%s' (e.g. 64K, 8M, 1G)", a);
+      if (acl_bench_parse_size(a, &c->maxbytes))
+        return usage_error("-e: bad size '%s' (e.g. 64K, 8M, 1G)", a);
       break;
     case 'f':
       if (parse_double(a, &c->factor) || c->factor < 1.0 || c->factor > 1024.0)
         return usage_error("-f: step factor must be a number in [1, 1024], got '%s'", a);
       break;
     case 'n':
-      if (parse_int(a, 1, 10000000, &c->iters)) return usage_error("-n: iterations must be an integer >= 1, got '%s'", a);
+      if (parse_int(a, 1, 10000000, &c->iters))
+        return usage_error("-n: iterations must be an integer >= 1, got '%s'", a);
       c->iters_set = true;
       break;
     case 'w':
-      if (parse_int(a, 0, 10000000, &c->warmup)) return usage_error("-w: warm-up iterations must be an integer >= 0, got '%s'", a);
+      if (parse_int(a, 0, 10000000, &c->warmup))
+        return usage_error("-w: warm-up iterations must be an integer >= 0, got '%s'", a);
       c->warmup_set = true;
       break;
     case 'c':
-      if (parse_int(a, 0, 1, &c->check)) return usage_error("-c: check must be 0 or 1, got '%s'", a);
+      if (parse_int(a, 0, 1, &c->check))
+        return usage_error("-c: check must be 0 or 1, got '%s'", a);
       break;
     case 'd':
       if (acl_bench_parse_dtype(a, &c->dt))
-        return usage_error("-d: unknown datatype '%s' (float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64)", a);
+        return usage_error(
+            "-d: unknown datatype '%s' (float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64)",
+            a);
       break;
     case 'o':
-      if (acl_bench_parse_op(a, &c->op)) return usage_error("-o: unknown reduction '%s' (sum, prod, max, min)", a);
+      if (acl_bench_parse_op(a, &c->op))
+        return usage_error("-o: unknown reduction '%s' (sum, prod, max, min)", a);
       break;
     case 'C':
       if (acl_bench_parse_coll(a, &c->coll))
-        return usage_error("-C: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce)", a);
+        return usage_error(
+            "-C: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce)",
+            a);
       break;
     case 'g':
-      if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ngpus)) return usage_error("-g: GPU count must be 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
+      if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ngpus))
+        return usage_error("-g: GPU count must be 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
       break;
     case 'r':
-      if (parse_int(a, 0, ACL_BENCH_MAX_RANKS - 1, &c->root)) return usage_error("-r: bad root rank '%s'", a);
+      if (parse_int(a, 0, ACL_BENCH_MAX_RANKS - 1, &c->root))
+        return usage_error("-r: bad root rank '%s'", a);
       root_set = true;
       break;
-    case OPT_PROCS: c->procs = true; break;
-    case OPT_SINGLE: c->procs = false; break;
-    case OPT_INPLACE: c->inplace = true; break;
+    case OPT_PROCS:
+      c->procs = true;
+      break;
+    case OPT_SINGLE:
+      c->procs = false;
+      break;
+    case OPT_INPLACE:
+      c->inplace = true;
+      break;
     case OPT_INTERF:
       if (lower_eq(a, "none")) {
         c->gemm = false;
       } else if (strncmp(a, "gemm", 4) == 0 && (a[4] == 0 || a[4] == ':')) {
         c->gemm = true;
         c->gemm_duty = 1.0;
-        if (a[4] == ':' && (parse_double(a + 5, &c->gemm_duty) || c->gemm_duty <= 0.0 || c->gemm_duty > 1.0))
+        if (a[4] == ':' &&
+            (parse_double(a + 5, &c->gemm_duty) || c->gemm_duty <= 0.0 || c->gemm_duty > 1.0))
           return usage_error("--interference: duty must be a number in (0, 1], got '%s'", a + 5);
       } else {
         return usage_error("--interference: expected gemm[:DUTY] or none, got '%s'", a);
       }
       break;
     case OPT_GEMM_SIZE:
-      if (parse_int(a, 128, 65536, &c->gemm_n)) return usage_error("--gemm-size: expected 128..65536, got '%s'", a);
+      if (parse_int(a, 128, 65536, &c->gemm_n))
+        return usage_error("--gemm-size: expected 128..65536, got '%s'", a);
       break;
     case OPT_COMPARE: {
       char tmp[256];
-      if (strlen(a) >= sizeof(tmp)) return usage_error("--compare: list too long");
+      if (strlen(a) >= sizeof(tmp))
+        return usage_error("--compare: list too long");
       memcpy(tmp, a, strlen(a) + 1);
       c->nmodes = 0;
       char *save = NULL;
@@ -418,29 +533,43 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
         if (strcmp(t, "default") != 0 && strcmp(t, "autoccl") != 0 && strcmp(t, "table") != 0)
           return usage_error("--compare: unknown mode '%s' (default, autoccl, table)", t);
         for (int i = 0; i < c->nmodes; i++)
-          if (!strcmp(c->modes[i], t)) return usage_error("--compare: mode '%s' given twice", t);
-        if (c->nmodes >= ACL_BENCH_MAX_MODES) return usage_error("--compare: too many modes");
+          if (!strcmp(c->modes[i], t))
+            return usage_error("--compare: mode '%s' given twice", t);
+        if (c->nmodes >= ACL_BENCH_MAX_MODES)
+          return usage_error("--compare: too many modes");
         snprintf(c->modes[c->nmodes++], sizeof(c->modes[0]), "%s", t);
       }
-      if (c->nmodes == 0) return usage_error("--compare: empty mode list");
+      if (c->nmodes == 0)
+        return usage_error("--compare: empty mode list");
       break;
     }
-    case OPT_PLUGIN: rc = copy_str(c->plugin, sizeof(c->plugin), a, "--plugin"); break;
-    case OPT_TABLE: rc = copy_str(c->table, sizeof(c->table), a, "--table"); break;
-    case OPT_REPS:
-      if (parse_int(a, 1, 1000, &c->reps)) return usage_error("--reps: expected 1..1000, got '%s'", a);
+    case OPT_PLUGIN:
+      rc = copy_str(c->plugin, sizeof(c->plugin), a, "--plugin");
       break;
-    case OPT_SWEEP: c->sweep = true; break;
+    case OPT_TABLE:
+      rc = copy_str(c->table, sizeof(c->table), a, "--table");
+      break;
+    case OPT_REPS:
+      if (parse_int(a, 1, 1000, &c->reps))
+        return usage_error("--reps: expected 1..1000, got '%s'", a);
+      break;
+    case OPT_SWEEP:
+      c->sweep = true;
+      break;
     case OPT_SWEEP_ALGOS:
-      if (!valid_list(a)) return usage_error("--sweep-algos: expected a comma list like Ring,Tree, got '%s'", a);
+      if (!valid_list(a))
+        return usage_error("--sweep-algos: expected a comma list like Ring,Tree, got '%s'", a);
       rc = copy_str(c->sweep_algos, sizeof(c->sweep_algos), a, "--sweep-algos");
       break;
     case OPT_SWEEP_PROTOS:
-      if (!valid_list(a)) return usage_error("--sweep-protos: expected a comma list like LL,LL128,Simple, got '%s'", a);
+      if (!valid_list(a))
+        return usage_error("--sweep-protos: expected a comma list like LL,LL128,Simple, got '%s'",
+                           a);
       rc = copy_str(c->sweep_protos, sizeof(c->sweep_protos), a, "--sweep-protos");
       break;
     case OPT_SWEEP_CH: {
-      if (!valid_list(a)) return usage_error("--sweep-channels: expected a comma list of integers, got '%s'", a);
+      if (!valid_list(a))
+        return usage_error("--sweep-channels: expected a comma list of integers, got '%s'", a);
       for (const char *p = a; *p; p++)
         if (!isdigit((unsigned char)*p) && *p != ',')
           return usage_error("--sweep-channels: expected a comma list of integers, got '%s'", a);
@@ -448,7 +577,8 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
       break;
     }
     case OPT_SWEEP_WARMUP:
-      if (parse_int(a, 0, 10000000, &c->sweep_warmup)) return usage_error("--sweep-warmup: expected an integer >= 0, got '%s'", a);
+      if (parse_int(a, 0, 10000000, &c->sweep_warmup))
+        return usage_error("--sweep-warmup: expected an integer >= 0, got '%s'", a);
       break;
     case OPT_WARMUP_TIME: {
       char *end;
@@ -459,18 +589,21 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
       break;
     }
     case OPT_SWEEP_REPS:
-      if (parse_int(a, 1, 1000, &c->sweep_reps)) return usage_error("--sweep-reps: expected 1..1000, got '%s'", a);
+      if (parse_int(a, 1, 1000, &c->sweep_reps))
+        return usage_error("--sweep-reps: expected 1..1000, got '%s'", a);
       break;
     case OPT_MODE_ENV: {
       const char *colon = strchr(a, ':');
       const char *eq = colon ? strchr(colon + 1, '=') : NULL;
-      if (!colon || !eq || colon == a || eq == colon + 1 || (size_t)(colon - a) >= sizeof(c->mode_env[0].mode))
+      if (!colon || !eq || colon == a || eq == colon + 1 ||
+          (size_t)(colon - a) >= sizeof(c->mode_env[0].mode))
         return usage_error("--mode-env: expected MODE:VAR=VALUE, got '%s'", a);
-      if (c->nmode_env >= ACL_BENCH_MAX_MODE_ENV) return usage_error("--mode-env: too many");
+      if (c->nmode_env >= ACL_BENCH_MAX_MODE_ENV)
+        return usage_error("--mode-env: too many");
       acl_bench_mode_env_t *m = &c->mode_env[c->nmode_env++];
       snprintf(m->mode, sizeof(m->mode), "%.*s", (int)(colon - a), a);
-      if (strcmp(m->mode, "*") != 0 && strcmp(m->mode, "default") != 0 && strcmp(m->mode, "autoccl") != 0 &&
-          strcmp(m->mode, "table") != 0)
+      if (strcmp(m->mode, "*") != 0 && strcmp(m->mode, "default") != 0 &&
+          strcmp(m->mode, "autoccl") != 0 && strcmp(m->mode, "table") != 0)
         return usage_error("--mode-env: unknown mode '%s'", m->mode);
       rc = copy_str(m->assign, sizeof(m->assign), colon + 1, "--mode-env");
       break;
@@ -479,28 +612,47 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
       if (parse_double(a, &c->child_timeout) || c->child_timeout < 0)
         return usage_error("--child-timeout: expected seconds >= 0, got '%s'", a);
       break;
-    case OPT_JSON: c->json = true; break;
-    case 'q': c->quiet = true; break;
-    case 'h': acl_bench_print_help(stdout); return -1;
-    case 'V': printf(ACL_BENCH_NAME " " ACL_BENCH_VERSION "\n"); return -1;
-    case OPT_INTERNAL: c->internal_child = true; break;
-    case OPT_FAKE: c->fake = true; break;
-    case OPT_LABEL: rc = copy_str(c->label, sizeof(c->label), a, "--label"); break;
+    case OPT_JSON:
+      c->json = true;
+      break;
+    case 'q':
+      c->quiet = true;
+      break;
+    case 'h':
+      acl_bench_print_help(stdout);
+      return -1;
+    case 'V':
+      printf(ACL_BENCH_NAME " " ACL_BENCH_VERSION "\n");
+      return -1;
+    case OPT_INTERNAL:
+      c->internal_child = true;
+      break;
+    case OPT_FAKE:
+      c->fake = true;
+      break;
+    case OPT_LABEL:
+      rc = copy_str(c->label, sizeof(c->label), a, "--label");
+      break;
     case ':': {
       const char *o = argv[optind - 1];
       return usage_error("option '%s' needs an argument", o ? o : "?");
     }
     case '?':
     default: {
-      if (optopt && optopt < 256) return usage_error("unknown option '-%c'", optopt);
+      if (optopt && optopt < 256)
+        return usage_error("unknown option '-%c'", optopt);
       return usage_error("unknown option '%s'", argv[optind - 1]);
     }
     }
-    if (rc) return rc;
+    if (rc)
+      return rc;
   }
-  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-  if (c->minbytes == 0) return usage_error("-b: size must be > 0");
-  if (c->minbytes > c->maxbytes) return usage_error("-b (%zu) is larger than -e (%zu)", c->minbytes, c->maxbytes);
+  if (optind < argc)
+    return usage_error("unexpected argument '%s'", argv[optind]);
+  if (c->minbytes == 0)
+    return usage_error("-b: size must be > 0");
+  if (c->minbytes > c->maxbytes)
+    return usage_error("-b (%zu) is larger than -e (%zu)", c->minbytes, c->maxbytes);
   if (c->factor <= 1.0 && c->minbytes != c->maxbytes)
     return usage_error("-f must be > 1 when -b and -e differ");
   if (c->root >= c->ngpus) {
@@ -514,11 +666,15 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv) {
   for (int i = 0; i < c->nmodes; i++)
     if (!strcmp(c->modes[i], "table") && !c->table[0])
       return usage_error("--compare table needs --table PATH");
-  if (c->nmodes > 0 && c->internal_child) return usage_error("--compare cannot be used with --internal-child");
+  if (c->nmodes > 0 && c->internal_child)
+    return usage_error("--compare cannot be used with --internal-child");
   if (c->nmodes > 0) {
-    if (!c->warmup_set) c->warmup = 500;
-    if (!c->iters_set) c->iters = 50;
+    if (!c->warmup_set)
+      c->warmup = 500;
+    if (!c->iters_set)
+      c->iters = 50;
   }
-  if (!c->label[0]) snprintf(c->label, sizeof(c->label), "%s", c->nmodes ? "compare" : "run");
+  if (!c->label[0])
+    snprintf(c->label, sizeof(c->label), "%s", c->nmodes ? "compare" : "run");
   return 0;
 }

@@ -62,7 +62,7 @@ typedef enum acl_bench_op {
 } acl_bench_op_t;
 
 typedef struct acl_bench_mode_env {
-  char mode[16];  /* "default", "autoccl", "table", or "*" for all */
+  char mode[16];    /* "default", "autoccl", "table", or "*" for all */
   char assign[256]; /* VAR=VALUE */
 } acl_bench_mode_env_t;
 
@@ -112,14 +112,14 @@ typedef struct acl_bench_cfg {
 /* Result of one message size, aggregated over ranks (per iteration the
  * slowest rank's time) and iterations. */
 typedef struct acl_bench_size_result {
-  size_t bytes; /* nccl-tests "size": the larger buffer */
-  size_t count; /* elements in that buffer */
-  int status;   /* 0 ok; otherwise the run failed at this size */
+  size_t bytes;        /* nccl-tests "size": the larger buffer */
+  size_t count;        /* elements in that buffer */
+  int status;          /* 0 ok; otherwise the run failed at this size */
   double time_us;      /* median of the last `iters` iterations */
   double time_incl_us; /* mean over all warmup+iters iterations */
   double time_min_us;
-  long long wrong;     /* wrong values (-c 1), summed over ranks */
-  double gemm_tflops;  /* concurrent GEMM throughput during this size, <0 if none */
+  long long wrong;    /* wrong values (-c 1), summed over ranks */
+  double gemm_tflops; /* concurrent GEMM throughput during this size, <0 if none */
 } acl_bench_size_result_t;
 
 typedef struct acl_bench_run_summary {
@@ -134,11 +134,15 @@ typedef struct acl_bench_run_summary {
 } acl_bench_run_summary_t;
 
 /* bounded string copy that always terminates dst */
-static inline void acl_bench_str_copy(char *dst, size_t len, const char *src) {
+static inline void acl_bench_str_copy(char *dst, size_t len, const char *src)
+{
   size_t n = 0;
-  if (!len) return;
-  while (n + 1 < len && src[n]) n++;
-  for (size_t i = 0; i < n; i++) dst[i] = src[i];
+  if (!len)
+    return;
+  while (n + 1 < len && src[n])
+    n++;
+  for (size_t i = 0; i < n; i++)
+    dst[i] = src[i];
   dst[n] = 0;
 }
 
@@ -163,12 +167,14 @@ size_t acl_bench_dtype_size(acl_bench_dtype_t d);
 /* value of element i of rank r's input at iteration it */
 int64_t acl_bench_pattern_value(const acl_bench_cfg_t *c, int nranks, int r, size_t i, int it);
 /* fill n elements of rank r's input at iteration it */
-void acl_bench_pattern_fill(const acl_bench_cfg_t *c, int nranks, int r, int it, void *buf, size_t n);
+void acl_bench_pattern_fill(const acl_bench_cfg_t *c, int nranks, int r, int it, void *buf,
+                            size_t n);
 /* expected output element j on rank `rank` */
-int64_t acl_bench_expected_value(const acl_bench_cfg_t *c, int nranks, int rank, size_t count, size_t j, int it);
+int64_t acl_bench_expected_value(const acl_bench_cfg_t *c, int nranks, int rank, size_t count,
+                                 size_t j, int it);
 /* compare n output elements; returns wrong count; prints up to `maxprint` mismatches */
-long long acl_bench_check_output(const acl_bench_cfg_t *c, int nranks, int rank, size_t count, int it,
-                       const void *out, size_t n, int *maxprint);
+long long acl_bench_check_output(const acl_bench_cfg_t *c, int nranks, int rank, size_t count,
+                                 int it, const void *out, size_t n, int *maxprint);
 /* store an exact integer value as datatype d (integers wrap) */
 void acl_bench_dtype_store(acl_bench_dtype_t d, void *buf, size_t idx, int64_t v);
 double acl_bench_dtype_load(acl_bench_dtype_t d, const void *buf, size_t idx);
@@ -181,9 +187,12 @@ float acl_bench_bf16_to_float(uint16_t b);
 double acl_bench_median_of(double *v, int n); /* sorts v */
 double acl_bench_bus_factor(acl_bench_coll_t c, int nranks);
 void acl_bench_print_table_header(FILE *f, const acl_bench_cfg_t *c, int nranks);
-void acl_bench_print_table_row(FILE *f, const acl_bench_cfg_t *c, int nranks, const acl_bench_size_result_t *r);
-void acl_bench_print_run_footer(FILE *f, const acl_bench_cfg_t *c, int nranks, const acl_bench_run_summary_t *s);
-void acl_bench_print_run_json(FILE *f, const acl_bench_cfg_t *c, int nranks, const acl_bench_run_summary_t *s);
+void acl_bench_print_table_row(FILE *f, const acl_bench_cfg_t *c, int nranks,
+                               const acl_bench_size_result_t *r);
+void acl_bench_print_run_footer(FILE *f, const acl_bench_cfg_t *c, int nranks,
+                                const acl_bench_run_summary_t *s);
+void acl_bench_print_run_json(FILE *f, const acl_bench_cfg_t *c, int nranks,
+                              const acl_bench_run_summary_t *s);
 void acl_bench_json_num(FILE *f, double v); /* finite number or null */
 void acl_bench_json_str(FILE *f, const char *s);
 void acl_bench_print_child_lines(FILE *f, const acl_bench_run_summary_t *s);
@@ -198,7 +207,8 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c);
  * per-iteration times (us) of one rank for one size under the NCCL_* and
  * NCCL_TUNER_PLUGIN variables of the environment; *status = 1 when the
  * environment asks for an algorithm the collective does not support. */
-void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, int T, double *out, int *status);
+void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, int T, double *out,
+                          int *status);
 
 /* ---- compare.c ---- */
 int acl_bench_compare_main(const acl_bench_cfg_t *c);

@@ -27,22 +27,28 @@ extern char **environ;
 
 static volatile sig_atomic_t g_child_pgid;
 
-static void on_signal(int sig) {
-  if (g_child_pgid > 0) kill(-(pid_t)g_child_pgid, SIGKILL);
+static void on_signal(int sig)
+{
+  if (g_child_pgid > 0)
+    kill(-(pid_t)g_child_pgid, SIGKILL);
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
-static int self_exe(char *buf, size_t len) {
+static int self_exe(char *buf, size_t len)
+{
   ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  if (n <= 0) return -1;
+  if (n <= 0)
+    return -1;
   buf[n] = 0;
   return 0;
 }
 
-int acl_bench_default_plugin_path(char *buf, size_t len) {
+int acl_bench_default_plugin_path(char *buf, size_t len)
+{
   char exe[ACL_BENCH_PATH_MAX], d1[ACL_BENCH_PATH_MAX], d2[ACL_BENCH_PATH_MAX];
-  if (self_exe(exe, sizeof(exe))) return -1;
+  if (self_exe(exe, sizeof(exe)))
+    return -1;
   snprintf(d1, sizeof(d1), "%s", exe);
   char *dir = dirname(d1); /* build/bench */
   snprintf(d2, sizeof(d2), "%s", dir);
@@ -54,10 +60,13 @@ int acl_bench_default_plugin_path(char *buf, size_t len) {
     acl_bench_str_copy(buf, len, alt);
   }
   snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", dir);
-  if (access(alt, R_OK) == 0) acl_bench_str_copy(buf, len, alt);
+  if (access(alt, R_OK) == 0)
+    acl_bench_str_copy(buf, len, alt);
   snprintf(alt, sizeof(alt), "%s/libnccl-tuner-autoccl.so", parent);
-  if (access(alt, R_OK) == 0) acl_bench_str_copy(buf, len, alt);
-  if (access(buf, R_OK) == 0) return 0;
+  if (access(alt, R_OK) == 0)
+    acl_bench_str_copy(buf, len, alt);
+  if (access(buf, R_OK) == 0)
+    return 0;
   acl_bench_str_copy(buf, len, alt);
   return 1; /* buf holds the preferred (missing) path */
 }
@@ -65,45 +74,58 @@ int acl_bench_default_plugin_path(char *buf, size_t len) {
 /* variables that change NCCL's choices: removed from every child's
  * environment, then set per mode / sweep config */
 static const char *const strip_vars[] = {
-    "NCCL_TUNER_PLUGIN",   "NCCL_PROFILER_PLUGIN",   "NCCL_ALGO",          "NCCL_PROTO",
-    "NCCL_MIN_NCHANNELS",  "NCCL_MAX_NCHANNELS",     "NCCL_MIN_CTAS",      "NCCL_MAX_CTAS",
-    "NCCL_NTHREADS",       "NCCL_BUFFSIZE",          "NCCL_TUNER_CONFIG_FILE", "NCCL_LL_THRESHOLD",
-    "NCCL_LL128_THRESHOLD", "NCCL_TREE_THRESHOLD",   "NCCL_NCHANNELS_PER_NET_PEER",
+    "NCCL_TUNER_PLUGIN",    "NCCL_PROFILER_PLUGIN",   "NCCL_ALGO",
+    "NCCL_PROTO",           "NCCL_MIN_NCHANNELS",     "NCCL_MAX_NCHANNELS",
+    "NCCL_MIN_CTAS",        "NCCL_MAX_CTAS",          "NCCL_NTHREADS",
+    "NCCL_BUFFSIZE",        "NCCL_TUNER_CONFIG_FILE", "NCCL_LL_THRESHOLD",
+    "NCCL_LL128_THRESHOLD", "NCCL_TREE_THRESHOLD",    "NCCL_NCHANNELS_PER_NET_PEER",
 };
 
-static int stripped(const char *kv, int keep_autoccl) {
-  if (!keep_autoccl && strncmp(kv, "AUTOCCL_", 8) == 0) return 1;
+static int stripped(const char *kv, int keep_autoccl)
+{
+  if (!keep_autoccl && strncmp(kv, "AUTOCCL_", 8) == 0)
+    return 1;
   for (size_t i = 0; i < sizeof(strip_vars) / sizeof(strip_vars[0]); i++) {
     size_t l = strlen(strip_vars[i]);
-    if (strncmp(kv, strip_vars[i], l) == 0 && kv[l] == '=') return 1;
+    if (strncmp(kv, strip_vars[i], l) == 0 && kv[l] == '=')
+      return 1;
   }
   return 0;
 }
 
 /* same name as one of the job's own assignments? */
-static int overridden(const char *kv, const acl_bench_job_t *j) {
+static int overridden(const char *kv, const acl_bench_job_t *j)
+{
   const char *eq = strchr(kv, '=');
   size_t l = eq ? (size_t)(eq - kv) : strlen(kv);
   for (int i = 0; i < j->nenv; i++)
-    if (strncmp(j->env[i], kv, l) == 0 && j->env[i][l] == '=') return 1;
+    if (strncmp(j->env[i], kv, l) == 0 && j->env[i][l] == '=')
+      return 1;
   return 0;
 }
 
-static char **build_env(const acl_bench_job_t *j) {
+static char **build_env(const acl_bench_job_t *j)
+{
   size_t n = 0;
-  for (char **e = environ; *e; e++) n++;
+  for (char **e = environ; *e; e++)
+    n++;
   char **out = calloc(n + (size_t)j->nenv + 1, sizeof(char *));
-  if (!out) return NULL;
+  if (!out)
+    return NULL;
   size_t k = 0;
   for (char **e = environ; *e; e++)
-    if (!stripped(*e, j->keep_autoccl) && !overridden(*e, j)) out[k++] = *e;
-  for (int i = 0; i < j->nenv; i++) out[k++] = j->env[i];
+    if (!stripped(*e, j->keep_autoccl) && !overridden(*e, j))
+      out[k++] = *e;
+  for (int i = 0; i < j->nenv; i++)
+    out[k++] = j->env[i];
   out[k] = NULL;
   return out;
 }
 
-static int job_setenv(acl_bench_job_t *j, const char *fmt, const char *a, const char *b) {
-  if (j->nenv >= ACL_BENCH_JOB_MAX_ENV) return -1;
+static int job_setenv(acl_bench_job_t *j, const char *fmt, const char *a, const char *b)
+{
+  if (j->nenv >= ACL_BENCH_JOB_MAX_ENV)
+    return -1;
   char buf[ACL_BENCH_PATH_MAX + 128];
   snprintf(buf, sizeof(buf), fmt, a, b);
   /* replace an earlier assignment of the same variable */
@@ -116,12 +138,14 @@ static int job_setenv(acl_bench_job_t *j, const char *fmt, const char *a, const 
       return j->env[i] ? 0 : -1;
     }
   j->env[j->nenv] = strdup(buf);
-  if (!j->env[j->nenv]) return -1;
+  if (!j->env[j->nenv])
+    return -1;
   j->nenv++;
   return 0;
 }
 
-static int job_alloc(acl_bench_job_t *j, int reps, int nsizes) {
+static int job_alloc(acl_bench_job_t *j, int reps, int nsizes)
+{
   size_t n = (size_t)reps * (size_t)nsizes;
   j->reps_max = reps;
   j->t = calloc(n, sizeof(double));
@@ -132,8 +156,10 @@ static int job_alloc(acl_bench_job_t *j, int reps, int nsizes) {
   return (j->t && j->incl && j->gemm && j->st && j->wrong) ? 0 : -1;
 }
 
-static void job_free(acl_bench_job_t *j) {
-  for (int i = 0; i < j->nenv; i++) free(j->env[i]);
+static void job_free(acl_bench_job_t *j)
+{
+  for (int i = 0; i < j->nenv; i++)
+    free(j->env[i]);
   free(j->t);
   free(j->incl);
   free(j->gemm);
@@ -148,12 +174,15 @@ struct child_out {
   size_t len, cap;
 };
 
-static void out_append(struct child_out *o, const char *p, size_t n) {
+static void out_append(struct child_out *o, const char *p, size_t n)
+{
   if (o->len + n + 1 > o->cap) {
     size_t cap = o->cap ? o->cap * 2 : 8192;
-    while (cap < o->len + n + 1) cap *= 2;
+    while (cap < o->len + n + 1)
+      cap *= 2;
     char *t = realloc(o->text, cap);
-    if (!t) return;
+    if (!t)
+      return;
     o->text = t;
     o->cap = cap;
   }
@@ -163,10 +192,13 @@ static void out_append(struct child_out *o, const char *p, size_t n) {
 }
 
 /* returns the wait status, or -1 if the child could not be started; *timed_out set on timeout */
-static int run_child(const char *exe, char **argv, char **envp, double timeout, struct child_out *o, int *timed_out) {
+static int run_child(const char *exe, char **argv, char **envp, double timeout, struct child_out *o,
+                     int *timed_out)
+{
   int pfd[2];
   *timed_out = 0;
-  if (pipe(pfd)) return -1;
+  if (pipe(pfd))
+    return -1;
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
@@ -192,11 +224,14 @@ static int run_child(const char *exe, char **argv, char **envp, double timeout, 
   for (;;) {
     struct pollfd p = {.fd = pfd[0], .events = POLLIN};
     int r = poll(&p, 1, 200);
-    if (r < 0 && errno != EINTR) break;
+    if (r < 0 && errno != EINTR)
+      break;
     if (r > 0) {
       ssize_t n = read(pfd[0], buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
       out_append(o, buf, (size_t)n);
     }
     if (deadline > 0 && acl_mono_s() > deadline) {
@@ -209,13 +244,16 @@ static int run_child(const char *exe, char **argv, char **envp, double timeout, 
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  if (*timed_out) kill(-pid, SIGKILL);
+  if (*timed_out)
+    kill(-pid, SIGKILL);
   g_child_pgid = 0;
   return st;
 }
 
 /* parse #ACB lines into rep `rep` of job j; forward other lines to stderr */
-static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *sizes, const char *text) {
+static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *sizes,
+                       const char *text)
+{
   int seen = 0;
   const char *p = text;
   while (p && *p) {
@@ -228,10 +266,11 @@ static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *si
       size_t bytes, count;
       double t, incl, mn, gemm;
       long long wrong;
-      if (sscanf(line + 10, "%d %zu %zu %d %lf %lf %lf %lld %lf", &i, &bytes, &count, &st, &t, &incl, &mn, &wrong,
-                 &gemm) == 9 &&
+      if (sscanf(line + 10, "%d %zu %zu %d %lf %lf %lf %lld %lf", &i, &bytes, &count, &st, &t,
+                 &incl, &mn, &wrong, &gemm) == 9 &&
           i >= 0 && i < nsizes) {
-        if (bytes != sizes[i]) return -2;
+        if (bytes != sizes[i])
+          return -2;
         size_t k = (size_t)rep * (size_t)nsizes + (size_t)i;
         j->t[k] = st ? NAN : t;
         j->incl[k] = st ? NAN : incl;
@@ -244,8 +283,10 @@ static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *si
       int rc, ver;
       double iso, run, duty;
       if (sscanf(line + 9, "%d %lf %lf %lf %d", &rc, &iso, &run, &duty, &ver) == 5) {
-        if (iso > 0) j->gemm_iso = iso;
-        if (run > 0) j->gemm_run = run;
+        if (iso > 0)
+          j->gemm_iso = iso;
+        if (run > 0)
+          j->gemm_run = run;
       }
     } else if (strncmp(line, "#ACB-ERR ", 9) == 0) {
       acl_bench_str_copy(j->err, sizeof(j->err), line + 9);
@@ -266,8 +307,10 @@ struct argv_buf {
 };
 
 static void av_add(struct argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void av_add(struct argv_buf *a, const char *fmt, ...) {
-  if (a->n >= 62) return;
+static void av_add(struct argv_buf *a, const char *fmt, ...)
+{
+  if (a->n >= 62)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(a->store[a->n], sizeof(a->store[0]), fmt, ap);
@@ -277,7 +320,9 @@ static void av_add(struct argv_buf *a, const char *fmt, ...) {
   a->v[a->n] = NULL;
 }
 
-static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe, struct argv_buf *a) {
+static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe,
+                       struct argv_buf *a)
+{
   a->n = 0;
   av_add(a, "%s", exe);
   av_add(a, "--internal-child");
@@ -308,23 +353,27 @@ static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const
   av_add(a, "-r");
   av_add(a, "%d", c->root);
   av_add(a, c->procs ? "--procs" : "--single");
-  if (c->inplace) av_add(a, "--inplace");
+  if (c->inplace)
+    av_add(a, "--inplace");
   if (c->gemm) {
     av_add(a, "--interference");
     av_add(a, "gemm:%.17g", c->gemm_duty);
     av_add(a, "--gemm-size");
     av_add(a, "%d", c->gemm_n);
   }
-  if (c->fake) av_add(a, "--fake");
+  if (c->fake)
+    av_add(a, "--fake");
   av_add(a, "--label");
   av_add(a, "%s", j->name);
 }
 
 /* --- aggregation -------------------------------------------------------- */
 
-static int job_all_failed(const acl_bench_job_t *j, int rep, int nsizes) {
+static int job_all_failed(const acl_bench_job_t *j, int rep, int nsizes)
+{
   for (int s = 0; s < nsizes; s++)
-    if (!j->st[(size_t)rep * (size_t)nsizes + (size_t)s]) return 0;
+    if (!j->st[(size_t)rep * (size_t)nsizes + (size_t)s])
+      return 0;
   return 1;
 }
 
@@ -332,18 +381,22 @@ static int job_all_failed(const acl_bench_job_t *j, int rep, int nsizes) {
 
 /* The plugin (modes other than default) and the table as absolute paths:
  * the children run elsewhere. 0, or the exit code after a message. */
-static int resolve_paths(acl_bench_compare_t *x) {
+static int resolve_paths(acl_bench_compare_t *x)
+{
   acl_bench_cfg_t *c = &x->cfg;
   int need_plugin = 0;
   for (int m = 0; m < c->nmodes; m++)
-    if (strcmp(c->modes[m], "default") != 0) need_plugin = 1;
+    if (strcmp(c->modes[m], "default") != 0)
+      need_plugin = 1;
   if (need_plugin) {
     if (!c->plugin[0]) {
       if (acl_bench_default_plugin_path(c->plugin, sizeof(c->plugin)) != 0 && !c->fake) {
-        fprintf(stderr,
-                ACL_BENCH_NAME ": error: the autoccl plugin is not at %s (nor beside the executable); build it or pass "
-                           "--plugin PATH\n",
-                c->plugin);
+        fprintf(
+            stderr,
+            ACL_BENCH_NAME
+            ": error: the autoccl plugin is not at %s (nor beside the executable); build it or pass "
+            "--plugin PATH\n",
+            c->plugin);
         return ACL_BENCH_EXIT_USAGE;
       }
     }
@@ -364,7 +417,8 @@ static int resolve_paths(acl_bench_compare_t *x) {
 
 /* One job per --compare mode, with its plugin, table and --mode-env
  * variables. 0, or -1 out of memory. */
-static int add_mode_jobs(acl_bench_compare_t *x) {
+static int add_mode_jobs(acl_bench_compare_t *x)
+{
   const acl_bench_cfg_t *c = &x->cfg;
   for (int m = 0; m < c->nmodes; m++) {
     acl_bench_job_t *j = &x->jobs[x->nj++];
@@ -382,14 +436,16 @@ static int add_mode_jobs(acl_bench_compare_t *x) {
     for (int e = 0; e < c->nmode_env; e++)
       if (!strcmp(c->mode_env[e].mode, "*") || !strcmp(c->mode_env[e].mode, j->mode))
         job_setenv(j, "%s%s", c->mode_env[e].assign, "");
-    if (job_alloc(j, c->reps, x->nsizes)) return -1;
+    if (job_alloc(j, c->reps, x->nsizes))
+      return -1;
   }
   return 0;
 }
 
 /* One job per (algo, proto, channels) of --sweep; NVLS algorithms are left
  * out (and listed) when NCCL_NVLS_ENABLE=0. 0, or -1 out of memory. */
-static int add_sweep_jobs(acl_bench_compare_t *x) {
+static int add_sweep_jobs(acl_bench_compare_t *x)
+{
   const acl_bench_cfg_t *c = &x->cfg;
   const char *nvls_env = getenv("NCCL_NVLS_ENABLE");
   int nvls_off = nvls_env && strcmp(nvls_env, "0") == 0;
@@ -408,15 +464,18 @@ static int add_sweep_jobs(acl_bench_compare_t *x) {
       acl_bench_str_copy(chans, sizeof(chans), c->sweep_channels);
       char *sc = NULL;
       for (char *ch = strtok_r(chans, ",", &sc); ch; ch = strtok_r(NULL, ",", &sc)) {
-        if (x->nj >= x->maxjobs) break;
+        if (x->nj >= x->maxjobs)
+          break;
         acl_bench_job_t *j = &x->jobs[x->nj++];
         j->sweep = 1;
         snprintf(j->mode, sizeof(j->mode), "sweep");
         snprintf(j->algo, sizeof(j->algo), "%s", a);
         snprintf(j->proto, sizeof(j->proto), "%s", p);
         j->nch = atoi(ch);
-        if (j->nch > 0) snprintf(j->name, sizeof(j->name), "%s/%s/%d", a, p, j->nch);
-        else snprintf(j->name, sizeof(j->name), "%s/%s/auto", a, p);
+        if (j->nch > 0)
+          snprintf(j->name, sizeof(j->name), "%s/%s/%d", a, p, j->nch);
+        else
+          snprintf(j->name, sizeof(j->name), "%s/%s/auto", a, p);
         job_setenv(j, "NCCL_ALGO=%s%s", a, "");
         job_setenv(j, "NCCL_PROTO=%s%s", p, "");
         if (j->nch > 0) {
@@ -424,37 +483,48 @@ static int add_sweep_jobs(acl_bench_compare_t *x) {
           job_setenv(j, "NCCL_MAX_NCHANNELS=%s%s", ch, "");
         }
         for (int e = 0; e < c->nmode_env; e++)
-          if (!strcmp(c->mode_env[e].mode, "*")) job_setenv(j, "%s%s", c->mode_env[e].assign, "");
-        if (job_alloc(j, c->sweep_reps, x->nsizes)) return -1;
+          if (!strcmp(c->mode_env[e].mode, "*"))
+            job_setenv(j, "%s%s", c->mode_env[e].assign, "");
+        if (job_alloc(j, c->sweep_reps, x->nsizes))
+          return -1;
       }
     }
   }
   return 0;
 }
 
-static void print_header(const acl_bench_compare_t *x) {
+static void print_header(const acl_bench_compare_t *x)
+{
   const acl_bench_cfg_t *c = &x->cfg;
   const acl_bench_job_t *jobs = x->jobs;
-  printf("# " ACL_BENCH_NAME " " ACL_BENCH_VERSION " compare: %s %s %s, %d rank%s (%s), %s, sizes %zu..%zu x%g\n",
-         acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt), acl_bench_op_name(c->op), c->ngpus, c->ngpus == 1 ? "" : "s",
-         c->procs ? "one process per GPU" : "one process, all GPUs", c->inplace ? "in-place" : "out-of-place",
-         c->minbytes, c->maxbytes, c->factor);
-  printf("# reps %d (interleaved, order rotated), warm-up %d + timed %d iterations per size and run, check %d\n",
-         c->reps, c->warmup, c->iters, c->check);
+  printf("# " ACL_BENCH_NAME " " ACL_BENCH_VERSION
+         " compare: %s %s %s, %d rank%s (%s), %s, sizes %zu..%zu x%g\n",
+         acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt), acl_bench_op_name(c->op),
+         c->ngpus, c->ngpus == 1 ? "" : "s",
+         c->procs ? "one process per GPU" : "one process, all GPUs",
+         c->inplace ? "in-place" : "out-of-place", c->minbytes, c->maxbytes, c->factor);
+  printf(
+      "# reps %d (interleaved, order rotated), warm-up %d + timed %d iterations per size and run, check %d\n",
+      c->reps, c->warmup, c->iters, c->check);
   if (c->gemm)
-    printf("# interference: cuBLAS bf16 GEMM %dx%dx%d on another stream of every GPU, duty %.2f\n", c->gemm_n,
-           c->gemm_n, c->gemm_n, c->gemm_duty);
+    printf("# interference: cuBLAS bf16 GEMM %dx%dx%d on another stream of every GPU, duty %.2f\n",
+           c->gemm_n, c->gemm_n, c->gemm_n, c->gemm_duty);
   for (int m = 0; m < c->nmodes; m++) {
     printf("# mode %-8s:", jobs[m].name);
-    if (!jobs[m].nenv) printf(" NCCL defaults (no plugin, no NCCL_ALGO/PROTO/channel variables)");
-    for (int e = 0; e < jobs[m].nenv; e++) printf(" %s", jobs[m].env[e]);
+    if (!jobs[m].nenv)
+      printf(" NCCL defaults (no plugin, no NCCL_ALGO/PROTO/channel variables)");
+    for (int e = 0; e < jobs[m].nenv; e++)
+      printf(" %s", jobs[m].env[e]);
     printf("\n");
   }
   if (c->sweep) {
-    printf("# sweep: %d configs of NCCL_ALGO {%s} x NCCL_PROTO {%s} x channels {%s} (0 = NCCL decides), warm-up %d, "
-           "reps %d\n",
-           x->nj - c->nmodes, c->sweep_algos, c->sweep_protos, c->sweep_channels, c->sweep_warmup, c->sweep_reps);
-    if (x->skipped_algos[0]) printf("# sweep: %s skipped because NCCL_NVLS_ENABLE=0\n", x->skipped_algos);
+    printf(
+        "# sweep: %d configs of NCCL_ALGO {%s} x NCCL_PROTO {%s} x channels {%s} (0 = NCCL decides), warm-up %d, "
+        "reps %d\n",
+        x->nj - c->nmodes, c->sweep_algos, c->sweep_protos, c->sweep_channels, c->sweep_warmup,
+        c->sweep_reps);
+    if (x->skipped_algos[0])
+      printf("# sweep: %s skipped because NCCL_NVLS_ENABLE=0\n", x->skipped_algos);
   }
   fflush(stdout);
 }
@@ -462,21 +532,24 @@ static void print_header(const acl_bench_compare_t *x) {
 /* Runs repetition rep of job idx as a child process and files its results.
  * Returns rc (ACL_BENCH_EXIT_RUNTIME once a mode's run failed), -1 out of memory,
  * or -2 when the child's sizes are not ours (stop: nothing to compare). */
-static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int total_runs, int rc) {
+static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int total_runs, int rc)
+{
   const acl_bench_cfg_t *c = &x->cfg;
   acl_bench_job_t *j = &x->jobs[idx];
   int nsizes = x->nsizes;
-  acl_bench_progress(c, "rep %d/%d  %-22s run %d/%d  %.0f s", rep + 1, maxreps, j->name, x->done_runs + 1, total_runs,
-           acl_mono_s() - x->t_start);
+  acl_bench_progress(c, "rep %d/%d  %-22s run %d/%d  %.0f s", rep + 1, maxreps, j->name,
+                     x->done_runs + 1, total_runs, acl_mono_s() - x->t_start);
   struct argv_buf av;
   child_argv(c, j, x->exe, &av);
   char **envp = build_env(j);
-  if (!envp) return -1;
+  if (!envp)
+    return -1;
   struct child_out out = {0};
   int timed_out = 0;
   int st = run_child(x->exe, av.v, envp, c->child_timeout, &out, &timed_out);
   free(envp);
-  for (int s = 0; s < nsizes; s++) j->st[(size_t)rep * (size_t)nsizes + (size_t)s] = 1;
+  for (int s = 0; s < nsizes; s++)
+    j->st[(size_t)rep * (size_t)nsizes + (size_t)s] = 1;
   int seen = parse_child(j, rep, nsizes, x->sizes, out.text ? out.text : "");
   free(out.text);
   j->runs = rep + 1;
@@ -487,11 +560,14 @@ static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int to
     return -2;
   }
   int child_rc = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
-  if (timed_out) snprintf(j->err, sizeof(j->err), "timed out after %.0f s (--child-timeout)", c->child_timeout);
+  if (timed_out)
+    snprintf(j->err, sizeof(j->err), "timed out after %.0f s (--child-timeout)", c->child_timeout);
   else if (st >= 0 && WIFSIGNALED(st) && !j->err[0])
     snprintf(j->err, sizeof(j->err), "killed by signal %d", WTERMSIG(st));
-  int this_failed = timed_out || child_rc < 0 || (child_rc != 0 && child_rc != ACL_BENCH_EXIT_WRONG);
-  if (this_failed) j->child_failures++;
+  int this_failed =
+      timed_out || child_rc < 0 || (child_rc != 0 && child_rc != ACL_BENCH_EXIT_WRONG);
+  if (this_failed)
+    j->child_failures++;
   if (!j->sweep && this_failed) {
     acl_bench_progress_done(c);
     fprintf(stderr, ACL_BENCH_NAME ": error: mode %s, repetition %d failed: %s\n", j->name, rep + 1,
@@ -511,7 +587,8 @@ static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int to
 
 /* Every repetition of every job, interleaved; the modes rotate each
  * repetition (A B C, B C A, ...) so drift cancels. Returns as run_job. */
-static int run_all(acl_bench_compare_t *x) {
+static int run_all(acl_bench_compare_t *x)
+{
   const acl_bench_cfg_t *c = &x->cfg;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
@@ -520,31 +597,37 @@ static int run_all(acl_bench_compare_t *x) {
   sigaction(SIGTERM, &sa, NULL);
 
   int total_runs = 0, rc = ACL_BENCH_EXIT_OK;
-  for (int i = 0; i < x->nj; i++) total_runs += x->jobs[i].reps_max;
+  for (int i = 0; i < x->nj; i++)
+    total_runs += x->jobs[i].reps_max;
   x->t_start = acl_mono_s();
   int maxreps = c->reps > c->sweep_reps ? c->reps : c->sweep_reps;
   for (int rep = 0; rep < maxreps; rep++) {
     for (int q = 0; q < x->nj; q++) {
       int idx = q < c->nmodes ? (q + rep) % c->nmodes : q;
       acl_bench_job_t *j = &x->jobs[idx];
-      if (rep >= j->reps_max) continue;
+      if (rep >= j->reps_max)
+        continue;
       if (j->skip) {
         x->done_runs++;
         j->runs = rep + 1;
-        for (int s = 0; s < x->nsizes; s++) j->st[(size_t)rep * (size_t)x->nsizes + (size_t)s] = 1;
+        for (int s = 0; s < x->nsizes; s++)
+          j->st[(size_t)rep * (size_t)x->nsizes + (size_t)s] = 1;
         continue;
       }
       rc = run_job(x, idx, rep, maxreps, total_runs, rc);
-      if (rc < 0) return rc;
+      if (rc < 0)
+        return rc;
     }
   }
   acl_bench_progress_done(c);
   return rc;
 }
 
-int acl_bench_compare_main(const acl_bench_cfg_t *c0) {
+int acl_bench_compare_main(const acl_bench_cfg_t *c0)
+{
   acl_bench_compare_t *x = calloc(1, sizeof(*x));
-  if (!x) return ACL_BENCH_EXIT_RUNTIME;
+  if (!x)
+    return ACL_BENCH_EXIT_RUNTIME;
   x->cfg = *c0;
   const acl_bench_cfg_t *c = &x->cfg;
   int rc = ACL_BENCH_EXIT_OK;
@@ -553,7 +636,8 @@ int acl_bench_compare_main(const acl_bench_cfg_t *c0) {
     rc = ACL_BENCH_EXIT_RUNTIME;
     goto out;
   }
-  if ((rc = resolve_paths(x)) != 0) goto out;
+  if ((rc = resolve_paths(x)) != 0)
+    goto out;
   x->nsizes = acl_bench_sizes(c, c->ngpus, x->sizes, ACL_BENCH_MAX_SIZES);
   x->es = acl_bench_dtype_size(c->dt);
   x->maxjobs = c->nmodes + 1024;
@@ -562,19 +646,24 @@ int acl_bench_compare_main(const acl_bench_cfg_t *c0) {
     rc = ACL_BENCH_EXIT_RUNTIME;
     goto out;
   }
-  if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x))) goto oom;
+  if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x)))
+    goto oom;
   print_header(x);
   rc = run_all(x);
-  if (rc == -1) goto oom;
-  if (rc == -2) rc = ACL_BENCH_EXIT_RUNTIME; /* nothing to compare: no tables */
-  else rc = acl_bench_compare_report(x, rc);
+  if (rc == -1)
+    goto oom;
+  if (rc == -2)
+    rc = ACL_BENCH_EXIT_RUNTIME; /* nothing to compare: no tables */
+  else
+    rc = acl_bench_compare_report(x, rc);
   fflush(stdout);
   goto out;
 oom:
   fprintf(stderr, ACL_BENCH_NAME ": error: out of memory\n");
   rc = ACL_BENCH_EXIT_RUNTIME;
 out:
-  for (int i = 0; i < x->nj; i++) job_free(&x->jobs[i]);
+  for (int i = 0; i < x->nj; i++)
+    job_free(&x->jobs[i]);
   free(x->jobs);
   free(x);
   return rc;

@@ -17,8 +17,8 @@ typedef struct acl_bench_job {
   int nenv;
   int keep_autoccl;
   int skip;
-  int runs;      /* repetitions run */
-  int reps_max;  /* repetitions planned */
+  int runs;                /* repetitions run */
+  int reps_max;            /* repetitions planned */
   double *t, *incl, *gemm; /* [rep][size] */
   int *st;
   long long *wrong;
@@ -35,7 +35,7 @@ typedef struct acl_bench_compare {
   char plugin_abs[ACL_BENCH_PATH_MAX], table_abs[ACL_BENCH_PATH_MAX];
   size_t sizes[ACL_BENCH_MAX_SIZES];
   int nsizes;
-  size_t es; /* element size */
+  size_t es;             /* element size */
   acl_bench_job_t *jobs; /* the modes (cfg.nmodes), then the sweep configs */
   int nj, maxjobs;
   char skipped_algos[256]; /* sweep algorithms left out (NCCL_NVLS_ENABLE=0) */

@@ -14,41 +14,58 @@
 
 #include "bench/bench.h"
 
-static double model_us(const acl_bench_cfg_t *c, int nranks, size_t bytes, int proto, int nch, int tree) {
+static double model_us(const acl_bench_cfg_t *c, int nranks, size_t bytes, int proto, int nch,
+                       int tree)
+{
   static const double lat[3] = {6.0, 9.0, 14.0}, frac[3] = {0.25, 0.85, 1.0};
   double bw = 300.0 * frac[proto] * sqrt((nch < 32 ? nch : 32) / 32.0); /* GB/s */
   double l = lat[proto] + (tree ? 4.0 : 0.0);
-  if (tree && bytes > (64u << 20)) bw *= 1.05;
-  double t = l + (double)bytes * acl_bench_bus_factor(c->coll, nranks > 1 ? nranks : 2) / (bw * 1e3);
-  if (c->gemm) t *= 1.0 + 0.3 * c->gemm_duty;
+  if (tree && bytes > (64u << 20))
+    bw *= 1.05;
+  double t =
+      l + (double)bytes * acl_bench_bus_factor(c->coll, nranks > 1 ? nranks : 2) / (bw * 1e3);
+  if (c->gemm)
+    t *= 1.0 + 0.3 * c->gemm_duty;
   return t;
 }
 
-static int default_proto(size_t bytes) { return bytes < (32u << 10) ? 0 : bytes < (2u << 20) ? 1 : 2; }
+static int default_proto(size_t bytes)
+{
+  return bytes < (32u << 10) ? 0 : bytes < (2u << 20) ? 1 : 2;
+}
 
-void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, int T, double *out, int *status) {
-  const char *algo = getenv("NCCL_ALGO"), *proto_s = getenv("NCCL_PROTO"), *nch_s = getenv("NCCL_MAX_NCHANNELS");
+void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, int T, double *out,
+                          int *status)
+{
+  const char *algo = getenv("NCCL_ALGO"), *proto_s = getenv("NCCL_PROTO"),
+             *nch_s = getenv("NCCL_MAX_NCHANNELS");
   const char *tuner = getenv("NCCL_TUNER_PLUGIN");
   int tree = 0, proto = default_proto(bytes), nch = nch_s ? atoi(nch_s) : 16;
   *status = 0;
   if (algo) {
     if (!strcasecmp(algo, "Tree")) {
-      if (c->coll != ACL_BENCH_COLL_ALL_REDUCE) { *status = 1; return; }
+      if (c->coll != ACL_BENCH_COLL_ALL_REDUCE) {
+        *status = 1;
+        return;
+      }
       tree = 1;
     } else if (strcasecmp(algo, "Ring") != 0) {
       *status = 1;
       return;
     }
   }
-  if (proto_s) proto = !strcasecmp(proto_s, "LL") ? 0 : !strcasecmp(proto_s, "LL128") ? 1 : 2;
-  if (nch <= 0) nch = 16;
+  if (proto_s)
+    proto = !strcasecmp(proto_s, "LL") ? 0 : !strcasecmp(proto_s, "LL128") ? 1 : 2;
+  if (nch <= 0)
+    nch = 16;
   double base = model_us(c, nranks, bytes, proto, nch, tree);
   double best = INFINITY;
   if (tuner && *tuner)
     for (int p = 0; p < 3; p++)
       for (int ch = 8; ch <= 32; ch *= 2) {
         double t = model_us(c, nranks, bytes, p, ch, 0);
-        if (t < best) best = t;
+        if (t < best)
+          best = t;
       }
   uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t)bytes ^ ((uint64_t)getpid() << 20);
   for (int i = 0; i < T; i++) {
@@ -57,7 +74,8 @@ void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, in
     x ^= x << 17;
     double noise = 1.0 + 0.02 * ((double)(x >> 11) / 9007199254740992.0 - 0.5);
     double t = base;
-    if (tuner && *tuner) t = i < 60 ? base * (1.0 + 0.5 * (double)((i * 7) % 5) / 4.0) : best;
+    if (tuner && *tuner)
+      t = i < 60 ? base * (1.0 + 0.5 * (double)((i * 7) % 5) / 4.0) : best;
     out[i] = t * noise;
   }
 }

@@ -35,15 +35,19 @@ struct acl_bench_gemm {
   char err[256];
 };
 
-double acl_bench_gemm_flops_per_call(const acl_bench_gemm_t *g) { return 2.0 * (double)g->n * (double)g->n * (double)g->n; }
+double acl_bench_gemm_flops_per_call(const acl_bench_gemm_t *g)
+{
+  return 2.0 * (double)g->n * (double)g->n * (double)g->n;
+}
 double acl_bench_gemm_iso_tflops(const acl_bench_gemm_t *g) { return g->iso_tflops; }
 long long acl_bench_gemm_done(acl_bench_gemm_t *g) { return atomic_load(&g->done); }
 
-static int launch_gemm(acl_bench_gemm_t *g) {
+static int launch_gemm(acl_bench_gemm_t *g)
+{
   const float alpha = 1.0f, beta = 0.0f;
-  cublasStatus_t st = cublasGemmEx(g->handle, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha, g->A, CUDA_R_16BF,
-                                   g->n, g->B, CUDA_R_16BF, g->n, &beta, g->C, CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t st = cublasGemmEx(g->handle, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha,
+                                   g->A, CUDA_R_16BF, g->n, g->B, CUDA_R_16BF, g->n, &beta, g->C,
+                                   CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) {
     snprintf(g->err, sizeof(g->err), "cublasGemmEx failed: status %d", (int)st);
     return -1;
@@ -51,24 +55,27 @@ static int launch_gemm(acl_bench_gemm_t *g) {
   return 0;
 }
 
-#define GTRY(call)                                                                                                 \
-  do {                                                                                                             \
-    cudaError_t e_ = (call);                                                                                       \
-    if (e_ != cudaSuccess) {                                                                                       \
-      snprintf(g->err, sizeof(g->err), "%s: %s", #call, cudaGetErrorString(e_));                                   \
-      goto fail;                                                                                                   \
-    }                                                                                                              \
+#define GTRY(call)                                                                                 \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      snprintf(g->err, sizeof(g->err), "%s: %s", #call, cudaGetErrorString(e_));                   \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
-static void sleep_s(double s) {
-  if (s <= 0) return;
+static void sleep_s(double s)
+{
+  if (s <= 0)
+    return;
   struct timespec ts;
   ts.tv_sec = (time_t)s;
   ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
   nanosleep(&ts, NULL);
 }
 
-static void *gemm_thread(void *arg) {
+static void *gemm_thread(void *arg)
+{
   acl_bench_gemm_t *g = arg;
   cudaEvent_t ev0[2] = {0, 0}, ev1[2] = {0, 0};
   int inflight[2] = {0, 0};
@@ -90,12 +97,14 @@ static void *gemm_thread(void *arg) {
         inflight[s] = 0;
       }
       GTRY(cudaEventRecord(ev0[s], g->stream));
-      if (launch_gemm(g)) goto fail;
+      if (launch_gemm(g))
+        goto fail;
       GTRY(cudaEventRecord(ev1[s], g->stream));
       inflight[s] = 1;
     } else {
       GTRY(cudaEventRecord(ev0[0], g->stream));
-      if (launch_gemm(g)) goto fail;
+      if (launch_gemm(g))
+        goto fail;
       GTRY(cudaEventRecord(ev1[0], g->stream));
       GTRY(cudaEventSynchronize(ev1[0]));
       float ms = 0;
@@ -106,7 +115,8 @@ static void *gemm_thread(void *arg) {
     }
   }
   for (int s = 0; s < 2; s++) {
-    if (!inflight[s]) continue;
+    if (!inflight[s])
+      continue;
     GTRY(cudaEventSynchronize(ev1[s]));
     float ms = 0;
     GTRY(cudaEventElapsedTime(&ms, ev0[s], ev1[s]));
@@ -125,7 +135,8 @@ fail:
   return NULL;
 }
 
-acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, size_t errlen) {
+acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, size_t errlen)
+{
   int prev = 0;
   cudaGetDevice(&prev);
   acl_bench_gemm_t *g = calloc(1, sizeof(*g));
@@ -155,7 +166,8 @@ acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, s
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    host[i] = acl_bench_float_to_bf16((float)((double)(x >> 11) * (1.0 / 4503599627370496.0)) - 1.0f);
+    host[i] =
+        acl_bench_float_to_bf16((float)((double)(x >> 11) * (1.0 / 4503599627370496.0)) - 1.0f);
   }
   GTRY(cudaMemcpy(g->A, host, elems * 2, cudaMemcpyHostToDevice));
   GTRY(cudaMemcpy(g->B, host, elems * 2, cudaMemcpyHostToDevice));
@@ -178,10 +190,12 @@ acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, s
   GTRY(cudaEventCreate(&e0));
   GTRY(cudaEventCreate(&e1));
   for (int i = 0; i < 3; i++)
-    if (launch_gemm(g)) goto fail;
+    if (launch_gemm(g))
+      goto fail;
   GTRY(cudaEventRecord(e0, g->stream));
   for (int i = 0; i < 10; i++)
-    if (launch_gemm(g)) goto fail;
+    if (launch_gemm(g))
+      goto fail;
   GTRY(cudaEventRecord(e1, g->stream));
   GTRY(cudaEventSynchronize(e1));
   {
@@ -202,20 +216,30 @@ acl_bench_gemm_t *acl_bench_gemm_start(int dev, int n, double duty, char *err, s
 fail:
   snprintf(err, errlen, "GEMM interference on device %d: %s", dev, g->err);
   free(host);
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (g->handle) cublasDestroy(g->handle);
-  if (g->A) cudaFree(g->A);
-  if (g->B) cudaFree(g->B);
-  if (g->C) cudaFree(g->C);
-  if (g->stream) cudaStreamDestroy(g->stream);
+  if (e0)
+    cudaEventDestroy(e0);
+  if (e1)
+    cudaEventDestroy(e1);
+  if (g->handle)
+    cublasDestroy(g->handle);
+  if (g->A)
+    cudaFree(g->A);
+  if (g->B)
+    cudaFree(g->B);
+  if (g->C)
+    cudaFree(g->C);
+  if (g->stream)
+    cudaStreamDestroy(g->stream);
   free(g);
   cudaSetDevice(prev);
   return NULL;
 }
 
-int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_seen, char *err, size_t errlen) {
-  if (!g) return 0;
+int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_seen, char *err,
+                        size_t errlen)
+{
+  if (!g)
+    return 0;
   int rc = 0;
   int prev = 0;
   cudaGetDevice(&prev);
@@ -224,8 +248,12 @@ int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_se
     pthread_join(g->thread, NULL);
   }
   double wall = g->t_end - g->t_begin;
-  if (run_tflops) *run_tflops = wall > 0 ? (double)atomic_load(&g->done) * acl_bench_gemm_flops_per_call(g) / wall / 1e12 : 0;
-  if (duty_seen) *duty_seen = wall > 0 ? (double)atomic_load(&g->busy_ns) * 1e-9 / wall : 0;
+  if (run_tflops)
+    *run_tflops =
+        wall > 0 ? (double)atomic_load(&g->done) * acl_bench_gemm_flops_per_call(g) / wall / 1e12
+                 : 0;
+  if (duty_seen)
+    *duty_seen = wall > 0 ? (double)atomic_load(&g->busy_ns) * 1e-9 / wall : 0;
   if (atomic_load(&g->failed)) {
     snprintf(err, errlen, "GEMM interference on device %d: %s", g->dev, g->err);
     rc = -1;

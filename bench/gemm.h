@@ -18,6 +18,7 @@ double acl_bench_gemm_flops_per_call(const acl_bench_gemm_t *g);
 /* Stops the thread, frees everything; reports TFLOP/s over the thread's whole
  * life and the measured busy fraction of the GEMM stream. Returns 0, or -1 if
  * the thread hit a CUDA/cuBLAS error (message in err). */
-int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_seen, char *err, size_t errlen);
+int acl_bench_gemm_stop(acl_bench_gemm_t *g, double *run_tflops, double *duty_seen, char *err,
+                        size_t errlen);
 
 #endif

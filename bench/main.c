@@ -5,12 +5,16 @@
 #endif
 #include "bench/bench.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   acl_bench_cfg_t c;
   acl_bench_cfg_defaults(&c);
   int rc = acl_bench_cfg_parse(&c, argc, argv);
-  if (rc < 0) return ACL_BENCH_EXIT_OK; /* --help / --version */
-  if (rc) return rc;
-  if (c.nmodes > 0) return acl_bench_compare_main(&c);
+  if (rc < 0)
+    return ACL_BENCH_EXIT_OK; /* --help / --version */
+  if (rc)
+    return rc;
+  if (c.nmodes > 0)
+    return acl_bench_compare_main(&c);
   return acl_bench_worker_main(&c);
 }

@@ -23,12 +23,16 @@
 #include "bench/gemm.h"
 #include "core/clock.h"
 
-_Static_assert((int)ncclInt8 == ACL_BENCH_DT_INT8 && (int)ncclUint8 == ACL_BENCH_DT_UINT8 && (int)ncclInt32 == ACL_BENCH_DT_INT32 &&
-                   (int)ncclUint32 == ACL_BENCH_DT_UINT32 && (int)ncclInt64 == ACL_BENCH_DT_INT64 && (int)ncclUint64 == ACL_BENCH_DT_UINT64 &&
-                   (int)ncclFloat16 == ACL_BENCH_DT_HALF && (int)ncclFloat32 == ACL_BENCH_DT_FLOAT && (int)ncclFloat64 == ACL_BENCH_DT_DOUBLE &&
+_Static_assert((int)ncclInt8 == ACL_BENCH_DT_INT8 && (int)ncclUint8 == ACL_BENCH_DT_UINT8 &&
+                   (int)ncclInt32 == ACL_BENCH_DT_INT32 && (int)ncclUint32 == ACL_BENCH_DT_UINT32 &&
+                   (int)ncclInt64 == ACL_BENCH_DT_INT64 && (int)ncclUint64 == ACL_BENCH_DT_UINT64 &&
+                   (int)ncclFloat16 == ACL_BENCH_DT_HALF &&
+                   (int)ncclFloat32 == ACL_BENCH_DT_FLOAT &&
+                   (int)ncclFloat64 == ACL_BENCH_DT_DOUBLE &&
                    (int)ncclBfloat16 == ACL_BENCH_DT_BF16,
                "datatype enum must match ncclDataType_t");
-_Static_assert((int)ncclSum == ACL_BENCH_OP_SUM && (int)ncclProd == ACL_BENCH_OP_PROD && (int)ncclMax == ACL_BENCH_OP_MAX && (int)ncclMin == ACL_BENCH_OP_MIN,
+_Static_assert((int)ncclSum == ACL_BENCH_OP_SUM && (int)ncclProd == ACL_BENCH_OP_PROD &&
+                   (int)ncclMax == ACL_BENCH_OP_MAX && (int)ncclMin == ACL_BENCH_OP_MIN,
                "op enum must match ncclRedOp_t");
 
 #define EVENT_CHUNK 1024
@@ -42,7 +46,8 @@ struct shared {
   int status[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
   long long wrong[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
   double gemm_tf[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
-  double gemm_iso[ACL_BENCH_MAX_RANKS], gemm_run[ACL_BENCH_MAX_RANKS], gemm_duty[ACL_BENCH_MAX_RANKS];
+  double gemm_iso[ACL_BENCH_MAX_RANKS], gemm_run[ACL_BENCH_MAX_RANKS],
+      gemm_duty[ACL_BENCH_MAX_RANKS];
   int nccl_version;
   char errmsg[ACL_BENCH_MAX_RANKS][256];
   /* --warmup-time: rank 0 calibrates the untimed calls of each size and
@@ -52,7 +57,8 @@ struct shared {
   double times[]; /* [rank][size][T], microseconds */
 };
 
-static double *times_of(struct shared *sh, int rank, int s) {
+static double *times_of(struct shared *sh, int rank, int s)
+{
   return sh->times + ((size_t)rank * (size_t)sh->nsizes + (size_t)s) * (size_t)sh->T;
 }
 
@@ -71,51 +77,61 @@ struct gpu {
   size_t in_elems, out_elems, check_elems;
 };
 
-static void set_err(struct shared *sh, int rank, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(struct shared *sh, int rank, const char *fmt, ...) {
-  if (sh->errmsg[rank][0]) return;
+static void set_err(struct shared *sh, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(struct shared *sh, int rank, const char *fmt, ...)
+{
+  if (sh->errmsg[rank][0])
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(sh->errmsg[rank], sizeof(sh->errmsg[rank]), fmt, ap);
   va_end(ap);
 }
 
-#define CTRY(rank, call)                                                                                           \
-  do {                                                                                                             \
-    cudaError_t e_ = (call);                                                                                       \
-    if (e_ != cudaSuccess) {                                                                                       \
-      set_err(sh, (rank), "rank %d: %s: %s", (rank), #call, cudaGetErrorString(e_));                               \
-      goto fail;                                                                                                   \
-    }                                                                                                              \
+#define CTRY(rank, call)                                                                           \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      set_err(sh, (rank), "rank %d: %s: %s", (rank), #call, cudaGetErrorString(e_));               \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
-#define NTRY(rank, comm, call)                                                                                     \
-  do {                                                                                                             \
-    ncclResult_t r_ = (call);                                                                                      \
-    if (r_ != ncclSuccess) {                                                                                       \
-      const char *last_ = ncclGetLastError(comm);                                                                  \
-      set_err(sh, (rank), "rank %d: %s: %s%s%s", (rank), #call, ncclGetErrorString(r_), last_ && *last_ ? ": " : "", \
-              last_ ? last_ : "");                                                                                 \
-      goto fail;                                                                                                   \
-    }                                                                                                              \
+#define NTRY(rank, comm, call)                                                                     \
+  do {                                                                                             \
+    ncclResult_t r_ = (call);                                                                      \
+    if (r_ != ncclSuccess) {                                                                       \
+      const char *last_ = ncclGetLastError(comm);                                                  \
+      set_err(sh, (rank), "rank %d: %s: %s%s%s", (rank), #call, ncclGetErrorString(r_),            \
+              last_ &&*last_ ? ": " : "", last_ ? last_ : "");                                     \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
-static ncclResult_t launch(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks) {
+static ncclResult_t launch(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks)
+{
   ncclDataType_t dt = (ncclDataType_t)c->dt;
   ncclRedOp_t op = (ncclRedOp_t)c->op;
   switch (c->coll) {
-  case ACL_BENCH_COLL_ALL_REDUCE: return ncclAllReduce(g->in, g->out, count, dt, op, g->comm, g->stream);
-  case ACL_BENCH_COLL_ALL_GATHER: return ncclAllGather(g->in, g->out, count / (size_t)nranks, dt, g->comm, g->stream);
+  case ACL_BENCH_COLL_ALL_REDUCE:
+    return ncclAllReduce(g->in, g->out, count, dt, op, g->comm, g->stream);
+  case ACL_BENCH_COLL_ALL_GATHER:
+    return ncclAllGather(g->in, g->out, count / (size_t)nranks, dt, g->comm, g->stream);
   case ACL_BENCH_COLL_REDUCE_SCATTER:
     return ncclReduceScatter(g->in, g->out, count / (size_t)nranks, dt, op, g->comm, g->stream);
-  case ACL_BENCH_COLL_BROADCAST: return ncclBroadcast(g->in, g->out, count, dt, c->root, g->comm, g->stream);
-  case ACL_BENCH_COLL_REDUCE: return ncclReduce(g->in, g->out, count, dt, op, c->root, g->comm, g->stream);
-  default: return ncclInvalidArgument;
+  case ACL_BENCH_COLL_BROADCAST:
+    return ncclBroadcast(g->in, g->out, count, dt, c->root, g->comm, g->stream);
+  case ACL_BENCH_COLL_REDUCE:
+    return ncclReduce(g->in, g->out, count, dt, op, c->root, g->comm, g->stream);
+  default:
+    return ncclInvalidArgument;
   }
 }
 
 /* where input and output live for this size (nccl-tests' in-place layout) */
-static void place_buffers(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks) {
+static void place_buffers(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks)
+{
   size_t es = acl_bench_dtype_size(c->dt), per = count / (size_t)nranks;
   char *send = g->send, *recv = g->recv;
   switch (c->coll) {
@@ -141,17 +157,21 @@ static void place_buffers(const acl_bench_cfg_t *c, struct gpu *g, size_t count,
   g->check_elems = (c->coll == ACL_BENCH_COLL_REDUCE && g->rank != c->root) ? 0 : g->out_elems;
 }
 
-static void print_device_line(struct gpu *g) {
+static void print_device_line(struct gpu *g)
+{
   struct cudaDeviceProp p;
   char bus[32] = "?";
   if (cudaGetDeviceProperties(&p, g->dev) == cudaSuccess) {
     snprintf(bus, sizeof(bus), "%04x:%02x:%02x", p.pciDomainID, p.pciBusID, p.pciDeviceID);
-    printf("#  rank %2d  pid %7d  device %2d [%s] %s\n", g->rank, (int)getpid(), g->dev, bus, p.name);
+    printf("#  rank %2d  pid %7d  device %2d [%s] %s\n", g->rank, (int)getpid(), g->dev, bus,
+           p.name);
   }
   fflush(stdout);
 }
 
-static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, acl_bench_size_result_t *r) {
+static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s,
+                           acl_bench_size_result_t *r)
+{
   int T = sh->T, n = sh->nranks;
   r->bytes = sh->sizes[s];
   r->count = sh->sizes[s] / acl_bench_dtype_size(c->dt);
@@ -161,14 +181,16 @@ static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, a
   double gsum = 0;
   int gn = 0;
   for (int k = 0; k < n; k++) {
-    if (sh->status[k][s]) r->status = sh->status[k][s];
+    if (sh->status[k][s])
+      r->status = sh->status[k][s];
     r->wrong += sh->wrong[k][s];
     if (c->gemm && sh->gemm_tf[k][s] >= 0) {
       gsum += sh->gemm_tf[k][s];
       gn++;
     }
   }
-  if (gn) r->gemm_tflops = gsum / gn;
+  if (gn)
+    r->gemm_tflops = gsum / gn;
   double *t = malloc(sizeof(double) * (size_t)T);
   if (!t) {
     r->status = -1;
@@ -179,7 +201,8 @@ static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, a
     double m = 0;
     for (int k = 0; k < n; k++) {
       double v = times_of(sh, k, s)[i];
-      if (v > m) m = v;
+      if (v > m)
+        m = v;
     }
     t[i] = m;
     sum += m;
@@ -188,7 +211,8 @@ static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, a
   int first = T - c->iters;
   double mn = INFINITY;
   for (int i = first; i < T; i++)
-    if (t[i] < mn) mn = t[i];
+    if (t[i] < mn)
+      mn = t[i];
   r->time_min_us = mn;
   r->time_us = acl_bench_median_of(t + first, c->iters);
   free(t);
@@ -199,18 +223,21 @@ static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s, a
 
 /* ncalls untimed collectives on every local GPU, then a sync; 0 or -1. */
 static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
-                       size_t count, int n, long ncalls) {
+                       size_t count, int n, long ncalls)
+{
   for (long i = 0; i < ncalls; i++) {
     ncclResult_t lr = ncclSuccess;
     int bad = 0;
-    if (nlocal > 1) lr = ncclGroupStart();
+    if (nlocal > 1)
+      lr = ncclGroupStart();
     for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
       lr = launch(c, &gs[j], count, n);
       bad = j;
     }
     if (nlocal > 1) {
       ncclResult_t er = ncclGroupEnd();
-      if (lr == ncclSuccess) lr = er;
+      if (lr == ncclSuccess)
+        lr = er;
     }
     if (lr != ncclSuccess) {
       set_err(sh, gs[bad].rank, "rank %d: warm-up: %s", gs[bad].rank, ncclGetErrorString(lr));
@@ -218,7 +245,8 @@ static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *
     }
   }
   for (int j = 0; j < nlocal; j++) {
-    if (cudaSetDevice(gs[j].dev) != cudaSuccess || cudaStreamSynchronize(gs[j].stream) != cudaSuccess) {
+    if (cudaSetDevice(gs[j].dev) != cudaSuccess ||
+        cudaStreamSynchronize(gs[j].stream) != cudaSuccess) {
       set_err(sh, gs[j].rank, "rank %d: warm-up: stream synchronize failed", gs[j].rank);
       return -1;
     }
@@ -229,13 +257,15 @@ static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *
 /* --warmup-time: about c->warmup_s seconds of untimed calls of size s. The
  * ranks of --procs run in separate processes with their own clocks, so rank
  * 0 times 50 calls and publishes the count the others use. */
-static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal, int s,
-                          size_t count, int n) {
+static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
+                          int s, size_t count, int n)
+{
   const long calib = 50;
   /* the first calls of a size (and of a run) pay one-time set-up */
   if (run_untimed(c, sh, gs, nlocal, count, n, 5)) return -1;
   double t0 = acl_mono_s();
-  if (run_untimed(c, sh, gs, nlocal, count, n, calib)) return -1;
+  if (run_untimed(c, sh, gs, nlocal, count, n, calib))
+    return -1;
   double per = (acl_mono_s() - t0) / (double)calib;
   if (gs[0].rank == 0) {
     double want = per > 0 ? c->warmup_s / per - (double)calib - 5.0 : 0.0;
@@ -245,7 +275,8 @@ static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gp
     double deadline = acl_mono_s() + 600.0;
     while (atomic_load(&sh->warm_ready) < s + 1) {
       if (acl_mono_s() > deadline) {
-        set_err(sh, gs[0].rank, "rank %d: warm-up: rank 0 never published its call count", gs[0].rank);
+        set_err(sh, gs[0].rank, "rank %d: warm-up: rank 0 never published its call count",
+                gs[0].rank);
         return -1;
       }
       usleep(200);
@@ -255,7 +286,9 @@ static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gp
 }
 
 /* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
-static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal, int reporter) {
+static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
+                     int reporter)
+{
   int n = sh->nranks, T = sh->T;
   size_t maxbytes = sh->sizes[sh->nsizes - 1];
   int failed = 0, s = 0;
@@ -278,10 +311,12 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
       CTRY(g->rank, cudaMallocHost(&g->hsend, maxbytes));
       CTRY(g->rank, cudaMallocHost(&g->hrecv, maxbytes));
     }
-    if (!c->internal_child) print_device_line(g);
+    if (!c->internal_child)
+      print_device_line(g);
   }
   for (int j = 0; j < nlocal; j++) {
-    if (!c->gemm) break;
+    if (!c->gemm)
+      break;
     char err[300];
     gs[j].gemm = acl_bench_gemm_start(gs[j].dev, c->gemm_n, c->gemm_duty, err, sizeof(err));
     if (!gs[j].gemm) {
@@ -291,18 +326,23 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
     sh->gemm_iso[gs[j].rank] = acl_bench_gemm_iso_tflops(gs[j].gemm);
   }
   rowbuf = calloc(1, sizeof(*rowbuf));
-  if (!rowbuf) goto fail;
+  if (!rowbuf)
+    goto fail;
 
   for (s = 0; s < sh->nsizes; s++) {
     size_t bytes = sh->sizes[s], count = bytes / acl_bench_dtype_size(c->dt);
     char sz[32];
     acl_bench_format_size(bytes, sz, sizeof(sz));
-    if (reporter) acl_bench_progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label, acl_bench_coll_name(c->coll), sz, s + 1,
-                           sh->nsizes, T);
-    for (int j = 0; j < nlocal; j++) place_buffers(c, &gs[j], count, n);
-    if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n)) goto fail;
+    if (reporter)
+      acl_bench_progress(c, "%s %s: size %s (%d/%d), %d iterations", c->label,
+                         acl_bench_coll_name(c->coll), sz, s + 1, sh->nsizes, T);
+    for (int j = 0; j < nlocal; j++)
+      place_buffers(c, &gs[j], count, n);
+    if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n))
+      goto fail;
     double t0 = acl_mono_s();
-    for (int j = 0; j < nlocal; j++) gs[j].gemm_done0 = gs[j].gemm ? acl_bench_gemm_done(gs[j].gemm) : 0;
+    for (int j = 0; j < nlocal; j++)
+      gs[j].gemm_done0 = gs[j].gemm ? acl_bench_gemm_done(gs[j].gemm) : 0;
     int k = 0, base = 0;
     for (int it = 0; it < T; it++) {
       if (c->check) {
@@ -312,7 +352,8 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
           acl_bench_pattern_fill(c, n, g->rank, it, g->hsend, g->in_elems);
           CTRY(g->rank, cudaSetDevice(g->dev));
           CTRY(g->rank, cudaMemsetAsync(g->out, 0x7f, g->out_elems * es, g->stream));
-          CTRY(g->rank, cudaMemcpyAsync(g->in, g->hsend, g->in_elems * es, cudaMemcpyHostToDevice, g->stream));
+          CTRY(g->rank, cudaMemcpyAsync(g->in, g->hsend, g->in_elems * es, cudaMemcpyHostToDevice,
+                                        g->stream));
         }
       }
       for (int j = 0; j < nlocal; j++) {
@@ -322,19 +363,22 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
       {
         ncclResult_t lr = ncclSuccess;
         int bad = 0;
-        if (nlocal > 1) lr = ncclGroupStart();
+        if (nlocal > 1)
+          lr = ncclGroupStart();
         for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
           lr = launch(c, &gs[j], count, n);
           bad = j;
         }
         if (nlocal > 1) {
           ncclResult_t er = ncclGroupEnd(); /* always close the group */
-          if (lr == ncclSuccess) lr = er;
+          if (lr == ncclSuccess)
+            lr = er;
         }
         if (lr != ncclSuccess) {
           const char *last = ncclGetLastError(gs[bad].comm);
-          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank, acl_bench_coll_name(c->coll), sz,
-                  ncclGetErrorString(lr), last && *last ? ": " : "", last ? last : "");
+          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank,
+                  acl_bench_coll_name(c->coll), sz, ncclGetErrorString(lr),
+                  last && *last ? ": " : "", last ? last : "");
           goto fail;
         }
       }
@@ -348,13 +392,15 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
           struct gpu *g = &gs[j];
           CTRY(g->rank, cudaSetDevice(g->dev));
           if (g->check_elems)
-            CTRY(g->rank, cudaMemcpyAsync(g->hrecv, g->out, g->check_elems * es, cudaMemcpyDeviceToHost, g->stream));
+            CTRY(g->rank, cudaMemcpyAsync(g->hrecv, g->out, g->check_elems * es,
+                                          cudaMemcpyDeviceToHost, g->stream));
         }
         for (int j = 0; j < nlocal; j++) {
           struct gpu *g = &gs[j];
           CTRY(g->rank, cudaSetDevice(g->dev));
           CTRY(g->rank, cudaStreamSynchronize(g->stream));
-          sh->wrong[g->rank][s] += acl_bench_check_output(c, n, g->rank, count, it, g->hrecv, g->check_elems, &maxprint);
+          sh->wrong[g->rank][s] +=
+              acl_bench_check_output(c, n, g->rank, count, it, g->hrecv, g->check_elems, &maxprint);
         }
       }
       k++;
@@ -380,17 +426,19 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
       ncclResult_t ae = ncclSuccess;
       NTRY(g->rank, g->comm, ncclCommGetAsyncError(g->comm, &ae));
       if (ae != ncclSuccess) {
-        set_err(sh, g->rank, "rank %d: asynchronous NCCL error: %s", g->rank, ncclGetErrorString(ae));
+        set_err(sh, g->rank, "rank %d: asynchronous NCCL error: %s", g->rank,
+                ncclGetErrorString(ae));
         goto fail;
       }
       /* GEMM throughput during this size, counted in whole GEMMs: only
        * meaningful when the window spans at least 10 of them */
       sh->gemm_tf[g->rank][s] = -1.0;
       if (g->gemm && acl_bench_gemm_iso_tflops(g->gemm) > 0) {
-        double one = acl_bench_gemm_flops_per_call(g->gemm) / (acl_bench_gemm_iso_tflops(g->gemm) * 1e12);
+        double one =
+            acl_bench_gemm_flops_per_call(g->gemm) / (acl_bench_gemm_iso_tflops(g->gemm) * 1e12);
         if (t1 - t0 >= 10.0 * one)
-          sh->gemm_tf[g->rank][s] =
-              (double)(acl_bench_gemm_done(g->gemm) - g->gemm_done0) * acl_bench_gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12;
+          sh->gemm_tf[g->rank][s] = (double)(acl_bench_gemm_done(g->gemm) - g->gemm_done0) *
+                                    acl_bench_gemm_flops_per_call(g->gemm) / (t1 - t0) / 1e12;
       }
       atomic_store(&sh->size_done[g->rank], s + 1);
     }
@@ -398,7 +446,8 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
       /* wait (bounded) for the other ranks' times of this size */
       double deadline = acl_mono_s() + 60.0;
       for (int r = 0; r < n; r++)
-        while (atomic_load(&sh->size_done[r]) < s + 1 && acl_mono_s() < deadline) usleep(100);
+        while (atomic_load(&sh->size_done[r]) < s + 1 && acl_mono_s() < deadline)
+          usleep(100);
       summarize_size(c, sh, s, &rowbuf->res[0]);
       acl_bench_progress_done(c);
       acl_bench_print_table_row(stdout, c, n, &rowbuf->res[0]);
@@ -408,16 +457,19 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
 fail:
   failed = 1;
   for (int j = 0; j < nlocal; j++) {
-    for (int s2 = s; s2 < sh->nsizes; s2++) sh->status[gs[j].rank][s2] = 1;
+    for (int s2 = s; s2 < sh->nsizes; s2++)
+      sh->status[gs[j].rank][s2] = 1;
     atomic_store(&sh->size_done[gs[j].rank], sh->nsizes);
   }
 cleanup:
-  if (reporter) acl_bench_progress_done(c);
+  if (reporter)
+    acl_bench_progress_done(c);
   for (int j = 0; j < nlocal; j++) {
     struct gpu *g = &gs[j];
     if (g->gemm) {
       char err[300];
-      if (acl_bench_gemm_stop(g->gemm, &sh->gemm_run[g->rank], &sh->gemm_duty[g->rank], err, sizeof(err))) {
+      if (acl_bench_gemm_stop(g->gemm, &sh->gemm_run[g->rank], &sh->gemm_duty[g->rank], err,
+                              sizeof(err))) {
         set_err(sh, g->rank, "rank %d: %s", g->rank, err);
         failed = 1;
       }
@@ -427,13 +479,16 @@ cleanup:
   for (int j = 0; j < nlocal; j++) {
     struct gpu *g = &gs[j];
     cudaSetDevice(g->dev);
-    if (g->stream) cudaStreamSynchronize(g->stream);
+    if (g->stream)
+      cudaStreamSynchronize(g->stream);
   }
   for (int j = 0; j < nlocal; j++) {
     struct gpu *g = &gs[j];
     if (g->comm) {
-      if (failed) ncclCommAbort(g->comm);
-      else ncclCommDestroy(g->comm);
+      if (failed)
+        ncclCommAbort(g->comm);
+      else
+        ncclCommDestroy(g->comm);
       g->comm = NULL;
     }
   }
@@ -441,20 +496,28 @@ cleanup:
     struct gpu *g = &gs[j];
     cudaSetDevice(g->dev);
     for (int i = 0; i < g->nev; i++) {
-      if (g->ev0[i]) cudaEventDestroy(g->ev0[i]);
-      if (g->ev1[i]) cudaEventDestroy(g->ev1[i]);
+      if (g->ev0[i])
+        cudaEventDestroy(g->ev0[i]);
+      if (g->ev1[i])
+        cudaEventDestroy(g->ev1[i]);
     }
-    if (g->send) cudaFree(g->send);
-    if (g->recv) cudaFree(g->recv);
-    if (g->hsend) cudaFreeHost(g->hsend);
-    if (g->hrecv) cudaFreeHost(g->hrecv);
-    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->send)
+      cudaFree(g->send);
+    if (g->recv)
+      cudaFree(g->recv);
+    if (g->hsend)
+      cudaFreeHost(g->hsend);
+    if (g->hrecv)
+      cudaFreeHost(g->hrecv);
+    if (g->stream)
+      cudaStreamDestroy(g->stream);
   }
   free(rowbuf);
   return failed ? ACL_BENCH_EXIT_RUNTIME : 0;
 }
 
-static int check_devices(struct shared *sh, int rank, int need) {
+static int check_devices(struct shared *sh, int rank, int need)
+{
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -462,33 +525,42 @@ static int check_devices(struct shared *sh, int rank, int need) {
     return -1;
   }
   if (count < need) {
-    set_err(sh, rank, "-g %d needs %d GPUs, but %d %s visible", need, need, count, count == 1 ? "is" : "are");
+    set_err(sh, rank, "-g %d needs %d GPUs, but %d %s visible", need, need, count,
+            count == 1 ? "is" : "are");
     return -1;
   }
   return 0;
 }
 
-static void fail_all_sizes(struct shared *sh, int rank) {
-  for (int s = 0; s < sh->nsizes; s++) sh->status[rank][s] = 1;
+static void fail_all_sizes(struct shared *sh, int rank)
+{
+  for (int s = 0; s < sh->nsizes; s++)
+    sh->status[rank][s] = 1;
   atomic_store(&sh->size_done[rank], sh->nsizes);
 }
 
-static int single_run(const acl_bench_cfg_t *c, struct shared *sh) {
+static int single_run(const acl_bench_cfg_t *c, struct shared *sh)
+{
   int n = sh->nranks;
   struct gpu *gs = calloc((size_t)n, sizeof(struct gpu));
   ncclComm_t comms[ACL_BENCH_MAX_RANKS];
   int devs[ACL_BENCH_MAX_RANKS];
-  if (!gs) return ACL_BENCH_EXIT_RUNTIME;
+  if (!gs)
+    return ACL_BENCH_EXIT_RUNTIME;
   if (check_devices(sh, 0, n)) {
-    for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
+    for (int r = 0; r < n; r++)
+      fail_all_sizes(sh, r);
     free(gs);
     return ACL_BENCH_EXIT_RUNTIME;
   }
-  for (int r = 0; r < n; r++) devs[r] = r;
+  for (int r = 0; r < n; r++)
+    devs[r] = r;
   ncclResult_t nr = ncclCommInitAll(comms, n, devs);
   if (nr != ncclSuccess) {
-    set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr), ncclGetLastError(NULL));
-    for (int r = 0; r < n; r++) fail_all_sizes(sh, r);
+    set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr),
+            ncclGetLastError(NULL));
+    for (int r = 0; r < n; r++)
+      fail_all_sizes(sh, r);
     free(gs);
     return ACL_BENCH_EXIT_RUNTIME;
   }
@@ -502,24 +574,30 @@ static int single_run(const acl_bench_cfg_t *c, struct shared *sh) {
   return rc;
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
+static int write_all(int fd, const void *buf, size_t len)
+{
   const char *p = buf;
   while (len) {
     ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
     p += w;
     len -= (size_t)w;
   }
   return 0;
 }
 
-static int read_all(int fd, void *buf, size_t len) {
+static int read_all(int fd, void *buf, size_t len)
+{
   char *p = buf;
   while (len) {
     ssize_t r = read(fd, p, len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
     p += r;
     len -= (size_t)r;
   }
@@ -527,11 +605,13 @@ static int read_all(int fd, void *buf, size_t len) {
 }
 
 /* one rank in its own process */
-static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int (*pipes)[2]) {
+static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int (*pipes)[2])
+{
   int n = sh->nranks;
   ncclUniqueId id;
   struct gpu *g = calloc(1, sizeof(struct gpu));
-  if (!g) return ACL_BENCH_EXIT_RUNTIME;
+  if (!g)
+    return ACL_BENCH_EXIT_RUNTIME;
   if (rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess) {
@@ -539,9 +619,12 @@ static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int 
       memset(&id, 0, sizeof(id)); /* peers get a zero id and fail their init */
     }
     for (int k = 1; k < n; k++)
-      if (write_all(pipes[k][1], &id, sizeof(id))) set_err(sh, 0, "cannot send the NCCL id to rank %d", k);
-    for (int k = 1; k < n; k++) close(pipes[k][1]);
-    if (r != ncclSuccess) goto fail;
+      if (write_all(pipes[k][1], &id, sizeof(id)))
+        set_err(sh, 0, "cannot send the NCCL id to rank %d", k);
+    for (int k = 1; k < n; k++)
+      close(pipes[k][1]);
+    if (r != ncclSuccess)
+      goto fail;
   } else {
     if (read_all(pipes[rank][0], &id, sizeof(id))) {
       set_err(sh, rank, "rank %d: no NCCL id from rank 0", rank);
@@ -549,7 +632,8 @@ static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int 
     }
     close(pipes[rank][0]);
   }
-  if (check_devices(sh, rank, n)) goto fail;
+  if (check_devices(sh, rank, n))
+    goto fail;
   {
     cudaError_t e = cudaSetDevice(rank);
     if (e != cudaSuccess) {
@@ -562,7 +646,8 @@ static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int 
   {
     ncclResult_t r = ncclCommInitRank(&g->comm, n, id, rank);
     if (r != ncclSuccess) {
-      set_err(sh, rank, "rank %d: ncclCommInitRank: %s: %s", rank, ncclGetErrorString(r), ncclGetLastError(NULL));
+      set_err(sh, rank, "rank %d: ncclCommInitRank: %s: %s", rank, ncclGetErrorString(r),
+              ncclGetLastError(NULL));
       goto fail;
     }
   }
@@ -577,7 +662,8 @@ fail:
   return ACL_BENCH_EXIT_RUNTIME;
 }
 
-static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
+static int procs_run(const acl_bench_cfg_t *c, struct shared *sh)
+{
   int n = sh->nranks;
   int pipes[ACL_BENCH_MAX_RANKS][2];
   pid_t pids[ACL_BENCH_MAX_RANKS];
@@ -593,8 +679,10 @@ static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
     pid_t p = fork();
     if (p < 0) {
       set_err(sh, r, "fork: %s", strerror(errno));
-      for (int k = 0; k < r; k++) kill(pids[k], SIGKILL);
-      for (int k = 0; k < r; k++) waitpid(pids[k], NULL, 0);
+      for (int k = 0; k < r; k++)
+        kill(pids[k], SIGKILL);
+      for (int k = 0; k < r; k++)
+        waitpid(pids[k], NULL, 0);
       return ACL_BENCH_EXIT_RUNTIME;
     }
     if (p == 0) {
@@ -604,7 +692,8 @@ static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
           close(pipes[k][0]);
         } else {
           close(pipes[k][1]);
-          if (k != r) close(pipes[k][0]);
+          if (k != r)
+            close(pipes[k][0]);
         }
       }
       int rc = rank_main(c, sh, r, pipes);
@@ -628,15 +717,19 @@ static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
     pid_t p = waitpid(-1, &st, WNOHANG);
     if (p > 0) {
       for (int r = 0; r < n; r++) {
-        if (pids[r] != p || done[r]) continue;
+        if (pids[r] != p || done[r])
+          continue;
         done[r] = 1;
         alive--;
         int bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         if (bad) {
-          if (WIFSIGNALED(st)) set_err(sh, r, "rank %d killed by signal %d", r, WTERMSIG(st));
-          else if (!sh->errmsg[r][0]) set_err(sh, r, "rank %d exited with status %d", r, WEXITSTATUS(st));
+          if (WIFSIGNALED(st))
+            set_err(sh, r, "rank %d killed by signal %d", r, WTERMSIG(st));
+          else if (!sh->errmsg[r][0])
+            set_err(sh, r, "rank %d exited with status %d", r, WEXITSTATUS(st));
           rc = ACL_BENCH_EXIT_RUNTIME;
-          if (fail_at == 0) fail_at = acl_mono_s();
+          if (fail_at == 0)
+            fail_at = acl_mono_s();
         }
       }
     } else if (p == 0) {
@@ -657,10 +750,12 @@ static int procs_run(const acl_bench_cfg_t *c, struct shared *sh) {
   return rc;
 }
 
-static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run_summary_t *s) {
+static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run_summary_t *s)
+{
   memset(s, 0, sizeof(*s));
   s->nsizes = sh->nsizes;
-  for (int i = 0; i < sh->nsizes; i++) summarize_size(c, sh, i, &s->res[i]);
+  for (int i = 0; i < sh->nsizes; i++)
+    summarize_size(c, sh, i, &s->res[i]);
   int gn = 0;
   for (int r = 0; r < sh->nranks; r++) {
     if (sh->gemm_iso[r] > 0) {
@@ -683,7 +778,8 @@ static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run
     }
 }
 
-int acl_bench_worker_main(const acl_bench_cfg_t *c) {
+int acl_bench_worker_main(const acl_bench_cfg_t *c)
+{
   size_t sizes[ACL_BENCH_MAX_SIZES];
   int n = c->ngpus;
   int nsizes = acl_bench_sizes(c, n, sizes, ACL_BENCH_MAX_SIZES);
@@ -691,7 +787,8 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c) {
   size_t bytes = sizeof(struct shared) + sizeof(double) * (size_t)n * (size_t)nsizes * (size_t)T;
   struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) {
-    fprintf(stderr, ACL_BENCH_NAME ": error: cannot map %zu bytes for results: %s\n", bytes, strerror(errno));
+    fprintf(stderr, ACL_BENCH_NAME ": error: cannot map %zu bytes for results: %s\n", bytes,
+            strerror(errno));
     return ACL_BENCH_EXIT_RUNTIME;
   }
   sh->nranks = n;
@@ -700,21 +797,25 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c) {
   memcpy(sh->sizes, sizes, sizeof(size_t) * (size_t)nsizes);
   {
     int v = 0;
-    if (!c->fake && ncclGetVersion(&v) == ncclSuccess) sh->nccl_version = v;
+    if (!c->fake && ncclGetVersion(&v) == ncclSuccess)
+      sh->nccl_version = v;
   }
-  if (!c->internal_child) acl_bench_print_table_header(stdout, c, n);
+  if (!c->internal_child)
+    acl_bench_print_table_header(stdout, c, n);
 
   int rc;
   if (c->fake) {
     rc = 0;
     for (int s = 0; s < nsizes; s++) {
       int st = 0;
-      for (int r = 0; r < n; r++) acl_bench_fake_times(c, n, sizes[s], T, times_of(sh, r, s), &st);
+      for (int r = 0; r < n; r++)
+        acl_bench_fake_times(c, n, sizes[s], T, times_of(sh, r, s), &st);
       for (int r = 0; r < n; r++) {
         sh->status[r][s] = st;
         sh->gemm_tf[r][s] = c->gemm ? 600.0 : -1.0;
       }
-      if (st && !sh->errmsg[0][0]) set_err(sh, 0, "fake: unsupported configuration");
+      if (st && !sh->errmsg[0][0])
+        set_err(sh, 0, "fake: unsupported configuration");
     }
     if (c->gemm)
       for (int r = 0; r < n; r++) {
@@ -745,17 +846,22 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c) {
   int any_fail = 0;
   for (int s = 0; s < nsizes; s++) {
     wrong += sum->res[s].wrong;
-    if (sum->res[s].status) any_fail = 1;
+    if (sum->res[s].status)
+      any_fail = 1;
   }
-  if (any_fail && rc == 0) rc = ACL_BENCH_EXIT_RUNTIME;
-  if (wrong > 0 && rc == 0) rc = ACL_BENCH_EXIT_WRONG;
+  if (any_fail && rc == 0)
+    rc = ACL_BENCH_EXIT_RUNTIME;
+  if (wrong > 0 && rc == 0)
+    rc = ACL_BENCH_EXIT_WRONG;
   sum->rc = rc;
   if (c->internal_child) {
     acl_bench_print_child_lines(stdout, sum);
   } else {
     acl_bench_print_run_footer(stdout, c, n, sum);
-    if (sum->errmsg[0]) fprintf(stderr, ACL_BENCH_NAME ": error: %s\n", sum->errmsg);
-    if (c->json) acl_bench_print_run_json(stdout, c, n, sum);
+    if (sum->errmsg[0])
+      fprintf(stderr, ACL_BENCH_NAME ": error: %s\n", sum->errmsg);
+    if (c->json)
+      acl_bench_print_run_json(stdout, c, n, sum);
   }
   free(sum);
   munmap(sh, bytes);
