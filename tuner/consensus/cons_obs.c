@@ -40,6 +40,8 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
   if (widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
     goto out;
   cons_wl_t *w = cons_wl(h, widx);
+  if (call_idx < (uint64_t)w->search.params.warmup_calls)
+    goto out; /* a warm-up call (CUPTI samples every call): GPU warm-up, not the config */
   cons_slot_t *s = &w->slots[call_idx % ACL_CONS_SLOTS];
   if (s->call1 && s->call1 != call_idx + 1) {
     if (s->call1 > call_idx + 1) { /* slot recycled by a newer call: late */

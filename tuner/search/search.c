@@ -443,11 +443,12 @@ static uint32_t block_len(const acl_search_t *s, int id)
   if (c->planned < target)
     return target - c->planned;
   /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
-   * lost: wait for them (hand_out). Samples arrive in call order, so once a
-   * sample of the waiting blocks arrived, the missing ones are lost and run
-   * again. */
-  if (id != ACL_SEARCH_CAND_NCCL && c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      s->cands[0].got <= s->wait_mark)
+   * lost: wait for them (hand_out), NCCL's choice running with one probe
+   * sample per block. Samples arrive in call order, so once a probe arrived
+   * the missing ones are lost and run again (the baseline's own probes are
+   * baseline samples). */
+  if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
+      (id == ACL_SEARCH_CAND_NCCL || s->cands[0].got <= s->wait_mark))
     return 0;
   return target > c->got ? target - c->got : 1;
 }
@@ -458,22 +459,24 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
   acl_search_cand_t *c = &s->cands[id];
   bool wait = l == 0;
   if (wait) {
-    /* id's samples are on their way: NCCL's choice runs meanwhile, sampled
-     * (a few events, and the baseline gets sharper) */
     if (c->waits++ == 0)
-      s->wait_mark = s->cands[0].planned;
+      s->wait_mark = s->c0_sampled;
     id = ACL_SEARCH_CAND_NCCL;
     c = &s->cands[0];
     l = ACL_SEARCH_WAIT_MIN;
   } else {
     c->waits = 0;
   }
-  /* Every call of a measuring block carries profiler events; a config's
-   * first call pays its set-up once. */
-  s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
+  /* Every call of a measuring block carries profiler events (a waiting
+   * block only its probe); a config's first call pays its set-up once. */
+  uint32_t sampled = wait ? 1 : l;
+  s->spent_s += sampled * ACL_SEARCH_EVENT_COST_S;
+  if (id == ACL_SEARCH_CAND_NCCL)
+    s->c0_sampled += sampled;
   if (id != ACL_SEARCH_CAND_NCCL && c->planned == 0)
     s->spent_s += ACL_SEARCH_SETUP_COST_S;
   s->waiting = 0;
+  s->probe = wait;
   c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
   s->current = (uint16_t)id;
   s->calls_planned += l;
@@ -556,9 +559,11 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     return;
   if (!(overlap >= 0.0f && overlap <= 1.0f))
     overlap = -1.0f;
-  if (cand_id == ACL_SEARCH_CAND_NCCL && s->warmup_dropped < (uint32_t)s->params.warmup_calls &&
-      !s->tuned_once) {
-    s->warmup_dropped++; /* the first warmup_calls samples are warm-up */
+  /* Warm-up calls carry no profiler events (acl_search_sample_shift); a
+   * source that samples them anyway (CUPTI) has them dropped here, and the
+   * consensus layer drops late ones by call index. */
+  if (cand_id == ACL_SEARCH_CAND_NCCL && s->phase == ACL_PHASE_WARMUP) {
+    s->warmup_dropped++;
     return;
   }
   s->samples_seen++;

@@ -142,13 +142,15 @@ typedef struct acl_search {
    * so far; while it would be, the incumbent runs unsampled (waiting). */
   double spent_s;
   uint8_t waiting;          /* the current block waits for the budget */
-  uint8_t pad_b[3];
+  uint8_t probe;            /* ... waits for late samples, one call sampled */
+  uint8_t pad_b[2];
   uint32_t drift_run;       /* consecutive samples past the drift rule */
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
   uint64_t wait_calls;      /* calls run waiting for the budget */
-  uint32_t wait_mark;       /* cands[0].planned when a candidate began waiting for
-                             * its late samples */
+  uint32_t wait_mark;       /* c0_sampled when a candidate began waiting for its
+                             * late samples */
+  uint32_t c0_sampled;      /* sampled calls of NCCL's choice handed out this tuning */
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];

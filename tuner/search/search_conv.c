@@ -220,6 +220,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
     val_over(s);
     id = s->current;
   }
+  s->probe = 0;
   /* Validation samples every call and runs a challenger: it draws on the
    * exploration budget, and pauses (the decision runs unsampled) while the
    * budget is spent. */
@@ -273,6 +274,7 @@ static void retune(acl_search_t *s)
   s->calls_to_converge = 0;
   s->drift_count = 0;
   s->drift_run = 0;
+  s->c0_sampled = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val_refines = 0;
@@ -336,6 +338,8 @@ acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->pha
 
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
+  if (s->probe)
+    return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
   if (s->waiting || s->phase == ACL_PHASE_WARMUP || s->phase == ACL_PHASE_DISABLED)
     return ACL_SEARCH_SAMPLE_NEVER;
   if (s->phase != ACL_PHASE_CONVERGED || s->val_state == VAL_RUNNING)

@@ -199,6 +199,7 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
                : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
                                          : (uint32_t)l;
   s->waiting = 1;
+  s->probe = 0;
   s->current = (uint16_t)id;
   s->calls_planned += n;
   s->wait_calls += n;

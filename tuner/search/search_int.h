@@ -32,6 +32,7 @@
 #define ACL_SEARCH_WAIT_MIN 16u
 #define ACL_SEARCH_WAIT_MAX 8192u
 #define ACL_SEARCH_SAMPLE_WAITS 64 /* wait blocks for late samples before re-running */
+#define ACL_SEARCH_PROBE_SHIFT 4   /* a wait block (ACL_SEARCH_WAIT_MIN calls) samples one */
 #define ACL_SEARCH_OUTLIER 4.0 /* a sample > 4x its candidate's median */
 #define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped */
 
