@@ -30,7 +30,8 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_SAMPLES_MIN 2
 #define ACL_CONFIG_SAMPLES_MAX 16 /* the samples a candidate keeps (ACL_SEARCH_MAX_SAMPLES) */
 #define ACL_CONFIG_BUDGET_PCT_DEFAULT 3 /* docs/tuner.md: exploration pays for itself */
-#define ACL_CONFIG_BUDGET_PCT_MAX 100
+#define ACL_CONFIG_BUDGET_PCT_MAX 100000 /* > 100: tests and short experiments that must
+                                          * explore at once, whatever it costs */
 #define ACL_CONFIG_MAX_WORKLOADS_DEFAULT 256
 #define ACL_CONFIG_MAX_WORKLOADS_MAX 1024
 #define ACL_CONFIG_TIMEOUT_MS_DEFAULT 30000
@@ -47,7 +48,7 @@ typedef struct acl_config {
   int warmup_calls;        /* AUTOCCL_WARMUP: 0..1000, default 5 */
   int samples_per_cand;    /* AUTOCCL_SAMPLES: 2..16, default 5 */
   int explore_budget_pct;  /* AUTOCCL_EXPLORE_BUDGET: % of a workload's time so far that
-                              exploring may cost, 0..100, default 3; 0 = never explore */
+                              exploring may cost, 0..100000, default 3; 0 = never explore */
   int max_workloads;       /* AUTOCCL_MAX_WORKLOADS: per communicator, 1..1024, default 256 */
   int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, 100..3600000,
                               default 30000 */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/types.h"
 
@@ -25,6 +26,7 @@ typedef struct ev {
   acl_call_tag_t tag;
   void *user;
   uint64_t call_ns;
+  uint64_t born_ns; /* host time of the Coll's start */
   uint64_t min_start, max_stop;
   int nch, nstopped, nstarted, nended;
   /* kch */
@@ -52,6 +54,7 @@ struct acl_ncclev {
   void *u;
   ev_t *free;
   bool hold_children;
+  int colls_live; /* Coll events holding a slot */
   acl_ev_coll_fn coll_hook;
   void *coll_u;
   acl_ev_stats_t st;
@@ -152,13 +155,17 @@ static void ev_unref(acl_ncclev_t *e, ev_t *c);
 
 /* NCCL stops a Coll event at launch, before the proxy thread reports its
  * channels, so a Coll holds one extra reference until all its channels have
- * stopped. When the pool runs dry, Colls whose channels never started (e.g.
- * KernelCh events not delivered) give that reference back. */
+ * stopped. When the pool runs dry, Colls whose channels never started give
+ * that reference back, but only after ACL_EV_ORPHAN_NS: a host runs hundreds
+ * of calls ahead of its GPU (2xH200, 1 GiB: ~1 s), and a slot reused while
+ * its channels are still to come would hand them to another call. */
 static void reclaim_unstarted(acl_ncclev_t *e)
 {
+  uint64_t now = acl_mono_ns();
   for (int i = 0; i < ACL_EV_POOL; i++) {
     ev_t *c = &e->pool[i];
-    if (c->type == EV_COLL && c->child_hold && c->stopped && c->nstarted == 0) {
+    if (c->type == EV_COLL && c->child_hold && c->stopped && c->nstarted == 0 &&
+        now - c->born_ns > ACL_EV_ORPHAN_NS) {
       c->child_hold = 0;
       ev_unref(e, c);
     }
@@ -187,6 +194,8 @@ static void ev_unref(acl_ncclev_t *e, ev_t *c)
     return;
   if (c->type == EV_COLL && c->has_tag && !c->emitted)
     e->st.incomplete++; /* a channel never reported its stop */
+  if (c->type == EV_COLL)
+    e->colls_live--;
   c->type = EV_FREE;
   c->next = e->free;
   e->free = c;
@@ -286,10 +295,17 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     int dsz = acl_ncclev_dtype_size(d->coll.datatype);
     pthread_mutex_lock(&e->mu);
     e->st.colls++;
-    ev_t *c = ev_alloc(e);
+    /* Colls leave a quarter of the pool to the channels they wait for. */
+    ev_t *c = NULL;
+    if (e->colls_live < ACL_EV_POOL - ACL_EV_POOL / 4)
+      c = ev_alloc(e); /* counts its own exhaustion */
+    else
+      e->st.pool_exhausted++;
     if (!c)
       goto out;
+    e->colls_live++;
     c->type = EV_COLL;
+    c->born_ns = acl_mono_ns();
     c->rank = r;
     c->nch = d->coll.nChannels;
     c->child_hold = e->hold_children && c->nch > 0;

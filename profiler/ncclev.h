@@ -13,7 +13,8 @@
 #include "core/abi.h"
 #include "profiler/profiler.h"
 
-#define ACL_EV_POOL 4096
+#define ACL_EV_POOL 16384 /* Coll + KernelCh events in flight (a Coll and its channels) */
+#define ACL_EV_ORPHAN_NS 10000000000ull /* a Coll whose channels never started, reclaimable */
 #define ACL_EV_FIFO 1024
 
 typedef struct acl_ev_sample {

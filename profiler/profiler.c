@@ -246,10 +246,12 @@ void acl_prof_destroy(acl_prof_t *p)
     acl_ev_stats_t es;
     acl_ncclev_stats(p->ev, &es);
     acl_info("profiler: %llu Coll events, %llu matched to decided calls, %llu samples, "
-             "%llu mismatches (%llu clamped), %llu decided calls carried no events",
+             "%llu mismatches (%llu clamped), %llu decided calls carried no events, "
+             "%llu events found the pool full",
              (unsigned long long)es.colls, (unsigned long long)es.colls_matched,
              (unsigned long long)es.samples, (unsigned long long)es.mismatches,
-             (unsigned long long)es.clamped, (unsigned long long)es.unsampled);
+             (unsigned long long)es.clamped, (unsigned long long)es.unsampled,
+             (unsigned long long)es.pool_exhausted);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);

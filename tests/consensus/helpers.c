@@ -29,6 +29,8 @@ void th_params(th_rank_t *r, uint64_t comm, int rank, int nranks, int nnodes, co
   r->cfg.warmup_calls = 3;
   r->cfg.samples_per_cand = 3;
   r->cfg.timeout_ms = 5000;
+  /* agreement while exploring, not the exploration budget (tests/tuner) */
+  r->cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_MAX;
   r->p.comm_id = comm;
   r->p.nranks = nranks;
   r->p.nnodes = nnodes;

@@ -47,7 +47,7 @@ Test(online, one_thread_drives_four_ranks_and_they_agree)
   setenv("AUTOCCL_MODE", "online", 1);
   /* Convergence within 1500 calls: the exploration budget is lifted (at the
    * default 3 % these 100 us calls would wait; tests/tuner/test_budget.c). */
-  setenv("AUTOCCL_EXPLORE_BUDGET", "100", 1);
+  setenv("AUTOCCL_EXPLORE_BUDGET", "100000", 1);
   acl_h_load(&P);
   rank_t r[NR] = {0};
   uint64_t comm = 0xfeedbeef12345678ull ^ (uint64_t)getpid();
@@ -115,7 +115,7 @@ static int first_candidate_call(const char *samples)
   setenv("AUTOCCL_MODE", "online", 1);
   setenv("AUTOCCL_WARMUP", "5", 1);
   setenv("AUTOCCL_SAMPLES", samples, 1);
-  setenv("AUTOCCL_EXPLORE_BUDGET", "100", 1); /* the descent alone */
+  setenv("AUTOCCL_EXPLORE_BUDGET", "100000", 1); /* the descent alone */
   acl_h_load(&P);
   enum { N = 2 };
   rank_t r[N] = {0};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "profiler/ncclev.h" /* ACL_EV_POOL */
 #include "profiler/profiler.h"
 
 static acl_prof_sample_t got[64];
@@ -289,4 +290,36 @@ Test(ncclev, channels_stopped_from_another_thread)
   acl_prof_nccl_stop(P, c);
   cr_assert_eq(ngot, 1);
   cr_assert_float_eq(got[0].seconds, 907e-9, 1e-15);
+}
+
+/* A host far ahead of its GPU (2xH200, 1 GiB AllGather: ~500 calls) holds
+ * many Coll events whose channels have not started. When the pool runs dry
+ * a new Coll gets no handle (that call goes unsampled) instead of reusing the
+ * slot of a Coll still waiting for its channels, whose stamps would then be
+ * credited to another call. */
+Test(ncclev, full_pool_never_reuses_a_waiting_coll)
+{
+  acl_call_tag_t t0 = tag(4, 4096 * 4, 0, 1, 2, 1);
+  acl_prof_on_call(P, R, &t0);
+  void *first = coll_start("AllReduce", 4096, "ncclFloat32", 1, "RING", "SIMPLE");
+  cr_assert_not_null(first);
+  acl_prof_nccl_stop(P, first); /* stopped at launch, channels to come */
+  int got_handles = 1;
+  for (int i = 1; i < ACL_EV_POOL + 8; i++) {
+    acl_call_tag_t t = tag(4, 4096 * 4, (uint64_t)i, 1, 2, 1);
+    acl_prof_on_call(P, R, &t);
+    void *c = coll_start("AllReduce", 4096, "ncclFloat32", 1, "RING", "SIMPLE");
+    if (c) {
+      got_handles++;
+      acl_prof_nccl_stop(P, c);
+    }
+  }
+  cr_assert_lt(got_handles, ACL_EV_POOL + 8, "the pool never ran dry");
+  /* the first call's channel arrives now: still its own sample */
+  void *k = ch_start(first, 0, 1000);
+  cr_assert_not_null(k, "the waiting Coll's slot was reused");
+  ch_stop(k, 3000);
+  cr_assert_eq(ngot, 1);
+  cr_assert_eq(got[0].tag.call_idx, 0);
+  cr_assert_float_eq(got[0].seconds, 2000e-9, 1e-15);
 }

@@ -471,6 +471,10 @@ static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len
    * block only its probe); a config's first call pays its set-up once. */
   uint32_t sampled = wait ? 1 : l;
   s->spent_s += sampled * ACL_SEARCH_EVENT_COST_S;
+  if (!s->events_paid) {
+    s->spent_s += ACL_SEARCH_FIRST_EVENTS_COST_S;
+    s->events_paid = 1;
+  }
   if (id == ACL_SEARCH_CAND_NCCL)
     s->c0_sampled += sampled;
   if (id != ACL_SEARCH_CAND_NCCL && c->planned == 0)
@@ -525,8 +529,10 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   if (s->phase == ACL_PHASE_BASELINE ||
       ((s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) &&
        !s->cands[0].judged)) {
-    /* Measuring the baseline costs its profiler events. */
-    double need = (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S;
+    /* Measuring the baseline costs its profiler events (the first ones of
+     * the workload dearly). */
+    double need = (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S +
+                  (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
     if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
       return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
     return hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);

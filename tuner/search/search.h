@@ -143,7 +143,8 @@ typedef struct acl_search {
   double spent_s;
   uint8_t waiting;          /* the current block waits for the budget */
   uint8_t probe;            /* ... waits for late samples, one call sampled */
-  uint8_t pad_b[2];
+  uint8_t events_paid;      /* the workload's first profiler events were charged */
+  uint8_t pad_b;
   uint32_t drift_run;       /* consecutive samples past the drift rule */
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
