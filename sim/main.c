@@ -107,12 +107,55 @@ static void rm_logdir(const char *dir, int nranks)
   rmdir(dir);
 }
 
-static void print_where(const acl_sim_opts_t *o, int nprocs)
+/* Whether every rank process serves its own endpoint (its pid in the
+ * state): a port taken by another process must be neither advertised nor
+ * read. Waits up to 5 s for the plugins to start. NULL when all do, else
+ * why not, in off (len bytes). */
+static const char *check_endpoints(const acl_sim_opts_t *o, const pid_t *pids, int nprocs,
+                                   char *off, size_t len)
+{
+  if (o->port <= 0) {
+    snprintf(off, len, "no --port given");
+    return off;
+  }
+  double deadline = acl_sim_now() + 5.0;
+  for (int p = 0; p < nprocs; p++) {
+    double v;
+    while ((v = acl_sim_fetch_wait(o->port + p, 1.0, (int)pids[p])) == -1 &&
+           acl_sim_now() < deadline) {
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    if (v == -2) {
+      snprintf(off, len, "port %d is served by another process, not rank process %d "
+               "(its endpoint could not bind: see its WARN)", o->port + p, p);
+      return off;
+    }
+    if (v < 0) {
+      snprintf(off, len, "rank process %d serves nothing on port %d", p, o->port + p);
+      return off;
+    }
+  }
+  return NULL;
+}
+
+static void print_head(const acl_sim_opts_t *o, int nprocs)
 {
   FILE *f = o->json ? stderr : stdout;
   fprintf(f, "autoccl-sim: %d ranks in %d processes; plugin %s\n", o->nranks, nprocs, o->plugin);
+  fflush(f);
+}
+
+static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
+{
+  FILE *f = o->json ? stderr : stdout;
   if (o->port < 0)
     return;
+  if (off) {
+    fprintf(f, "  endpoint off: %s; the report uses the time inside getCollInfo\n", off);
+    fflush(f);
+    return;
+  }
   fprintf(f,
           "  live tuning:  autoccl-top --url http://127.0.0.1:%d\n"
           "  dashboard:    http://127.0.0.1:%d/\n"
@@ -199,7 +242,7 @@ int main(int argc, char **argv)
     goto out;
   }
   if (!o.quiet)
-    print_where(&o, nprocs);
+    print_head(&o, nprocs);
 
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;
@@ -226,6 +269,11 @@ int main(int argc, char **argv)
     }
     pids[p] = pid;
   }
+
+  char ep_off_buf[200];
+  const char *ep_off = check_endpoints(&o, pids, nprocs, ep_off_buf, sizeof(ep_off_buf));
+  if (!o.quiet)
+    print_where(&o, nprocs, ep_off);
 
   /* Watch: stop at the deadline, fail on a crash or a hang. */
   bool tty = isatty(2) && !o.quiet, failed = false;
@@ -302,11 +350,10 @@ int main(int argc, char **argv)
   }
   /* Read the plugin's own consensus figure while the ranks are still up. */
   double ep_wait = 0;
-  bool ep_ok = o.port > 0;
-  for (int p = 0; ep_ok && p < nprocs; p++) {
-    double v = acl_sim_fetch_wait(o.port + p, 2.0);
+  for (int p = 0; !ep_off && p < nprocs; p++) {
+    double v = acl_sim_fetch_wait(o.port + p, 2.0, (int)pids[p]);
     if (v < 0)
-      ep_ok = false;
+      ep_off = v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
     else
       ep_wait += v;
   }
@@ -337,7 +384,7 @@ int main(int argc, char **argv)
     kill_all(pids, nprocs);
     goto out;
   }
-  status = acl_sim_report(&w, wall, ep_wait, ep_ok);
+  status = acl_sim_report(&w, wall, ep_wait, ep_off);
 out:
   if (pids)
     kill_all(pids, nprocs);
