@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/shm.h"
 #include "profiler/simfeed.h"
 #include "sim/bench.h"
 #include "sim/nccl_model.h"
@@ -97,16 +98,6 @@ static void kill_all(pid_t *pids, int n)
     }
 }
 
-static void rm_logdir(const char *dir, int nranks)
-{
-  char p[300];
-  for (int r = 0; r < nranks; r++) {
-    snprintf(p, sizeof(p), "%s/rank%d.log", dir, r);
-    unlink(p);
-  }
-  rmdir(dir);
-}
-
 /* Whether every rank process serves its own endpoint (its pid in the
  * state): a port taken by another process must be neither advertised nor
  * read. Waits up to 5 s for the plugins to start. NULL when all do, else
@@ -118,11 +109,11 @@ static const char *check_endpoints(const acl_sim_opts_t *o, const pid_t *pids, i
     snprintf(off, len, "no --port given");
     return off;
   }
-  double deadline = acl_sim_now() + 5.0;
+  double deadline = acl_mono_s() + 5.0;
   for (int p = 0; p < nprocs; p++) {
     double v;
     while ((v = acl_sim_fetch_wait(o->port + p, 1.0, (int)pids[p])) == -1 &&
-           acl_sim_now() < deadline) {
+           acl_mono_s() < deadline) {
       struct timespec ts = {0, 100 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }
@@ -181,6 +172,10 @@ int main(int argc, char **argv)
   memset(&w, 0, sizeof(w));
   w.o = &o;
   w.parent_pid = (int)getpid();
+  const char *tmpdir = getenv("TMPDIR");
+  tmpdir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  acl_sim_reap_stale(tmpdir); /* what killed runs left */
+  int guard_fd = -1;
   char err[512] = "";
   int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
   pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
@@ -223,8 +218,14 @@ int main(int argc, char **argv)
 
   snprintf(w.feed_name, sizeof(w.feed_name), "/autoccl-sim-%d-%08llx", (int)getpid(),
            (unsigned long long)(nonce & 0xffffffffu));
-  feed_fd = shm_open(w.feed_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (feed_fd < 0 || ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
+  char why[200] = "";
+  if (acl_shm_create(w.feed_name, &feed_fd, why, sizeof(why)) != ACL_SHM_OK) {
+    fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name,
+            why[0] ? why : "the name is taken");
+    w.feed_name[0] = '\0'; /* not ours to remove */
+    goto out;
+  }
+  if (ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
       (feed = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, feed_fd,
                    0)) == MAP_FAILED) {
     fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name, strerror(errno));
@@ -233,14 +234,16 @@ int main(int argc, char **argv)
   feed->magic = ACL_SIMFEED_MAGIC;
   feed->nranks = (uint32_t)o.nranks;
 
-  const char *tmp = getenv("TMPDIR");
-  snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  /* The pid in the name lets a later run remove it if this one is killed
+   * with its guardian. */
+  snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.%d.XXXXXX", tmpdir, (int)getpid());
   if (!mkdtemp(w.logdir)) {
     fprintf(stderr, "autoccl-sim: cannot create a directory for decision logs (%s): %s\n",
             w.logdir, strerror(errno));
     w.logdir[0] = '\0';
     goto out;
   }
+  guard_fd = acl_sim_guard_start(&w, o.ncomms);
   if (!o.quiet)
     print_head(&o, nprocs);
 
@@ -388,14 +391,13 @@ int main(int argc, char **argv)
 out:
   if (pids)
     kill_all(pids, nprocs);
-  if (w.logdir[0])
-    rm_logdir(w.logdir, o.nranks);
   if (feed != MAP_FAILED)
     munmap(feed, sizeof(acl_simfeed_t));
-  if (feed_fd >= 0) {
+  if (feed_fd >= 0)
     close(feed_fd);
-    shm_unlink(w.feed_name);
-  }
+  acl_sim_cleanup(&w, o.ncomms); /* ranks are gone: their segments too */
+  if (guard_fd >= 0)
+    close(guard_fd);
   if (w.ctl != MAP_FAILED)
     munmap(w.ctl, sizeof(acl_sim_ctl_t));
   acl_sim_step_destroy(step);

@@ -115,6 +115,16 @@ typedef struct acl_sim_world {
   int parent_pid;
 } acl_sim_world_t;
 
+/* cleanup.c: removes the run's feed, logs and consensus segments. */
+void acl_sim_cleanup(const acl_sim_world_t *w, int ncomms);
+/* Forks the guardian that cleans up once the parent and every rank process
+ * are gone; returns the descriptor the parent keeps (and its children
+ * inherit), -1 when it could not. */
+int acl_sim_guard_start(const acl_sim_world_t *w, int ncomms);
+/* Removes feeds and log directories (under tmpdir) of runs whose parent
+ * pid is dead. */
+void acl_sim_reap_stale(const char *tmpdir);
+
 /* Body of rank process `proc` (drives ranks [proc*rpp, ...)). Returns the
  * process exit status. */
 int acl_sim_proc_main(const acl_sim_world_t *w, int proc);
