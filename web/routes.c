@@ -32,7 +32,9 @@ int acl_web_routes_init(acl_web_t *w)
   w->r_421 = static_text("misdirected request: this endpoint is bound to loopback and answers "
                          "only Host names that are loopback (localhost, 127.0.0.1, [::1])\n",
                          txt);
-  w->r_503_sse = static_text("too many event streams (16 in all, 4 per client address)\n", txt);
+  w->r_503_sse = static_text("too many event streams (" ACL_WEB_STR(ACL_WEB_MAX_SSE) " in all, " ACL_WEB_STR(
+                                 ACL_WEB_MAX_SSE_PER_IP) " per client address)\n",
+                             txt);
   w->r_healthz = static_text("ok\n", txt);
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
   /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
