@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,13 +106,22 @@ static const char *const level_names[] = {"error", "warn", "info", "debug"};
 const char *acl_mode_name(acl_mode_t m) { return (unsigned)m < 3 ? mode_names[m] : "?"; }
 const char *acl_prof_src_name(acl_prof_src_t s) { return (unsigned)s < 4 ? prof_names[s] : "?"; }
 
-static bool valid_bind(const char *s)
+/* The endpoint binds numeric addresses only; "localhost" is the one name
+ * taken, as 127.0.0.1, so that a name is never resolved differently later.
+ * "[::1]" is stored as "::1". false: not an address. */
+static bool normalise_bind(char *s, size_t len)
 {
-  for (; *s; s++)
-    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-          *s == '.' || *s == ':' || *s == '-'))
-      return false;
-  return true;
+  if (strcasecmp(s, "localhost") == 0) {
+    snprintf(s, len, "127.0.0.1");
+    return true;
+  }
+  size_t n = strlen(s);
+  if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+    memmove(s, s + 1, n - 2);
+    s[n - 2] = '\0';
+  }
+  unsigned char a[16];
+  return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
 }
 
 static bool valid_hostport(const char *s)
@@ -144,8 +154,9 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
   char bind[sizeof(cfg->http_bind)];
   memcpy(bind, cfg->http_bind, sizeof(bind));
   parse_str(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind, sizeof(cfg->http_bind));
-  if (!valid_bind(cfg->http_bind)) {
-    bad(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind, "an IPv4/IPv6 address or host name", bind);
+  if (!normalise_bind(cfg->http_bind, sizeof(cfg->http_bind))) {
+    bad(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind,
+        "a numeric IPv4 or IPv6 address, or localhost (= 127.0.0.1)", bind);
     memcpy(cfg->http_bind, bind, sizeof(bind));
   }
   parse_str(&p, "AUTOCCL_TABLE", cfg->table_path, sizeof(cfg->table_path));

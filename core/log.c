@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
+
 static _Atomic(ncclDebugLogger_t) nccl_logger;
 static atomic_int log_level = ACL_LOG_WARN;
 static char log_prefix[32] = "autoccl";
@@ -27,11 +29,14 @@ void acl_log_at(acl_log_level_t lvl, const char *file, int line, const char *fmt
 {
   if ((int)lvl > atomic_load(&log_level))
     return;
-  char msg[1024];
+  char raw[1024], msg[1536];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  vsnprintf(raw, sizeof(raw), fmt, ap);
   va_end(ap);
+  /* Messages quote environment values, paths and peers' words: a newline
+   * there must not forge a line of its own, nor raw bytes reach a terminal. */
+  acl_text_escape(msg, sizeof(msg), raw);
   ncclDebugLogger_t fn = atomic_load(&nccl_logger);
   if (fn) {
     /* NCCL prints WARN unconditionally and INFO only with NCCL_DEBUG=INFO. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/shm.h"
 #include "profiler/simfeed.h"
 #include "sim/bench.h"
 #include "sim/nccl_model.h"
@@ -97,22 +98,55 @@ static void kill_all(pid_t *pids, int n)
     }
 }
 
-static void rm_logdir(const char *dir, int nranks)
+/* Whether every rank process serves its own endpoint (its pid in the
+ * state): a port taken by another process must be neither advertised nor
+ * read. Waits up to 5 s for the plugins to start. NULL when all do, else
+ * why not, in off (len bytes). */
+static const char *check_endpoints(const acl_sim_opts_t *o, const pid_t *pids, int nprocs,
+                                   char *off, size_t len)
 {
-  char p[300];
-  for (int r = 0; r < nranks; r++) {
-    snprintf(p, sizeof(p), "%s/rank%d.log", dir, r);
-    unlink(p);
+  if (o->port <= 0) {
+    snprintf(off, len, "no --port given");
+    return off;
   }
-  rmdir(dir);
+  double deadline = acl_mono_s() + 5.0;
+  for (int p = 0; p < nprocs; p++) {
+    double v;
+    while ((v = acl_sim_fetch_wait(o->port + p, 1.0, (int)pids[p])) == -1 &&
+           acl_mono_s() < deadline) {
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    if (v == -2) {
+      snprintf(off, len, "port %d is served by another process, not rank process %d "
+               "(its endpoint could not bind: see its WARN)", o->port + p, p);
+      return off;
+    }
+    if (v < 0) {
+      snprintf(off, len, "rank process %d serves nothing on port %d", p, o->port + p);
+      return off;
+    }
+  }
+  return NULL;
 }
 
-static void print_where(const acl_sim_opts_t *o, int nprocs)
+static void print_head(const acl_sim_opts_t *o, int nprocs)
 {
   FILE *f = o->json ? stderr : stdout;
   fprintf(f, "autoccl-sim: %d ranks in %d processes; plugin %s\n", o->nranks, nprocs, o->plugin);
+  fflush(f);
+}
+
+static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
+{
+  FILE *f = o->json ? stderr : stdout;
   if (o->port < 0)
     return;
+  if (off) {
+    fprintf(f, "  endpoint off: %s; the report uses the time inside getCollInfo\n", off);
+    fflush(f);
+    return;
+  }
   fprintf(f,
           "  live tuning:  autoccl-top --url http://127.0.0.1:%d\n"
           "  dashboard:    http://127.0.0.1:%d/\n"
@@ -138,6 +172,10 @@ int main(int argc, char **argv)
   memset(&w, 0, sizeof(w));
   w.o = &o;
   w.parent_pid = (int)getpid();
+  const char *tmpdir = getenv("TMPDIR");
+  tmpdir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  acl_sim_reap_stale(tmpdir); /* what killed runs left */
+  int guard_fd = -1;
   char err[512] = "";
   int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
   pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
@@ -180,8 +218,14 @@ int main(int argc, char **argv)
 
   snprintf(w.feed_name, sizeof(w.feed_name), "/autoccl-sim-%d-%08llx", (int)getpid(),
            (unsigned long long)(nonce & 0xffffffffu));
-  feed_fd = shm_open(w.feed_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (feed_fd < 0 || ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
+  char why[200] = "";
+  if (acl_shm_create(w.feed_name, &feed_fd, why, sizeof(why)) != ACL_SHM_OK) {
+    fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name,
+            why[0] ? why : "the name is taken");
+    w.feed_name[0] = '\0'; /* not ours to remove */
+    goto out;
+  }
+  if (ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
       (feed = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, feed_fd,
                    0)) == MAP_FAILED) {
     fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name, strerror(errno));
@@ -190,16 +234,18 @@ int main(int argc, char **argv)
   feed->magic = ACL_SIMFEED_MAGIC;
   feed->nranks = (uint32_t)o.nranks;
 
-  const char *tmp = getenv("TMPDIR");
-  snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  /* The pid in the name lets a later run remove it if this one is killed
+   * with its guardian. */
+  snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.%d.XXXXXX", tmpdir, (int)getpid());
   if (!mkdtemp(w.logdir)) {
     fprintf(stderr, "autoccl-sim: cannot create a directory for decision logs (%s): %s\n",
             w.logdir, strerror(errno));
     w.logdir[0] = '\0';
     goto out;
   }
+  guard_fd = acl_sim_guard_start(&w, o.ncomms);
   if (!o.quiet)
-    print_where(&o, nprocs);
+    print_head(&o, nprocs);
 
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;
@@ -226,6 +272,11 @@ int main(int argc, char **argv)
     }
     pids[p] = pid;
   }
+
+  char ep_off_buf[200];
+  const char *ep_off = check_endpoints(&o, pids, nprocs, ep_off_buf, sizeof(ep_off_buf));
+  if (!o.quiet)
+    print_where(&o, nprocs, ep_off);
 
   /* Watch: stop at the deadline, fail on a crash or a hang. */
   bool tty = isatty(2) && !o.quiet, failed = false;
@@ -302,11 +353,10 @@ int main(int argc, char **argv)
   }
   /* Read the plugin's own consensus figure while the ranks are still up. */
   double ep_wait = 0;
-  bool ep_ok = o.port > 0;
-  for (int p = 0; ep_ok && p < nprocs; p++) {
-    double v = acl_sim_fetch_wait(o.port + p, 2.0);
+  for (int p = 0; !ep_off && p < nprocs; p++) {
+    double v = acl_sim_fetch_wait(o.port + p, 2.0, (int)pids[p]);
     if (v < 0)
-      ep_ok = false;
+      ep_off = v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
     else
       ep_wait += v;
   }
@@ -337,18 +387,17 @@ int main(int argc, char **argv)
     kill_all(pids, nprocs);
     goto out;
   }
-  status = acl_sim_report(&w, wall, ep_wait, ep_ok);
+  status = acl_sim_report(&w, wall, ep_wait, ep_off);
 out:
   if (pids)
     kill_all(pids, nprocs);
-  if (w.logdir[0])
-    rm_logdir(w.logdir, o.nranks);
   if (feed != MAP_FAILED)
     munmap(feed, sizeof(acl_simfeed_t));
-  if (feed_fd >= 0) {
+  if (feed_fd >= 0)
     close(feed_fd);
-    shm_unlink(w.feed_name);
-  }
+  acl_sim_cleanup(&w, o.ncomms); /* ranks are gone: their segments too */
+  if (guard_fd >= 0)
+    close(guard_fd);
   if (w.ctl != MAP_FAILED)
     munmap(w.ctl, sizeof(acl_sim_ctl_t));
   acl_sim_step_destroy(step);

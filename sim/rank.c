@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/shm.h"
 #include "profiler/simfeed.h"
 #include "sim/nccl_model.h"
 #include "sim/sim.h"
@@ -458,9 +460,15 @@ static acl_simfeed_t *feed_open(const char *name)
 {
   if (!name[0])
     return NULL;
-  int fd = shm_open(name, O_RDWR, 0);
-  if (fd < 0)
+  int fd;
+  struct stat st;
+  char why[200];
+  if (acl_shm_open_own(name, &fd, &st, why, sizeof(why)) != ACL_SHM_OK ||
+      (size_t)st.st_size < sizeof(acl_simfeed_t)) {
+    if (fd >= 0)
+      close(fd);
     return NULL;
+  }
   void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   return m == MAP_FAILED ? NULL : m;

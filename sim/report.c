@@ -52,8 +52,9 @@ static void num_json(acl_strbuf_t *sb, double v)
 }
 
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
-                   bool endpoint_ok)
+                   const char *endpoint_off)
 {
+  bool endpoint_ok = !endpoint_off;
   const acl_sim_opts_t *o = w->o;
   const acl_sim_step_t *st = w->step;
   int n = o->nranks, status = ACL_SIM_EXIT_FAILED;
@@ -150,8 +151,13 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   acl_sb_printf(&sb, ",\"plugin_errors\":%llu,\"consensus_wait_seconds\":",
                 (unsigned long long)plugin_errors);
   num_json(&sb, wait);
-  acl_sb_printf(&sb, ",\"consensus_wait_source\":\"%s\",\"getcollinfo_seconds\":",
+  acl_sb_printf(&sb, ",\"consensus_wait_source\":\"%s\",\"endpoint_off\":",
                 endpoint_ok ? "endpoint" : "getcollinfo");
+  if (endpoint_off)
+    acl_sb_json_str(&sb, endpoint_off);
+  else
+    acl_sb_puts(&sb, "null");
+  acl_sb_puts(&sb, ",\"getcollinfo_seconds\":");
   num_json(&sb, gci);
   acl_sb_puts(&sb, ",\"workloads\":[");
   for (size_t i = 0; i < st->nworkloads; i++) {
@@ -212,6 +218,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
             divergent ? " (a real NCCL would hang or corrupt data)" : "",
             (unsigned long long)plugin_errors, wait,
             endpoint_ok ? "plugin endpoint" : "time inside getCollInfo");
+    if (endpoint_off && o->port > 0)
+      fprintf(out, "endpoint off: %s\n", endpoint_off);
     if (first_div != UINT64_MAX)
       fprintf(out, "first divergent call: #%llu of each rank (step %llu, call %llu of the step)\n",
               (unsigned long long)first_div, (unsigned long long)(first_div / st->ncalls),
@@ -236,8 +244,9 @@ out:
 }
 
 /* Minimal HTTP/1.0 GET on loopback; the body of /api/v1/state is scanned for
- * every "consensus_wait_seconds": number (one per communicator). */
-double acl_sim_fetch_wait(int port, double timeout_s)
+ * its "pid" and every "consensus_wait_seconds": number (one per
+ * communicator). */
+double acl_sim_fetch_wait(int port, double timeout_s, int pid)
 {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (fd < 0)
@@ -292,6 +301,19 @@ double acl_sim_fetch_wait(int port, double timeout_s)
   const char *body = strstr(buf, "\r\n\r\n");
   if (!body)
     goto out;
+  /* Another process on the port (ours failed to bind) is not our figure. */
+  const char *pp = strstr(body, "\"pid\"");
+  if (!pp) {
+    total = -2;
+    goto out;
+  }
+  pp += 5;
+  while (*pp == ' ' || *pp == ':')
+    pp++;
+  if (atoi(pp) != pid) {
+    total = -2;
+    goto out;
+  }
   total = 0;
   static const char key[] = "\"consensus_wait_seconds\"";
   for (const char *p = strstr(body, key); p; p = strstr(p + 1, key)) {

@@ -115,17 +115,32 @@ typedef struct acl_sim_world {
   int parent_pid;
 } acl_sim_world_t;
 
+/* cleanup.c: removes the run's feed, logs and consensus segments. */
+void acl_sim_cleanup(const acl_sim_world_t *w, int ncomms);
+/* Forks the guardian that cleans up once the parent and every rank process
+ * are gone; returns the descriptor the parent keeps (and its children
+ * inherit), -1 when it could not. */
+int acl_sim_guard_start(const acl_sim_world_t *w, int ncomms);
+/* Removes feeds and log directories (under tmpdir) of runs whose parent
+ * pid is dead. */
+void acl_sim_reap_stale(const char *tmpdir);
+
 /* Body of rank process `proc` (drives ranks [proc*rpp, ...)). Returns the
  * process exit status. */
 int acl_sim_proc_main(const acl_sim_world_t *w, int proc);
 
 /* Reads the decision logs and prints the report; returns the exit status. */
+/* endpoint_off: NULL when endpoint_wait_s came from the ranks' own
+ * endpoints, else why not (the report then uses the time in getCollInfo). */
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
-                   bool endpoint_ok);
+                   const char *endpoint_off);
 
 /* Sum of consensus_wait_seconds over /api/v1/state of 127.0.0.1:port; -1 on
  * failure. */
-double acl_sim_fetch_wait(int port, double timeout_s);
+/* Sum of consensus_wait_seconds on 127.0.0.1:port, read only when the
+ * state there is process pid's: -2 when another process serves the port,
+ * -1 when none answers. */
+double acl_sim_fetch_wait(int port, double timeout_s, int pid);
 
 
 #endif

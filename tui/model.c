@@ -3,6 +3,8 @@
  * and about fields it does not know (ignored: newer servers may add some). */
 #include "tui/top.h"
 
+#include "core/text.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,14 +30,13 @@ __attribute__((format(printf, 2, 3))) static int fail(pctx_t *c, const char *fmt
 
 static const char *pfx(const pctx_t *c) { return c->path[0] ? c->path : "state"; }
 
-/* Server strings end up on a terminal: control bytes (escape sequences)
- * become '?'. UTF-8 above 0x7f is left for the view to measure. */
+/* Server strings end up on a terminal: C0 and C1 controls (escape
+ * sequences, U+009B is a CSI), bidi overrides and invalid UTF-8 become '?';
+ * a long string is cut before a character, never inside one (the --json
+ * encoder refuses a broken one). Other UTF-8 is left for the view. */
 static void copy_clean(char *out, size_t len, const char *in)
 {
-  size_t i = 0;
-  for (; in[i] && i + 1 < len; i++)
-    out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? '?' : in[i];
-  out[i] = '\0';
+  acl_text_clean(out, len, in);
 }
 
 /* Each getter: absent or null leaves the "unknown" default; wrong type fails. */

@@ -125,8 +125,10 @@ char *acl_top_json_merged(const acl_top_view_t *v, const acl_top_model_t *const 
   bad |= json_object_set(doc, "communicators", comms);
   bad |= json_object_set(doc, "summary", sum);
   bad |= json_object_set(doc, "workloads", wls);
+  /* ASCII only: the servers' own strings copied above may hold C1 controls
+   * or bidi overrides, which a terminal must not receive raw. */
   if (!bad)
-    out = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    out = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(10));
 done:
   json_decref(srcs);
   json_decref(comms);

@@ -29,12 +29,17 @@ int acl_web_routes_init(acl_web_t *w)
   const char *txt = "text/plain; charset=utf-8";
   w->r_404 = static_text("not found\n", txt);
   w->r_405 = static_text("method not allowed (read-only endpoint: GET, HEAD)\n", txt);
-  w->r_503_sse = static_text("too many event streams\n", txt);
+  w->r_421 = static_text("misdirected request: this endpoint is bound to loopback and answers "
+                         "only Host names that are loopback (localhost, 127.0.0.1, [::1])\n",
+                         txt);
+  w->r_503_sse = static_text("too many event streams (" ACL_WEB_STR(ACL_WEB_MAX_SSE) " in all, " ACL_WEB_STR(
+                                 ACL_WEB_MAX_SSE_PER_IP) " per client address)\n",
+                             txt);
   w->r_healthz = static_text("ok\n", txt);
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
   /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
   w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
-  if (!w->r_404 || !w->r_405 || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
+  if (!w->r_404 || !w->r_405 || !w->r_421 || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
     return -1;
   MHD_add_response_header(w->r_405, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
   MHD_add_response_header(w->r_healthz, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -56,7 +61,7 @@ int acl_web_routes_init(acl_web_t *w)
 
 void acl_web_routes_free(acl_web_t *w)
 {
-  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_503_sse, &w->r_healthz,
+  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_421, &w->r_503_sse, &w->r_healthz,
                                 &w->r_head_sse};
   for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
     if (*rs[i])
@@ -161,6 +166,12 @@ enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char
   (void)upload_data;
   (void)req_cls;
   acl_web_t *w = cls;
+  acl_web_guard_request(w, conn);
+  /* Bound to loopback, only a browser tricked by DNS rebinding sends
+   * another name: it must not read the job's state. */
+  if (w->loopback &&
+      !acl_web_host_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)))
+    return MHD_queue_response(conn, 421, w->r_421);
   size_t asset = 0;
   route_t rt = match(url, &asset);
   if (rt == R_NONE)

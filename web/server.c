@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/text.h"
 #include "web/web_int.h"
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -75,7 +76,9 @@ static int open_listener(const char *bind_addr, int port, int *bound_port, char 
   if (ss.ss_family == AF_INET6)
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
   if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 128) != 0) {
-    snprintf(err, errlen, "cannot listen on %.64s port %d: %s", bind_addr, port, strerror(errno));
+    char hp[96];
+    snprintf(err, errlen, "cannot listen on %s: %s",
+             acl_fmt_hostport(hp, sizeof(hp), bind_addr, port), strerror(errno));
     close(fd);
     return -1;
   }
@@ -134,6 +137,8 @@ acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t
     snprintf(err, errlen, "out of memory");
     goto fail_routes;
   }
+  w->loopback = acl_web_is_loopback(bind_addr[0] == '[' ? "" : bind_addr) ||
+                (strcmp(bind_addr, "[::1]") == 0);
   fd = open_listener(bind_addr, port, &w->port, err, errlen);
   if (fd < 0)
     goto fail_routes;
@@ -142,15 +147,29 @@ acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t
   w->daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, acl_web_route, w, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)ACL_WEB_MAX_CONN, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)ACL_WEB_MAX_PER_IP,
+      (unsigned)ACL_WEB_MHD_CONN, MHD_OPTION_NOTIFY_CONNECTION, acl_web_guard_notify, (void *)w,
+      MHD_OPTION_NOTIFY_COMPLETED, acl_web_guard_completed, (void *)w,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ACL_WEB_TIMEOUT_S,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ACL_WEB_MEM_LIMIT, MHD_OPTION_END);
   if (!w->daemon) {
-    snprintf(err, errlen, "libmicrohttpd failed to start on %.64s port %d", bind_addr, w->port);
+    char hp[96];
+    snprintf(err, errlen, "libmicrohttpd failed to start on %s",
+             acl_fmt_hostport(hp, sizeof(hp), bind_addr, w->port));
     goto fail_routes;
   }
-  acl_info("web: serving on http://%s%s%s:%d/", strchr(bind_addr, ':') ? "[" : "", bind_addr,
-           strchr(bind_addr, ':') ? "]" : "", w->port);
+  char hp[96];
+  acl_fmt_hostport(hp, sizeof(hp), bind_addr, w->port);
+  if (w->loopback) {
+    acl_info("web: serving on http://%s/", hp);
+  } else {
+    bool any = strcmp(bind_addr, "0.0.0.0") == 0 || strcmp(bind_addr, "::") == 0 ||
+               strcmp(bind_addr, "[::]") == 0;
+    acl_warn("web: serving on http://%s/, a non-loopback address: %s can read this job's "
+             "state (communicators, workloads, host name, pid) without authentication; bind "
+             "127.0.0.1 (AUTOCCL_HTTP_BIND) and reach it through an SSH tunnel instead",
+             hp, any ? "anyone who can reach any interface of this host" :
+                       "anyone who can reach this address");
+  }
   return w;
 
 fail_routes:

@@ -19,6 +19,7 @@ struct acl_sse_client {
   acl_sse_client_t *next, *prev;
   acl_web_t *w;
   struct MHD_Connection *conn;
+  acl_web_ip_t ip;
   acl_sse_msg_t *q[ACL_WEB_SSE_QUEUE];
   unsigned qhead, qlen;
   acl_sse_msg_t *cur; /* being written */
@@ -147,8 +148,13 @@ static void sse_free(void *cls)
 
 enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn)
 {
+  acl_web_ip_t ip;
+  acl_web_conn_ip(conn, &ip);
   pthread_mutex_lock(&w->mu);
-  bool full = w->nclients >= ACL_WEB_MAX_SSE || w->stopping;
+  int same = 0;
+  for (acl_sse_client_t *o = w->clients; o; o = o->next)
+    same += acl_web_ip_eq(&o->ip, &ip);
+  bool full = w->nclients >= ACL_WEB_MAX_SSE || same >= ACL_WEB_MAX_SSE_PER_IP || w->stopping;
   pthread_mutex_unlock(&w->mu);
   if (full)
     return MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, w->r_503_sse);
@@ -158,6 +164,7 @@ enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn)
     return MHD_NO;
   c->w = w;
   c->conn = conn;
+  c->ip = ip;
   c->last_write = acl_mono_s();
   push(c, (acl_sse_msg_t *)&k_hello);
   struct MHD_Response *r =
@@ -285,6 +292,7 @@ static void *ticker_main(void *arg)
     if (w->stopping)
       break;
     double now = acl_mono_s();
+    acl_web_guard_tick_locked(w, now);
     int nresume = 0;
     for (acl_sse_client_t *c = w->clients; c; c = c->next) {
       if (c->ended || c->heartbeat_due || now - c->last_write < ACL_WEB_HEARTBEAT_S)

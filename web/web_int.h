@@ -9,10 +9,16 @@
 
 #include "web/server.h"
 
-#define ACL_WEB_MAX_CONN 64       /* all connections, SSE included */
-#define ACL_WEB_MAX_PER_IP 32     /* everything local shares 127.0.0.1 */
+#define ACL_WEB_MAX_CONN 64       /* all connections, SSE included (web/guard.c) */
+#define ACL_WEB_MHD_CONN (2 * ACL_WEB_MAX_CONN) /* MHD's hard limit: room to evict */
+#define ACL_WEB_MAX_PER_IP 16     /* per client address: leaves room for 3 others */
 #define ACL_WEB_MAX_SSE 16        /* event streams; the rest get 503 */
+#define ACL_WEB_MAX_SSE_PER_IP 4  /* event streams per client address */
+#define ACL_WEB_EVICT_GRACE_S 0.5 /* a new connection's time to send its request */
+#define ACL_WEB_HEADER_S 5        /* a request's line and headers arrive within this */
 #define ACL_WEB_TIMEOUT_S 10      /* idle connections; SSE has heartbeats */
+#define ACL_WEB_STR_(x) #x
+#define ACL_WEB_STR(x) ACL_WEB_STR_(x)
 #define ACL_WEB_MEM_LIMIT (32 * 1024) /* per connection: bounds URL + headers */
 #define ACL_WEB_SSE_QUEUE 64      /* events queued per client before dropping */
 #define ACL_WEB_HEARTBEAT_S 5
@@ -36,10 +42,24 @@ typedef struct acl_sse_msg {
 
 typedef struct acl_sse_client acl_sse_client_t;
 
+typedef struct acl_web_ip {
+  int family; /* 0: unknown */
+  unsigned char addr[16];
+} acl_web_ip_t;
+
+/* One accepted connection (web/guard.c). */
+typedef struct acl_web_conn {
+  bool used, evicted;
+  int fd;
+  acl_web_ip_t ip;
+  double waiting_since; /* awaiting a request's headers since; < 0: serving one */
+} acl_web_conn_t;
+
 struct acl_web {
   struct MHD_Daemon *daemon;
   acl_web_source_t src;
   int port;
+  bool loopback; /* bound to a loopback address: Host names checked */
   pthread_mutex_t mu; /* guards everything below */
   pthread_cond_t cv;  /* ticker wake-up, client exits */
   acl_sse_client_t *clients;
@@ -47,8 +67,10 @@ struct acl_web {
   bool stopping;
   bool ticker_started;
   pthread_t ticker;
-  uint64_t events_published, events_dropped;
-  struct MHD_Response *r_404, *r_405, *r_503_sse, *r_healthz, *r_head_sse;
+  uint64_t events_published, events_dropped, evictions;
+  acl_web_conn_t conns[ACL_WEB_MHD_CONN];
+  int nconns;
+  struct MHD_Response *r_404, *r_405, *r_421, *r_503_sse, *r_healthz, *r_head_sse;
   struct MHD_Response **r_assets; /* one per acl_web_assets entry */
   acl_web_cached_t c_metrics, c_state; /* MHD thread only */
 };
@@ -59,6 +81,18 @@ int acl_web_sse_init(acl_web_t *w);   /* ticker thread; 0 or errno */
 enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn);
 /* Ends every stream, waits (bounded) for them to leave, joins the ticker. */
 void acl_web_sse_shutdown(acl_web_t *w);
+
+/* guard.c */
+void acl_web_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe);
+void acl_web_guard_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                             enum MHD_RequestTerminationCode toe);
+void acl_web_guard_request(acl_web_t *w, struct MHD_Connection *conn); /* headers are in */
+void acl_web_guard_tick_locked(acl_web_t *w, double now); /* under w->mu */
+void acl_web_conn_ip(struct MHD_Connection *conn, acl_web_ip_t *ip);
+bool acl_web_ip_eq(const acl_web_ip_t *a, const acl_web_ip_t *b);
+bool acl_web_is_loopback(const char *addr); /* numeric 127/8 or ::1 */
+bool acl_web_host_ok(const char *host);     /* a loopback name or address, port optional */
 
 /* routes.c */
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,

@@ -1,11 +1,14 @@
 /* core/: config parsing, tuning tables, string buffer, names and formulas. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
+#include "core/log.h"
+#include "core/text.h"
 #include "core/strbuf.h"
 #include "core/table.h"
 #include "core/types.h"
@@ -209,4 +212,65 @@ Test(types, busbw_factor)
   cr_assert_float_eq(acl_busbw_factor(2, 2), 0.5, 1e-12);       /* AllGather */
   cr_assert_float_eq(acl_busbw_factor(0, 8), 1.0, 1e-12);       /* Broadcast */
   cr_assert_eq(acl_busbw_factor(4, 0), 0.0);
+}
+
+/* Log lines: a value with a newline must not forge a line of its own. */
+static char g_logged[4096];
+static void fake_nccl_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                          const char *fmt, ...)
+{
+  (void)level, (void)flags, (void)file, (void)line;
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = strlen(g_logged);
+  vsnprintf(g_logged + n, sizeof(g_logged) - n, fmt, ap);
+  va_end(ap);
+}
+
+Test(log, environment_values_cannot_forge_lines)
+{
+  acl_log_set_nccl(fake_nccl_log);
+  acl_log_set_level(ACL_LOG_INFO);
+  setenv("AUTOCCL_MODE", "fast\n[0] NCCL WARN forged\r\x1b[2J\xff\xc2\x9b\xe2\x80\xae", 1);
+  g_logged[0] = '\0';
+  acl_config_t c;
+  acl_config_from_env(&c);
+  unsetenv("AUTOCCL_MODE");
+  cr_assert(strstr(g_logged, "AUTOCCL_MODE"), "%s", g_logged);
+  cr_assert_null(strchr(g_logged, '\n'), "a raw newline was logged: %s", g_logged);
+  cr_assert_null(strchr(g_logged, '\r'));
+  cr_assert_null(strchr(g_logged, '\x1b'));
+  for (const unsigned char *p = (const unsigned char *)g_logged; *p; p++)
+    cr_assert_lt(*p, 0x80, "a raw byte 0x%02x was logged: %s", *p, g_logged);
+  cr_assert(strstr(g_logged, "fast\\n[0] NCCL WARN forged\\r\\x1B[2J\\xFF\\u{009B}\\u{202E}"),
+            "%s", g_logged);
+}
+
+Test(config, http_bind_localhost_resolved_names_refused)
+{
+  kv_t env[] = {{"AUTOCCL_HTTP_BIND", "localhost"}, {NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(env, &c), 0);
+  cr_assert_str_eq(c.http_bind, "127.0.0.1");
+  kv_t env2[] = {{"AUTOCCL_HTTP_BIND", "[::1]"}, {NULL, NULL}};
+  cr_assert_eq(parse(env2, &c), 0);
+  cr_assert_str_eq(c.http_bind, "::1");
+  kv_t env3[] = {{"AUTOCCL_HTTP_BIND", "myhost.example"}, {NULL, NULL}};
+  cr_assert_eq(parse(env3, &c), 1);
+  cr_assert_str_eq(c.http_bind, "127.0.0.1");
+  cr_assert(strstr(reports[0], "AUTOCCL_HTTP_BIND") && strstr(reports[0], "numeric"), "%s",
+            reports[0]);
+}
+
+Test(text, clean_keeps_safe_utf8_and_cuts_on_a_character)
+{
+  char out[7];
+  acl_text_clean(out, sizeof(out), "ab\xc3\xa9\xe2\x82\xac!"); /* a b é € ! = 8 bytes, 6 fit */
+  cr_assert_str_eq(out, "ab\xc3\xa9"); /* € does not fit whole: cut before it */
+  char o2[64];
+  acl_text_clean(o2, sizeof(o2), "x\xc2\x9b" "1m\xe2\x80\xaey\x1b\xff");
+  cr_assert_str_eq(o2, "x?1m?y??");
+  char hp[64];
+  cr_assert_str_eq(acl_fmt_hostport(hp, sizeof(hp), "::1", 80), "[::1]:80");
+  cr_assert_str_eq(acl_fmt_hostport(hp, sizeof(hp), "10.0.0.1", 80), "10.0.0.1:80");
 }

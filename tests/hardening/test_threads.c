@@ -217,7 +217,7 @@ static bool http_get(int port, const char *path)
   bool ok = false;
   if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
     goto out;
-  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                    path);
   if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
     goto out;

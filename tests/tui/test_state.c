@@ -1,6 +1,8 @@
 /* acl_top_parse_state: the /api/v1/state document -> model. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tui/top.h"
@@ -264,4 +266,47 @@ Test(state, mutated_documents_are_accepted_or_rejected_cleanly)
   free(buf);
   cr_expect_gt(rejected, 100);
   cr_expect_gt(ok, 0); /* some flips land in values and stay valid */
+}
+
+/* C1 controls (U+009B is a CSI) and bidi overrides from a server reach
+ * neither --once nor batch output (in --json only as \u escapes, plain
+ * ASCII); a name cut at 63 bytes inside a UTF-8
+ * character still makes a valid --json document. */
+Test(state, c1_bidi_and_a_cut_character_are_safe_in_batch_and_json)
+{
+  char name[80];
+  memset(name, 'n', 62);
+  memcpy(name + 62, "\xc3\xa9tail", 7); /* é at bytes 62-63: the 63-byte cut splits it */
+  char doc[1024];
+  int n = snprintf(doc, sizeof(doc),
+                   "{\"version\":1,\"communicators\":[{\"id\":\"0x1\",\"name\":\"%s\"},"
+                   "{\"id\":\"0x2\",\"name\":\"x\\u009b31my\\u202egnp.exe\"}],"
+                   "\"workloads\":[{\"comm\":\"0x1\",\"rank\":0,\"collective\":\"AllReduce\"},"
+                   "{\"comm\":\"0x2\",\"rank\":0,\"collective\":\"All\\u009bReduce\"}]}",
+                   name);
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256];
+  cr_assert_eq(acl_top_parse_state(doc, (size_t)n, &m, err, sizeof(err)), 0, "%s", err);
+  const acl_top_model_t *models[1] = {&m};
+  acl_top_source_status_t st = {.url = "http://127.0.0.1:1", .status = "ok", .error = NULL};
+  acl_top_view_t v;
+  cr_assert_eq(acl_top_view_build(&v, models, 1), 0);
+  char *json = acl_top_json_merged(&v, models, &st, 1);
+  cr_assert_not_null(json, "--json failed on a name cut inside a UTF-8 character");
+  char *txt = NULL;
+  size_t tl = 0;
+  FILE *f = open_memstream(&txt, &tl);
+  acl_top_print_batch(f, &v, &st, 1, 1);
+  fclose(f);
+  const char *outs[] = {json, txt};
+  for (int i = 0; i < 2; i++) {
+    cr_expect_null(strstr(outs[i], "\xc2\x9b"), "U+009B reached the output: %s", outs[i]);
+    cr_expect_null(strstr(outs[i], "\xe2\x80\xae"), "U+202E reached the output: %s", outs[i]);
+  }
+  cr_expect_null(strstr(txt, "\\u"), "%s", txt);
+  free(txt);
+  free(json);
+  acl_top_view_free(&v);
+  acl_top_model_clear(&m);
 }

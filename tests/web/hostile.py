@@ -55,7 +55,7 @@ def healthy(what):
         problems.append(f"server process gone after {what}")
         return
     t0 = time.monotonic()
-    r = exchange(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    r = exchange(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     dt = time.monotonic() - t0
     if status(r) != 200 or not r.endswith("ok\n"):
         problems.append(f"/healthz failed after {what}: {r[:80]!r}")
@@ -72,19 +72,19 @@ def expect_reject(what, data, ok=(400, 413, 414, 431, None)):
     healthy(what)
 
 
-expect_reject("URL of 200 KB", b"GET /" + b"a" * 200_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
-expect_reject("URL of 40 KB on a real route", b"GET /metrics?" + b"q" * 40_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
-expect_reject("2000 headers", b"GET / HTTP/1.1\r\nHost: x\r\n" +
+expect_reject("URL of 200 KB", b"GET /" + b"a" * 200_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+expect_reject("URL of 40 KB on a real route", b"GET /metrics?" + b"q" * 40_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+expect_reject("2000 headers", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
               b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 90) for i in range(2000)) + b"\r\n")
-expect_reject("one 1 MB header", b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 1_000_000 + b"\r\n\r\n")
+expect_reject("one 1 MB header", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 1_000_000 + b"\r\n\r\n")
 expect_reject("binary garbage", bytes(range(256)) * 40 + b"\r\n\r\n")
-expect_reject("header without colon", b"GET / HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n", ok=(400, None))
-expect_reject("HTTP/9.9", b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", ok=(400, 505, None))
-expect_reject("absurd Content-Length", b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+expect_reject("header without colon", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nnonsense\r\n\r\n", ok=(400, None))
+expect_reject("HTTP/9.9", b"GET / HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n", ok=(400, 505, None))
+expect_reject("absurd Content-Length", b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
               ok=(400, 413, None))
-expect_reject("bogus chunked body", b"POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+expect_reject("bogus chunked body", b"POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
               ok=(400, 405, None))
-expect_reject("10 MB POST body", b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + b"x" * 10_000_000,
+expect_reject("10 MB POST body", b"POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n" + b"x" * 10_000_000,
               ok=(405, 413, None))
 
 # Slow clients: half a request each, held open. Others are served meanwhile,
@@ -92,7 +92,7 @@ expect_reject("10 MB POST body", b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-
 slow = []
 for _ in range(5):
     s = conn(timeout=30)
-    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
     slow.append(s)
 healthy("5 half requests held open")
 t0 = time.monotonic()
@@ -125,7 +125,7 @@ def one():
         s.settimeout(10)
         barrier.wait(timeout=10)
         s.connect(("127.0.0.1", PORT))
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         out = b""
         while True:
             k = s.recv(4096)

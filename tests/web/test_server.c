@@ -34,10 +34,18 @@ static void r_fail(void *u, acl_strbuf_t *out)
 }
 static const acl_web_source_t k_src = {NULL, r_metrics, r_state};
 
+static const char *g_src; /* source address of the next dials; NULL: any */
+
 static int dial(int port)
 {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   cr_assert_geq(fd, 0);
+  if (g_src) {
+    struct sockaddr_in s = {.sin_family = AF_INET};
+    inet_pton(AF_INET, g_src, &s.sin_addr);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&s, sizeof(s)), 0, "bind %s: %s", g_src,
+                 strerror(errno));
+  }
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "connect: %s", strerror(errno));
@@ -62,7 +70,7 @@ static size_t http(int port, const char *method, const char *path, char *buf, si
 {
   int fd = dial(port);
   char req[512];
-  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", method, path);
+  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", method, path);
   send_all(fd, req);
   size_t n = 0;
   ssize_t k;
@@ -178,7 +186,7 @@ Test(server, start_errors_are_reported)
 static int sse_open(int port, char *buf, size_t len, size_t *n)
 {
   int fd = dial(port);
-  send_all(fd, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n\r\n");
+  send_all(fd, "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   *n = 0;
   buf[0] = '\0';
   cr_assert(read_until(fd, buf, len, n, ": connected", 3.0), "%s", buf);
@@ -267,10 +275,16 @@ Test(server, vanished_clients_are_dropped_and_stream_cap_holds, .timeout = 30)
   static char b[4096];
   size_t n;
   int fds[16];
-  for (int i = 0; i < 16; i++)
+  /* 4 streams per client address, 16 in all */
+  static const char *const srcs[] = {"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"};
+  for (int i = 0; i < 16; i++) {
+    g_src = srcs[i / 4];
     fds[i] = sse_open(port, b, sizeof(b), &n);
+  }
+  g_src = "127.0.0.5";
   http(port, "GET", "/api/v1/events", b, sizeof(b));
   cr_assert(strncmp(b, "HTTP/1.1 503", 12) == 0, "17th stream: %s", b);
+  g_src = NULL;
   for (int i = 0; i < 16; i++)
     close(fds[i]); /* vanish without a word */
   /* Publishing/heartbeats find them gone; a new stream is accepted again. */
@@ -279,13 +293,64 @@ Test(server, vanished_clients_are_dropped_and_stream_cap_holds, .timeout = 30)
     acl_web_publish(w, "sample", "{}");
     usleep(100 * 1000);
     int fd = dial(port);
-    send_all(fd, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n\r\n");
+    send_all(fd, "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     n = 0;
     b[0] = '\0';
     ok = read_until(fd, b, sizeof(b), &n, ": connected", 2.0);
     close(fd);
   }
   cr_assert(ok, "dead streams were never dropped: %s", b);
+  acl_web_stop(w);
+}
+
+Test(server, one_address_holds_a_share_of_the_streams, .timeout = 30)
+{
+  acl_web_t *w = start(&k_src);
+  int port = acl_web_port(w);
+  static char b[4096];
+  size_t n;
+  int fds[4];
+  g_src = "127.0.0.1";
+  for (int i = 0; i < 4; i++)
+    fds[i] = sse_open(port, b, sizeof(b), &n);
+  http(port, "GET", "/api/v1/events", b, sizeof(b));
+  cr_assert(strncmp(b, "HTTP/1.1 503", 12) == 0, "5th stream of one address: %s", b);
+  g_src = "127.0.0.2";
+  int other = sse_open(port, b, sizeof(b), &n);
+  g_src = NULL;
+  close(other);
+  for (int i = 0; i < 4; i++)
+    close(fds[i]);
+  acl_web_stop(w);
+}
+
+Test(server, loopback_bind_answers_loopback_host_names_only)
+{
+  acl_web_t *w = start(&k_src);
+  int port = acl_web_port(w);
+  static const struct {
+    const char *host;
+    int code;
+  } cases[] = {{"evil.example", 421},   {"evil.example:80", 421}, {"127.0.0.1.nip.io", 421},
+               {"192.168.1.1", 421},    {"[::2]", 421},           {"localhost", 200},
+               {"localhost.:1", 200},   {"127.0.0.1:9", 200},     {"[::1]:9464", 200},
+               {"grafana.localhost", 200}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char req[256], b[4096];
+    int fd = dial(port);
+    snprintf(req, sizeof(req), "GET /api/v1/state HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+             cases[i].host);
+    send_all(fd, req);
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < sizeof(b) && (k = recv(fd, b + n, sizeof(b) - 1 - n, 0)) > 0)
+      n += (size_t)k;
+    b[n] = '\0';
+    close(fd);
+    char want[16];
+    snprintf(want, sizeof(want), "HTTP/1.1 %d", cases[i].code);
+    cr_expect(strncmp(b, want, 12) == 0, "Host: %s: %.40s", cases[i].host, b);
+  }
   acl_web_stop(w);
 }
 

@@ -17,7 +17,7 @@ CPID=$!; PIDS+=("$CPID")
 timeout 30 python3 -c '
 import socket,sys,time
 s=socket.create_connection(("127.0.0.1",int(sys.argv[1])))
-s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 open(sys.argv[2],"w").write("sent")
 time.sleep(30)' "$PORT" "$TMP/half" &
 HPID=$!; PIDS+=("$HPID")                                                   # half a request at stop

@@ -20,6 +20,7 @@
 #define ACL_CONS_RING 512      /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128     /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128 /* processes recorded for stale detection */
+#define ACL_CONS_ALT_NAMES 8   /* a name and its alternatives (-alt1..) */
 #define ACL_CONS_RANK_BITS 4096 /* ranks whose masks are de-duplicated */
 #define ACL_CONS_WARM_SPAN 4   /* NCCL-default block while ranks are missing */
 #define ACL_CONS_MAX_AHEAD 1000000ull /* a request further ahead is refused */

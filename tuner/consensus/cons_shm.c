@@ -1,5 +1,9 @@
 /* Consensus segment lifetime: naming, create/join, stale detection and
- * replacement, the robust process-shared lock, detach and removal. */
+ * replacement, the robust process-shared lock, detach and removal.
+ * Another local user can pre-create our names: a file that is not ours
+ * (core/shm.h) is never mapped; every rank then skips to the same next
+ * name, so they still meet. Leftovers of crashed jobs are reclaimed when a
+ * process first attaches. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/shm.h"
 #include "tuner/consensus/cons_int.h"
 
 #define HDR_ALIGN 4096
@@ -245,13 +250,18 @@ void cons_unlock(cons_hdr_t *h)
   pthread_mutex_unlock(&h->lock);
 }
 
-static void seg_name(char *out, size_t len, uint64_t comm_id, const char *ns)
+/* alt > 0: the alternatives, tried in order when a name is not ours. */
+static void seg_name(char *out, size_t len, uint64_t comm_id, const char *ns, int alt)
 {
+  char suffix[16] = "";
+  if (alt > 0)
+    snprintf(suffix, sizeof(suffix), "-alt%d", alt);
   if (ns && *ns)
-    snprintf(out, len, "/autoccl-%u-%016llx-%.32s", (unsigned)getuid(),
-             (unsigned long long)comm_id, ns);
+    snprintf(out, len, "/autoccl-%u-%016llx-%.32s%s", (unsigned)getuid(),
+             (unsigned long long)comm_id, ns, suffix);
   else
-    snprintf(out, len, "/autoccl-%u-%016llx", (unsigned)getuid(), (unsigned long long)comm_id);
+    snprintf(out, len, "/autoccl-%u-%016llx%s", (unsigned)getuid(), (unsigned long long)comm_id,
+             suffix);
 }
 
 static size_t seg_size(int max_workloads)
@@ -316,11 +326,17 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
 typedef enum { JOIN_OK, JOIN_RETRY, JOIN_FAIL } join_rc_t;
 
 /* Judges an existing segment: join it, retry (it was replaced), or fail. */
-static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, acl_cons_t *c,
-                           uint64_t deadline, char *err, size_t errlen)
+static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t have,
+                           acl_cons_t *c, uint64_t deadline, char *err, size_t errlen)
 {
-  while (atomic_load_explicit(&h->magic, memory_order_acquire) != ACL_CONS_MAGIC) {
+  uint64_t magic;
+  while ((magic = atomic_load_explicit(&h->magic, memory_order_acquire)) != ACL_CONS_MAGIC) {
     int32_t cp = h->creator_pid;
+    if (magic != 0 && cp > 0 && proc_alive(cp, 0)) {
+      snprintf(err, errlen, "consensus segment %s is corrupt (magic %016llx); not used; "
+               "remove /dev/shm%s if no job uses it", name, (unsigned long long)magic, name);
+      return JOIN_FAIL;
+    }
     if (cp > 0 && !proc_alive(cp, 0)) {
       /* crashed during init: nobody can have joined it */
       if (atomic_exchange(&h->retired, 1) == 0)
@@ -341,6 +357,12 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, acl_con
       h->wl_size != cons_wl_size()) {
     snprintf(err, errlen, "consensus segment %s has another layout (another autoccl "
              "version?); all ranks must load the same plugin", name);
+    return JOIN_FAIL;
+  }
+  if (h->total_size != have) {
+    snprintf(err, errlen, "consensus segment %s is corrupt (its header says %llu bytes, the "
+             "file has %zu); not used; remove /dev/shm%s if no job uses it", name,
+             (unsigned long long)h->total_size, have, name);
     return JOIN_FAIL;
   }
   char ebuf[200];
@@ -389,14 +411,17 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, acl_con
   return JOIN_OK;
 }
 
-static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char *err,
-                            size_t errlen)
+/* NULL with err; *foreign when the name holds a file that is not ours. */
+static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, bool *foreign,
+                            char *err, size_t errlen)
 {
   size_t size = seg_size(c->set.max_workloads);
   uint64_t deadline = acl_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  *foreign = false;
   for (int attempt = 0; attempt < 64; attempt++) {
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd >= 0) {
+    int fd;
+    acl_shm_rc_t rc = acl_shm_create(name, &fd, err, errlen);
+    if (rc == ACL_SHM_OK) {
       cons_hdr_t *h = seg_init(fd, c, size, err, errlen);
       close(fd);
       if (!h) {
@@ -408,20 +433,19 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char
       *sizep = size;
       return h;
     }
-    if (errno != EEXIST) {
-      snprintf(err, errlen, "cannot create shared memory %s: %s", name, strerror(errno));
+    if (rc != ACL_SHM_EXISTS)
       return NULL;
-    }
-    fd = shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-      if (errno == ENOENT)
-        continue; /* removed meanwhile */
-      snprintf(err, errlen, "cannot open shared memory %s: %s", name, strerror(errno));
-      return NULL;
-    }
     struct stat st;
-    size_t have = 0;
-    while (fstat(fd, &st) == 0 && (have = (size_t)st.st_size) < sizeof(cons_hdr_t)) {
+    rc = acl_shm_open_own(name, &fd, &st, err, errlen);
+    if (rc == ACL_SHM_ABSENT)
+      continue; /* removed meanwhile */
+    if (rc == ACL_SHM_FOREIGN)
+      *foreign = true;
+    if (rc != ACL_SHM_OK)
+      return NULL;
+    size_t have = (size_t)st.st_size;
+    while (have < sizeof(cons_hdr_t) && fstat(fd, &st) == 0 &&
+           (have = (size_t)st.st_size) < sizeof(cons_hdr_t)) {
       if (acl_mono_ns() > deadline)
         break;
       sleep_ms(1); /* creator between shm_open and ftruncate */
@@ -438,29 +462,138 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, char
       snprintf(err, errlen, "cannot map shared memory %s: %s", name, strerror(errno));
       return NULL;
     }
-    join_rc_t rc = seg_judge(name, p, size, c, deadline, err, errlen);
-    if (rc == JOIN_OK) {
+    join_rc_t jr = seg_judge(name, p, size, have, c, deadline, err, errlen);
+    if (jr == JOIN_OK) {
       *sizep = have;
       return p;
     }
     munmap(p, have);
-    if (rc == JOIN_FAIL)
+    if (jr == JOIN_FAIL)
       return NULL;
   }
   snprintf(err, errlen, "consensus segment %s keeps being replaced; giving up", name);
   return NULL;
 }
 
+/* A first look without the lock, so that the segments of live jobs are
+ * never locked (nor recovered) by a process that is not theirs. */
+static bool any_alive_unlocked(const cons_hdr_t *h)
+{
+  if (atomic_load(&h->retired) || proc_alive(h->creator_pid, h->creator_start))
+    return true;
+  uint32_t n = h->nprocs < ACL_CONS_MAX_PROCS ? h->nprocs : ACL_CONS_MAX_PROCS;
+  for (uint32_t i = 0; i < n; i++)
+    if (proc_alive(h->procs[i].pid, h->procs[i].start_time))
+      return true;
+  return false;
+}
+
+/* A leftover of crashed processes: every process recorded in it (creator
+ * and attachers) is dead. Judged under its lock, like a joiner would. */
+static void reclaim_one(void *user, const char *name)
+{
+  (void)user;
+  for (cons_map_t *m = maps; m; m = m->next)
+    if (strcmp(m->name, name) == 0)
+      return; /* ours, in use */
+  int fd;
+  struct stat st;
+  char why[200];
+  if (acl_shm_open_own(name, &fd, &st, why, sizeof(why)) != ACL_SHM_OK)
+    return; /* not ours: never touched */
+  size_t have = (size_t)st.st_size;
+  void *p = have >= sizeof(cons_hdr_t)
+                ? mmap(NULL, sizeof(cons_hdr_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  close(fd);
+  if (p == MAP_FAILED)
+    return;
+  cons_hdr_t *h = p;
+  uint64_t magic = atomic_load_explicit(&h->magic, memory_order_acquire);
+  bool gone = false;
+  if (magic != ACL_CONS_MAGIC) {
+    /* never initialised: only its creator could finish it */
+    gone = h->creator_pid > 0 && !proc_alive(h->creator_pid, 0) &&
+           atomic_exchange(&h->retired, 1) == 0;
+  } else if (h->layout == ACL_CONS_LAYOUT && h->hdr_size == sizeof(cons_hdr_t) &&
+             !any_alive_unlocked(h) && lock_raw(h, 200) == 0) {
+    bool alive = !atomic_load(&h->retired) && proc_alive(h->creator_pid, h->creator_start);
+    for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && !alive; i++)
+      alive = proc_alive(h->procs[i].pid, h->procs[i].start_time);
+    gone = !alive && atomic_exchange(&h->retired, 1) == 0;
+    cons_unlock(h);
+  }
+  if (gone) {
+    shm_unlink(name);
+    acl_info("consensus: reclaimed %s, left by processes that are all dead", name);
+  }
+  munmap(p, sizeof(cons_hdr_t));
+}
+
+static void reclaim_stale(void)
+{
+  char prefix[48];
+  snprintf(prefix, sizeof(prefix), "/autoccl-%u-", (unsigned)getuid());
+  acl_shm_scan(prefix, reclaim_one, NULL);
+}
+
+/* Under maps_mu: this process's mapping of name, or a new one (refs 0). */
+static cons_map_t *map_name(acl_cons_t *c, const char *name, bool *foreign, char *err,
+                            size_t errlen)
+{
+  for (cons_map_t *m = maps; m; m = m->next)
+    if (m->pid == getpid() && strcmp(m->name, name) == 0)
+      return m;
+  cons_map_t *m = calloc(1, sizeof(*m));
+  if (!m) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  snprintf(m->name, sizeof(m->name), "%s", name);
+  m->pid = getpid();
+  m->hdr = seg_open(name, c, &m->size, foreign, err, errlen);
+  if (!m->hdr) {
+    free(m);
+    return NULL;
+  }
+  m->next = maps;
+  maps = m;
+  return m;
+}
+
 cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t errlen)
 {
-  char name[96];
-  seg_name(name, sizeof(name), c->comm_id, ns);
+  char name[96], skipped[ACL_CONS_ALT_NAMES][96];
   pthread_mutex_lock(&maps_mu);
-  cons_map_t *m = maps;
-  for (; m; m = m->next)
-    if (m->pid == getpid() && strcmp(m->name, name) == 0)
+  static pid_t reclaimed_in;
+  if (reclaimed_in != getpid()) { /* once per process, forks included */
+    reclaimed_in = getpid();
+    reclaim_stale();
+  }
+  cons_map_t *m = NULL;
+  int alt = 0;
+  for (; alt < ACL_CONS_ALT_NAMES; alt++) {
+    bool foreign = false;
+    seg_name(name, sizeof(name), c->comm_id, ns, alt);
+    m = map_name(c, name, &foreign, err, errlen);
+    if (m || !foreign)
       break;
-  if (m) {
+    /* Every rank of this host sees the same file and skips to the same
+     * next name: they still meet, on a segment nobody else can open. */
+    acl_warn("consensus: comm %016llx: %s; not used: trying the next name", (unsigned long long)c->comm_id, err);
+    snprintf(skipped[alt], sizeof(skipped[alt]), "%s", name);
+  }
+  if (!m) {
+    if (alt == ACL_CONS_ALT_NAMES)
+      snprintf(err, errlen, "the %d consensus segment names of comm %016llx (%s ...) are all "
+               "taken by files that are not ours; remove them, or run as their owner",
+               ACL_CONS_ALT_NAMES, (unsigned long long)c->comm_id, skipped[0]);
+    goto out;
+  }
+  if (alt > 0)
+    acl_warn("consensus: comm %016llx uses %s: %s is not ours", (unsigned long long)c->comm_id,
+             name, skipped[0]);
+  if (m->refs > 0) {
     /* another rank of this process: same mapping, one more attached rank */
     char ebuf[200];
     if (cons_settings_diff(&c->set, &m->hdr->set, ebuf, sizeof(ebuf))) {
@@ -478,25 +611,8 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
     proc_add_locked(m->hdr, getpid(), 0);
     m->hdr->attached++;
     cons_unlock(m->hdr);
-    m->refs++;
-    goto out;
   }
-  m = calloc(1, sizeof(*m));
-  if (!m) {
-    snprintf(err, errlen, "out of memory");
-    goto out;
-  }
-  snprintf(m->name, sizeof(m->name), "%s", name);
-  m->pid = getpid();
-  m->hdr = seg_open(name, c, &m->size, err, errlen);
-  if (!m->hdr) {
-    free(m);
-    m = NULL;
-    goto out;
-  }
-  m->refs = 1;
-  m->next = maps;
-  maps = m;
+  m->refs++;
 out:
   pthread_mutex_unlock(&maps_mu);
   return m;

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/render.h"
+#include "core/text.h"
 #include "profiler/profiler.h"
 #include "tuner/consensus/consensus.h"
 #include "tuner/plugin/plugin_int.h"
@@ -207,8 +208,9 @@ void acl_obs_start_locked(void)
     acl_warn("HTTP endpoint disabled: %s", err);
     return;
   }
-  acl_info("endpoint on http://%s:%d/ (metrics at /metrics)", cfg->http_bind,
-           acl_web_port(acl_proc.web));
+  char hp[96];
+  acl_info("endpoint on http://%s/ (metrics at /metrics)",
+           acl_fmt_hostport(hp, sizeof(hp), cfg->http_bind, acl_web_port(acl_proc.web)));
   atomic_store(&acl_proc.watcher_stop, false);
   acl_proc.watcher_running = pthread_create(&acl_proc.watcher, NULL, watcher_main, NULL) == 0;
 }
