@@ -181,18 +181,36 @@ typedef struct file_info {
 
 #define LINE_MAX_BYTES (1 << 22)
 
+/* gzip with zlib; plain text (".jsonl") without it. */
+#ifdef ACL_HAVE_ZLIB
+typedef gzFile rd_t;
+static rd_t rd_open(const char *p) { return gzopen(p, "rb"); }
+static char *rd_gets(rd_t f, char *b, int n) { return gzgets(f, b, n); }
+static void rd_close(rd_t f) { gzclose(f); }
+#else
+typedef FILE *rd_t;
+static rd_t rd_open(const char *p)
+{
+  size_t l = strlen(p);
+  return l > 3 && !strcmp(p + l - 3, ".gz") ? NULL : fopen(p, "r");
+}
+static char *rd_gets(rd_t f, char *b, int n) { return fgets(b, n, f); }
+static void rd_close(rd_t f) { fclose(f); }
+#endif
+
 /* Loads one trace file into l->tr. 0 ok (or skipped), -1 error. */
 static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, char *err,
                      size_t errlen)
 {
-#ifndef ACL_HAVE_ZLIB
-  (void)tr, (void)launch;
-  snprintf(err, errlen, "%s: built without zlib, cannot read traces", path);
-  return -1;
-#else
-  gzFile f = gzopen(path, "rb");
+  rd_t f = rd_open(path);
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open", path);
+    snprintf(err, errlen, "%s: cannot open%s", path,
+#ifdef ACL_HAVE_ZLIB
+             ""
+#else
+             " (built without zlib: only plain .jsonl traces are read)"
+#endif
+    );
     return -1;
   }
   char *line = malloc(LINE_MAX_BYTES);
@@ -203,7 +221,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
   file_info_t fi = {.mcoll = -1};
   double first_excess_first_size = NAN;
   bool first_size = true;
-  if (!line || !t || !mx || !gzgets(f, line, LINE_MAX_BYTES)) {
+  if (!line || !t || !mx || !rd_gets(f, line, LINE_MAX_BYTES)) {
     snprintf(err, errlen, "%s: empty or unreadable", path);
     goto out;
   }
@@ -254,7 +272,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
     tr->derived = true;
   acl_tr_set_t *set = &tr->set[fi.regime][fi.mcoll];
   set->present = true;
-  while (gzgets(f, line, LINE_MAX_BYTES)) {
+  while (rd_gets(f, line, LINE_MAX_BYTES)) {
     if (!strstr(line, "\"t\":\"size\""))
       continue;
     double bytes = 0, status = 1;
@@ -342,9 +360,8 @@ out:
   free(line);
   free(t);
   free(mx);
-  gzclose(f);
+  rd_close(f);
   return rc;
-#endif
 }
 
 static int cmp_pt(const void *a, const void *b)
