@@ -20,7 +20,7 @@
 
 #include "sim/bench_int.h"
 #include "sim/landscape.h"
-#include "tuner/search.h"
+#include "tuner/search/search.h"
 
 #define T_FOB_MIN 0.99
 #define T_INCL_MIN 0.97
