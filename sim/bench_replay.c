@@ -2,9 +2,10 @@
  * h200-traces`, docs/trace.md "Targets on replay"): the search is driven as
  * in sim/bench.c, but every sample is a recorded iteration (outliers, skew
  * between ranks), a decision runs as what NCCL ran (clamped channels), the
- * first use of an (algo, proto) pays its measured set-up, and calls pay the
- * profiler events' cost while events are on (every phase but converged;
- * the plugin clears NCCL's event mask when no workload needs samples).
+ * first use of an algorithm or of more channels pays its connection set-up, and a call pays the
+ * profiler events' cost when it carries events: 1 call in 2^shift, the
+ * search's published sampling rule that the plugin applies to NCCL's mask
+ * (acl_search_sample_shift; only those calls give samples).
  *
  * Per workload (isolated and under GEMM x AllGather, ReduceScatter,
  * AllReduce x every recorded size) and seed:
@@ -78,10 +79,10 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   double t_base = acl_land_time(l, coll, nbytes, nranks, &def, interf);
   double m_base = acl_land_mean_time(l, coll, nbytes, nranks, &def, interf);
   double ev = acl_land_event_seconds(l, coll, nbytes);
-  double setup = acl_land_setup_seconds(l, coll, nbytes, interf);
+  int conn[ACL_NUM_ALGO] = {0}; /* channels connected per algorithm */
   acl_candidate_t orc;
   double t_orc = acl_land_oracle(l, coll, nbytes, nranks, interf, &orc);
-  uint32_t used = ACL_AP_BIT(def.algo, def.proto); /* NCCL's choice ran before tuning */
+  conn[def.algo] = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0); /* ran before */
   uint64_t rng = mix(seed);
   pend_t q[MAX_LAG + 1];
   int nq = 0;
@@ -90,8 +91,9 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   while (k < (uint64_t)calls) {
     acl_candidate_t c;
     uint32_t len = 0;
-    bool events = acl_search_phase(s) != ACL_PHASE_CONVERGED;
     int id = acl_search_next(s, &c, &len);
+    /* the plugin's rule: events (and a sample) on 1 call in 2^shift */
+    uint8_t shift = acl_search_sample_shift(s);
     if (len == 0)
       len = 1;
     acl_candidate_t run = c;
@@ -99,11 +101,12 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
       run = def;
     double mean = acl_land_mean_time(l, coll, nbytes, nranks, &run, interf);
     for (uint32_t j = 0; j < len && k < (uint64_t)calls; j++, k++) {
-      uint32_t bit = ACL_AP_BIT(run.algo, run.proto);
+      bool events = shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0;
       spent += mean + (events ? ev : 0.0);
-      if (!(used & bit)) {
-        used |= bit;
-        spent += setup;
+      int need = acl_land_exec_channels(l, coll, nbytes, run.algo, run.proto, run.nchannels);
+      if (need > conn[run.algo]) {
+        spent += acl_land_connect_seconds(l, coll, nbytes, interf, run.algo, conn[run.algo], need);
+        conn[run.algo] = need;
       }
       if (!events)
         continue; /* no events, no sample */
@@ -161,6 +164,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   double fob_min = INFINITY, incl_min = INFINITY, short_min = INFINITY;
   const char *fob_w = "", *incl_w = "", *short_w = "";
   static char wname[NW][64];
+  static struct { double fob, incl, shrt, foo; char fin[48]; } det[NW];
   size_t nfoo = 0;
   int w = 0;
   if (!o->json)
@@ -199,14 +203,18 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
           short_min = shrt;
           short_w = wname[w];
         }
+        acl_candidate_t ran = r.final;
+        ran.nchannels = (int16_t)acl_land_exec_channels(l, colls[ci], sizes[z], ran.algo,
+                                                        ran.proto, ran.nchannels);
+        det[w].fob = fob;
+        det[w].incl = incl;
+        det[w].shrt = shrt;
+        det[w].foo = fo;
+        acl_candidate_str(&ran, det[w].fin, sizeof det[w].fin);
         if (!o->json) {
-          char cs[48];
-          acl_candidate_t ran = r.final;
-          ran.nchannels = (int16_t)acl_land_exec_channels(l, colls[ci], sizes[z], ran.algo,
-                                                          ran.proto, ran.nchannels);
           printf("%-5s %-14s %10llu  %8.3f %8.3f %8.3f %8.3f  %s\n", regime ? "gemm" : "iso",
                  acl_coll_name(colls[ci]), (unsigned long long)sizes[z], fob, incl, shrt, fo,
-                 acl_candidate_str(&ran, cs, sizeof cs));
+                 det[w].fin);
         }
       }
   qsort(foo, nfoo, sizeof *foo, cmp_d);
@@ -215,15 +223,25 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   bool ok = fob_min >= T_FOB_MIN && incl_min >= T_INCL_MIN && short_min >= T_SHORT_MIN &&
             foo_med >= T_FOO_MEDIAN && foo_p5 >= T_FOO_P5;
   if (o->json) {
+    /* per workload, in the table's order (scripts/replay-fidelity.py) */
+    static char detail[NW * 200];
+    size_t dl = 0;
+    for (int i = 0; i < NW && dl < sizeof detail; i++)
+      dl += (size_t)snprintf(detail + dl, sizeof detail - dl,
+                             "%s{\"workload\":\"%s\",\"final_over_baseline\":%.4f,"
+                             "\"incl_over_baseline\":%.4f,\"short_run_over_baseline\":%.4f,"
+                             "\"final_over_oracle\":%.4f,\"final\":\"%s\"}",
+                             i ? "," : "", wname[i], det[i].fob, det[i].incl, det[i].shrt,
+                             det[i].foo, det[i].fin);
     printf("{\"landscape\":\"%s\",\"traces\":%d,\"workloads\":%d,\"runs\":%zu,"
-           "\"final_over_baseline_min\":%.4f,\"final_over_baseline_min_at\":\"%s\","
+           "\"per_workload\":[%s],\"final_over_baseline_min\":%.4f,\"final_over_baseline_min_at\":\"%s\","
            "\"incl_over_baseline_min\":%.4f,\"incl_over_baseline_min_at\":\"%s\","
            "\"short_run_over_baseline_min\":%.4f,\"short_run_over_baseline_min_at\":\"%s\","
            "\"final_over_oracle_median\":%.4f,\"final_over_oracle_p5\":%.4f,"
            "\"targets\":{\"final_over_baseline_min\":%.2f,\"incl_over_baseline_min\":%.2f,"
            "\"short_run_over_baseline_min\":%.2f,\"final_over_oracle_median\":%.2f,"
            "\"final_over_oracle_p5\":%.2f},\"targets_met\":%s}\n",
-           acl_land_name(l), acl_land_traces(l), NW, nfoo, fob_min, fob_w, incl_min, incl_w,
+           acl_land_name(l), acl_land_traces(l), NW, nfoo, detail, fob_min, fob_w, incl_min, incl_w,
            short_min, short_w, foo_med, foo_p5, T_FOB_MIN, T_INCL_MIN, T_SHORT_MIN, T_FOO_MEDIAN,
            T_FOO_P5, ok ? "true" : "false");
   } else {

@@ -483,14 +483,14 @@ double acl_land_mean_time(const acl_landscape_t *l, int coll, uint64_t nbytes, i
   return w > 0 ? t * m / w : t;
 }
 
-double acl_land_setup_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
-                              double interference)
+double acl_land_connect_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
+                                double interference, int algo, int have, int need)
 {
   if (!l || l->kind != ACL_LAND_TRACE)
     return 0.0;
   double b = (double)nbytes;
   int mc = h200_mcoll(coll, &b);
-  return acl_land_tr_setup_us(l->tr, mc, interference >= 0.5 ? 1 : 0) * 1e-6;
+  return acl_land_tr_connect_us(l->tr, mc, interference >= 0.5 ? 1 : 0, algo, have, need) * 1e-6;
 }
 
 double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes)

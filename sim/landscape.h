@@ -69,9 +69,10 @@ double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
 /* Expected seconds of one call, outliers included (the mean of the draws). */
 double acl_land_mean_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
                           const acl_candidate_t *c, double interference);
-/* One-time set-up when a process first runs an (algo, proto). */
-double acl_land_setup_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
-                              double interference);
+/* One-time set-up (connections) to run `need` channels of algo when the
+ * process has `have` of them connected (0: the algorithm never ran). */
+double acl_land_connect_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
+                                double interference, int algo, int have, int need);
 /* Per-call cost of NCCL profiler events (Coll/KernelCh) while they are on. */
 double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes);
 

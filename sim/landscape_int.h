@@ -40,9 +40,17 @@ typedef struct acl_tr_set {
   bool present;
   int npts;
   acl_tr_pt_t pt[ACL_TR_NSZ];
-  double def_first_excess_us, setup_us;
+  /* set-up, from each run's first call beyond its median: the default run's
+   * and the sweep runs' (with their algo and channels) */
+  bool has_def;
+  double def_first_excess_us;
+  int def_algo, def_nch;
   int nexcess;
   double excess_us[ACL_TR_MAXEXCESS];
+  int8_t excess_algo[ACL_TR_MAXEXCESS];
+  int16_t excess_nch[ACL_TR_MAXEXCESS];
+  double conn_ch_us;                 /* per channel connected beyond those in use */
+  double conn_algo_us[ACL_NUM_ALGO]; /* first use of an algorithm (beyond the default's) */
   int nev;
   double ev_bytes[ACL_TR_NEV], ev_us[ACL_TR_NEV];
 } acl_tr_set_t;
@@ -67,7 +75,9 @@ int acl_land_tr_exec_nch(const acl_land_tr_t *tr, int mcoll, double bytes, int a
 double acl_land_tr_time_regime(const acl_land_tr_t *tr, int mcoll, int regime, double bytes,
                                int algo, int proto, int nch, const acl_tr_cfg_t **src,
                                double *scale);
-double acl_land_tr_setup_us(const acl_land_tr_t *tr, int mcoll, int regime);
+/* us to connect: first use of algo (have == 0) and need - have more channels. */
+double acl_land_tr_connect_us(const acl_land_tr_t *tr, int mcoll, int regime, int algo, int have,
+                              int need);
 double acl_land_tr_event_us(const acl_land_tr_t *tr, int mcoll, double bytes);
 
 /* Measured model at one size (see docs/tuner.md "H200 landscape"). */

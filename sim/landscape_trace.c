@@ -20,9 +20,16 @@
  *   under-GEMM (1); each draw comes from the GEMM traces with probability x.
  * - A draw is one recorded steady iteration (all ranks of it, so skew and
  *   outliers between ranks stay together), iterations after the first 5.
- * - Set-up: the first use of an (algo, proto) in a process costs the median
- *   over sweep runs of (first call - median) - (the default run's same), at
- *   least 0; NCCL's own choice for the workload is paid before tuning.
+ * - Set-up (connections; protocols share them, so a protocol switch is free,
+ *   as the default runs' first calls at a new protocol show): running n
+ *   channels of an algorithm costs, per channel beyond those already
+ *   connected for it, conn_ch; the first use of an algorithm other than the
+ *   default's costs conn_algo[algo] more. Fitted from each sweep run's first
+ *   call beyond its median, minus the default run's same (both pay the
+ *   communicator's set-up): conn_ch = median of the excess per extra channel
+ *   over runs of the default's algorithm with more channels; conn_algo =
+ *   median over that algorithm's runs of the excess less their channels'.
+ *   NCCL's own choice for the workload is connected before tuning.
  * - Profiler events: a per-call cost by size (events.tsv of the set). */
 #include <dirent.h>
 #include <math.h>
@@ -220,6 +227,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
   int rc = -1;
   file_info_t fi = {.mcoll = -1};
   double first_excess_first_size = NAN;
+  int first_algo = -1, first_nch = 0;
   bool first_size = true;
   if (!line || !t || !mx || !rd_gets(f, line, LINE_MAX_BYTES)) {
     snprintf(err, errlen, "%s: empty or unreadable", path);
@@ -345,14 +353,22 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
         first_excess_first_size = mx[0] - median_of(tmp, add);
         free(tmp);
       }
+      first_algo = algo;
+      first_nch = nch;
       first_size = false;
     }
   }
   if (isfinite(first_excess_first_size)) {
-    if (fi.is_default)
+    if (fi.is_default) {
+      set->has_def = true;
       set->def_first_excess_us = first_excess_first_size;
-    else if (set->nexcess < ACL_TR_MAXEXCESS)
+      set->def_algo = first_algo;
+      set->def_nch = first_nch;
+    } else if (set->nexcess < ACL_TR_MAXEXCESS) {
+      set->excess_algo[set->nexcess] = (int8_t)first_algo;
+      set->excess_nch[set->nexcess] = (int16_t)first_nch;
       set->excess_us[set->nexcess++] = first_excess_first_size;
+    }
   }
   tr->files++;
   rc = 0;
@@ -392,14 +408,33 @@ static void finish_set(acl_tr_set_t *s)
       c->median_us = median_of(m, c->n);
       free(m);
     }
-  /* set-up: median over sweep runs of their first-call excess beyond the
-   * default run's (both pay communicator set-up) */
-  float ex[ACL_TR_MAXEXCESS];
-  for (int i = 0; i < s->nexcess; i++) {
-    double e = s->excess_us[i] - (isfinite(s->def_first_excess_us) ? s->def_first_excess_us : 0);
-    ex[i] = (float)(e > 0 ? e : 0);
+  /* set-up: fit the connection costs (see the header) */
+  s->conn_ch_us = 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    s->conn_algo_us[a] = 0;
+  if (!s->has_def || s->nexcess == 0)
+    return;
+  float v[ACL_TR_MAXEXCESS];
+  size_t n = 0;
+  for (int i = 0; i < s->nexcess; i++)
+    if (s->excess_algo[i] == s->def_algo && s->excess_nch[i] > s->def_nch)
+      v[n++] = (float)((s->excess_us[i] - s->def_first_excess_us) /
+                       (s->excess_nch[i] - s->def_nch));
+  double ch = n ? median_of(v, n) : 0.0;
+  s->conn_ch_us = ch > 0 ? ch : 0;
+  for (int a = 0; a < ACL_NUM_ALGO; a++) {
+    if (a == s->def_algo)
+      continue;
+    n = 0;
+    for (int i = 0; i < s->nexcess; i++)
+      if (s->excess_algo[i] == a)
+        v[n++] = (float)(s->excess_us[i] - s->def_first_excess_us -
+                         s->conn_ch_us * (s->excess_nch[i] > s->def_nch
+                                              ? s->excess_nch[i] - s->def_nch
+                                              : 0));
+    double x = n ? median_of(v, n) : 0.0;
+    s->conn_algo_us[a] = x > 0 ? x : 0;
   }
-  s->setup_us = s->nexcess ? median_of(ex, (size_t)s->nexcess) : 0.0;
 }
 
 static void load_events(acl_land_tr_t *tr, const char *path)
@@ -653,10 +688,18 @@ double acl_land_tr_time_regime(const acl_land_tr_t *tr, int mcoll, int regime, d
   return t;
 }
 
-double acl_land_tr_setup_us(const acl_land_tr_t *tr, int mcoll, int regime)
+double acl_land_tr_connect_us(const acl_land_tr_t *tr, int mcoll, int regime, int algo, int have,
+                              int need)
 {
   const acl_tr_set_t *s = acl_land_tr_set(tr, mcoll, regime);
-  return s ? s->setup_us : 0.0;
+  if (!s || algo < 0 || algo >= ACL_NUM_ALGO)
+    return 0.0;
+  /* as fitted: a first use is measured against the default's channels */
+  int base = have > 0 ? have : s->def_nch;
+  double us = need > base ? s->conn_ch_us * (need - base) : 0.0;
+  if (have <= 0)
+    us += s->conn_algo_us[algo];
+  return us;
 }
 
 double acl_land_tr_event_us(const acl_land_tr_t *tr, int mcoll, double bytes)

@@ -25,7 +25,8 @@ typedef struct comm_rank {
   int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
   uint64_t ncalls; /* calls on this communicator (same on every rank) */
-  uint32_t used_ap; /* replay: (algo, proto) pairs this process has set up */
+  int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
+  bool connected;             /* replay: the first call connected (comm set-up) */
 } comm_rank_t;
 
 typedef struct rank_drv {
@@ -246,6 +247,8 @@ static void log_call(rank_drv_t *d)
 
 /* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
  * draws all ranks' noise from per-call seeds, so all agree without talking. */
+static int channels_used(rank_drv_t *d, const acl_sim_call_t *call);
+
 static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
 {
   const acl_sim_opts_t *o = d->w->o;
@@ -261,10 +264,14 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
                                  o->nranks <= ACL_SIM_MAX_RANKS ? pr : NULL);
     *mine = o->nranks <= ACL_SIM_MAX_RANKS ? pr[d->rank] : worst;
     double extra = 0;
-    uint32_t bit = ACL_AP_BIT(d->ran.algo, d->ran.proto);
-    if (!(cr->used_ap & bit)) {
-      cr->used_ap |= bit;
-      extra += acl_land_setup_seconds(land, call->coll, call->nbytes, level);
+    int a = d->ran.algo, need = channels_used(d, call);
+    if (!cr->connected) { /* the communicator's own set-up: not replayed */
+      cr->connected = true;
+      cr->conn[a] = (int16_t)need;
+    } else if (need > cr->conn[a]) {
+      extra += acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a],
+                                        need);
+      cr->conn[a] = (int16_t)need;
     }
     if (cr->mask & (ncclProfileColl | ncclProfileKernelCh))
       extra += acl_land_event_seconds(land, call->coll, call->nbytes);

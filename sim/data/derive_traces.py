@@ -22,15 +22,19 @@ Assumed (documented in docs/trace.md, replaced by real traces):
   - what NCCL ran: Ring/Tree as asked, 24 channels for "auto" (16 for LL at
     <= 256 KiB, 22 at 1 MiB), 32 when 32 was forced; the default is the auto
     sweep config closest to the default's median;
-  - set-up: a config's first call in a fresh process pays the default's
-    first-call cost plus 40 ms (the "tens of ms" of DESIGN.md section 8).
+  - set-up (connections): a sweep run's first call in a fresh process pays
+    the default run's first-call cost, plus 5 ms per channel beyond the
+    default's at that size, plus 20 ms when its algorithm is not the
+    default's (DESIGN.md section 8: "tens of ms"; a static table of 24- and
+    32-channel configs paid ~40 ms where the default ran 16 channels).
 """
 import gzip, json, math, os, random, sys
 
 src, out = sys.argv[1], sys.argv[2]
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else 14
 rng = random.Random(seed)
-EXTRA_SETUP_US = 40000.0
+CONN_CH_US = 5000.0
+CONN_ALGO_US = 20000.0
 
 
 def ran_nch(proto, asked, size):
@@ -125,13 +129,17 @@ for regime, fn in (('iso', 'isolated-matrix.jsonl'), ('gemm', 'gemm-matrix.jsonl
             a, p, ch = cfg.split('/')
             asked = 0 if ch == 'auto' else int(ch)
             rows, first = [], True
+            a0, p0 = dflt_ran[0]
+            n0 = ran_nch(p0, 0, sizes[0])
             for i, t in enumerate(ts):
                 if t is None:
                     rows.append({"t": "size", "bytes": sizes[i], "count": dres[i]['count'], "status": 1,
                                  "wall_s": None, "gemm_tflops": None, "ran": None,
                                  "times_us": [[None] * Ts, [None] * Ts]})
                     continue
-                extra = first_excess[0] + EXTRA_SETUP_US if first else 0.0
+                n = ran_nch(p, asked, sizes[i])
+                extra = (first_excess[0] + CONN_CH_US * max(0, n - n0) +
+                         (CONN_ALGO_US if a != a0 else 0.0)) if first else 0.0
                 first = False
                 rows.append({"t": "size", "bytes": sizes[i], "count": dres[i]['count'], "status": 0,
                              "wall_s": None, "gemm_tflops": None,

@@ -65,12 +65,16 @@ static void setup(void)
   char sub[128];
   snprintf(sub, sizeof sub, "%s/iso-procs-all_reduce", dir);
   cr_assert_eq(mkdir(sub, 0755), 0);
+  /* first calls: communicator set-up 10 ms in every run, 2 ms per channel
+   * beyond the default's 16, 30 ms more for Tree's own connections */
   write_trace("default-rep0.jsonl", "default", "Ring", "LL", (int[]){16, 22}, 10000);
-  write_trace("ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", (int[]){16, 22}, 50000);
+  write_trace("ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", (int[]){16, 22}, 10000);
   write_trace("ring-simple-auto-rep0.jsonl", "Ring/Simple/auto", "Ring", "Simple",
-              (int[]){24, 24}, 50000);
+              (int[]){24, 24}, 10000 + 8 * 2000);
   write_trace("ring-simple-32-rep0.jsonl", "Ring/Simple/32", "Ring", "Simple", (int[]){32, 32},
-              50000);
+              10000 + 16 * 2000);
+  write_trace("tree-ll-auto-rep0.jsonl", "Tree/LL/auto", "Tree", "LL", (int[]){16, 16},
+              10000 + 30000);
   /* a plugin trace beside them is not a landscape source */
   char p[256];
   snprintf(p, sizeof p, "%s/iso-procs-all_reduce/autoccl-rep0-plugin-r0.jsonl", dir);
@@ -102,11 +106,13 @@ static const acl_candidate_t RING_SIMPLE = {.algo = 1, .proto = 2, .nchannels = 
 
 Test(replay, loads_and_defaults)
 {
-  cr_assert_eq(acl_land_traces(L), 4);
+  cr_assert_eq(acl_land_traces(L), 5);
   cr_assert(acl_land_is_replay(L));
   cr_assert(acl_land_valid(L, 4, 65536, 2, 1, 0));
   cr_assert(acl_land_valid(L, 4, 65536, 2, 1, 2));
-  cr_assert_not(acl_land_valid(L, 4, 65536, 2, 0, 0), "Tree was not recorded");
+  cr_assert(acl_land_valid(L, 4, 65536, 2, 0, 0));
+  cr_assert_not(acl_land_valid(L, 4, 65536, 2, 0, 2), "Tree/Simple was not recorded");
+  cr_assert_not(acl_land_valid(L, 4, 65536, 2, 2, 0), "CollNet was not recorded");
   acl_candidate_t d;
   acl_land_nccl_default(L, 4, 65536, 2, &d);
   cr_assert(d.algo == 1 && d.proto == 0 && d.nchannels == 16, "%d %d %d", d.algo, d.proto,
@@ -175,8 +181,12 @@ Test(replay, interpolates_sizes_log_log)
 
 Test(replay, setup_and_events)
 {
-  /* first call of a sweep run: 50 ms more, of the default run: 10 ms */
-  cr_assert_float_eq(acl_land_setup_seconds(L, 4, 65536, 0.0), 0.040, 1e-6);
+  /* fitted: 2 ms per channel beyond those connected, Tree's first use 30 ms
+   * (+ its channels beyond the default's 16); a protocol switch is free */
+  cr_assert_float_eq(acl_land_connect_seconds(L, 4, 65536, 0.0, 1, 16, 24), 0.016, 1e-6);
+  cr_assert_float_eq(acl_land_connect_seconds(L, 4, 65536, 0.0, 1, 24, 16), 0.0, 1e-12);
+  cr_assert_float_eq(acl_land_connect_seconds(L, 4, 65536, 0.0, 0, 0, 16), 0.030, 1e-6);
+  cr_assert_float_eq(acl_land_connect_seconds(L, 4, 65536, 0.0, 0, 0, 24), 0.046, 1e-6);
   cr_assert_float_eq(acl_land_event_seconds(L, 4, 65536), 3.5e-6, 1e-12);
   cr_assert_float_eq(acl_land_event_seconds(L, 4, 1 << 30), 1.0e-6, 1e-12);
 }
