@@ -74,7 +74,9 @@ def iterations(median, T, gemm, first_extra):
 
 def write(path, header, sizes):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with gzip.open(path, 'wt', compresslevel=9) as f:
+    with open(path, 'wb') as raw, gzip.GzipFile(fileobj=raw, mode='wb', compresslevel=9,
+                                                 mtime=0) as gz, \
+            __import__('io').TextIOWrapper(gz, encoding='utf-8') as f:  # reproducible bytes
         f.write(json.dumps(header, separators=(',', ':')) + '\n')
         for s in sizes:
             f.write(json.dumps(s, separators=(',', ':')) + '\n')
