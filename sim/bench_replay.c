@@ -110,6 +110,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
       }
       if (!events)
         continue; /* no events, no sample */
+      acl_search_observe_channels(s, id, need); /* the Coll event's channel count */
       double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, mix(rng + k), NULL);
       q[nq++] = (pend_t){id, k + (uint64_t)(unif(&rng) * MAX_LAG), t};
       int w = 0;
