@@ -31,7 +31,7 @@ with tempfile.TemporaryDirectory() as d:
         s = [l for l in lines if l.get("t") == "s"]
         dec = [l for l in lines if l.get("t") == "d"]
         assert lines[-1]["t"] == "end" and lines[-1]["dropped_ring"] == 0, lines[-1]
-        assert len(s) > 1000 and len(dec) >= 2, (len(s), len(dec))
+        assert len(s) > 50 and len(dec) >= 2, (len(s), len(dec))  # the search samples few calls
         assert all(x["src"] == "sim" and x["ran"] is not None for x in s)
         assert max(x["ran"][2] for x in s) <= 24, "a decision ran above the 24 built channels"
         ll64 = [x for x in s if x["bytes"] == 65536 and x["ran"][1] == "LL"]
