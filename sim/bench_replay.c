@@ -134,6 +134,15 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   out->incl = m_base * calls / spent;
 }
 
+/* A JSON number, null when not finite (a workload with no recorded config). */
+static void jnum(double v)
+{
+  if (isfinite(v))
+    printf("%.4f", v);
+  else
+    printf("null");
+}
+
 static int cmp_d(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -165,7 +174,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   double fob_min = INFINITY, incl_min = INFINITY, short_min = INFINITY;
   const char *fob_w = "", *incl_w = "", *short_w = "";
   static char wname[NW][64];
-  static struct { double fob, incl, shrt, foo; char fin[48]; } det[NW];
+  static struct { double fob, incl, shrt, foo; char fin[48]; bool skip; } det[NW];
+  int nskip = 0;
   size_t nfoo = 0;
   int w = 0;
   if (!o->json)
@@ -178,6 +188,15 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
       for (int z = 0; z < NS; z++, w++) {
         double interf = regime ? 1.0 : 0.0;
         double fob = 0, incl = 0, shrt = 0, fo = 0;
+        snprintf(wname[w], sizeof wname[w], "%s %s %llu", regime ? "gemm" : "iso",
+                 acl_coll_name(colls[ci]), (unsigned long long)sizes[z]);
+        acl_candidate_t dflt;
+        acl_land_nccl_default(l, colls[ci], sizes[z], 2, &dflt);
+        det[w].skip = !isfinite(acl_land_time(l, colls[ci], sizes[z], 2, &dflt, interf));
+        if (det[w].skip) { /* not recorded: no default to compare with */
+          nskip++;
+          continue;
+        }
         rres_t r = {0}, rs;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
@@ -190,8 +209,6 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
           fo += r.foo / reps;
           foo[nfoo++] = r.foo;
         }
-        snprintf(wname[w], sizeof wname[w], "%s %s %llu", regime ? "gemm" : "iso",
-                 acl_coll_name(colls[ci]), (unsigned long long)sizes[z]);
         if (fob < fob_min) {
           fob_min = fob;
           fob_w = wname[w];
@@ -218,33 +235,53 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                  det[w].fin);
         }
       }
+  if (nfoo == 0) {
+    fprintf(stderr, "autoccl-sim --bench: %s has no workload with NCCL's default recorded "
+                    "(a default run with the probe, docs/trace.md)\n", acl_land_name(l));
+    free(foo);
+    free(s);
+    acl_land_destroy(l);
+    return 2;
+  }
   qsort(foo, nfoo, sizeof *foo, cmp_d);
   double foo_med = nfoo ? foo[nfoo / 2] : NAN;
   double foo_p5 = nfoo ? foo[(size_t)(0.05 * (double)(nfoo - 1))] : NAN;
   bool ok = fob_min >= T_FOB_MIN && incl_min >= T_INCL_MIN && short_min >= T_SHORT_MIN &&
             foo_med >= T_FOO_MEDIAN && foo_p5 >= T_FOO_P5;
   if (o->json) {
-    /* per workload, in the table's order (scripts/replay-fidelity.py) */
-    static char detail[NW * 200];
-    size_t dl = 0;
-    for (int i = 0; i < NW && dl < sizeof detail; i++)
-      dl += (size_t)snprintf(detail + dl, sizeof detail - dl,
-                             "%s{\"workload\":\"%s\",\"final_over_baseline\":%.4f,"
-                             "\"incl_over_baseline\":%.4f,\"short_run_over_baseline\":%.4f,"
-                             "\"final_over_oracle\":%.4f,\"final\":\"%s\"}",
-                             i ? "," : "", wname[i], det[i].fob, det[i].incl, det[i].shrt,
-                             det[i].foo, det[i].fin);
     printf("{\"landscape\":\"%s\",\"traces\":%d,\"workloads\":%d,\"runs\":%zu,"
-           "\"per_workload\":[%s],\"final_over_baseline_min\":%.4f,\"final_over_baseline_min_at\":\"%s\","
-           "\"incl_over_baseline_min\":%.4f,\"incl_over_baseline_min_at\":\"%s\","
-           "\"short_run_over_baseline_min\":%.4f,\"short_run_over_baseline_min_at\":\"%s\","
-           "\"final_over_oracle_median\":%.4f,\"final_over_oracle_p5\":%.4f,"
-           "\"targets\":{\"final_over_baseline_min\":%.2f,\"incl_over_baseline_min\":%.2f,"
+           "\"per_workload\":[",
+           acl_land_name(l), acl_land_traces(l), NW - nskip, nfoo);
+    /* per workload, in the table's order (scripts/replay-fidelity.py) */
+    bool first = true;
+    for (int i = 0; i < NW; i++) {
+      if (det[i].skip)
+        continue;
+      printf("%s{\"workload\":\"%s\",\"final_over_baseline\":", first ? "" : ",", wname[i]);
+      jnum(det[i].fob);
+      printf(",\"incl_over_baseline\":");
+      jnum(det[i].incl);
+      printf(",\"short_run_over_baseline\":");
+      jnum(det[i].shrt);
+      printf(",\"final_over_oracle\":");
+      jnum(det[i].foo);
+      printf(",\"final\":\"%s\"}", det[i].fin);
+      first = false;
+    }
+    printf("],\"final_over_baseline_min\":");
+    jnum(fob_min);
+    printf(",\"final_over_baseline_min_at\":\"%s\",\"incl_over_baseline_min\":", fob_w);
+    jnum(incl_min);
+    printf(",\"incl_over_baseline_min_at\":\"%s\",\"short_run_over_baseline_min\":", incl_w);
+    jnum(short_min);
+    printf(",\"short_run_over_baseline_min_at\":\"%s\",\"final_over_oracle_median\":", short_w);
+    jnum(foo_med);
+    printf(",\"final_over_oracle_p5\":");
+    jnum(foo_p5);
+    printf(",\"targets\":{\"final_over_baseline_min\":%.2f,\"incl_over_baseline_min\":%.2f,"
            "\"short_run_over_baseline_min\":%.2f,\"final_over_oracle_median\":%.2f,"
            "\"final_over_oracle_p5\":%.2f},\"targets_met\":%s}\n",
-           acl_land_name(l), acl_land_traces(l), NW, nfoo, detail, fob_min, fob_w, incl_min, incl_w,
-           short_min, short_w, foo_med, foo_p5, T_FOB_MIN, T_INCL_MIN, T_SHORT_MIN, T_FOO_MEDIAN,
-           T_FOO_P5, ok ? "true" : "false");
+           T_FOB_MIN, T_INCL_MIN, T_SHORT_MIN, T_FOO_MEDIAN, T_FOO_P5, ok ? "true" : "false");
   } else {
     printf("final/baseline min %.3f (%s; target >= %.2f)\n", fob_min, fob_w, T_FOB_MIN);
     printf("incl/baseline min %.3f over %d calls (%s; target >= %.2f)\n", incl_min, LONG_CALLS,
