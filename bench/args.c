@@ -314,6 +314,14 @@ void acl_bench_print_help(FILE *f)
         "                            extra environment for one mode (MODE '*' = all); repeatable\n"
         "      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
         "\n"
+        "Recording (docs/trace.md):\n"
+        "      --trace DIR           write every run's per-iteration times of every rank\n"
+        "                            (warm-up included) to DIR/<mode or config>-rep<R>.jsonl.gz,\n"
+        "                            one file per mode and sweep config (DIR/run.jsonl.gz\n"
+        "                            without --compare/--sweep); default and sweep runs load\n"
+        "                            libautoccl-bench-probe.so to learn what NCCL ran, and the\n"
+        "                            autoccl mode records its own AUTOCCL_TRACE beside them\n"
+        "\n"
         "Output:\n"
         "      --json                print one JSON object as the last line of stdout\n"
         "  -q, --quiet               no progress line on stderr\n"
@@ -363,7 +371,9 @@ enum {
   OPT_JSON,
   OPT_INTERNAL,
   OPT_FAKE,
-  OPT_LABEL
+  OPT_LABEL,
+  OPT_TRACE,
+  OPT_TRACE_FILE
 };
 
 static int copy_str(char *dst, size_t len, const char *src, const char *what)
@@ -435,6 +445,8 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       {"internal-child", no_argument, 0, OPT_INTERNAL},
       {"fake", no_argument, 0, OPT_FAKE},
       {"label", required_argument, 0, OPT_LABEL},
+      {"trace", required_argument, 0, OPT_TRACE},
+      {"trace-file", required_argument, 0, OPT_TRACE_FILE},
       {0, 0, 0, 0},
   };
   bool root_set = false;
@@ -632,6 +644,12 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       break;
     case OPT_LABEL:
       rc = copy_str(c->label, sizeof(c->label), a, "--label");
+      break;
+    case OPT_TRACE:
+      rc = copy_str(c->trace_dir, sizeof(c->trace_dir), a, "--trace");
+      break;
+    case OPT_TRACE_FILE:
+      rc = copy_str(c->trace_file, sizeof(c->trace_file), a, "--trace-file");
       break;
     case ':': {
       const char *o = argv[optind - 1];

@@ -100,6 +100,9 @@ typedef struct acl_bench_cfg {
   int nmode_env;
   acl_bench_mode_env_t mode_env[ACL_BENCH_MAX_MODE_ENV];
   double child_timeout; /* seconds, per child run; 0 = none */
+  /* recording (docs/trace.md): per run, every rank's per-iteration times */
+  char trace_dir[ACL_BENCH_PATH_MAX];  /* --trace DIR */
+  char trace_file[ACL_BENCH_PATH_MAX]; /* --trace-file FILE (a compare driver's child) */
   /* output */
   bool json;
   bool quiet;
@@ -209,6 +212,27 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c);
  * environment asks for an algorithm the collective does not support. */
 void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, int T, double *out,
                           int *status);
+
+/* ---- trace.c: bench traces (docs/trace.md, "autoccl-bench-trace") ----
+ * times_us[r * nsizes * T + s * T + i]; gzip when built with zlib and the
+ * name ends in .gz. 0 ok. */
+typedef struct acl_bench_trace_size {
+  size_t bytes, count;
+  int status;
+  double wall_s;      /* host time of all T iterations of this size (rank 0) */
+  double gemm_tflops; /* <0 none */
+  char ran[160];      /* JSON array of what NCCL ran per rank (probe), or "null" */
+} acl_bench_trace_size_t;
+int acl_bench_trace_write(const char *path, const acl_bench_cfg_t *c, int nranks, int nsizes,
+                          int T, const acl_bench_trace_size_t *sz, const double *times_us,
+                          int nccl_version);
+/* mkdir -p; 0 ok, -1 with errno. */
+int acl_bench_mkdirs(const char *path);
+/* The probe plugin beside the executable (libautoccl-bench-probe.so); 0 found. */
+int acl_bench_probe_path(char *buf, size_t len);
+/* Reads the probe's lines for (coll, bytes) into a JSON array in out. */
+void acl_bench_probe_ran(const char *probe_file, const acl_bench_cfg_t *c, size_t bytes,
+                         int nranks, char *out, size_t len);
 
 /* ---- compare.c ---- */
 int acl_bench_compare_main(const acl_bench_cfg_t *c);

@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -303,7 +304,7 @@ static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *si
 struct argv_buf {
   char *v[64];
   int n;
-  char store[64][128];
+  char store[64][ACL_BENCH_PATH_MAX / 8];
 };
 
 static void av_add(struct argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -321,7 +322,7 @@ static void av_add(struct argv_buf *a, const char *fmt, ...)
 }
 
 static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe,
-                       struct argv_buf *a)
+                       int rep, struct argv_buf *a)
 {
   a->n = 0;
   av_add(a, "%s", exe);
@@ -365,6 +366,15 @@ static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const
     av_add(a, "--fake");
   av_add(a, "--label");
   av_add(a, "%s", j->name);
+  if (c->trace_dir[0]) {
+    char nm[64];
+    size_t k = 0;
+    for (const char *p = j->name; *p && k + 1 < sizeof(nm); p++) /* Ring/LL/32 -> ring-ll-32 */
+      nm[k++] = *p == '/' ? '-' : (char)tolower((unsigned char)*p);
+    nm[k] = 0;
+    av_add(a, "--trace-file");
+    av_add(a, "%s/%s-rep%d.jsonl.gz", c->trace_dir, nm, rep);
+  }
 }
 
 /* --- aggregation -------------------------------------------------------- */
@@ -526,6 +536,10 @@ static void print_header(const acl_bench_compare_t *x)
     if (x->skipped_algos[0])
       printf("# sweep: %s skipped because NCCL_NVLS_ENABLE=0\n", x->skipped_algos);
   }
+  if (c->trace_dir[0])
+    printf("# trace: every run's per-iteration times in %s/<config>-rep<R>.jsonl.gz "
+           "(docs/trace.md)\n",
+           c->trace_dir);
   fflush(stdout);
 }
 
@@ -540,7 +554,7 @@ static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int to
   acl_bench_progress(c, "rep %d/%d  %-22s run %d/%d  %.0f s", rep + 1, maxreps, j->name,
                      x->done_runs + 1, total_runs, acl_mono_s() - x->t_start);
   struct argv_buf av;
-  child_argv(c, j, x->exe, &av);
+  child_argv(c, j, x->exe, rep, &av);
   char **envp = build_env(j);
   if (!envp)
     return -1;
@@ -648,6 +662,12 @@ int acl_bench_compare_main(const acl_bench_cfg_t *c0)
   }
   if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x)))
     goto oom;
+  if (c->trace_dir[0] && acl_bench_mkdirs(c->trace_dir) != 0) {
+    fprintf(stderr, ACL_BENCH_NAME ": error: --trace %s: cannot create it: %s\n", c->trace_dir,
+            strerror(errno));
+    rc = ACL_BENCH_EXIT_USAGE;
+    goto out;
+  }
   print_header(x);
   rc = run_all(x);
   if (rc == -1)

@@ -54,6 +54,8 @@ struct shared {
    * publishes the count, so every rank makes the same number of calls */
   long warm_calls[ACL_BENCH_MAX_SIZES];
   atomic_int warm_ready;
+  /* --trace: host time of a size's T timed iterations */
+  double wall_s[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
   double times[]; /* [rank][size][T], microseconds */
 };
 
@@ -421,6 +423,8 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
       }
     }
     double t1 = acl_mono_s();
+    for (int j = 0; j < nlocal; j++)
+      sh->wall_s[gs[j].rank][s] = t1 - t0;
     for (int j = 0; j < nlocal; j++) {
       struct gpu *g = &gs[j];
       ncclResult_t ae = ncclSuccess;
@@ -778,8 +782,65 @@ static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run
     }
 }
 
+/* --trace: where this run's trace goes, and the plugins that tell what NCCL
+ * ran (set before NCCL loads them). Returns the trace path or NULL. */
+static const char *trace_setup(const acl_bench_cfg_t *c, char *path, size_t len, char *probe,
+                               size_t plen)
+{
+  if (c->trace_file[0])
+    snprintf(path, len, "%s", c->trace_file);
+  else if (c->trace_dir[0])
+    snprintf(path, len, "%s/run.jsonl.gz", c->trace_dir);
+  else
+    return NULL;
+  if (c->trace_dir[0] && !c->trace_file[0])
+    acl_bench_mkdirs(c->trace_dir);
+  snprintf(probe, plen, "%s.probe", path);
+  unlink(probe);
+  setenv("AUTOCCL_BENCH_PROBE", probe, 1);
+  char so[ACL_BENCH_PATH_MAX];
+  const char *tp = getenv("NCCL_TUNER_PLUGIN"), *pp = getenv("NCCL_PROFILER_PLUGIN");
+  if (!tp && !pp && !c->fake && !getenv("AUTOCCL_BENCH_NO_PROBE") &&
+      acl_bench_probe_path(so, sizeof(so)) == 0) {
+    setenv("NCCL_TUNER_PLUGIN", so, 1);
+    setenv("NCCL_PROFILER_PLUGIN", so, 1);
+  } else if (tp && !getenv("AUTOCCL_TRACE")) {
+    /* the autoccl plugin records what it sees beside this trace */
+    char at[ACL_BENCH_PATH_MAX + 32];
+    size_t l = strlen(path);
+    size_t cut = l > 9 && !strcmp(path + l - 9, ".jsonl.gz") ? l - 9 : l;
+    snprintf(at, sizeof(at), "%.*s-plugin-r%%r.jsonl.gz", (int)cut, path);
+    setenv("AUTOCCL_TRACE", at, 1);
+  }
+  return path;
+}
+
+static void trace_finish(const acl_bench_cfg_t *c, struct shared *sh, const char *path,
+                         const char *probe)
+{
+  int n = sh->nranks, ns = sh->nsizes;
+  acl_bench_trace_size_t *sz = calloc((size_t)ns, sizeof(*sz));
+  if (!sz)
+    return;
+  for (int s = 0; s < ns; s++) {
+    sz[s].bytes = sh->sizes[s];
+    sz[s].count = sh->sizes[s] / acl_bench_dtype_size(c->dt);
+    for (int r = 0; r < n; r++)
+      if (sh->status[r][s])
+        sz[s].status = sh->status[r][s];
+    sz[s].wall_s = sh->wall_s[0][s];
+    sz[s].gemm_tflops = c->gemm ? sh->gemm_tf[0][s] : -1.0;
+    acl_bench_probe_ran(probe, c, sh->sizes[s], n, sz[s].ran, sizeof(sz[s].ran));
+  }
+  acl_bench_trace_write(path, c, n, ns, sh->T, sz, sh->times, sh->nccl_version);
+  unlink(probe);
+  free(sz);
+}
+
 int acl_bench_worker_main(const acl_bench_cfg_t *c)
 {
+  char tpath[ACL_BENCH_PATH_MAX + 32], tprobe[ACL_BENCH_PATH_MAX + 64];
+  const char *trace = trace_setup(c, tpath, sizeof(tpath), tprobe, sizeof(tprobe));
   size_t sizes[ACL_BENCH_MAX_SIZES];
   int n = c->ngpus;
   int nsizes = acl_bench_sizes(c, n, sizes, ACL_BENCH_MAX_SIZES);
@@ -813,6 +874,9 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c)
       for (int r = 0; r < n; r++) {
         sh->status[r][s] = st;
         sh->gemm_tf[r][s] = c->gemm ? 600.0 : -1.0;
+        sh->wall_s[r][s] = 0;
+        for (int i = 0; i < T; i++)
+          sh->wall_s[r][s] += times_of(sh, r, s)[i] * 1e-6;
       }
       if (st && !sh->errmsg[0][0])
         set_err(sh, 0, "fake: unsupported configuration");
@@ -842,6 +906,8 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c)
     return ACL_BENCH_EXIT_RUNTIME;
   }
   summarize(c, sh, sum);
+  if (trace)
+    trace_finish(c, sh, trace, tprobe);
   long long wrong = 0;
   int any_fail = 0;
   for (int s = 0; s < nsizes; s++) {

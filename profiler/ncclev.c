@@ -29,6 +29,7 @@ typedef struct ev {
   uint64_t born_ns; /* host time of the Coll's start */
   uint64_t min_start, max_stop;
   int nch, nstopped, nstarted, nended;
+  int8_t ran_algo, ran_proto; /* NCCL's spellings parsed (trace records) */
   /* kch */
   uint64_t start;
 } ev_t;
@@ -308,6 +309,8 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     c->born_ns = acl_mono_ns();
     c->rank = r;
     c->nch = d->coll.nChannels;
+    c->ran_algo = (int8_t)(d->coll.algo ? acl_algo_parse(d->coll.algo) : -1);
+    c->ran_proto = (int8_t)(d->coll.proto ? acl_proto_parse(d->coll.proto) : -1);
     c->child_hold = e->hold_children && c->nch > 0;
     c->refs = 1 + c->child_hold;
     c->min_start = UINT64_MAX;
@@ -377,6 +380,8 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   out->start = c->min_start;
   out->end = c->max_stop;
   out->ran_nch = c->nch;
+  out->ran_algo = c->ran_algo;
+  out->ran_proto = c->ran_proto;
   e->st.samples++;
   return true;
 }

@@ -23,6 +23,7 @@ typedef struct acl_ev_sample {
   uint64_t call_ns;
   uint64_t start, end; /* GPU globaltimer ns */
   int ran_nch;         /* channels NCCL ran (the Coll event) */
+  int8_t ran_algo, ran_proto; /* algo/proto NCCL ran (the Coll event); -1 unknown */
 } acl_ev_sample_t;
 
 typedef void (*acl_ev_emit_fn)(void *u, const acl_ev_sample_t *s);

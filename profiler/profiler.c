@@ -59,13 +59,21 @@ static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
+/* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). */
 static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns,
-                    uint64_t start, uint64_t end, float overlap, uint16_t kernels, int ran_nch)
+                    uint64_t start, uint64_t end, float overlap, uint16_t kernels,
+                    const int ran[3])
 {
   acl_prof_sample_t s;
   memset(&s, 0, sizeof(s));
   s.tag = *tag;
-  s.ran_nch = ran_nch;
+  s.ran_nch = ran[2];
+  s.ran_algo = (int8_t)ran[0];
+  s.ran_proto = (int8_t)ran[1];
+  s.call_ns = call_ns;
+  s.gpu_start = start;
+  s.gpu_stop = end;
+  s.source = (uint8_t)atomic_load(&p->source);
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
@@ -92,7 +100,8 @@ static void cupti_batch(void *u, bool final)
     for (size_t i = 0; i < n; i++) {
       deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
               (float)buf[i].ov.frac,
-              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), 0);
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct),
+              (const int[3]){-1, -1, 0});
     }
   } while (more);
 }
@@ -139,7 +148,8 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
       kern = (uint16_t)(k > 65535 ? 65535 : k);
     }
   }
-  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern, s->ran_nch);
+  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern,
+          (const int[3]){s->ran_algo, s->ran_proto, s->ran_nch});
 }
 
 static void at_exit_handler(void)

@@ -24,7 +24,7 @@ typedef struct acl_call_tag {
   uint32_t widx;       /* workload index within the communicator */
   uint16_t cand_id;    /* search candidate it ran */
   uint8_t coll;
-  uint8_t pad;
+  uint8_t pipe_ops;    /* numPipeOps, saturated at 255 (trace records) */
   uint64_t nbytes;
   acl_candidate_t cand; /* what it should have run (for mismatch checks) */
 } acl_call_tag_t;
@@ -35,6 +35,11 @@ typedef struct acl_prof_sample {
   float overlap;       /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
   int ran_nch;         /* channels NCCL ran (its Coll event), 0 unknown */
+  /* For the trace recorder (docs/trace.md). */
+  uint64_t call_ns;    /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
+  uint64_t gpu_start, gpu_stop; /* the source's stamps, ns (GPU globaltimer, CUPTI) */
+  int8_t ran_algo, ran_proto;   /* what NCCL ran (its Coll event); -1 unknown */
+  uint8_t source;      /* 1 cupti, 2 nccl events, 3 sim */
 } acl_prof_sample_t;
 
 /* Called from whichever thread produced the sample; must be cheap. */

@@ -40,7 +40,7 @@ static void usage(FILE *f, const char *prog)
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
-          "          [--csv FILE]\n"
+          "          [--csv FILE] [--landscape h200-traces[:single]]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
@@ -51,7 +51,9 @@ static void usage(FILE *f, const char *prog)
           "  --h200-reps R   noise seeds per H200 workload, 1..1000 (default 20)\n"
           "  --worst N       also list the N worst runs (default 0)\n"
           "  --no-hint       do not tell the search NCCL's channel count\n"
-          "  --csv FILE      write one row per run to FILE\n",
+          "  --csv FILE      write one row per run to FILE\n"
+          "  --landscape L   h200-traces[:single]: the tuner on replayed traces instead\n"
+          "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n",
           prog);
 }
 
@@ -102,6 +104,13 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->h200_reps = (int)n;
     } else if (strcmp(a, "--csv") == 0 && v[0]) {
       o->csv = v;
+    } else if (strcmp(a, "--landscape") == 0) {
+      if (strncmp(v, "h200-traces", 11) != 0) {
+        fprintf(stderr, "%s: --bench --landscape takes h200-traces[:single] (the default bench "
+                        "runs h200 and synthetic landscapes), got '%s'\n", prog, v);
+        return -1;
+      }
+      o->landscape = v;
     } else if (strcmp(a, "--seed") == 0) {
       char *end;
       errno = 0;
@@ -245,6 +254,8 @@ int acl_sim_bench_main(int argc, char **argv)
   int rc = parse_opts(argc, argv, &o);
   if (rc != 0)
     return rc < 0 ? 2 : 0;
+  if (o.landscape)
+    return acl_sim_bench_replay(&o);
   double t0 = acl_mono_s();
 
   char err[256] = "";

@@ -43,7 +43,12 @@ typedef struct acl_bench_opts {
   int worst;           /* list this many worst runs (table mode) */
   const char *csv;     /* per-run rows written here (analysis), NULL = none */
   bool no_hint;        /* do not tell the search NCCL's channel count */
+  const char *landscape; /* "h200-traces[:single]": the replay benchmark */
 } acl_bench_opts_t;
+
+/* The benchmark on replayed traces (sim/bench_replay.c); exit status as
+ * acl_sim_bench_main's. */
+int acl_sim_bench_replay(const acl_bench_opts_t *o);
 
 typedef struct acl_bench_summary {
   size_t n;

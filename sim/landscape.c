@@ -80,7 +80,72 @@ fail:
   return NULL;
 }
 
-void acl_land_destroy(acl_landscape_t *l) { free(l); }
+#ifndef ACL_SIM_TRACE_DIR
+#define ACL_SIM_TRACE_DIR "sim/data/traces"
+#endif
+
+acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, char *err,
+                                        size_t errlen)
+{
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  acl_landscape_t *l = calloc(1, sizeof *l);
+  acl_land_tr_t *tr = calloc(1, sizeof *tr);
+  if (!l || !tr || !(tr->h200 = acl_land_create_h200(err, errlen))) {
+    if (l && tr)
+      snprintf(err, errlen, "out of memory");
+    free(l);
+    free(tr);
+    return NULL;
+  }
+  l->kind = ACL_LAND_TRACE;
+  l->tr = tr;
+  l->max_channels = ACL_TR_BUILT_CH;
+  if (acl_land_tr_load(tr, dir, launch, err, errlen) < 0) {
+    acl_land_tr_free(tr);
+    free(l);
+    return NULL;
+  }
+  snprintf(l->name, sizeof l->name, "h200-traces%s%s%s", strcmp(launch, "procs") ? ":" : "",
+           strcmp(launch, "procs") ? launch : "", tr->derived ? " (derived)" : "");
+  return l;
+}
+
+acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen)
+{
+  const char *launch = "procs";
+  if (!strcmp(spec, "h200-traces:single"))
+    launch = "single";
+  else if (strcmp(spec, "h200-traces") != 0 && strcmp(spec, "h200-traces:procs") != 0) {
+    snprintf(err, errlen, "'%s': expected h200-traces, h200-traces:procs or h200-traces:single",
+             spec);
+    return NULL;
+  }
+  const char *env = getenv("AUTOCCL_SIM_TRACES");
+  char dir[1024];
+  if (env && *env) {
+    snprintf(dir, sizeof dir, "%s", env);
+  } else {
+    /* recorded traces when shipped, else the ones derived from medians */
+    snprintf(dir, sizeof dir, "%s/h200x2", ACL_SIM_TRACE_DIR);
+    FILE *probe = fopen(dir, "r");
+    if (probe)
+      fclose(probe);
+    else
+      snprintf(dir, sizeof dir, "%s/derived", ACL_SIM_TRACE_DIR);
+  }
+  return acl_land_create_traces(dir, launch, err, errlen);
+}
+
+void acl_land_destroy(acl_landscape_t *l)
+{
+  if (l && l->tr)
+    acl_land_tr_free(l->tr);
+  free(l);
+}
 
 const char *acl_land_name(const acl_landscape_t *l) { return l ? l->name : "?"; }
 
@@ -244,6 +309,12 @@ static int h200_mcoll(int coll, double *bytes)
 static void default_at(const acl_landscape_t *l, int coll, double bytes, acl_candidate_t *out)
 {
   memset(out, 0, sizeof *out);
+  if (l->kind == ACL_LAND_TRACE) {
+    int mc = h200_mcoll(coll, &bytes);
+    if (!acl_land_tr_default(l->tr, mc, bytes, out))
+      default_at(l->tr->h200, coll, bytes, out);
+    return;
+  }
   if (l->kind == ACL_LAND_H200) {
     int mc = h200_mcoll(coll, &bytes);
     const acl_land_h200_pt_t *pt = &l->h[mc][nearest_point(bytes)];
@@ -283,12 +354,165 @@ static double base_time(const acl_landscape_t *l, int coll, double bytes, int al
   return exp((1.0 - w) * log(t0) + w * log(t1)) * 1e-6;
 }
 
+/* Trace kind: median seconds of what NCCL runs for (algo, proto, asked
+ * channels); interference blends the isolated and under-GEMM medians
+ * log-linearly. With regime >= 0 only that regime, and *src / *scale say
+ * where draws come from. */
+static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                         int algo, int proto, int asked, double interference,
+                         const acl_tr_cfg_t **src, double *scale, int regime)
+{
+  double b = (double)nbytes;
+  int mc = h200_mcoll(coll, &b);
+  int nch = acl_land_tr_exec_nch(l->tr, mc, b, algo, proto, asked, l->max_channels);
+  double f = acl_busbw_factor(coll, nranks) / acl_busbw_factor(coll, 2);
+  if (regime >= 0)
+    return acl_land_tr_time_regime(l->tr, mc, regime, b, algo, proto, nch, src, scale) * f * 1e-6;
+  double t0 = acl_land_tr_time_regime(l->tr, mc, 0, b, algo, proto, nch, NULL, NULL);
+  if (!isfinite(t0))
+    return INFINITY;
+  double x = interference < 0 ? 0 : interference > 1 ? 1 : interference;
+  double t = t0;
+  if (x > 0 && l->tr->set[1][mc].present) {
+    double t1 = acl_land_tr_time_regime(l->tr, mc, 1, b, algo, proto, nch, NULL, NULL);
+    if (isfinite(t1))
+      t = exp((1.0 - x) * log(t0) + x * log(t1));
+  }
+  return t * f * 1e-6;
+}
+
+int acl_land_traces(const acl_landscape_t *l)
+{
+  return l && l->kind == ACL_LAND_TRACE ? l->tr->files : 0;
+}
+
+bool acl_land_is_replay(const acl_landscape_t *l) { return l && l->kind == ACL_LAND_TRACE; }
+
+int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo,
+                           int proto, int asked)
+{
+  if (!l)
+    return asked;
+  if (l->kind == ACL_LAND_TRACE) {
+    double b = (double)nbytes;
+    int mc = h200_mcoll(coll, &b);
+    return acl_land_tr_exec_nch(l->tr, mc, b, algo, proto, asked, l->max_channels);
+  }
+  if (asked <= 0) {
+    acl_candidate_t d;
+    default_at(l, coll, (double)nbytes, &d);
+    return d.algo == algo && d.proto == proto && d.nchannels > 0 ? d.nchannels : l->max_channels;
+  }
+  return asked > l->max_channels ? l->max_channels : asked;
+}
+
+static void resolve(const acl_landscape_t *l, int coll, uint64_t nbytes, const acl_candidate_t *c,
+                    int *algo, int *proto, int *nch)
+{
+  *algo = c->algo;
+  *proto = c->proto;
+  *nch = c->nchannels;
+  if (*algo == ACL_ALGO_NCCL) {
+    acl_candidate_t d;
+    default_at(l, coll, (double)nbytes, &d);
+    *algo = d.algo;
+    *proto = d.proto;
+    *nch = d.nchannels;
+  }
+}
+
+double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                     const acl_candidate_t *c, double interference, uint64_t seed,
+                     double *per_rank)
+{
+  double t = acl_land_time(l, coll, nbytes, nranks, c, interference);
+  if (!l || !c || l->kind != ACL_LAND_TRACE || !isfinite(t)) {
+    for (int r = 0; per_rank && r < nranks; r++)
+      per_rank[r] = t;
+    return t;
+  }
+  int algo, proto, nch;
+  resolve(l, coll, nbytes, c, &algo, &proto, &nch);
+  uint64_t s = seed;
+  int regime = unif(&s) < interference ? 1 : 0;
+  const acl_tr_cfg_t *src = NULL;
+  double scale = NAN;
+  double tr = trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, &scale,
+                         regime);
+  if (!src || !src->n || !isfinite(scale) || !isfinite(tr)) {
+    for (int r = 0; per_rank && r < nranks; r++)
+      per_rank[r] = t;
+    return t;
+  }
+  size_t i = (size_t)(unif(&s) * (double)src->n);
+  if (i >= src->n)
+    i = src->n - 1;
+  double f = acl_busbw_factor(coll, nranks) / acl_busbw_factor(coll, 2);
+  double worst = 0;
+  for (int r = 0; r < nranks; r++) {
+    double v = src->v[i * (size_t)src->nranks + (size_t)(r % src->nranks)] * scale * f * 1e-6;
+    if (per_rank)
+      per_rank[r] = v;
+    if (v > worst)
+      worst = v;
+  }
+  return worst;
+}
+
+double acl_land_mean_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                          const acl_candidate_t *c, double interference)
+{
+  double t = acl_land_time(l, coll, nbytes, nranks, c, interference);
+  if (!l || !c || l->kind != ACL_LAND_TRACE || !isfinite(t))
+    return t;
+  int algo, proto, nch;
+  resolve(l, coll, nbytes, c, &algo, &proto, &nch);
+  /* mean/median of the sources, blended like the medians */
+  double m = 0, w = 0;
+  for (int regime = 0; regime < 2; regime++) {
+    double x = regime ? interference : 1.0 - interference;
+    if (x <= 0)
+      continue;
+    const acl_tr_cfg_t *src = NULL;
+    trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, NULL, regime);
+    if (src && src->median_us > 0 && isfinite(src->mean_us)) {
+      m += x * src->mean_us / src->median_us;
+      w += x;
+    }
+  }
+  return w > 0 ? t * m / w : t;
+}
+
+double acl_land_connect_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
+                                double interference, int algo, int have, int need)
+{
+  if (!l || l->kind != ACL_LAND_TRACE)
+    return 0.0;
+  double b = (double)nbytes;
+  int mc = h200_mcoll(coll, &b);
+  return acl_land_tr_connect_us(l->tr, mc, interference >= 0.5 ? 1 : 0, algo, have, need) * 1e-6;
+}
+
+double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes)
+{
+  if (!l || l->kind != ACL_LAND_TRACE)
+    return 0.0;
+  double b = (double)nbytes;
+  int mc = h200_mcoll(coll, &b);
+  return acl_land_tr_event_us(l->tr, mc, b) * 1e-6;
+}
+
 bool acl_land_valid(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks, int algo,
                     int proto)
 {
   if (!l || !ranks_ok(coll, nranks) || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO)
     return false;
+  if (l->kind == ACL_LAND_TRACE) {
+    double b = (double)nbytes;
+    int mc = h200_mcoll(coll, &b);
+    return acl_land_tr_valid(l->tr, mc, b, algo, proto);
+  }
   return isfinite(base_time(l, coll, (double)nbytes, algo, proto, l->max_channels));
 }
 
@@ -317,6 +541,8 @@ double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
     proto = d.proto;
     nch = d.nchannels;
   }
+  if (l->kind == ACL_LAND_TRACE)
+    return trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, NULL, NULL, 0);
   if (nch <= 0)
     nch = d.nchannels;
   if (nch > l->max_channels) /* NCCL clamps to the channels it built */

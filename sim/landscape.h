@@ -17,6 +17,14 @@ typedef struct acl_landscape acl_landscape_t;
 acl_landscape_t *acl_land_create_h200(char *err, size_t errlen);
 /* A random unimodal surface from seed (deterministic). */
 acl_landscape_t *acl_land_create_synth(uint64_t seed);
+/* Replay of recorded bench traces (docs/trace.md "Replay"): dir holds
+ * <regime>-<launch>-<coll>/ folders of autoccl-bench traces; launch is
+ * "procs" or "single". NULL + err on failure. */
+acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, char *err,
+                                        size_t errlen);
+/* "h200-traces" or "h200-traces:single" -> the built-in trace set
+ * (AUTOCCL_SIM_TRACES overrides the folder). NULL + err on failure. */
+acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen);
 void acl_land_destroy(acl_landscape_t *l); /* NULL ok */
 const char *acl_land_name(const acl_landscape_t *l);
 
@@ -43,6 +51,31 @@ double acl_land_oracle(const acl_landscape_t *l, int coll, uint64_t nbytes, int 
  * acl_land_nccl_default. */
 void acl_land_cost_table(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
                          float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
+/* ---- replay extensions: measured behaviour (other kinds: neutral) ---- */
+/* Trace files the landscape was built from (0 for other kinds). */
+int acl_land_traces(const acl_landscape_t *l);
+bool acl_land_is_replay(const acl_landscape_t *l);
+/* Channels NCCL runs for a decision of `asked` channels (0 = its own) of
+ * (algo, proto): clamped to the built count, and for traces to what NCCL
+ * ran with its own choice at that size (LL at small sizes). */
+int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo,
+                           int proto, int asked);
+/* One call drawn from the recorded distribution: per_rank[0..nranks) (may
+ * be NULL) gets each rank's seconds, the slowest is returned. Deterministic
+ * in seed. Other kinds: acl_land_time for every rank. */
+double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                     const acl_candidate_t *c, double interference, uint64_t seed,
+                     double *per_rank);
+/* Expected seconds of one call, outliers included (the mean of the draws). */
+double acl_land_mean_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
+                          const acl_candidate_t *c, double interference);
+/* One-time set-up (connections) to run `need` channels of algo when the
+ * process has `have` of them connected (0: the algorithm never ran). */
+double acl_land_connect_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes,
+                                double interference, int algo, int have, int need);
+/* Per-call cost of NCCL profiler events (Coll/KernelCh) while they are on. */
+double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes);
+
 /* Multiplicative noise factor (mean 1, relative sd `rel`), from *rng state. */
 double acl_land_noise(uint64_t *rng, double rel);
 

@@ -50,6 +50,8 @@ static acl_landscape_t *make_landscape(const char *spec, char *err, size_t errle
 {
   if (strcmp(spec, "h200") == 0)
     return acl_land_create_h200(err, errlen);
+  if (strncmp(spec, "h200-traces", 11) == 0)
+    return acl_land_create_spec_traces(spec, err, errlen);
   uint64_t seed = 1;
   if (strncmp(spec, "synthetic:", 10) == 0)
     seed = strtoull(spec + 10, NULL, 0);

@@ -27,6 +27,8 @@ typedef struct comm_rank {
   int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
   uint64_t ncalls; /* calls on this communicator (same on every rank) */
+  int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
+  bool connected;             /* replay: the first call connected (comm set-up) */
 } comm_rank_t;
 
 typedef struct rank_drv {
@@ -221,7 +223,10 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   }
   d->ran.algo = (int8_t)a;
   d->ran.proto = (int8_t)p;
-  d->ran.nchannels = (int16_t)acl_sim_clamp_channels(nch, acl_land_max_channels(land));
+  /* Replay: what NCCL ran (built channels, its own cut for LL at small sizes). */
+  d->ran.nchannels = (int16_t)(acl_land_is_replay(land)
+                                   ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
+                                   : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
   d->ran.chunk_bytes = 0;
 }
 
@@ -244,12 +249,37 @@ static void log_call(rank_drv_t *d)
 
 /* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
  * draws all ranks' noise from per-call seeds, so all agree without talking. */
-static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level)
+static int channels_used(rank_drv_t *d, const acl_sim_call_t *call);
+
+static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
 {
   const acl_sim_opts_t *o = d->w->o;
-  double t = acl_land_time(d->w->land, call->coll, call->nbytes, o->nranks, &d->ran, level);
+  const acl_landscape_t *land = d->w->land;
   uint64_t base = acl_sim_mix(o->seed ^ acl_sim_mix(d->w->ctl->comm_ids[call->comm])) ^
                   acl_sim_mix(d->comms[call->comm].ncalls);
+  if (acl_land_is_replay(land)) {
+    /* A recorded iteration: every rank's time, skew and outliers together;
+     * plus the first use's set-up and the profiler events' cost. */
+    double pr[ACL_SIM_MAX_RANKS];
+    comm_rank_t *cr = &d->comms[call->comm];
+    double worst = acl_land_draw(land, call->coll, call->nbytes, o->nranks, &d->ran, level, base,
+                                 o->nranks <= ACL_SIM_MAX_RANKS ? pr : NULL);
+    *mine = o->nranks <= ACL_SIM_MAX_RANKS ? pr[d->rank] : worst;
+    double extra = 0;
+    int a = d->ran.algo, need = channels_used(d, call);
+    if (!cr->connected) { /* the communicator's own set-up: not replayed */
+      cr->connected = true;
+      cr->conn[a] = (int16_t)need;
+    } else if (need > cr->conn[a]) {
+      extra += acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a],
+                                        need);
+      cr->conn[a] = (int16_t)need;
+    }
+    if (cr->mask & (ncclProfileColl | ncclProfileKernelCh))
+      extra += acl_land_event_seconds(land, call->coll, call->nbytes);
+    return worst + extra;
+  }
+  double t = acl_land_time(land, call->coll, call->nbytes, o->nranks, &d->ran, level);
   double worst = 0;
   for (int r = 0; r < o->nranks; r++) {
     uint64_t rng = acl_sim_mix(base + (uint64_t)r);
@@ -257,6 +287,7 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
     if (f > worst)
       worst = f;
   }
+  *mine = t * worst;
   return t * worst;
 }
 
@@ -346,11 +377,16 @@ static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
 {
   double sec = 0;
   if (!d->failed_call) {
-    sec = call_seconds(d, call, level);
-    uint64_t dur_ns = (uint64_t)(sec * 1e9);
-    if (dur_ns < 1)
-      dur_ns = 1;
-    prof_events(d, call, d->clock_ns, dur_ns);
+    double mine = 0;
+    sec = call_seconds(d, call, level, &mine);
+    /* the profiler sees this rank's own kernel time; the clock moves by the
+     * slowest rank's (collectives synchronise) */
+    uint64_t own_ns = (uint64_t)(mine * 1e9), dur_ns = (uint64_t)(sec * 1e9);
+    if (own_ns < 1)
+      own_ns = 1;
+    if (dur_ns < own_ns)
+      dur_ns = own_ns;
+    prof_events(d, call, d->clock_ns, own_ns);
     d->clock_ns += dur_ns;
   }
   d->comms[call->comm].ncalls++;

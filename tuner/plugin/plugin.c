@@ -16,6 +16,7 @@
 #include "core/snapshot.h"
 #include "core/table.h"
 #include "profiler/profiler.h"
+#include "profiler/trace.h"
 #include "tuner/consensus/consensus.h"
 #include "tuner/plugin/plugin_int.h"
 
@@ -62,6 +63,8 @@ static void proc_start_locked(ncclDebugLogger_t log)
   if (!acl_proc.prof) {
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
     acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
+    acl_trace_start(&(acl_trace_opts_t){.mode = acl_mode_name(acl_proc.cfg.mode),
+                                        .profiler = acl_prof_src_name(acl_proc.cfg.profiler)});
     atomic_store(&acl_proc.prof_active, true);
     atomic_store(&acl_proc.last_explore_ns, acl_mono_ns());
   }
@@ -78,6 +81,8 @@ static void proc_stop_locked(bool at_exit)
     return;
   }
   acl_prof_destroy(acl_proc.prof);
+  if (acl_proc.prof)
+    acl_trace_stop(); /* after the profiler: no sample arrives any more */
   acl_proc.prof = NULL;
   free(acl_proc.table);
   acl_proc.table = NULL; /* a later communicator loads it again */
@@ -411,6 +416,10 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   }
   prof_duty(r, (acl_phase_t)d.phase);
   bool sampled = events_gate(r, &d);
+  if (acl_trace_on())
+    acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
+                                          pipe_ops, d.widx, d.cand_id, (uint8_t)coll, d.phase,
+                                          d.cand});
   if (d.widx < (uint32_t)r->nstats) {
     acl_rank_stats_t *st = &r->stats[d.widx];
     atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
@@ -419,7 +428,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (r->prof_rank && sampled) {
     acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
                           .cand_id = d.cand_id, .coll = (uint8_t)coll, .nbytes = nbytes,
-                          .cand = d.cand};
+                          .cand = d.cand, .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
     acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
   }
   return ncclSuccess;
@@ -458,6 +467,7 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   acl_rank_t *r = s->tag.rank_ctx;
   if (!r)
     return;
+  acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
   if (r->cons && s->tag.widx < (uint32_t)r->nstats) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int nch = atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);

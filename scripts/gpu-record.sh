@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Record traces on the GPU machine for the simulator's replay (issue 14,
+# docs/trace.md): for AllReduce, AllGather and ReduceScatter at 64 KiB..1 GiB,
+# isolated and under a bf16 GEMM, one process per GPU (--procs) and one
+# process for both (--single):
+#   - NCCL's default and the autoccl plugin (which records AUTOCCL_TRACE:
+#     every sample it receives and every decision it changes), and
+#   - the sweep (Ring/Tree x LL/LL128/Simple x channels auto/16/32 with
+#     --procs; Ring x LL/Simple x auto/32 with --single), every rank's time of
+#     every iteration from the first call, plus what NCCL ran (probe plugin).
+#
+#   scripts/gpu-record.sh [--part iso|gemm|single|all] [--bin PATH] [--plugin PATH] [--out DIR]
+#
+# Environment: SIZES ("-b 64K -e 1G -f 4"), COLLS ("all_reduce all_gather
+# reduce_scatter"), WARMUP (300: calls before the timed ones, the tuning
+# period), ITERS (50), SWEEP_WARMUP (20), EXTRA (appended to every command;
+# EXTRA=--fake runs this on a machine without a GPU).
+# Budget on 2x H200: iso ~90 s, gemm ~110 s, single ~70 s.
+# Writes to the out dir (default $OUT, else ./record-out): record-<part>.tar
+# (the .jsonl.gz traces, folders <regime>-<launch>-<coll>/) and record-<part>.log.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/record-out}" PART=all
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) BIN=$2; shift ;;
+    --plugin) PLUGIN=$2; shift ;;
+    --out) OUTDIR=$2; shift ;;
+    --part) PART=$2; shift ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
+    *) echo "gpu-record.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$PART" in iso|gemm|single|all) ;; *) echo "gpu-record.sh: --part iso|gemm|single|all" >&2; exit 2 ;; esac
+if [ -z "$BIN" ]; then
+  for b in "$ROOT/build-gpu/bench/autoccl-bench" "$ROOT/build/bench/autoccl-bench"; do
+    [ -x "$b" ] && { BIN=$b; break; }
+  done
+fi
+[ -x "${BIN:-/nonexistent}" ] || { echo "gpu-record.sh: autoccl-bench not found; build it (scripts/prepare-gpu-build.sh) or pass --bin" >&2; exit 2; }
+BD=$(dirname "$(dirname "$BIN")")
+if [ -z "$PLUGIN" ]; then
+  for p in "$BD/tuner/libnccl-tuner-autoccl.so" "$BD/libnccl-tuner-autoccl.so"; do
+    [ -f "$p" ] && { PLUGIN=$p; break; }
+  done
+fi
+[ -f "${PLUGIN:-/nonexistent}" ] || { echo "gpu-record.sh: plugin not found; pass --plugin" >&2; exit 2; }
+[ -f "$(dirname "$BIN")/libautoccl-bench-probe.so" ] || echo "gpu-record.sh: warning: no probe plugin beside $BIN: traces will not say what NCCL ran" >&2
+mkdir -p "$OUTDIR"
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+SIZES=${SIZES:--b 64K -e 1G -f 4} COLLS=${COLLS:-all_reduce all_gather reduce_scatter}
+WARMUP=${WARMUP:-300} ITERS=${ITERS:-50} SWEEP_WARMUP=${SWEEP_WARMUP:-20} EXTRA=${EXTRA:-}
+TRACES=$(mktemp -d "${TMPDIR:-/tmp}/acl-record.XXXXXX")
+PARTS="iso gemm single"; [ "$PART" != all ] && PARTS=$PART
+for part in $PARTS; do
+  LOG=$OUTDIR/record-$part.log
+  : > "$LOG"
+  echo "# gpu-record.sh --part $part  $(date -u +%FT%TZ)  bin=$BIN  plugin=$PLUGIN" | tee -a "$LOG"
+  nvidia-smi -L 2>&1 | tee -a "$LOG"
+  ldd "$BIN" "$PLUGIN" | grep -E 'not found|libz|nccl' | tee -a "$LOG"
+  t0=$(date +%s)
+  for regime in iso gemm; do
+    [ "$part" != single ] && [ "$part" != "$regime" ] && continue
+    INTF=""; [ $regime = gemm ] && INTF="--interference gemm"
+    for c in $COLLS; do
+      if [ "$part" = single ]; then
+        L=single; SW=(--sweep-algos Ring --sweep-protos LL,Simple --sweep-channels 0,32)
+      else
+        L=procs; SW=(--sweep-algos Ring,Tree --sweep-protos LL,LL128,Simple --sweep-channels 0,16,32)
+      fi
+      D=$TRACES/$regime-$L-$c
+      echo "\$ autoccl-bench -g 2 --$L -C $c ... --trace $D" | tee -a "$LOG"
+      s0=$(date +%s)
+      timeout -k 5 600 "$BIN" -g 2 --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps 1 \
+        -w "$WARMUP" -n "$ITERS" --sweep "${SW[@]}" --sweep-warmup "$SWEEP_WARMUP" $INTF --trace "$D" --json -q $EXTRA \
+        >> "$LOG" 2>&1
+      echo "# exit $?, $(( $(date +%s) - s0 )) s, $(ls "$D" 2>/dev/null | wc -l) trace files" | tee -a "$LOG"
+    done
+  done
+  echo "# part $part: $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
+done
+tar -cf "$OUTDIR/record-$PART.tar" -C "$TRACES" .
+du -sh "$OUTDIR/record-$PART.tar" | tee -a "$LOG"
+rm -rf "$TRACES"
