@@ -24,7 +24,7 @@ typedef struct acl_call_tag {
   uint32_t widx;       /* workload index within the communicator */
   uint16_t cand_id;    /* search candidate it ran */
   uint8_t coll;
-  uint8_t pad;
+  uint8_t phase;       /* acl_phase_t the call was decided in */
   uint64_t nbytes;
   acl_candidate_t cand; /* what it should have run (for mismatch checks) */
 } acl_call_tag_t;

@@ -418,7 +418,8 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   }
   if (r->prof_rank && sampled) {
     acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
-                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .nbytes = nbytes,
+                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .phase = (uint8_t)d.phase,
+                          .nbytes = nbytes,
                           .cand = d.cand};
     acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
   }
@@ -480,6 +481,14 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
       atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_ns, (uint64_t)(s->seconds * 1e9), memory_order_relaxed);
+    acl_nv_class_t nc = acl_nv_class((acl_phase_t)s->tag.phase);
+    if (nc == ACL_NV_EXPLORE) {
+      atomic_fetch_add_explicit(&st->explore_calls, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&st->explore_ns, (uint64_t)(s->seconds * 1e9),
+                                memory_order_relaxed);
+    } else if (nc == ACL_NV_DECIDED) {
+      atomic_fetch_add_explicit(&st->decided_calls, 1, memory_order_relaxed);
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/netvalue.h"
 #include "core/snapshot.h"
 #include "core/table.h"
 #include "tuner/plugin/plugin.h"
@@ -31,6 +32,10 @@ typedef struct acl_rank_stats {
   uint64_t next_call;
   uint8_t sample_shift;
   uint32_t succ;
+  /* Net value: sampled calls by class (core/netvalue.h), and their pricing,
+   * which only snapshot builds touch (under acl_proc.lock). */
+  _Atomic uint64_t explore_calls, explore_ns, decided_calls;
+  acl_netvalue_t nv;
 } acl_rank_stats_t;
 
 enum {
