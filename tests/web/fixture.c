@@ -106,7 +106,7 @@ static void price(acl_snap_workload_t *w, uint64_t decided)
     n += 5;
     sec += 5.0 * (double)w->key.nbytes * acl_busbw_factor(w->key.coll, 8) / w->traj[i].busbw;
   }
-  acl_nv_fold(&nv, n, sec, decided, w->has_baseline, w->baseline_seconds, w->has_best,
+  acl_nv_fold(&nv, n, n, sec, decided, w->has_baseline, w->baseline_seconds, w->has_best,
               w->best_seconds);
   w->has_net = nv.priced;
   w->time_saved_seconds = acl_nv_net(&nv);
