@@ -42,8 +42,8 @@ build/sim/autoccl-sim --demo >"$TMP/demo.log" 2>&1 &
 SIM=$!
 echo "regen-samples: started 'build/sim/autoccl-sim --demo' (pid $SIM)"
 
-# Wait for a moment worth showing: a re-tune happened (the interference
-# episode), and at least 4 workloads are converged again.
+# Wait for a moment worth showing: re-tunes happened (the interference
+# episode), one is under way, and at least 3 workloads are converged.
 python3 - "$TMP" <<'PY'
 import json, sys, time, urllib.request
 t0 = time.monotonic()
@@ -55,7 +55,7 @@ while time.monotonic() - t0 < 300:
         ws = st["workloads"]
         ret = sum(w["retunes"] > 0 for w in ws)
         conv = sum(w["state"] == "converged" for w in ws)
-        if ret >= 3 and conv >= 4 and any(w["state"] == "retuning" for w in ws):
+        if ret >= 2 and conv >= 3 and any(w["state"] == "retuning" for w in ws):
             print("regen-samples: %d workloads re-tuned, %d converged after %.0f s" %
                   (ret, conv, time.monotonic() - t0))
             sys.exit(0)
@@ -71,7 +71,7 @@ chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
   --user-data-dir="$TMP/chromium" --window-size=1400,1020 --virtual-time-budget=4000 \
   --screenshot="$TMP/dashboard.png" 'http://127.0.0.1:9464/?poll=1' >"$TMP/chromium.log" 2>&1
 sleep 3  # autoccl-top: both sources connected and drawn
-tmux -L "$SOCK" send-keys -t top j j  # select the third row, as docs/autoccl-top.md
+tmux -L "$SOCK" send-keys -t top G k  # the last workload (ReduceScatter), rank 0
 sleep 1.5
 tmux -L "$SOCK" capture-pane -p -t top | sed 's/[[:space:]]*$//' >"$TMP/top.txt"
 grep -q "connected (stream)" "$TMP/top.txt" || { cat "$TMP/top.txt"; echo "regen-samples: autoccl-top not connected" >&2; exit 1; }
