@@ -127,6 +127,10 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     put_ratio(sb, w->overlap);
   else
     acl_sb_puts(sb, "null");
+  acl_sb_puts(sb, ",\n     \"time_saved_seconds\": ");
+  put_opt_num(sb, w->has_net, w->time_saved_seconds);
+  acl_sb_puts(sb, ", \"exploration_cost_seconds\": ");
+  put_opt_num(sb, w->has_net, w->exploration_cost_seconds);
   acl_sb_printf(sb, ",\n     \"candidates_evaluated\": %" PRIu32 ", \"calls_to_converge\": ",
                 w->candidates_evaluated);
   if (w->calls_to_converge)

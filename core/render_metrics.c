@@ -304,6 +304,13 @@ static const wfam_t k_wfams[] = {
     {"autoccl_compute_overlap_ratio", "gauge",
      "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL, WOFF(overlap),
      WOFF(has_overlap), false},
+    {"autoccl_workload_time_saved_seconds", "gauge",
+     "Net time the decision saved against the measured NCCL baseline, minus the exploration cost "
+     "(negative until the tuner pays for itself).",
+     F_DBL, WOFF(time_saved_seconds), WOFF(has_net), false},
+    {"autoccl_workload_exploration_cost_seconds", "gauge",
+     "Time exploration and validation calls took beyond the measured NCCL baseline.", F_DBL,
+     WOFF(exploration_cost_seconds), WOFF(has_net), false},
     {"autoccl_tuner_candidates_evaluated_total", "counter", "Candidates measured by the search.", F_U64,
      WOFF(candidates_evaluated), -1, false},
     {"autoccl_tuner_retunes_total", "counter", "Times drift restarted the search.", F_U64, WOFF(retunes),

@@ -48,6 +48,12 @@ typedef struct acl_snap_workload {
   bool has_busbw;
   double overlap;            /* 0..1; valid when has_overlap */
   bool has_overlap;
+  /* Net value (core/netvalue.h), valid when has_net: seconds the decision
+   * saved against the NCCL baseline minus what exploration cost (can be < 0),
+   * and that exploration cost. */
+  double time_saved_seconds;
+  double exploration_cost_seconds;
+  bool has_net;
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge; /* 0 = not converged */
   uint32_t retunes;

@@ -25,6 +25,7 @@ typedef struct acl_call_tag {
   uint16_t cand_id;    /* search candidate it ran */
   uint8_t coll;
   uint8_t pipe_ops;    /* numPipeOps, saturated at 255 (trace records) */
+  uint8_t phase;       /* acl_phase_t the call was decided in */
   uint64_t nbytes;
   acl_candidate_t cand; /* what it should have run (for mismatch checks) */
 } acl_call_tag_t;

@@ -42,12 +42,16 @@ void acl_sim_usage(FILE *f)
       "                         docs/trace.md) | synthetic[:SEED] (default h200)\n"
       "  --noise X              relative noise of every call, 0..1 (default 0.05)\n"
       "  --interference SPEC    compute overlapping the collectives, per training step:\n"
-      "                         none (default) | demo | comma list of FROM-TO=LEVEL\n"
-      "                         (TO optional) and every:PERIOD:LEN=LEVEL, LEVEL in 0..1\n"
+      "                         none (default) | demo (" ACL_SIM_INTERF_DEMO ") |\n"
+      "                         comma list of FROM-TO=LEVEL (TO optional),\n"
+      "                         every:PERIOD:LEN=LEVEL and every:PERIOD:FROM-TO=LEVEL;\n"
+      "                         LEVEL in 0..1\n"
       "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
       "  --seed N               seed of noise and jitter (default 1)\n"
       "\n"
       "Run:\n"
+      "  --demo                 the README demo: --realtime --interference demo --port 9464\n"
+      "                         --duration 600 (each overridable); prints where to watch\n"
       "  --duration S           wall-clock seconds (default 60)\n"
       "  --steps N              training steps instead of a duration\n"
       "  --realtime             sleep simulated durations (x --slowdown) and a simulated\n"
@@ -127,6 +131,7 @@ enum {
   OPT_RANKS = 256, OPT_HOSTS, OPT_COORD, OPT_COMMS, OPT_TPP, OPT_GROUP, OPT_PLUGIN,
   OPT_WORKLOAD, OPT_LAND, OPT_NOISE, OPT_INTERF, OPT_JITTER, OPT_SEED, OPT_DURATION,
   OPT_STEPS, OPT_LAG, OPT_REALTIME, OPT_SLOWDOWN, OPT_COMPUTE, OPT_HANG, OPT_PORT, OPT_JSON,
+  OPT_DEMO,
 };
 
 static const struct option longopts[] = {
@@ -152,6 +157,7 @@ static const struct option longopts[] = {
     {"hang-timeout", required_argument, NULL, OPT_HANG},
     {"port", required_argument, NULL, OPT_PORT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"demo", no_argument, NULL, OPT_DEMO},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -183,7 +189,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
   o->hang_timeout_s = 20;
   o->max_lag = 128;
   o->seed = 1;
-  bool have_duration = false, have_steps = false;
+  bool have_duration = false, have_steps = false, have_interf = false, have_port = false;
   long l;
   double d;
   char err[256];
@@ -250,6 +256,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
           !acl_sim_interf_parse(optarg, &o->interf, err, sizeof(err)))
         BAD("--interference: %s", strlen(optarg) >= sizeof(o->interf_spec) ? "too long" : err);
       snprintf(o->interf_spec, sizeof(o->interf_spec), "%s", optarg);
+      have_interf = true;
       break;
     case OPT_JITTER:
       if (!num(optarg, 0, 1e6, &o->host_jitter_us))
@@ -298,8 +305,10 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       if (!inum(optarg, 1, 65535, &l))
         BAD("--port '%s': expected a port 1..65535", optarg);
       o->port = (int)l;
+      have_port = true;
       break;
     case OPT_JSON: o->json = true; break;
+    case OPT_DEMO: o->demo = true; break;
     case 'q': o->quiet = true; break;
     case 'v': o->verbose = true; break;
     case 'h':
@@ -314,6 +323,18 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
     BAD("unexpected argument '%s'", argv[optind]);
   if (have_duration && have_steps)
     BAD("--duration and --steps exclude each other");
+  if (o->demo) {
+    o->realtime = true;
+    if (!have_interf) {
+      snprintf(o->interf_spec, sizeof(o->interf_spec), "demo");
+      if (!acl_sim_interf_parse("demo", &o->interf, err, sizeof(err)))
+        BAD("--demo: %s", err);
+    }
+    if (!have_port)
+      o->port = 9464;
+    if (!have_duration && !have_steps)
+      o->duration_s = 600;
+  }
   if (have_steps)
     o->duration_s = 0;
   if (o->nranks % o->nhosts)

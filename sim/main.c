@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -71,6 +72,10 @@ static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double e
     calls += ctl->rank[r].calls;
   }
   double frac = o->steps ? (double)lo / (double)o->steps : el / o->duration_s;
+  char busy[48] = "";
+  double level = o->interf.n ? acl_sim_interf_level(&o->interf, lo) : 0.0;
+  if (o->interf.n)
+    snprintf(busy, sizeof(busy), level > 0 ? "  interference %.2f" : "  no interference", level);
   frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
   if (tty) {
     char bar[31];
@@ -78,12 +83,12 @@ static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double e
     for (int i = 0; i < 30; i++)
       bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
-    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs ", bar, frac * 100,
-            (unsigned long long)lo, (unsigned long long)calls, el);
+    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs%s ", bar, frac * 100,
+            (unsigned long long)lo, (unsigned long long)calls, el, busy);
   } else if (el - *last_line >= 5.0) {
     *last_line = el;
-    fprintf(stderr, "autoccl-sim: %.0f%% step %llu, %llu calls, %.1fs\n", frac * 100,
-            (unsigned long long)lo, (unsigned long long)calls, el);
+    fprintf(stderr, "autoccl-sim: %.0f%% step %llu, %llu calls, %.1fs%s\n", frac * 100,
+            (unsigned long long)lo, (unsigned long long)calls, el, busy);
   }
 }
 
@@ -132,10 +137,47 @@ static const char *check_endpoints(const acl_sim_opts_t *o, const pid_t *pids, i
   return NULL;
 }
 
+/* autoccl-top of this build (<exe dir>/../tui/autoccl-top), relative to the
+ * working directory when it lies below it ("build/tui/autoccl-top"), else
+ * absolute; plain "autoccl-top" when not found. */
+static void top_path(char *out, size_t len)
+{
+  snprintf(out, len, "autoccl-top");
+  char exe[PATH_MAX], cwd[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0)
+    return;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash)
+    return;
+  *slash = '\0';
+  char cand[PATH_MAX + 32];
+  snprintf(cand, sizeof(cand), "%s/../tui/autoccl-top", exe);
+  char *real = realpath(cand, NULL);
+  if (!real)
+    return;
+  size_t cl = getcwd(cwd, sizeof(cwd)) ? strlen(cwd) : 0;
+  if (cl > 1 && strncmp(real, cwd, cl) == 0 && real[cl] == '/')
+    snprintf(out, len, "%s", real + cl + 1);
+  else
+    snprintf(out, len, "%s", real);
+  free(real);
+}
+
 static void print_head(const acl_sim_opts_t *o, int nprocs)
 {
   FILE *f = o->json ? stderr : stdout;
   fprintf(f, "autoccl-sim: %d ranks in %d processes; plugin %s\n", o->nranks, nprocs, o->plugin);
+  if (o->demo) {
+    fprintf(f,
+            "autoccl-sim: demo: the real plugin tunes %d simulated ranks on the %s landscape in\n"
+            "  real time; compute interference '%s' (steps; about 8 a second): the\n"
+            "  decisions drift under it and re-tune, then re-tune back when it ends.\n",
+            o->nranks, o->landscape, o->interf_spec);
+    if (o->duration_s > 0)
+      fprintf(f, "  Runs %.0f s; Ctrl-C stops it earlier and prints the report.\n", o->duration_s);
+  }
   fflush(f);
 }
 
@@ -149,13 +191,23 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
     fflush(f);
     return;
   }
+  char top[PATH_MAX];
+  top_path(top, sizeof(top));
+  if (o->demo)
+    fprintf(f, "Open a second terminal and watch:\n");
+  fprintf(f, "  live tuning:  %s --url http://127.0.0.1:%d", top, o->port);
+  if (nprocs > 1)
+    fprintf(f, " --url http://127.0.0.1:%d", o->port + 1);
   fprintf(f,
-          "  live tuning:  autoccl-top --url http://127.0.0.1:%d\n"
+          "\n"
           "  dashboard:    http://127.0.0.1:%d/\n"
-          "  Prometheus:   http://127.0.0.1:%d/metrics\n",
-          o->port, o->port, o->port);
+          "  Prometheus:   curl -s http://127.0.0.1:%d/metrics\n",
+          o->port, o->port);
   if (nprocs > 1)
     fprintf(f, "  (rank processes serve ports %d..%d)\n", o->port, o->port + nprocs - 1);
+  if (o->demo)
+    fprintf(f, "  Look for: STATE exploring -> converged, SPEEDUP, SAVED (net time saved after\n"
+               "  exploration cost); when interference starts, re-tuning, then converged again.\n");
   fflush(f);
 }
 

@@ -35,6 +35,7 @@ typedef struct acl_sim_opts {
   double noise;
   acl_sim_interf_t interf;
   char interf_spec[128];
+  bool demo;         /* --demo: README demo defaults, watch hints */
   double duration_s; /* wall clock; <= 0 when --steps is used */
   uint64_t steps;    /* 0 when --duration is used */
   int port;          /* -1: no endpoint */

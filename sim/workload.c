@@ -185,7 +185,7 @@ bool acl_sim_interf_parse(const char *spec, acl_sim_interf_t *out, char *err, si
     return true;
   }
   if (strcmp(spec, "demo") == 0)
-    spec = "every:400:150=0.6"; /* overlapping compute 150 steps in every 400 */
+    spec = ACL_SIM_INTERF_DEMO;
   char buf[512];
   if (strlen(spec) >= sizeof(buf)) {
     snprintf(err, errlen, "interference schedule too long");
@@ -214,15 +214,25 @@ bool acl_sim_interf_parse(const char *spec, acl_sim_interf_t *out, char *err, si
     *eq = '\0';
     uint64_t a, b;
     if (strncmp(item, "every:", 6) == 0) {
+      /* every:PERIOD:LEN (steps 0..LEN-1 of each period) or
+       * every:PERIOD:FROM-TO (steps FROM..TO-1 of each period). */
       char *p = item + 6, *colon = strchr(p, ':');
-      if (!colon || !parse_u64(p, colon, &a) || !parse_u64(colon + 1, eq, &b) || a == 0 ||
-          b > a) {
-        snprintf(err, errlen, "bad periodic episode 'every:%s': need PERIOD >= LEN, PERIOD > 0",
+      char *dash = colon ? strchr(colon + 1, '-') : NULL;
+      uint64_t from = 0;
+      bool ok = colon && parse_u64(p, colon, &a) && a > 0;
+      if (ok && dash)
+        ok = parse_u64(colon + 1, dash, &from) && parse_u64(dash + 1, eq, &b) && b > from;
+      else if (ok)
+        ok = parse_u64(colon + 1, eq, &b);
+      if (!ok || b > a) {
+        snprintf(err, errlen,
+                 "bad periodic episode 'every:%s': need every:PERIOD:LEN or "
+                 "every:PERIOD:FROM-TO with FROM < TO <= PERIOD, PERIOD > 0",
                  p);
         return false;
       }
       in.ep[in.n].period = a;
-      in.ep[in.n].from = 0;
+      in.ep[in.n].from = from;
       in.ep[in.n].to = b;
     } else {
       char *dash = strchr(item, '-');

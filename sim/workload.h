@@ -43,9 +43,14 @@ acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms);
 void acl_sim_step_destroy(acl_sim_step_t *s); /* NULL ok */
 
 /* Interference schedule over training steps: "none", "demo", or a comma list
- * of FROM-TO=LEVEL (steps, TO exclusive and optional: "200-=0.6") and
- * every:PERIOD:LEN=LEVEL (the first LEN steps of every PERIOD). Later items
+ * of FROM-TO=LEVEL (steps, TO exclusive and optional: "200-=0.6"),
+ * every:PERIOD:LEN=LEVEL (the first LEN steps of every PERIOD) and
+ * every:PERIOD:FROM-TO=LEVEL (steps FROM..TO-1 of every PERIOD). Later items
  * win where they overlap. Levels in [0, 1]. */
+/* "demo": quiet for the first 400 steps of every 1000 (the tuner converges),
+ * overlapping compute at 0.6 for 300 (the decisions drift and re-tune), quiet
+ * again (re-tuned back). About 2 minutes a period at the demo's pace. */
+#define ACL_SIM_INTERF_DEMO "every:1000:400-700=0.6"
 #define ACL_SIM_INTERF_MAX 16
 typedef struct acl_sim_interf {
   int n;

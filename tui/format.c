@@ -94,6 +94,16 @@ const char *acl_top_fmt_seconds(double s, char *buf, size_t len)
   return buf;
 }
 
+const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len)
+{
+  if (!isfinite(s))
+    return dash(buf, len);
+  char mag[32];
+  acl_top_fmt_seconds(fabs(s), mag, sizeof(mag));
+  snprintf(buf, len, "%s%s", s < 0 ? "-" : s > 0 ? "+" : "", mag);
+  return buf;
+}
+
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len)
 {
   if (v < 0)
@@ -115,7 +125,7 @@ const char *acl_top_state_label(const char *s)
 
 static const char *const col_names[ACL_TOP_COL_COUNT] = {
     "COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE",
-    "BEST", "SPEEDUP", "OVERLAP", "BUSBW", "CALLS"};
+    "BEST", "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS"};
 
 const char *acl_top_col_name(acl_top_col_t c)
 {
@@ -124,7 +134,8 @@ const char *acl_top_col_name(acl_top_col_t c)
 
 bool acl_top_col_desc_default(acl_top_col_t c)
 {
-  return c == ACL_TOP_COL_SIZE || c == ACL_TOP_COL_SPEEDUP || c == ACL_TOP_COL_OVERLAP ||
+  return c == ACL_TOP_COL_SIZE || c == ACL_TOP_COL_SPEEDUP || c == ACL_TOP_COL_SAVED ||
+         c == ACL_TOP_COL_OVERLAP ||
          c == ACL_TOP_COL_BUSBW || c == ACL_TOP_COL_CALLS;
 }
 
@@ -143,8 +154,16 @@ const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, siz
     snprintf(buf, len, "%s", w->subspace[0] ? w->subspace : "-");
     return buf;
   case ACL_TOP_COL_CAND: return acl_top_fmt_cand(&w->candidate, buf, len);
-  case ACL_TOP_COL_BEST: return acl_top_fmt_cand(&w->best, buf, len);
+  case ACL_TOP_COL_BEST:
+    /* NCCL's choice kept after a search: say how much was tried. */
+    if (w->best.known && !strcmp(w->best.algo, "NCCL") && !strcmp(w->state, "converged") &&
+        w->candidates_evaluated > 0) {
+      snprintf(buf, len, "NCCL, %" PRId64 " tried", w->candidates_evaluated);
+      return buf;
+    }
+    return acl_top_fmt_cand(&w->best, buf, len);
   case ACL_TOP_COL_SPEEDUP: return acl_top_fmt_ratio(w->speedup, buf, len);
+  case ACL_TOP_COL_SAVED: return acl_top_fmt_signed_seconds(w->time_saved_seconds, buf, len);
   case ACL_TOP_COL_OVERLAP: return acl_top_fmt_pct(w->overlap, buf, len);
   case ACL_TOP_COL_BUSBW: return acl_top_fmt_bw(w->busbw, buf, len);
   case ACL_TOP_COL_CALLS: return acl_top_fmt_int(w->calls, buf, len);

@@ -75,6 +75,7 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
   memset(v, 0, sizeof(*v));
   v->weighted_speedup = NAN;
   v->consensus_wait_seconds = NAN;
+  v->time_saved_seconds = NAN;
   int nc = 0, nw = 0;
   for (int s = 0; s < n; s++)
     if (models[s]) {
@@ -139,6 +140,9 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
       v->total++;
       if (strcmp(r->w->state, "converged") == 0)
         v->converged++;
+      if (isfinite(r->w->time_saved_seconds))
+        v->time_saved_seconds = (isfinite(v->time_saved_seconds) ? v->time_saved_seconds : 0.0) +
+                                r->w->time_saved_seconds;
     }
   }
   if (!v->profiler[0])
@@ -243,11 +247,14 @@ static int by_col(const void *pa, const void *pb, void *arg)
     break;
   }
   case ACL_TOP_COL_SPEEDUP:
+  case ACL_TOP_COL_SAVED:
   case ACL_TOP_COL_OVERLAP:
   case ACL_TOP_COL_BUSBW: {
     double da = ctx->col == ACL_TOP_COL_SPEEDUP ? x->speedup
+                : ctx->col == ACL_TOP_COL_SAVED ? x->time_saved_seconds
                 : ctx->col == ACL_TOP_COL_OVERLAP ? x->overlap : x->busbw;
     double db = ctx->col == ACL_TOP_COL_SPEEDUP ? y->speedup
+                : ctx->col == ACL_TOP_COL_SAVED ? y->time_saved_seconds
                 : ctx->col == ACL_TOP_COL_OVERLAP ? y->overlap : y->busbw;
     if (unknowns(!isfinite(da), !isfinite(db), &u))
       goto unknown;

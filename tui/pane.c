@@ -128,11 +128,26 @@ void acl_top_draw_pane(const acl_top_row_t *r, const char *url, int y0, int h, i
     return;
   }
   const acl_top_workload_t *wl = r->w;
-  snprintf(title, sizeof(title), " trajectory: %s rank %d %s %s  best %s %s  (%s) ", r->comm_label,
-           wl->rank, wl->collective[0] ? wl->collective : "-",
-           acl_top_fmt_bytes(wl->bytes, size, sizeof(size)),
-           acl_top_fmt_cand(&wl->best, best, sizeof(best)),
-           acl_top_fmt_ratio(wl->speedup, sp, sizeof(sp)), url);
+  /* The workload always; the best and the source URL only when they fit
+   * whole, so the title is never cut mid-word. */
+  char part[3][200];
+  snprintf(title, sizeof(title), " trajectory: %s rank %d %s %s ", r->comm_label, wl->rank,
+           wl->collective[0] ? wl->collective : "-",
+           acl_top_fmt_bytes(wl->bytes, size, sizeof(size)));
+  snprintf(part[0], sizeof(part[0]), " best %s %s ", acl_top_fmt_cand(&wl->best, best, sizeof(best)),
+           acl_top_fmt_ratio(wl->speedup, sp, sizeof(sp)));
+  snprintf(part[1], sizeof(part[1]), " %s ", sp); /* the speedup alone */
+  snprintf(part[2], sizeof(part[2]), " (%s) ", url);
+  for (int i = 0; i < 3; i++) {
+    size_t l = strlen(title), pl = strlen(part[i]);
+    if ((int)(l + pl) <= w - 4 && l + pl < sizeof(title)) {
+      memcpy(title + l - 1, part[i], pl + 1); /* one space between */
+      if (i == 0)
+        i++; /* the full best went in: skip the short form */
+    } else if (i == 1) {
+      break; /* no room for the speedup: no URL either */
+    }
+  }
   acl_top_put(y0, 2, title, w - 4);
   attroff(A_BOLD);
   int hist_w = w >= 100 ? 46 : 0; /* the text history needs room */

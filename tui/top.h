@@ -48,6 +48,7 @@ typedef struct acl_top_workload {
   char subspace[40];    /* "" unknown */
   acl_top_cand_t candidate, best, baseline;
   double baseline_seconds, best_seconds, speedup, busbw, overlap; /* NaN unknown */
+  double time_saved_seconds, exploration_cost_seconds;            /* NaN unknown */
   int64_t candidates_evaluated, calls_to_converge, retunes, calls, bytes_total; /* -1 */
   int traj_len;         /* newest ACL_TOP_MAX_TRAJ kept, oldest first */
   acl_top_traj_t traj[ACL_TOP_MAX_TRAJ];
@@ -139,6 +140,7 @@ typedef enum acl_top_col {
   ACL_TOP_COL_CAND,
   ACL_TOP_COL_BEST,
   ACL_TOP_COL_SPEEDUP,
+  ACL_TOP_COL_SAVED,    /* net time saved (time_saved_seconds) */
   ACL_TOP_COL_OVERLAP,
   ACL_TOP_COL_BUSBW,
   ACL_TOP_COL_CALLS,
@@ -170,6 +172,7 @@ typedef struct acl_top_view {
   acl_top_mcomm_t *comms;
   int converged, total;
   double weighted_speedup;       /* NaN when no workload has the inputs */
+  double time_saved_seconds;     /* net, summed over rows; NaN when none known */
   double consensus_wait_seconds; /* NaN when no communicator reports it */
   char profiler[64];             /* distinct sources joined by '+', "-" */
 } acl_top_view_t;
@@ -194,6 +197,7 @@ const char *acl_top_fmt_cand(const acl_top_cand_t *c, char *buf, size_t len);
 const char *acl_top_fmt_ratio(double x, char *buf, size_t len);       /* "1.11x" */
 const char *acl_top_fmt_pct(double x, char *buf, size_t len);         /* "12%" */
 const char *acl_top_fmt_seconds(double s, char *buf, size_t len);     /* "1.2 ms" */
+const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len); /* "+1.2 ms", "-3.0 us" */
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len);
 const char *acl_top_state_label(const char *state);                 /* "warm-up" */
 /* One cell of the table for row r and column c. */

@@ -18,11 +18,15 @@
 #define MAX_SRC_LINES 4
 
 /* Each fits its header name plus the sort marker. */
-static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9};
+static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9};
 /* Dropped first when the terminal is narrow. */
-static const acl_top_col_t drop_order[] = {ACL_TOP_COL_CALLS, ACL_TOP_COL_SUBSPACE,
+/* Narrow terminals drop these first; COMM, RANK, COLLECTIVE, SIZE, STATE and
+ * SPEEDUP (66 columns with the marker) always stay, so two ranks' rows never
+ * look alike, and SAVED still fits at 80. */
+static const acl_top_col_t drop_order[] = {ACL_TOP_COL_CALLS,   ACL_TOP_COL_SUBSPACE,
                                            ACL_TOP_COL_OVERLAP, ACL_TOP_COL_CAND,
-                                           ACL_TOP_COL_RANK, ACL_TOP_COL_BUSBW};
+                                           ACL_TOP_COL_BUSBW,   ACL_TOP_COL_BEST,
+                                           ACL_TOP_COL_SAVED};
 
 struct acl_top_ui {
   acl_top_net_t *net;
@@ -115,14 +119,37 @@ static int fit_columns(int w, bool show[ACL_TOP_COL_COUNT])
 
 static int draw_header(acl_top_ui_t *u, int w)
 {
-  char line[1024], sp[24], cw[24];
+  char line[1024], sp[24], cw[24], ns[24];
   const acl_top_view_t *v = &u->view;
-  snprintf(line, sizeof(line),
-           "autoccl-top %s   converged %d/%d   speedup %s (time-weighted)   consensus wait %s"
-           "   profiler %s",
-           ACL_TOP_VERSION, v->converged, v->total,
-           acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)),
-           acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)), v->profiler);
+  /* Most important first; a part that does not fit whole is left out rather
+   * than cut, so the header never ends mid-word. */
+  char part[6][128];
+  snprintf(part[0], sizeof(part[0]), "converged %d/%d", v->converged, v->total);
+  snprintf(part[1], sizeof(part[1]), "speedup %s (time-weighted)",
+           acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)));
+  snprintf(part[2], sizeof(part[2]), "net saved %s",
+           acl_top_fmt_signed_seconds(v->time_saved_seconds, ns, sizeof(ns)));
+  snprintf(part[3], sizeof(part[3]), "autoccl-top %s", ACL_TOP_VERSION);
+  snprintf(part[4], sizeof(part[4]), "consensus wait %s",
+           acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)));
+  snprintf(part[5], sizeof(part[5]), "profiler %s", v->profiler);
+  static const int order[] = {3, 0, 1, 2, 4, 5}; /* display order */
+  bool keep[6];
+  int used = 0;
+  for (int i = 0; i < 6; i++) { /* importance order */
+    int len = (int)strlen(part[i]) + (used ? 3 : 0);
+    keep[i] = used + len <= w;
+    if (keep[i])
+      used += len;
+  }
+  line[0] = '\0';
+  for (int k = 0; k < 6; k++) {
+    int i = order[k];
+    if (!keep[i])
+      continue;
+    size_t l = strlen(line);
+    snprintf(line + l, sizeof(line) - l, "%s%s", l ? "   " : "", part[i]);
+  }
   attron(A_BOLD);
   acl_top_put(0, 0, line, w);
   attroff(A_BOLD);
@@ -239,6 +266,7 @@ static void draw_help(int h, int w)
       "q               quit",
       "",
       "SPEEDUP: NCCL default time / best time (measured)",
+      "SAVED: net time saved = decision's gain - exploration",
       "header speedup: mean weighted by calls x baseline time",
       "unknown values show as -",
       "",

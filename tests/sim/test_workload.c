@@ -98,14 +98,28 @@ Test(interference, schedules)
   cr_assert(acl_sim_interf_parse("every:100:30=0.6", &in, err, sizeof(err)), "%s", err);
   cr_assert_float_eq(acl_sim_interf_level(&in, 129), 0.6, 1e-12);
   cr_assert_float_eq(acl_sim_interf_level(&in, 130), 0.0, 1e-12);
+  cr_assert(acl_sim_interf_parse("every:100:40-70=0.5", &in, err, sizeof(err)), "%s", err);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 39), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 140), 0.5, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 169), 0.5, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 170), 0.0, 1e-12);
+  /* The demo starts quiet (the tuner converges first), then interferes, and
+   * repeats. */
   cr_assert(acl_sim_interf_parse("demo", &in, err, sizeof(err)));
   cr_assert_gt(in.n, 0);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 0), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 399), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 400), 0.6, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 700), 0.0, 1e-12);
+  cr_assert_float_eq(acl_sim_interf_level(&in, 1450), 0.6, 1e-12);
 }
 
 Test(interference, bad_specs_are_refused_with_a_message)
 {
   const char *bad[] = {"", "10-20", "10-20=1.5", "20-10=0.5", "x-=0.1", "every:0:0=0.5",
-                       "every:10:20=0.5", "10-20=0.5,", "10-20=-0.1", "5-5=0.2"};
+                       "every:10:20=0.5", "10-20=0.5,", "10-20=-0.1", "5-5=0.2",
+                       "every:10:5-5=0.5", "every:10:5-11=0.5", "every:10:-3=0.5",
+                       "every:10:3-=0.5"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     acl_sim_interf_t in = {.n = 7};
     char err[256] = "";

@@ -45,12 +45,13 @@ def workloads(rank, evolve):
     w = []
 
     def add(comm, coll, nbytes, state, sub, c, best, bs, bests, sp, bw, ov, calls, tr,
-            ev=0, ctc=None, retunes=0):
+            ev=0, ctc=None, retunes=0, net=(None, None)):
         w.append({"comm": comm, "rank": rank, "collective": coll, "bytes": nbytes,
                   "pipe_ops": 1, "state": state, "subspace": sub, "candidate": c,
                   "best": best, "baseline": NCCL, "baseline_seconds": bs,
                   "best_seconds": bests, "speedup": sp,
                   "busbw": None if bw is None else bw * f, "overlap": ov,
+                  "time_saved_seconds": net[0], "exploration_cost_seconds": net[1],
                   "candidates_evaluated": ev, "calls_to_converge": ctc,
                   "retunes": retunes, "calls": calls + grow,
                   "bytes_total": (calls + grow) * nbytes, "trajectory": tr})
@@ -62,15 +63,19 @@ def workloads(rank, evolve):
               ("RING", "SIMPLE", 32, 1.55e11, 0.12), ("RING", "LL128", 16, 1.21e11, 0.09),
               ("RING", "LL128", 24, 1.30e11, 0.09), ("TREE", "SIMPLE", 16, 1.41e11, 0.13),
               ("TREE", "SIMPLE", 24, 1.49e11, 0.12), ("RING", "SIMPLE", 16, 1.53e11, 0.12)]),
-        ev=9)
+        ev=9, net=(-0.00042, 0.00042))
     add(DP, "AllGather", 4194304, "converged", "RING/LL128", cand("RING", "LL128", 8),
         cand("RING", "LL128", 8), 0.000050, 0.0000417, 1.20, 9.5e10, 0.05, 2000,
         traj([("NCCL", None, 0, 7.9e10, 0.05), ("RING", "LL128", 8, 9.5e10, 0.05)]),
-        ev=14, ctc=180)
+        ev=14, ctc=180, net=(0.0123, 0.0009))
     add(DP, "ReduceScatter", 65536, "converged", "RING/LL", cand("RING", "LL", 4),
         cand("RING", "LL", 4), 0.000020, 0.0000148, 1.35, 2.0e10, None, 5000,
         traj([("NCCL", None, 0, 1.5e10, None), ("RING", "LL", 4, 2.0e10, None)]),
-        ev=11, ctc=150)
+        ev=11, ctc=150, net=(0.0251, 0.0005))
+    # NCCL's choice kept after 10 candidates: the exploration is a net loss.
+    add(DP, "AllReduce", 65536, "converged", None, NCCL, NCCL, 0.0000256, 0.0000256, 1.0,
+        4.1e9, None, 3000, traj([("NCCL", None, 0, 4.1e9, None), ("RING", "LL", 8, 3.2e9, None)]),
+        ev=10, ctc=90, net=(-0.000191, 0.000191))
     add(DP, "AllReduce", 1024, "warmup", None, NCCL, None, None, None, None, None, None,
         3, [])
     add(DP, "ReduceScatter", 1073741824, "baseline", None, NCCL, None, 0.0061, None, None,
@@ -78,7 +83,8 @@ def workloads(rank, evolve):
     add(TP, "AllReduce", 268435456, "retuning", "TREE/SIMPLE", cand("TREE", "SIMPLE", 32),
         cand("RING", "SIMPLE", 32), 0.0028, 0.00275, 1.02, 1.8e11, 0.40, 120,
         traj([("NCCL", None, 0, 1.75e11, 0.4), ("RING", "SIMPLE", 32, 1.8e11, 0.4),
-              ("TREE", "SIMPLE", 32, 1.7e11, 0.4)]), ev=6, ctc=40, retunes=1)
+              ("TREE", "SIMPLE", 32, 1.7e11, 0.4)]), ev=6, ctc=40, retunes=1,
+        net=(0.0041, 0.0012))
     add(TP, "Broadcast", 8388608, "disabled", None, NCCL, None, None, None, None, 1.2e11,
         None, 50, [])
     return w

@@ -163,6 +163,10 @@ Test(view, formatting)
   cr_expect_str_eq(acl_top_fmt_pct(0.12, b, sizeof(b)), "12%");
   cr_expect_str_eq(acl_top_fmt_seconds(0.0012, b, sizeof(b)), "1.2 ms");
   cr_expect_str_eq(acl_top_fmt_seconds(0, b, sizeof(b)), "0 s");
+  cr_expect_str_eq(acl_top_fmt_signed_seconds(0.0412, b, sizeof(b)), "+41.2 ms");
+  cr_expect_str_eq(acl_top_fmt_signed_seconds(-0.00019, b, sizeof(b)), "-190.0 us");
+  cr_expect_str_eq(acl_top_fmt_signed_seconds(0, b, sizeof(b)), "0 s");
+  cr_expect_str_eq(acl_top_fmt_signed_seconds(NAN, b, sizeof(b)), "-");
   acl_top_cand_t c = {.known = true, .algo = "RING", .proto = "SIMPLE", .channels = 16};
   cr_expect_str_eq(acl_top_fmt_cand(&c, b, sizeof(b)), "RING/SIMPLE/16ch");
   c.channels = 0;
@@ -295,4 +299,53 @@ Test(view, batch_table_has_header_and_rows)
   free(buf);
   acl_top_view_free(&v);
   acl_top_model_clear(&a);
+}
+
+/* Net value: the SAVED cell, the header total (unknowns left out, not 0),
+ * and "NCCL, N tried" where NCCL's choice was kept after a search. */
+Test(view, net_saved_and_nccl_kept)
+{
+  acl_top_model_t a;
+  make_source(&a, 0,
+              "{\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":0,\"collective\":\"AllReduce\","
+              "\"bytes\":65536,\"state\":\"converged\",\"best\":{\"algo\":\"NCCL\","
+              "\"proto\":null,\"channels\":0},\"candidates_evaluated\":10,"
+              "\"time_saved_seconds\":-0.0002,\"exploration_cost_seconds\":0.0002},"
+              "{\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":0,\"collective\":\"AllGather\","
+              "\"bytes\":65536,\"state\":\"converged\",\"best\":{\"algo\":\"RING\","
+              "\"proto\":\"LL\",\"channels\":8},\"candidates_evaluated\":7,"
+              "\"time_saved_seconds\":0.0102,\"exploration_cost_seconds\":0.001}");
+  const acl_top_model_t *ms[1] = {&a};
+  acl_top_view_t v;
+  cr_assert_eq(acl_top_view_build(&v, ms, 1), 0);
+  cr_expect_float_eq(v.time_saved_seconds, 0.01, 1e-12);
+  char b[64];
+  int seen = 0;
+  for (int i = 0; i < v.nrows; i++) {
+    const acl_top_workload_t *w = v.rows[i].w;
+    if (w->bytes != 65536)
+      continue;
+    seen++;
+    if (!strcmp(w->collective, "AllReduce")) {
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_BEST, b, sizeof(b)), "NCCL, 10 tried");
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_SAVED, b, sizeof(b)), "-200.0 us");
+    } else {
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_BEST, b, sizeof(b)), "RING/LL/8ch");
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_SAVED, b, sizeof(b)), "+10.2 ms");
+    }
+  }
+  cr_expect_eq(seen, 2);
+  /* Rows without the field (older servers) show "-". */
+  for (int i = 0; i < v.nrows; i++)
+    if (v.rows[i].w->bytes == 1024)
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_SAVED, b, sizeof(b)), "-");
+  acl_top_view_free(&v);
+  acl_top_model_clear(&a);
+  acl_top_model_t e;
+  make_source(&e, 1, NULL);
+  const acl_top_model_t *me[1] = {&e};
+  cr_assert_eq(acl_top_view_build(&v, me, 1), 0);
+  cr_expect(isnan(v.time_saved_seconds), "no net value known: unknown, not 0");
+  acl_top_view_free(&v);
+  acl_top_model_clear(&e);
 }

@@ -19,9 +19,10 @@ SOCK = "acltop%d" % os.getpid()
 ENV = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8")
 for k in ("NO_COLOR", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
     ENV.pop(k, None)
-COLW = [16, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9]
+COLW = [16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9]
 COLS = ["COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE", "BEST",
-        "SPEEDUP", "OVERLAP", "BUSBW", "CALLS"]
+        "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS"]
+KEEP80 = ["COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SPEEDUP"]
 failures = []
 fixtures = []
 
@@ -114,6 +115,25 @@ def fmt_bw(x):
     return "-" if x is None else "%.1f GB/s" % (x / 1e9) if x >= 1e9 else "%.1f MB/s" % (x / 1e6)
 
 
+def fmt_seconds(s):
+    a = abs(s)
+    if a == 0:
+        return "0 s"
+    if a < 1e-6:
+        return "%.0f ns" % (s * 1e9)
+    if a < 1e-3:
+        return "%.1f us" % (s * 1e6)
+    if a < 1.0:
+        return "%.1f ms" % (s * 1e3)
+    return "%.2f s" % s
+
+
+def fmt_signed_seconds(s):
+    if s is None:
+        return "-"
+    return ("-" if s < 0 else "+" if s > 0 else "") + fmt_seconds(abs(s))
+
+
 def fmt_cand(c):
     if not c or not c.get("algo"):
         return "-"
@@ -134,18 +154,26 @@ def label_of(state, comm_id):
     return comm_id[:10]
 
 
+def shown_columns(hdr_line):
+    """The columns the header line shows, in order (sort marks stripped)."""
+    return [re.sub("[\u25b2\u25bc]$", "", t) for t in hdr_line.split()]
+
+
 def table(scr):
-    """Rows of the main table: (selected, {column: text})."""
+    """Rows of the main table: (selected, {column: text}), for the columns
+    the header shows (narrow terminals drop some)."""
     lines = scr.split("\n")
     hdr = next((i for i, l in enumerate(lines) if "COLLECTIVE" in l and "SIZE" in l), None)
     rows = []
     if hdr is None:
         return rows
+    shown = shown_columns(lines[hdr])
+    cols = [(n, w) for n, w in zip(COLS, COLW) if n in shown]
     for l in lines[hdr + 1:]:
         if not l.strip() or "trajectory:" in l or l.startswith("row "):
             break
         cells, x = {}, 2
-        for name, w in zip(COLS, COLW):
+        for name, w in cols:
             cells[name] = l[x:x + w].strip()
             x += w + 1
         rows.append((l.startswith(">"), cells))
@@ -264,6 +292,12 @@ def test_tui(port, url):
     check("header: consensus wait", "consensus wait %.1f ms" % (wait * 1e3) in scr,
           scr.split("\n")[0])
     check("header: profiler source", "profiler sim" in scr)
+    net = sum(w["time_saved_seconds"] for w in st["workloads"]
+              if w.get("time_saved_seconds") is not None)
+    check("header: net time saved", "net saved %s" % fmt_signed_seconds(net) in scr,
+          scr.split("\n")[0])
+    check("a workload that kept NCCL's choice says how many were tried",
+          "NCCL, 10 tried" in scr, scr)
     mism = []
     for w in st["workloads"]:
         key = (label_of(st, w["comm"]), str(w["rank"]), w["collective"], fmt_bytes(w["bytes"]))
@@ -277,7 +311,11 @@ def test_tui(port, url):
                 "SPEEDUP": "-" if w["speedup"] is None else "%.2fx" % w["speedup"],
                 "BUSBW": fmt_bw(w["busbw"]),
                 "OVERLAP": "-" if w["overlap"] is None else "%.0f%%" % (w["overlap"] * 100),
-                "CALLS": str(w["calls"]), "SUBSPACE": w["subspace"] or "-"}
+                "CALLS": str(w["calls"]), "SUBSPACE": w["subspace"] or "-",
+                "SAVED": fmt_signed_seconds(w.get("time_saved_seconds"))}
+        if (w["best"] or {}).get("algo") == "NCCL" and w["state"] == "converged" and \
+                w["candidates_evaluated"]:
+            want["BEST"] = "NCCL, %d tried" % w["candidates_evaluated"]
         for k, v in want.items():
             if c[k] != v:
                 mism.append((key, k, c[k], v))
@@ -288,7 +326,7 @@ def test_tui(port, url):
 
     # Sorting: s cycles COMM -> ... -> SPEEDUP (8 presses), r reverses.
     check("default sort: communicator, ascending", "COMM\u25b2" in scr, scr.split("\n")[2])
-    desc = {"SIZE", "SPEEDUP", "OVERLAP", "BUSBW", "CALLS"}
+    desc = {"SIZE", "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS"}
     marked = []
     for col in COLS[1:9]:
         keys(name, "s")
@@ -310,8 +348,8 @@ def test_tui(port, url):
           "SPEEDUP\u25b2" in scr and known == sorted(known) and
           sp[len(known):] == ["-"] * (len(sp) - len(known)), sp)
     keys(name, "F6")
-    scr = wait_for(name, has("OVERLAP\u25b2"))
-    check("F6 moves to the next sort column", "OVERLAP\u25b2" in scr, scr.split("\n")[3])
+    scr = wait_for(name, has("SAVED\u25b2"))
+    check("F6 moves to the next sort column", "SAVED\u25b2" in scr, scr.split("\n")[3])
 
     # Selection: g = first, j/k move; the pane follows the selected row.
     def selected_and_title(s):
@@ -375,6 +413,32 @@ def test_tui(port, url):
                    len(s.rstrip("\n").split("\n")) <= 30 and "row " in s and "converged" in s)
     check("resize to 100x30 keeps header, table and pane",
           "converged" in scr and "trajectory:" in scr and "row " in scr, scr)
+    # 80x24: the identifying columns and SPEEDUP stay (others dropped first),
+    # every row is distinct, header and pane title are whole (nothing cut).
+    tmux("resize-window", "-t", name, "-x", "80", "-y", "24")
+    scr = wait_for(name, lambda s: max(len(l) for l in s.split("\n")) <= 80 and
+                   "trajectory:" in s and "row " in s and len(table(s)) >= 3)
+    lines = scr.split("\n")
+    hdr = next((l for l in lines if "COLLECTIVE" in l and "SIZE" in l), "")
+    shown = shown_columns(hdr)
+    check("80x24: COMM, RANK, COLLECTIVE, SIZE, STATE, SPEEDUP kept",
+          all(c in shown for c in KEEP80), shown)
+    check("80x24: SAVED still fits", "SAVED" in shown, shown)
+    rows80 = [tuple(c.get(k) for k in KEEP80[:4]) for _, c in table(scr)]
+    check("80x24: rows are distinct (rank shown)", len(rows80) == len(set(rows80)) and
+          all(r[1] not in (None, "") for r in rows80), rows80)
+    top = lines[0].rstrip()
+    check("80x24: header not cut (ends with a whole part)",
+          top.startswith("converged") and "net saved" in top and
+          re.search(r"(\(time-weighted\)|net saved [+-]?[0-9.]+ [mun]?s|profiler \S+|"
+                    r"consensus wait [0-9.]+ [mun]?s)$", top) is not None, top)
+    title = next((l for l in lines if "trajectory:" in l), "")
+    check("80x24: trajectory title not cut",
+          re.search(r"trajectory: \S+ rank \S+ \S+ \S+ \S+( best \S+ \S+x| \S+x)( \(http\S+\))? [\u2500-]+$",
+                    title.rstrip()) is not None, title)
+    if os.environ.get("ACL_TOP_SCREEN80_OUT"):
+        with open(os.environ["ACL_TOP_SCREEN80_OUT"], "w") as f:
+            f.write("\n".join(l.rstrip() for l in scr.rstrip("\n").split("\n")) + "\n")
     tmux("resize-window", "-t", name, "-x", "20", "-y", "5")
     scr = wait_for(name, has("terminal too small"))
     check("20x5 shows 'terminal too small'", "terminal too small" in scr, scr)

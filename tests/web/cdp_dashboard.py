@@ -110,6 +110,68 @@ def screenshot(ws, name):
     print(f"cdp: screenshot {path} ({len(png)} bytes)")
 
 
+HEADLINE_JS = """(async () => {
+  const st = await (await fetch('/api/v1/state', {cache: 'no-store'})).json();
+  const ns = document.getElementById('net-saved'), sp = document.getElementById('overall-speedup');
+  const cv = document.getElementById('trajectory');
+  const w = st.workloads.find((x) => [x.comm, x.rank, x.collective, x.bytes, x.pipe_ops].join('|')
+                                     === cv.dataset.workload);
+  return {st: st, net: ns.dataset.value, netText: ns.textContent, sp: sp.dataset.value,
+          spText: sp.textContent, ymin: Number(cv.dataset.ymin), ymax: Number(cv.dataset.ymax),
+          bws: w ? w.trajectory.filter((p) => typeof p.busbw === 'number').map((p) => p.busbw) : [],
+          saved: [...document.querySelectorAll('#workloads tbody tr.workload')].map(
+              (tr) => tr.children[9].textContent)};
+})()"""
+
+
+def check_headline_and_axis(ws):
+    """The headline's net time saved and overall speedup are the sums the
+    state document implies, and the trajectory axis fits the data."""
+    # The fixture keeps publishing: compare within one render (retry a few
+    # times so the page's state and our fetch agree).
+    for _ in range(20):
+        ws.js("refresh()")
+        h = ws.js(HEADLINE_JS)
+        wl = h["st"]["workloads"]
+        net = sum(w["time_saved_seconds"] for w in wl if w.get("time_saved_seconds") is not None)
+        num = sum(w["calls"] * w["baseline_seconds"] * w["speedup"] for w in wl
+                  if w["speedup"] is not None and w["baseline_seconds"] and w["calls"])
+        den = sum(w["calls"] * w["baseline_seconds"] for w in wl
+                  if w["speedup"] is not None and w["baseline_seconds"] and w["calls"])
+        if h["net"] and abs(float(h["net"]) - net) <= 1e-9 * max(1, abs(net)):
+            break
+        time.sleep(0.2)
+    print(f"cdp: headline net saved {h['netText']!r} (state sum {net:.6g} s), overall speedup "
+          f"{h['spText']!r} (state {num / den:.4f})")
+    if not h["net"] or abs(float(h["net"]) - net) > 1e-9 * max(1, abs(net)):
+        raise SystemExit(f"FAIL: headline net saved {h['net']} != sum of time_saved_seconds {net}")
+    if not h["sp"] or abs(float(h["sp"]) - num / den) > 1e-9 or h["spText"] != "%.3f\u00d7" % (num / den):
+        raise SystemExit(f"FAIL: overall speedup {h['sp']!r}/{h['spText']!r} != {num / den}")
+    if not any(s.startswith("\u2212") for s in h["saved"]) or not any(s.startswith("+") for s in h["saved"]):
+        raise SystemExit(f"FAIL: saved column should show gains and losses: {h['saved']}")
+    lo, hi, bws = h["ymin"], h["ymax"], h["bws"]
+    print(f"cdp: trajectory axis {lo / 1e9:.2f}..{hi / 1e9:.2f} GB/s for data "
+          f"{min(bws) / 1e9:.2f}..{max(bws) / 1e9:.2f} GB/s")
+    if not bws or not (lo <= min(bws) and hi >= max(bws)):
+        raise SystemExit("FAIL: axis does not contain the data")
+    if not (lo > 0 and hi - lo <= 2.2 * (max(bws) - min(bws)) + 0.03 * max(bws)):
+        raise SystemExit("FAIL: axis does not fit the data (starts at 0 or too wide)")
+
+
+def check_poll_mode(ws):
+    """?poll=1: the page renders and refreshes without ever opening the
+    event stream (so headless captures can finish)."""
+    ws.call("Page.navigate", url=URL + "?poll=1")
+    wait_for(ws, "document.querySelectorAll('#workloads tbody tr.workload').length >= 7",
+             "rows with ?poll=1")
+    wait_for(ws, "document.getElementById('status')?.textContent === 'polling'", "polling status")
+    r0 = int(ws.js("Number(document.body.dataset.rendered)"))
+    wait_for(ws, f"Number(document.body.dataset.rendered) >= {r0 + 2}", "poll re-renders", 10)
+    if ws.js("performance.getEntriesByType('resource').some((e) => e.name.includes('/api/v1/events'))"):
+        raise SystemExit("FAIL: ?poll=1 opened the event stream")
+    print("cdp: ?poll=1 renders and refreshes without the event stream")
+
+
 def main():
     port_file = os.path.join(PROFILE, "DevToolsActivePort")
     for _ in range(300):
@@ -159,10 +221,14 @@ def main():
     if "AllGather" not in sel:
         raise SystemExit(f"FAIL: chart shows {sel!r} after selecting the AllGather row")
     ws.js("document.querySelectorAll('#workloads tbody tr.workload')[0].click()")
+    check_headline_and_axis(ws)
     screenshot(ws, "dashboard.png")
     exc = [e for e in ws.events if e.get("method") == "Runtime.exceptionThrown"]
     if exc:
         raise SystemExit(f"FAIL: JS exceptions: {exc[:2]}")
+    check_poll_mode(ws)
+    ws.call("Page.navigate", url=URL)
+    wait_for(ws, "document.getElementById('status')?.textContent === 'live'", "stream live again")
     # The server goes away: the banner must say so.
     os.kill(FIX_PID, signal.SIGTERM)
     wait_for(ws, "!document.getElementById('banner').hidden && "

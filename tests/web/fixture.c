@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/netvalue.h"
 #include "core/render.h"
 #include "web/server.h"
 
@@ -91,6 +92,25 @@ static void traj_push(fixture_t *f, acl_snap_workload_t *w, const acl_candidate_
     w->has_speedup = true;
   }
   add_samples(f, w, 5, t->busbw);
+}
+
+/* Net value as the plugin computes it (core/netvalue.h): each trajectory
+ * point after the baseline stands for 5 exploration calls at its busbw, and
+ * `decided` calls ran the best. */
+static void price(acl_snap_workload_t *w, uint64_t decided)
+{
+  acl_netvalue_t nv = {0};
+  uint64_t n = 0;
+  double sec = 0.0;
+  for (int i = 1; i < w->traj_len; i++) {
+    n += 5;
+    sec += 5.0 * (double)w->key.nbytes * acl_busbw_factor(w->key.coll, 8) / w->traj[i].busbw;
+  }
+  acl_nv_fold(&nv, n, n, sec, decided, w->has_baseline, w->baseline_seconds, w->has_best,
+              w->best_seconds);
+  w->has_net = nv.priced;
+  w->time_saved_seconds = acl_nv_net(&nv);
+  w->exploration_cost_seconds = nv.cost_seconds;
 }
 
 /* Next candidate of a toy coordinate descent: channels 8..32 over the subspaces. */
@@ -175,6 +195,7 @@ static void build(fixture_t *f, int extra)
   }
   w->current = w->best;
   w->calls_to_converge = 85;
+  price(w, 4000);
   w = add_wl(s, 0, 3, 64u << 10, ACL_PHASE_WARMUP); /* nothing known yet */
   w->calls = 3;
   w->bytes = 3u * (64u << 10);
@@ -185,6 +206,7 @@ static void build(fixture_t *f, int extra)
     traj_push(f, w, &c);
   }
   w->retunes = 1;
+  price(w, 2000);
   w = add_wl(s, 1, 0, 8u << 20, ACL_PHASE_BASELINE);
   add_samples(f, w, 4, 1.2e11);
   w = add_wl(s, 2, 1, 2u << 20, ACL_PHASE_DISABLED);
@@ -201,7 +223,9 @@ static void build(fixture_t *f, int extra)
     set_baseline(f, w);
     acl_candidate_t c = next_cand(w);
     traj_push(f, w, &c);
+    price(w, 100);
   }
+  price(&s->workloads[0], 0);
   s->profiler.records = 1000;
   s->profiler.samples = 990;
 }
@@ -215,6 +239,7 @@ static void tick(fixture_t *f, acl_web_t *web, unsigned n)
   acl_snap_workload_t *w = &s->workloads[0];
   acl_candidate_t c = next_cand(w);
   traj_push(f, w, &c);
+  price(w, 0);
   s->profiler.records += 12;
   s->profiler.samples += 5;
   s->comms[0].blocks_published++;

@@ -4,6 +4,14 @@
 source "$(dirname "$0")/lib.sh"
 need chromium chromium
 start_fixture --interval-ms 200
+# The documented headless capture (README, docs/api.md) finishes with ?poll=1.
+rm -f "$OUT_DIR/dashboard-capture.png"
+crc=0
+timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+  --user-data-dir="$TMP/capture-profile" --window-size=1400,1100 --virtual-time-budget=4000 \
+  --screenshot="$OUT_DIR/dashboard-capture.png" "$BASE/?poll=1" >"$TMP/capture.log" 2>&1 || crc=$?
+[ "$crc" -eq 0 ] && [ -s "$OUT_DIR/dashboard-capture.png" ] ||
+  { tail -5 "$TMP/capture.log" >&2; fail "headless capture of /?poll=1 did not finish (rc=$crc)"; }
 PROFILE="$TMP/chromium-profile"
 mkdir -p "$PROFILE"
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \

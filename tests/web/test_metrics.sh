@@ -11,7 +11,7 @@ REQ=(autoccl_collective_duration_seconds autoccl_collective_bus_bandwidth_bytes_
      autoccl_tuner_retunes_total autoccl_consensus_wait_seconds_total
      autoccl_consensus_blocks_published_total autoccl_profiler_records_total
      autoccl_profiler_records_dropped_total autoccl_profiler_source autoccl_profiler_cupti_backed_off
-     autoccl_build_info)
+     autoccl_build_info autoccl_workload_time_saved_seconds autoccl_workload_exploration_cost_seconds)
 
 check_one() { # label, fixture args...
   local tag=$1; shift
@@ -30,11 +30,20 @@ check_one() { # label, fixture args...
   grep -q 'calls_total{[^}]*collective="reduce_scatter",bytes="65536"' "$TMP/$tag.prom" || fail "warmup workload missing"
   grep -q 'comm="pp \\"stage\\\\0\\""' "$TMP/$tag.prom" || fail "label escaping ($tag)"
   grep -q 'rank="unknown"' "$TMP/$tag.prom" || fail "unknown rank label ($tag)"
+  # Net value: priced workloads only (the warmup one has no baseline), and a
+  # loss is rendered as a negative number, not hidden.
+  if grep -q 'time_saved_seconds{[^}]*collective="reduce_scatter",bytes="65536"' "$TMP/$tag.prom"; then
+    fail "net value of an unpriced workload rendered"
+  fi
+  grep -Eq '^autoccl_workload_time_saved_seconds\{[^}]*collective="all_gather",bytes="4194304"[^}]*\} [0-9]' "$TMP/$tag.prom" ||
+    fail "converged workload's time saved missing or not positive ($tag)"
+  grep -Eq '^autoccl_workload_time_saved_seconds\{[^}]*\} -[0-9]' "$TMP/$tag.prom" ||
+    fail "no negative net value rendered ($tag)"
 }
 
 check_one base
-# A full table: 512 workloads x (17 histogram + 6 state + <= 10 other series) + comm/process ones.
-MAXS=$((512 * 33 + 64 * 8 + 32)) check_one full --workloads 512
+# A full table: 512 workloads x (17 histogram + 6 state + <= 12 other series) + comm/process ones.
+MAXS=$((512 * 35 + 64 * 8 + 32)) check_one full --workloads 512
 n=$(grep -c '^autoccl_collective_calls_total{' "$TMP/full.prom")
 [ "$n" -eq 512 ] || fail "expected 512 workloads at the cap, got $n"
 

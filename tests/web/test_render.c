@@ -231,6 +231,8 @@ Test(metrics, unknown_values_are_omitted_not_zero)
   cr_assert_null(strstr(m, "autoccl_tuner_speedup_ratio{"));
   cr_assert_null(strstr(m, "autoccl_compute_overlap_ratio{"));
   cr_assert_null(strstr(m, "autoccl_tuner_calls_to_converge{"));
+  cr_assert_null(strstr(m, "autoccl_workload_time_saved_seconds"), "unpriced: omitted");
+  cr_assert_null(strstr(m, "autoccl_workload_exploration_cost_seconds"));
   cr_assert_null(strstr(m, "autoccl_consensus_wait_seconds_total{"));
   cr_assert_null(strstr(m, "autoccl_profiler_sample_latency_seconds"));
   cr_assert_null(strstr(m, "# TYPE autoccl_tuner_speedup_ratio"), "empty family has no header");
@@ -344,6 +346,9 @@ Test(state, schema_and_nulls)
   w->best_seconds = 0.000371;
   w->has_speedup = true;
   w->speedup = INFINITY; /* never emitted as Inf */
+  w->has_net = true;
+  w->time_saved_seconds = -0.0025; /* a loss is shown, not hidden */
+  w->exploration_cost_seconds = 0.004;
   w->traj_len = 2;
   w->traj[0] = (acl_traj_point_t){.step = 0, .cand = {.algo = ACL_ALGO_NCCL}, .busbw = 1.45e11f,
                                   .overlap = -1};
@@ -375,6 +380,8 @@ Test(state, schema_and_nulls)
   cr_assert(json_is_null(json_object_get(a, "busbw")));
   cr_assert(json_is_null(json_object_get(a, "calls_to_converge")));
   cr_assert_float_eq(json_real_value(json_object_get(a, "best_seconds")), 0.000371, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "time_saved_seconds")), -0.0025, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "exploration_cost_seconds")), 0.004, 1e-12);
   json_t *t = json_object_get(a, "trajectory");
   cr_assert_eq(json_array_size(t), 2);
   cr_assert(json_is_null(json_object_get(json_array_get(t, 0), "overlap")));
@@ -385,6 +392,8 @@ Test(state, schema_and_nulls)
   cr_assert(json_is_null(json_object_get(b, "best")));
   cr_assert(json_is_null(json_object_get(b, "baseline")));
   cr_assert(json_is_null(json_object_get(b, "baseline_seconds")));
+  cr_assert(json_is_null(json_object_get(b, "time_saved_seconds")), "unpriced: null, not 0");
+  cr_assert(json_is_null(json_object_get(b, "exploration_cost_seconds")));
   cr_assert(json_is_null(json_object_get(b, "overlap")));
   cr_assert(json_is_false(json_object_get(j, "workloads_truncated")));
   json_decref(j);

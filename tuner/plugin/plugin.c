@@ -424,11 +424,16 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     acl_rank_stats_t *st = &r->stats[d.widx];
     atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->bytes, nbytes, memory_order_relaxed);
+    acl_nv_class_t nc = acl_nv_class((acl_phase_t)d.phase, d.cand.algo == ACL_ALGO_NCCL);
+    if (nc != ACL_NV_FREE)
+      atomic_fetch_add_explicit(nc == ACL_NV_EXPLORE ? &st->explore_calls : &st->decided_calls, 1,
+                                memory_order_relaxed);
   }
   if (r->prof_rank && sampled) {
     acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
-                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .nbytes = nbytes,
-                          .cand = d.cand, .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
+                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .phase = (uint8_t)d.phase,
+                          .nbytes = nbytes, .cand = d.cand,
+                          .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
     acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
   }
   return ncclSuccess;
@@ -490,6 +495,13 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
       atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_ns, (uint64_t)(s->seconds * 1e9), memory_order_relaxed);
+    if (acl_nv_class((acl_phase_t)s->tag.phase, s->tag.cand.algo == ACL_ALGO_NCCL) ==
+        ACL_NV_EXPLORE) {
+      /* ns first: a fold that sees the count also sees its time. */
+      atomic_fetch_add_explicit(&st->explore_ns, (uint64_t)(s->seconds * 1e9),
+                                memory_order_relaxed);
+      atomic_fetch_add_explicit(&st->explore_sampled, 1, memory_order_release);
+    }
   }
 }
 

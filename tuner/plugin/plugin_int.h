@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/netvalue.h"
 #include "core/snapshot.h"
 #include "core/table.h"
 #include "tuner/plugin/plugin.h"
@@ -31,6 +32,11 @@ typedef struct acl_rank_stats {
   uint64_t next_call;
   uint8_t sample_shift;
   uint32_t succ;
+  /* Net value (core/netvalue.h): calls made by class (getCollInfo), the
+   * sampled exploration calls and their time (sample sink), and their
+   * pricing, which only snapshot builds touch (under acl_proc.lock). */
+  _Atomic uint64_t explore_calls, decided_calls, explore_sampled, explore_ns;
+  acl_netvalue_t nv;
 } acl_rank_stats_t;
 
 enum {

@@ -19,7 +19,9 @@
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static acl_snapshot_t *snap;
 
-static void fill_stats(acl_snap_workload_t *w, const acl_rank_stats_t *st)
+/* Under acl_proc.lock, after the search filled baseline and best: prices the
+ * calls sampled since the last snapshot (core/netvalue.h). */
+static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
 {
   w->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
   w->bytes = atomic_load_explicit(&st->bytes, memory_order_relaxed);
@@ -27,6 +29,16 @@ static void fill_stats(acl_snap_workload_t *w, const acl_rank_stats_t *st)
     w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
   w->dur_sum = (double)atomic_load_explicit(&st->dur_ns, memory_order_relaxed) * 1e-9;
+  /* Samples before calls: every sampled call read is also counted as made. */
+  uint64_t esamp = atomic_load_explicit(&st->explore_sampled, memory_order_acquire);
+  double esec = (double)atomic_load_explicit(&st->explore_ns, memory_order_relaxed) * 1e-9;
+  uint64_t ecalls = atomic_load_explicit(&st->explore_calls, memory_order_relaxed);
+  uint64_t dcalls = atomic_load_explicit(&st->decided_calls, memory_order_relaxed);
+  acl_nv_fold(&st->nv, ecalls, esamp, esec, dcalls, w->has_baseline, w->baseline_seconds,
+              w->has_best, w->best_seconds);
+  w->has_net = st->nv.priced;
+  w->time_saved_seconds = acl_nv_net(&st->nv);
+  w->exploration_cost_seconds = st->nv.cost_seconds;
 }
 
 /* Fills s from every live rank. Takes acl_proc.lock. */

@@ -1,10 +1,14 @@
 // autoccl dashboard: renders /api/v1/state, refreshed (throttled) on every
 // event of the /api/v1/events stream. No libraries, no network but this host.
+// With ?poll=1 it polls the state instead of holding the event stream open,
+// so headless captures (chromium --virtual-time-budget) can finish.
 'use strict';
 
 const REFRESH_MIN_MS = 500;    // at most two state fetches a second
 const POLL_MS = 10000;         // fallback refresh when no events arrive
+const POLL_ONLY_MS = 1000;     // ?poll=1: refresh period, no stream
 const RECONNECT_MS = 3000;     // when the browser gave up on the stream
+const POLL_ONLY = new URLSearchParams(window.location.search).get('poll') === '1';
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2',
                  '#ca8a04', '#db2777', '#4b5563', '#65a30d', '#7c3aed', '#0d9488'];
@@ -32,6 +36,31 @@ function fmtSecs(v) {
   if (v < 1e-3) return (v * 1e6).toFixed(0) + ' µs';
   if (v < 1) return (v * 1e3).toFixed(1) + ' ms';
   return v.toFixed(2) + ' s';
+}
+function fmtSigned(v) { return (v > 0 ? '+' : v < 0 ? '−' : '') + fmtSecs(Math.abs(v)); }
+
+// Totals over the workloads shown. Net value: sums of the per-workload
+// figures (null when none is known). Speedup: the mean of the workloads'
+// speedups weighted by the time their calls take with NCCL's choice
+// (calls x baseline_seconds), as autoccl-top's header; workloads missing any
+// input are left out.
+function totals(ws) {
+  let saved = null, cost = null, num = 0, den = 0, conv = 0, keptNccl = 0;
+  for (const w of ws) {
+    if (isNum(w.time_saved_seconds)) saved = (saved || 0) + w.time_saved_seconds;
+    if (isNum(w.exploration_cost_seconds)) cost = (cost || 0) + w.exploration_cost_seconds;
+    if (isNum(w.speedup) && isNum(w.baseline_seconds) && w.baseline_seconds > 0 && w.calls > 0) {
+      num += w.calls * w.baseline_seconds * w.speedup;
+      den += w.calls * w.baseline_seconds;
+    }
+    if (w.state === 'converged') conv++;
+    if (keptNccl_(w)) keptNccl++;
+  }
+  return { saved, cost, speedup: den > 0 ? num / den : null, conv, keptNccl };
+}
+// A finished search that kept NCCL's own choice.
+function keptNccl_(w) {
+  return w.state === 'converged' && w.best && w.best.algo === 'NCCL' && w.candidates_evaluated > 0;
 }
 function subspaceOf(c) { return !c || c.algo === 'NCCL' ? 'NCCL default' : c.algo + '/' + c.proto; }
 function fmtCand(c) {
@@ -74,8 +103,11 @@ function renderTable() {
     cell(tr, w.state, 'state-' + w.state);
     cell(tr, dash(w.subspace, String));
     cell(tr, fmtCand(w.candidate));
-    cell(tr, fmtCand(w.best));
+    cell(tr, keptNccl_(w) ? 'NCCL default (kept; ' + w.candidates_evaluated + ' tried)'
+                          : fmtCand(w.best));
     cell(tr, dash(w.speedup, (v) => v.toFixed(3) + '×'), 'num');
+    const s = w.time_saved_seconds;
+    cell(tr, dash(s, fmtSigned), 'num' + (isNum(s) ? (s > 0 ? ' gain' : s < 0 ? ' loss' : '') : ''));
     cell(tr, dash(w.overlap, fmtPct), 'num');
     cell(tr, dash(w.busbw, fmtBw), 'num');
     tr.addEventListener('click', () => { selectedKey = key; render(); });
@@ -84,6 +116,24 @@ function renderTable() {
   tbody.replaceChildren(...rows);
   $('empty').hidden = rows.length > 0;
   $('truncated').hidden = !state.workloads_truncated;
+}
+
+function renderHeadline() {
+  const ws = state.workloads || [];
+  const t = totals(ws);
+  const ns = $('net-saved');
+  ns.textContent = t.saved === null ? '—' : fmtSigned(t.saved);
+  ns.dataset.value = t.saved === null ? '' : String(t.saved);
+  ns.className = 'value' + (t.saved > 0 ? ' gain' : t.saved < 0 ? ' loss' : '');
+  $('net-detail').textContent = t.cost === null ? 'no baseline measured yet'
+    : t.cost >= 0 ? 'after ' + fmtSecs(t.cost) + ' spent exploring and validating'
+    : 'exploration itself ran ' + fmtSecs(-t.cost) + ' faster than NCCL';
+  const sp = $('overall-speedup');
+  sp.textContent = t.speedup === null ? '—' : t.speedup.toFixed(3) + '×';
+  sp.dataset.value = t.speedup === null ? '' : String(t.speedup);
+  $('speedup-detail').textContent = 'weighted by calls × NCCL time';
+  $('converged').textContent = t.conv + ' / ' + ws.length;
+  $('converged-detail').textContent = t.keptNccl ? t.keptNccl + ' kept NCCL\'s choice' : '';
 }
 
 function renderComms() {
@@ -110,6 +160,20 @@ function sameCand(a, b) {
   return a && b && a.algo === b.algo && a.proto === b.proto && a.channels === b.channels;
 }
 
+// The left axis fits the data: the measured range plus a margin, on round
+// ticks (1, 2, 2.5 or 5 x 10^k), never forced down to 0 (a 10% spread must
+// show). Returns [min, max, tick].
+function yRange(vals) {
+  let lo = Math.min(...vals), hi = Math.max(...vals);
+  if (!(hi > 0)) return [0, 1, 0.25];
+  const pad = Math.max((hi - lo) * 0.08, hi * 0.01);
+  lo = Math.max(0, lo - pad);
+  hi = hi + pad;
+  const raw = (hi - lo) / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  return [Math.floor(lo / step) * step, Math.ceil(hi / step) * step, step];
+}
+
 // The trajectory of w: busbw (left axis) and overlap (bars, right axis) per step.
 function drawTrajectory(w) {
   const cv = $('trajectory');
@@ -133,19 +197,21 @@ function drawTrajectory(w) {
     return;
   }
   const s0 = pts[0].step, s1 = Math.max(pts[pts.length - 1].step, s0 + 1);
-  let ymax = Math.max(...pts.map((p) => p.busbw)) * 1.1;
-  if (!(ymax > 0)) ymax = 1;
+  const [ymin, ymax, ystep] = yRange(pts.map((p) => p.busbw));
+  cv.dataset.ymin = String(ymin);
+  cv.dataset.ymax = String(ymax);
   const x = (s) => L + (s - s0) / (s1 - s0) * W;
-  const y = (v) => T + H - v / ymax * H;
-  // Axes and grid.
+  const y = (v) => T + H - (v - ymin) / (ymax - ymin) * H;
+  // Axes and grid: busbw ticks on the left, overlap 0..100% on the right.
   g.strokeStyle = '#dde1e8';
   g.lineWidth = 1;
-  for (let i = 0; i <= 4; i++) {
-    const yy = T + H * i / 4;
+  const digits = Math.max(0, Math.min(3, -Math.floor(Math.log10(ystep / 1e9) + 1e-9)));
+  for (let v = ymin; v <= ymax + ystep / 2; v += ystep) {
+    const yy = y(v);
     g.beginPath(); g.moveTo(L, yy); g.lineTo(L + W, yy); g.stroke();
-    g.fillText((ymax * (4 - i) / 4 / 1e9).toFixed(1), 8, yy + 4);
-    g.fillText(fmtPct((4 - i) / 4), L + W + 8, yy + 4);
+    g.fillText((v / 1e9).toFixed(digits), 8, yy + 4);
   }
+  for (let i = 0; i <= 4; i++) g.fillText(fmtPct((4 - i) / 4), L + W + 8, T + H * i / 4 + 4);
   g.fillText('GB/s', 8, cssH - 8);
   g.fillText('step', L + W / 2, cssH - 8);
   g.fillText(String(s0), L, T + H + 16);
@@ -197,6 +263,7 @@ function render() {
     const pick = ws.find((w) => w.state === 'exploring' || w.state === 'retuning') || ws[0];
     selectedKey = pick ? wkey(pick) : null;
   }
+  renderHeadline();
   renderTable();
   renderComms();
   const w = ws.find((x) => wkey(x) === selectedKey) || null;
@@ -245,6 +312,14 @@ function connect() {
 }
 
 window.addEventListener('resize', () => render());
-setInterval(scheduleRefresh, POLL_MS);
-refresh();
-connect();
+if (POLL_ONLY) {
+  const s = $('status');
+  s.textContent = 'polling';
+  s.className = 'pill live';
+  setInterval(scheduleRefresh, POLL_ONLY_MS);
+  refresh();
+} else {
+  setInterval(scheduleRefresh, POLL_MS);
+  refresh();
+  connect();
+}

@@ -1,0 +1,57 @@
+/* Net value of tuning (core/netvalue.h). */
+#include "core/netvalue.h"
+
+#include <math.h>
+
+acl_nv_class_t acl_nv_class(acl_phase_t ph, bool nccl_choice)
+{
+  if (nccl_choice)
+    return ACL_NV_FREE;
+  switch (ph) {
+  case ACL_PHASE_EXPLORING:
+  case ACL_PHASE_RETUNING: return ACL_NV_EXPLORE;
+  case ACL_PHASE_CONVERGED: return ACL_NV_DECIDED;
+  default: return ACL_NV_FREE;
+  }
+}
+
+void acl_nv_fold(acl_netvalue_t *nv, uint64_t explore_calls, uint64_t explore_sampled,
+                 double explore_seconds, uint64_t decided_calls, bool has_baseline,
+                 double baseline_seconds, bool has_best, double best_seconds)
+{
+  if (!has_baseline || !(baseline_seconds > 0.0) || !isfinite(baseline_seconds))
+    return;
+  if (explore_sampled < nv->seen_explore_sampled || explore_seconds < nv->seen_explore_seconds) {
+    nv->seen_explore_calls = 0;
+    nv->seen_explore_sampled = 0;
+    nv->seen_explore_seconds = 0.0;
+  }
+  if (decided_calls < nv->seen_decided_calls)
+    nv->seen_decided_calls = 0;
+  uint64_t dsamp = explore_sampled - nv->seen_explore_sampled;
+  if (dsamp > 0) {
+    /* Mean excess of the new samples, times the new calls made (at least
+     * the samples: a sample may arrive before its call is counted). */
+    uint64_t dcalls =
+        explore_calls > nv->seen_explore_calls ? explore_calls - nv->seen_explore_calls : 0;
+    double n = (double)(dcalls > dsamp ? dcalls : dsamp);
+    double ds = explore_seconds - nv->seen_explore_seconds;
+    nv->cost_seconds += (ds / (double)dsamp - baseline_seconds) * n;
+    nv->seen_explore_calls = explore_calls > nv->seen_explore_calls + dsamp
+                                 ? explore_calls
+                                 : nv->seen_explore_calls + dsamp;
+    nv->seen_explore_sampled = explore_sampled;
+    nv->seen_explore_seconds = explore_seconds;
+  }
+  double gain = has_best && best_seconds > 0.0 && isfinite(best_seconds)
+                    ? baseline_seconds - best_seconds
+                    : 0.0;
+  nv->saved_seconds += (double)(decided_calls - nv->seen_decided_calls) * gain;
+  nv->seen_decided_calls = decided_calls;
+  nv->priced = true;
+}
+
+double acl_nv_net(const acl_netvalue_t *nv)
+{
+  return nv->saved_seconds - nv->cost_seconds;
+}
