@@ -1,0 +1,139 @@
+/* Tuning tables out of the plugin: every rank's decisions as table entries,
+ * kept when a communicator goes (acl_proc.out), served at /api/v1/table and
+ * written to AUTOCCL_TABLE_OUT (atomically) whenever a rank detaches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/table.h"
+#include "tuner/consensus/consensus.h"
+#include "tuner/plugin/plugin_int.h"
+
+static double now_unix(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool same_key(const acl_table_entry_t *a, const acl_table_entry_t *b)
+{
+  return a->coll == b->coll && a->nbytes == b->nbytes && a->nnodes == b->nnodes &&
+         a->nranks == b->nranks && a->pipe_ops == b->pipe_ops;
+}
+
+/* Adds or replaces (a later look at the same workload knows more). */
+static void put(acl_table_entry_t **v, int *n, int *cap, const acl_table_entry_t *e)
+{
+  for (int i = 0; i < *n; i++)
+    if (same_key(&(*v)[i], e)) {
+      (*v)[i] = *e;
+      return;
+    }
+  if (*n == *cap) {
+    int nc = *cap ? 2 * *cap : 64;
+    acl_table_entry_t *nv = realloc(*v, (size_t)nc * sizeof(*nv));
+    if (!nv)
+      return;
+    *v = nv;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = *e;
+}
+
+/* Rank r's workloads as entries (lock held). */
+static void rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap)
+{
+  if (!r->cons)
+    return;
+  int max = acl_proc.cfg.max_workloads;
+  acl_snap_workload_t *ws = calloc((size_t)max, sizeof(*ws));
+  acl_snap_comm_t comm;
+  if (!ws)
+    return;
+  int k = acl_cons_snapshot(r->cons, &comm, ws, max);
+  double t = now_unix();
+  for (int i = 0; i < k; i++) {
+    const acl_snap_workload_t *w = &ws[i];
+    bool conv = w->phase == ACL_PHASE_CONVERGED;
+    acl_table_entry_t e = {
+        .coll = w->key.coll, .nbytes = w->key.nbytes, .nnodes = r->nnodes,
+        .nranks = r->nranks, .pipe_ops = w->key.num_pipe_ops,
+        .cand = conv ? w->current : w->best, .converged = conv,
+        .source = acl_search_source_name(w->source),
+        .speedup = w->has_speedup ? w->speedup : 0.0, .samples = w->dur_count,
+        .measured_unix = t};
+    if (!conv && !w->has_best)
+      e.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL, .proto = -1};
+    put(v, n, cap, &e);
+  }
+  free(ws);
+}
+
+/* Kept entries plus every live rank's; the caller frees *out. */
+static int all_entries_locked(acl_table_entry_t **out)
+{
+  acl_table_entry_t *v = NULL;
+  int n = 0, cap = 0;
+  for (int i = 0; i < acl_proc.nout; i++)
+    put(&v, &n, &cap, &acl_proc.out[i]);
+  for (acl_rank_t *r = acl_proc.ranks; r; r = r->next)
+    rank_entries(r, &v, &n, &cap);
+  *out = v;
+  return n;
+}
+
+static void render_locked(acl_strbuf_t *sb, int fmt)
+{
+  acl_table_entry_t *v = NULL;
+  int n = all_entries_locked(&v);
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  if (fmt < 0) {
+    acl_table_meta_t m = {.nccl_version = NULL, .gpu = NULL, .host = host,
+                          .generated_unix = now_unix()};
+    acl_table_render_json(sb, &m, v, n);
+  } else {
+    acl_table_t *t = calloc(1, sizeof(*t));
+    if (t) {
+      acl_table_from_entries(v, n, t);
+      acl_table_render(sb, t, (acl_table_format_t)fmt);
+      free(t);
+    } else {
+      sb->failed = true;
+    }
+  }
+  free(v);
+}
+
+void acl_table_render_json_locked(acl_strbuf_t *sb) { render_locked(sb, -1); }
+
+void acl_table_keep_locked(acl_rank_t *r)
+{
+  if (acl_proc.cfg.mode != ACL_MODE_ONLINE)
+    return;
+  int cap = acl_proc.nout_cap;
+  rank_entries(r, &acl_proc.out, &acl_proc.nout, &cap);
+  acl_proc.nout_cap = cap;
+}
+
+void acl_table_write_out_locked(void)
+{
+  const char *path = acl_proc.cfg.table_out;
+  if (!path[0] || acl_proc.cfg.mode != ACL_MODE_ONLINE)
+    return;
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  render_locked(&sb, acl_table_format_for_path(path));
+  char err[320];
+  if (!acl_sb_ok(&sb))
+    acl_warn("AUTOCCL_TABLE_OUT=%s: out of memory; no table written", path);
+  else if (acl_table_write_atomic(path, sb.data ? sb.data : "", sb.len, err, sizeof(err)) != 0)
+    acl_warn("AUTOCCL_TABLE_OUT: cannot write the tuning table: %s", err);
+  else
+    acl_debug("tuning table written to %s", path);
+  acl_sb_free(&sb);
+}
