@@ -64,7 +64,7 @@ static void rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap)
         .nranks = r->nranks, .pipe_ops = w->key.num_pipe_ops,
         .cand = conv ? w->current : w->best, .converged = conv,
         .source = acl_search_source_name(w->source),
-        .speedup = w->has_speedup ? w->speedup : 0.0, .samples = w->dur_count,
+        .speedup = w->has_speedup ? w->speedup : 0.0, .samples = w->samples,
         .measured_unix = t};
     if (!conv && !w->has_best)
       e.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL, .proto = -1};

@@ -180,6 +180,7 @@ typedef struct acl_search_report {
   double cost_seconds;        /* the workload's estimated time so far */
   uint32_t merged, outliers;
   uint8_t source;             /* ACL_SEARCH_SRC_*: where the decision came from */
+  uint64_t samples;           /* samples the search has used */
 } acl_search_report_t;
 
 /* Where a workload's decision comes from (acl_search_report_t.source). */

@@ -479,6 +479,7 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->cost_seconds = (double)s->calls_planned * acl_search_ref_seconds(s);
   r->merged = s->merged;
   r->outliers = s->outliers;
+  r->samples = s->samples_seen;
   if (s->phase != ACL_PHASE_CONVERGED || acl_search_is_nccl(s, cur))
     r->source = s->seed_state == SEED_RUNNING && cur == s->seed_id ? ACL_SEARCH_SRC_TABLE
                                                                   : ACL_SEARCH_SRC_NCCL;
