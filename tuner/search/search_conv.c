@@ -419,11 +419,7 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
   return 0;
 }
 
-const char *acl_search_source_name(int src)
-{
-  return src == ACL_SEARCH_SRC_TABLE ? "table" : src == ACL_SEARCH_SRC_EXPLORED ? "explored"
-                                                                                 : "nccl";
-}
+const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
