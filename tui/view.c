@@ -18,9 +18,10 @@
 #define MAX_SRC_LINES 4
 
 /* Each fits its header name plus the sort marker. */
-static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9};
+static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 13, 19, 19, 8, 8, 11, 9, 9};
 /* Dropped first when the terminal is narrow. */
-static const acl_top_col_t drop_order[] = {ACL_TOP_COL_CALLS, ACL_TOP_COL_SUBSPACE,
+static const acl_top_col_t drop_order[] = {ACL_TOP_COL_SOURCE, ACL_TOP_COL_CALLS,
+                                           ACL_TOP_COL_SUBSPACE,
                                            ACL_TOP_COL_OVERLAP, ACL_TOP_COL_CAND,
                                            ACL_TOP_COL_RANK, ACL_TOP_COL_BUSBW};
 
