@@ -78,6 +78,7 @@ function renderTable() {
     cell(tr, dash(w.speedup, (v) => v.toFixed(3) + '×'), 'num');
     cell(tr, dash(w.overlap, fmtPct), 'num');
     cell(tr, dash(w.busbw, fmtBw), 'num');
+    cell(tr, dash(w.source, String), w.source ? 'source-' + w.source : undefined);
     tr.addEventListener('click', () => { selectedKey = key; render(); });
     rows.push(tr);
   }
