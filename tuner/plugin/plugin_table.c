@@ -1,6 +1,8 @@
 /* Tuning tables out of the plugin: every rank's decisions as table entries,
  * kept when a communicator goes (acl_proc.out), served at /api/v1/table and
  * written to AUTOCCL_TABLE_OUT (atomically) whenever a rank detaches. */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,51 @@ static int all_entries_locked(acl_table_entry_t **out)
   return n;
 }
 
+/* The NCCL of this process, when its ncclGetVersion is visible (a libnccl
+ * loaded globally); "" when not: the tuner ABI does not tell. */
+static void nccl_version(char *out, size_t len)
+{
+  out[0] = '\0';
+  typedef int (*get_version_t)(int *);
+  get_version_t fn;
+  void *sym = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  memcpy(&fn, &sym, sizeof(fn));
+  int v = 0;
+  if (fn && fn(&v) == 0 && v > 0)
+    snprintf(out, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+}
+
+/* The first GPU's model from the NVIDIA driver ("NVIDIA H200"); "" when
+ * the driver's proc files are absent. */
+static void gpu_model(char *out, size_t len)
+{
+  out[0] = '\0';
+  DIR *d = opendir("/proc/driver/nvidia/gpus");
+  if (!d)
+    return;
+  struct dirent *e;
+  while (!out[0] && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[320], line[256];
+    snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information", e->d_name);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+      if (strncmp(line, "Model:", 6) == 0) {
+        char *m = line + 6;
+        while (*m == ' ' || *m == '\t')
+          m++;
+        m[strcspn(m, "\r\n")] = '\0';
+        snprintf(out, len, "%.100s", m);
+        break;
+      }
+    }
+    if (f)
+      fclose(f);
+  }
+  closedir(d);
+}
+
 static void render_locked(acl_strbuf_t *sb, int fmt)
 {
   acl_table_entry_t *v = NULL;
@@ -93,8 +140,11 @@ static void render_locked(acl_strbuf_t *sb, int fmt)
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
   if (fmt < 0) {
-    acl_table_meta_t m = {.nccl_version = NULL, .gpu = NULL, .host = host,
-                          .generated_unix = now_unix()};
+    char ver[32], gpu[128];
+    nccl_version(ver, sizeof(ver));
+    gpu_model(gpu, sizeof(gpu));
+    acl_table_meta_t m = {.nccl_version = ver[0] ? ver : NULL, .gpu = gpu[0] ? gpu : NULL,
+                          .host = host, .generated_unix = now_unix()};
     acl_table_render_json(sb, &m, v, n);
   } else {
     acl_table_t *t = calloc(1, sizeof(*t));
