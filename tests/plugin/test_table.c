@@ -261,3 +261,38 @@ Test(table, online_warm_start_runs_the_table_from_the_first_call_and_exports)
   unlink(out);
   unlink(path);
 }
+
+Test(table, json_export_is_the_api_document)
+{
+  /* AUTOCCL_TABLE_OUT=*.json writes what GET /api/v1/table serves */
+  char out[64];
+  snprintf(out, sizeof(out), "/tmp/acl-out-%d.json", (int)getpid());
+  unlink(out);
+  char *path = write_table("all_reduce 0 max RING LL 4\n");
+  setenv("AUTOCCL_MODE", "online", 1);
+  setenv("AUTOCCL_TABLE", path, 1);
+  setenv("AUTOCCL_TABLE_OUT", out, 1);
+  acl_h_load(&P);
+  void *ctx = NULL;
+  P.v5->init(&ctx, 0x7d0000ull + (uint64_t)getpid(), 8, 1, acl_h_logger, NULL, NULL);
+  int a, p, nch;
+  cr_assert_eq(call(ctx, ncclFuncAllReduce, 1 << 20, 8, &a, &p, &nch, NULL), ncclSuccess);
+  cr_assert_eq(call(ctx, ncclFuncAllGather, 1 << 20, 8, &a, &p, &nch, NULL), ncclSuccess);
+  P.v5->finalize(ctx);
+  FILE *f = fopen(out, "r");
+  cr_assert_not_null(f);
+  static char doc[65536];
+  size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+  fclose(f);
+  doc[n] = '\0';
+  const char *want[] = {"{\"version\":1,", "\"collective\":\"all_reduce\",\"nbytes\":1048576,"
+                        "\"num_pipe_ops\":1,\"nranks\":8,\"nnodes\":1,\"algo\":\"RING\","
+                        "\"proto\":\"LL\",\"channels\":4,\"converged\":true,\"source\":\"table\"",
+                        "\"collective\":\"all_gather\"", "\"converged\":false",
+                        "\"rules\":[{\"collective\":\"all_reduce\",\"min_bytes\":524288,"
+                        "\"max_bytes\":2097152"};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    cr_assert(strstr(doc, want[i]), "want %s in %s", want[i], doc);
+  unlink(out);
+  unlink(path);
+}
