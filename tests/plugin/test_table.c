@@ -114,9 +114,10 @@ Test(table, fifo_table_refused_without_blocking)
 /* Rank `rank` of 2 in static mode with its own table: joins, signals, waits,
  * then 20 calls; exit status: calls whose cost table the plugin changed
  * (+100 on a failed call). */
-static int run_rank(const char *table, uint64_t comm, int rank, int wait_fd, int tell_fd)
+static int run_rank(const char *mode, const char *table, uint64_t comm, int rank, int wait_fd,
+                    int tell_fd)
 {
-  setenv("AUTOCCL_MODE", "static", 1);
+  setenv("AUTOCCL_MODE", mode, 1);
   setenv("AUTOCCL_TABLE", table, 1);
   acl_h_load(&P);
   void *pc = NULL, *tc = NULL;
@@ -148,7 +149,7 @@ static int run_rank(const char *table, uint64_t comm, int rank, int wait_fd, int
 }
 
 /* Returns the changed-call counts of the first (child) and second rank. */
-static void two_ranks(const char *t0, const char *t1, int *first, int *second)
+static void two_ranks(const char *mode, const char *t0, const char *t1, int *first, int *second)
 {
   uint64_t comm = 0xdef000ull + (uint64_t)getpid();
   int to_child[2], to_parent[2];
@@ -158,14 +159,14 @@ static void two_ranks(const char *t0, const char *t1, int *first, int *second)
   if (child == 0) {
     close(to_child[1]);
     close(to_parent[0]);
-    _exit(run_rank(t0, comm, 0, to_child[0], to_parent[1]));
+    _exit(run_rank(mode, t0, comm, 0, to_child[0], to_parent[1]));
   }
   close(to_child[0]);
   close(to_parent[1]);
   char c;
   cr_assert_eq(read(to_parent[0], &c, 1), 1); /* child joined */
   /* second rank: joins, then lets the child call */
-  setenv("AUTOCCL_MODE", "static", 1);
+  setenv("AUTOCCL_MODE", mode, 1);
   setenv("AUTOCCL_TABLE", t1, 1);
   acl_h_load(&P);
   void *pc = NULL, *tc = NULL;
@@ -197,7 +198,7 @@ Test(table, ranks_with_different_tables_all_leave_nccl_choice)
   snprintf(a, sizeof(a), "%s", write_table("all_reduce 0 max RING LL 4\n"));
   snprintf(b, sizeof(b), "%s", write_table("all_reduce 0 max RING SIMPLE 8\n"));
   int first = -1, second = -1;
-  two_ranks(a, b, &first, &second);
+  two_ranks("static", a, b, &first, &second);
   cr_assert_eq(first, 0, "the first rank must leave NCCL's choices too (%d changed calls)", first);
   cr_assert_eq(second, 0, "the second rank must leave NCCL's choices (%d changed)", second);
   cr_assert_geq(acl_h_log_count("AUTOCCL_TABLE differs between ranks"), 1, "log: %s",
@@ -213,9 +214,40 @@ Test(table, ranks_with_equal_tables_apply_them)
   snprintf(a, sizeof(a), "%s", write_table("all_reduce 0 max RING LL 4\n"));
   snprintf(b, sizeof(b), "%s", write_table("# same\nAllReduce,0,max,Ring,LL,4\n"));
   int first = -1, second = -1;
-  two_ranks(a, b, &first, &second);
+  two_ranks("static", a, b, &first, &second);
   cr_assert_eq(first, 20);
   cr_assert_eq(second, 20);
+  unlink(a);
+  unlink(b);
+}
+
+/* Online: equal tables warm-start both ranks (the table's decision runs from
+ * the first call, NCCL's own in the validation's short blocks); different
+ * tables: no warm start on either rank (without samples nothing is
+ * explored, so NCCL's choice runs throughout). */
+Test(table, online_warm_start_needs_equal_tables)
+{
+  char a[64], b[64];
+  snprintf(a, sizeof(a), "%s", write_table("all_reduce 0 max RING LL 4\n"));
+  snprintf(b, sizeof(b), "%s", write_table("all_reduce 0 max RING SIMPLE 8\n"));
+  int first = -1, second = -1;
+  two_ranks("online", a, b, &first, &second);
+  cr_assert_eq(first, 0, "different tables: no warm start (%d changed calls)", first);
+  cr_assert_eq(second, 0, "different tables: no warm start (%d changed calls)", second);
+  unlink(a);
+  unlink(b);
+}
+
+/* (A test of its own: the configuration is read once per process.) */
+Test(table, online_warm_start_with_equal_tables)
+{
+  char a[64], b[64];
+  snprintf(a, sizeof(a), "%s", write_table("all_reduce 0 max RING LL 4\n"));
+  snprintf(b, sizeof(b), "%s", write_table("# the same rule\nallreduce,0,max,ring,ll,4,-1,-1,-1,-1\n"));
+  int first = -1, second = -1;
+  two_ranks("online", a, b, &first, &second);
+  cr_assert_geq(first, 12, "equal tables: warm start (%d changed calls of 20)", first);
+  cr_assert_geq(second, 12, "equal tables: warm start (%d changed calls of 20)", second);
   unlink(a);
   unlink(b);
 }
