@@ -6,7 +6,7 @@ decision from the first call after warm-up (first_decision_call <= warm-up
 + 1), run anything else on at most 2 % of its calls (exploration_calls),
 and end on the table's decision; no divergence, no errors. Both formats:
 autoccl's text and NCCL's CSV (which cannot say "NCCL's own choice", so
-those workloads are not covered there).
+those workloads are not covered there), and two simulated hosts.
 
 usage: warm_start.py SIM PLUGIN WORKDIR
 """
@@ -18,13 +18,12 @@ import sys
 WARMUP = 5
 
 
-def run(sim, plugin, env_extra, steps):
+def run(sim, plugin, env_extra, steps, shape):
     env = dict(os.environ, AUTOCCL_HTTP_PORT="", AUTOCCL_WARMUP=str(WARMUP))
     env.pop("AUTOCCL_TABLE", None)
     env.pop("AUTOCCL_TABLE_OUT", None)
     env.update(env_extra)
-    p = subprocess.run([sim, "--plugin", plugin, "--json", "--quiet", "--ranks", "2",
-                        "--workload", "mixed", "--steps", str(steps)],
+    p = subprocess.run([sim, "--plugin", plugin, "--json", "--quiet", "--steps", str(steps)] + shape,
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         sys.exit("FAIL: sim exit %d\n%s\n%s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
@@ -66,18 +65,22 @@ def main():
     sim, plugin, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     failures = 0
-    for ext in ("txt", "csv"):
+    runs = [("txt", ["--ranks", "2", "--workload", "mixed"]),
+            ("csv", ["--ranks", "2", "--workload", "mixed"]),
+            # two hosts: the leader host seeds and exports, the other follows
+            ("txt", ["--ranks", "4", "--hosts", "2", "--workload", "ddp"])]
+    for ext, shape in runs:
         table = os.path.join(work, "table." + ext)
         if os.path.exists(table):
             os.unlink(table)
-        cold = run(sim, plugin, {"AUTOCCL_TABLE_OUT": table}, 20000)
+        cold = run(sim, plugin, {"AUTOCCL_TABLE_OUT": table}, 20000, shape)
         if not os.path.isfile(table):
             sys.exit("FAIL: %s not written at finalize" % table)
         if any(f.startswith("table.%s.tmp" % ext) for f in os.listdir(work)):
             sys.exit("FAIL: temp file left next to %s" % table)
         cold_final = {key(w): w for w in cold["workloads"] if w["state"] == "converged"}
         table_rules = rules(table)
-        warm = run(sim, plugin, {"AUTOCCL_TABLE": table}, 5000)
+        warm = run(sim, plugin, {"AUTOCCL_TABLE": table}, 5000, shape)
         covered = 0
         for w in warm["workloads"]:
             k = key(w)
@@ -85,8 +88,8 @@ def main():
                 continue
             covered += 1
             c = cold_final[k]
-            line = ("%s %s: cold first_decision_call %d exploration_calls %d/%d; warm %d, %d/%d"
-                    % (ext, k, c["first_decision_call"], c["exploration_calls"], c["calls"],
+            line = ("%s %s %s: cold first_decision_call %d exploration_calls %d/%d; warm %d, %d/%d"
+                    % (ext, " ".join(shape[1::2]), k, c["first_decision_call"], c["exploration_calls"], c["calls"],
                        w["first_decision_call"], w["exploration_calls"], w["calls"]))
             print(line)
             ok = (w["first_decision_call"] <= WARMUP + 1 and

@@ -56,7 +56,10 @@ static void rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap)
   acl_snap_comm_t comm;
   if (!ws)
     return;
+  memset(&comm, 0, sizeof(comm));
   int k = acl_cons_snapshot(r->cons, &comm, ws, max);
+  if (strcmp(comm.role, "decider") != 0)
+    k = 0; /* a follower host holds blocks, not the search: the leader host exports */
   double t = now_unix();
   for (int i = 0; i < k; i++) {
     const acl_snap_workload_t *w = &ws[i];
@@ -175,6 +178,11 @@ void acl_table_write_out_locked(void)
   const char *path = acl_proc.cfg.table_out;
   if (!path[0] || acl_proc.cfg.mode != ACL_MODE_ONLINE)
     return;
+  acl_table_entry_t *v = NULL;
+  int n = all_entries_locked(&v);
+  free(v);
+  if (n == 0)
+    return; /* nothing decided here (a follower host): never overwrite a table with none */
   acl_strbuf_t sb;
   acl_sb_init(&sb);
   render_locked(&sb, acl_table_format_for_path(path));
