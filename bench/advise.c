@@ -53,7 +53,7 @@ int acl_bench_advise_report(const acl_bench_compare_t *x, int rc)
 {
   const acl_bench_cfg_t *c = &x->cfg;
   const acl_bench_job_t *base = &x->jobs[0];
-  advice_t adv[1024];
+  advice_t adv[1024] = {{0}};
   int n = x->nj < 1024 ? x->nj : 1024;
   printf("#\n# advise: gain = total time over %d sizes under NCCL's defaults / under the value "
          "(> 1: faster); worst/best = per-size ratios\n",

@@ -71,9 +71,9 @@ void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, in
   else if (nt >= 512 && proto == 2)
     base *= 0.96;
   long long buf = buf_s ? atoll(buf_s) : 0;
-  if (buf > 0 && buf < (4ll << 20) && bytes > (1u << 20))
+  if (buf > 0 && buf < (4LL << 20) && bytes > (1u << 20))
     base *= 1.05;
-  else if (buf > (4ll << 20) && bytes > (8u << 20))
+  else if (buf > (4LL << 20) && bytes > (8u << 20))
     base *= 0.995;
   double best = INFINITY;
   if (tuner && *tuner)

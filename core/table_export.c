@@ -50,13 +50,14 @@ static uint64_t geo_mid(uint64_t a, uint64_t b)
 int acl_table_from_entries(const acl_table_entry_t *e, int n, acl_table_t *out)
 {
   memset(out, 0, sizeof(*out));
+  /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
   const acl_table_entry_t **v = n > 0 ? calloc((size_t)n, sizeof(*v)) : NULL;
   int m = 0;
   for (int i = 0; v && i < n; i++)
     if (e[i].converged && e[i].coll >= 0 && e[i].coll < ACL_NUM_COLL)
       v[m++] = &e[i];
   if (m > 1)
-    qsort(v, (size_t)m, sizeof(*v), entry_cmp);
+    qsort(v, (size_t)m, sizeof(*v), entry_cmp); /* NOLINT(bugprone-sizeof-expression) */
   for (int i = 0; i < m && out->nrules < ACL_TABLE_MAX_RULES; i++) {
     const acl_table_entry_t *x = v[i];
     if (i > 0 && same_shape(v[i - 1], x) && v[i - 1]->nbytes == x->nbytes)
