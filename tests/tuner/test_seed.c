@@ -110,7 +110,7 @@ Test(seed, unrunnable_pair_is_not_seeded)
   cr_assert_eq(acl_search_seed(&s, &ok), -1, "only before the first call");
 }
 
-Test(seed, a_rank_that_cannot_run_it_reverts_to_nccl)
+Test(seed, a_rank_that_cannot_run_it_explores_from_nccl)
 {
   static acl_search_t s;
   init(&s);
@@ -124,4 +124,8 @@ Test(seed, a_rank_that_cannot_run_it_reverts_to_nccl)
   uint32_t len;
   cr_assert_eq(acl_search_next(&s, &out, &len), 0);
   cr_assert_eq(out.algo, ACL_ALGO_NCCL);
+  cr_assert_neq(acl_search_phase(&s), ACL_PHASE_CONVERGED, "explores as without a table");
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_neq(r.source, ACL_SEARCH_SRC_TABLE);
 }

@@ -10,6 +10,8 @@
 
 /* ---- decision and validation --------------------------------------------- */
 
+static void seed_failed(acl_search_t *s);
+
 static void val_reset(acl_search_t *s, uint8_t state)
 {
   s->val_state = state;
@@ -125,6 +127,12 @@ static void next_challenger(acl_search_t *s)
 void acl_search_converge(acl_search_t *s, int id)
 {
   bool first = s->phase != ACL_PHASE_CONVERGED;
+  if (!first && s->seed_state == SEED_RUNNING && s->current == s->seed_id && id != s->seed_id) {
+    /* the table's decision cannot run on some rank (acl_search_restrict):
+     * as if the table were silent, the workload explores */
+    seed_failed(s);
+    return;
+  }
   s->phase = ACL_PHASE_CONVERGED;
   adopt(s, id);
   if (!first) {
