@@ -310,6 +310,12 @@ void acl_bench_print_help(FILE *f)
         "                            NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N)\n"
         "      --sweep-warmup N      warm-up iterations of sweep configs (default 20)\n"
         "      --sweep-reps R        repetitions of the sweep (default 1)\n"
+        "      --advise              a short sweep of the start-up variables a tuner plugin\n"
+        "                            cannot change per call, one at a time against NCCL's\n"
+        "                            defaults: NCCL_MIN/MAX_NCHANNELS (8,16,24,32),\n"
+        "                            NCCL_NTHREADS (128,256,512), NCCL_BUFFSIZE (1,2,8,16 MiB);\n"
+        "                            recommends each whose gain (total time over the sizes)\n"
+        "                            is at least 2 %% with no size 2 %% slower\n"
         "      --mode-env MODE:VAR=VALUE\n"
         "                            extra environment for one mode (MODE '*' = all); repeatable\n"
         "      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
@@ -360,6 +366,7 @@ enum {
   OPT_TABLE,
   OPT_REPS,
   OPT_SWEEP,
+  OPT_ADVISE,
   OPT_SWEEP_ALGOS,
   OPT_SWEEP_PROTOS,
   OPT_SWEEP_CH,
@@ -430,6 +437,7 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       {"table", required_argument, 0, OPT_TABLE},
       {"reps", required_argument, 0, OPT_REPS},
       {"sweep", no_argument, 0, OPT_SWEEP},
+      {"advise", no_argument, 0, OPT_ADVISE},
       {"sweep-algos", required_argument, 0, OPT_SWEEP_ALGOS},
       {"sweep-protos", required_argument, 0, OPT_SWEEP_PROTOS},
       {"sweep-channels", required_argument, 0, OPT_SWEEP_CH},
@@ -568,6 +576,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
     case OPT_SWEEP:
       c->sweep = true;
       break;
+    case OPT_ADVISE:
+      c->advise = true;
+      break;
     case OPT_SWEEP_ALGOS:
       if (!valid_list(a))
         return usage_error("--sweep-algos: expected a comma list like Ring,Tree, got '%s'", a);
@@ -677,7 +688,10 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
     if (root_set || c->coll == ACL_BENCH_COLL_BROADCAST || c->coll == ACL_BENCH_COLL_REDUCE)
       return usage_error("-r %d: root must be < the number of GPUs (%d)", c->root, c->ngpus);
   }
-  if (c->sweep && c->nmodes == 0) {
+  if (c->advise && (c->sweep || c->nmodes > 1 ||
+                    (c->nmodes == 1 && strcmp(c->modes[0], "default") != 0)))
+    return usage_error("--advise measures against NCCL's defaults: drop --sweep and --compare");
+  if ((c->sweep || c->advise) && c->nmodes == 0) {
     c->nmodes = 1;
     snprintf(c->modes[0], sizeof(c->modes[0]), "default");
   }

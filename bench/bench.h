@@ -99,6 +99,7 @@ typedef struct acl_bench_cfg {
   int sweep_reps;
   int nmode_env;
   acl_bench_mode_env_t mode_env[ACL_BENCH_MAX_MODE_ENV];
+  bool advise; /* --advise: start-up variables, one at a time against NCCL's defaults */
   double child_timeout; /* seconds, per child run; 0 = none */
   /* recording (docs/trace.md): per run, every rank's per-iteration times */
   char trace_dir[ACL_BENCH_PATH_MAX];  /* --trace DIR */

@@ -503,6 +503,50 @@ static int add_sweep_jobs(acl_bench_compare_t *x)
   return 0;
 }
 
+/* --advise: one job per value of each start-up variable a tuner plugin
+ * cannot change per call (NCCL reads them once, at communicator init), the
+ * others left at NCCL's defaults. 0, or -1 out of memory. */
+static int add_advise_jobs(acl_bench_compare_t *x)
+{
+  static const struct {
+    const char *var, *value;
+  } k_vals[] = {
+      {"NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS", "8"},
+      {"NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS", "16"},
+      {"NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS", "24"},
+      {"NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS", "32"},
+      {"NCCL_NTHREADS", "128"},
+      {"NCCL_NTHREADS", "256"},
+      {"NCCL_NTHREADS", "512"},
+      {"NCCL_BUFFSIZE", "1048576"},
+      {"NCCL_BUFFSIZE", "2097152"},
+      {"NCCL_BUFFSIZE", "8388608"},
+      {"NCCL_BUFFSIZE", "16777216"},
+  };
+  const acl_bench_cfg_t *c = &x->cfg;
+  for (size_t i = 0; i < sizeof(k_vals) / sizeof(k_vals[0]) && x->nj < x->maxjobs; i++) {
+    acl_bench_job_t *j = &x->jobs[x->nj++];
+    j->sweep = 2;
+    snprintf(j->mode, sizeof(j->mode), "advise");
+    snprintf(j->var, sizeof(j->var), "%s", k_vals[i].var);
+    snprintf(j->value, sizeof(j->value), "%s", k_vals[i].value);
+    if (strchr(k_vals[i].var, '/')) {
+      snprintf(j->name, sizeof(j->name), "NCCL_MIN/MAX_NCHANNELS=%s", k_vals[i].value);
+      job_setenv(j, "NCCL_MIN_NCHANNELS=%s%s", k_vals[i].value, "");
+      job_setenv(j, "NCCL_MAX_NCHANNELS=%s%s", k_vals[i].value, "");
+    } else {
+      snprintf(j->name, sizeof(j->name), "%s=%s", k_vals[i].var, k_vals[i].value);
+      job_setenv(j, "%s=%s", k_vals[i].var, k_vals[i].value);
+    }
+    for (int e = 0; e < c->nmode_env; e++)
+      if (!strcmp(c->mode_env[e].mode, "*"))
+        job_setenv(j, "%s%s", c->mode_env[e].assign, "");
+    if (job_alloc(j, c->reps, x->nsizes))
+      return -1;
+  }
+  return 0;
+}
+
 static void print_header(const acl_bench_compare_t *x)
 {
   const acl_bench_cfg_t *c = &x->cfg;
@@ -527,6 +571,9 @@ static void print_header(const acl_bench_compare_t *x)
       printf(" %s", jobs[m].env[e]);
     printf("\n");
   }
+  if (c->advise)
+    printf("# advise: %d runs per repetition, each one start-up variable set against NCCL's "
+           "defaults (mode default)\n", x->nj - c->nmodes);
   if (c->sweep) {
     printf(
         "# sweep: %d configs of NCCL_ALGO {%s} x NCCL_PROTO {%s} x channels {%s} (0 = NCCL decides), warm-up %d, "
@@ -590,9 +637,9 @@ static int run_job(acl_bench_compare_t *x, int idx, int rep, int maxreps, int to
   }
   /* a (algo, proto) that fails everywhere with NCCL's channels is unsupported:
    * skip its other channel counts */
-  if (j->sweep && rep == 0 && job_all_failed(j, rep, nsizes)) {
+  if (j->sweep == 1 && rep == 0 && job_all_failed(j, rep, nsizes)) {
     for (int k = 0; k < x->nj; k++)
-      if (x->jobs[k].sweep && k != idx && !strcmp(x->jobs[k].algo, j->algo) &&
+      if (x->jobs[k].sweep == 1 && k != idx && !strcmp(x->jobs[k].algo, j->algo) &&
           !strcmp(x->jobs[k].proto, j->proto) && x->jobs[k].runs == 0)
         x->jobs[k].skip = 1;
   }
@@ -660,7 +707,8 @@ int acl_bench_compare_main(const acl_bench_cfg_t *c0)
     rc = ACL_BENCH_EXIT_RUNTIME;
     goto out;
   }
-  if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x)))
+  if (add_mode_jobs(x) || (c->sweep && add_sweep_jobs(x)) ||
+      (c->advise && add_advise_jobs(x)))
     goto oom;
   if (c->trace_dir[0] && acl_bench_mkdirs(c->trace_dir) != 0) {
     fprintf(stderr, ACL_BENCH_NAME ": error: --trace %s: cannot create it: %s\n", c->trace_dir,
@@ -674,6 +722,8 @@ int acl_bench_compare_main(const acl_bench_cfg_t *c0)
     goto oom;
   if (rc == -2)
     rc = ACL_BENCH_EXIT_RUNTIME; /* nothing to compare: no tables */
+  else if (c->advise)
+    rc = acl_bench_advise_report(x, rc);
   else
     rc = acl_bench_compare_report(x, rc);
   fflush(stdout);

@@ -9,7 +9,8 @@
 
 typedef struct acl_bench_job {
   char name[64];
-  int sweep; /* 0: a --compare mode; 1: a sweep config */
+  int sweep; /* 0: a --compare mode; 1: a sweep config; 2: an --advise variable */
+  char var[48], value[24]; /* --advise: the variable(s) and value set */
   char mode[16];
   char algo[32], proto[16];
   int nch;
@@ -47,5 +48,11 @@ typedef struct acl_bench_compare {
  * (--json) the JSON line; returns rc, or the exit code the results call for
  * (wrong values, failed runs) when rc is ACL_BENCH_EXIT_OK. */
 int acl_bench_compare_report(const acl_bench_compare_t *x, int rc);
+
+/* bench/advise.c: the --advise report (gains and recommendations) of the
+ * jobs compare.c ran (job 0 NCCL's defaults, then one per variable value). */
+int acl_bench_advise_report(const acl_bench_compare_t *x, int rc);
+/* compare_report.c: median time of size s over the job's runs (NaN: none) */
+double acl_bench_job_time(const acl_bench_job_t *j, int s, int nsizes);
 
 #endif

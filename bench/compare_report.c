@@ -22,6 +22,11 @@ static double job_time(const acl_bench_job_t *j, int s, int nsizes)
   return n ? acl_bench_median_of(v, n) : NAN;
 }
 
+double acl_bench_job_time(const acl_bench_job_t *j, int s, int nsizes)
+{
+  return job_time(j, s, nsizes);
+}
+
 static double job_incl(const acl_bench_job_t *j, int s, int nsizes)
 {
   double sum = 0;

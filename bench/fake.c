@@ -1,8 +1,8 @@
 /* --fake: a synthetic stand-in for NCCL so the compare driver, the sweep,
  * the tables and the JSON can be tested on a machine without a GPU. The
  * numbers mean nothing; only the plumbing is real. The model reads the same
- * environment a real child would: NCCL_ALGO, NCCL_PROTO, NCCL_MAX_NCHANNELS,
- * NCCL_TUNER_PLUGIN. */
+ * environment a real child would: NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS,
+ * NCCL_NTHREADS, NCCL_BUFFSIZE, NCCL_TUNER_PLUGIN. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -58,7 +58,23 @@ void acl_bench_fake_times(const acl_bench_cfg_t *c, int nranks, size_t bytes, in
     proto = !strcasecmp(proto_s, "LL") ? 0 : !strcasecmp(proto_s, "LL128") ? 1 : 2;
   if (nch <= 0)
     nch = 16;
+  const char *min_s = getenv("NCCL_MIN_NCHANNELS");
+  if (min_s && atoi(min_s) > nch)
+    nch = atoi(min_s);
   double base = model_us(c, nranks, bytes, proto, nch, tree);
+  /* start-up variables (--advise): more threads help large Simple
+   * transfers, fewer hurt; a larger buffer helps large ones a little */
+  const char *nt_s = getenv("NCCL_NTHREADS"), *buf_s = getenv("NCCL_BUFFSIZE");
+  int nt = nt_s ? atoi(nt_s) : 0;
+  if (nt > 0 && nt < 256)
+    base *= 1.08;
+  else if (nt >= 512 && proto == 2)
+    base *= 0.96;
+  long long buf = buf_s ? atoll(buf_s) : 0;
+  if (buf > 0 && buf < (4LL << 20) && bytes > (1u << 20))
+    base *= 1.05;
+  else if (buf > (4LL << 20) && bytes > (8u << 20))
+    base *= 0.995;
   double best = INFINITY;
   if (tuner && *tuner)
     for (int p = 0; p < 3; p++)

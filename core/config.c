@@ -160,6 +160,7 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
     memcpy(cfg->http_bind, bind, sizeof(bind));
   }
   parse_str(&p, "AUTOCCL_TABLE", cfg->table_path, sizeof(cfg->table_path));
+  parse_str(&p, "AUTOCCL_TABLE_OUT", cfg->table_out, sizeof(cfg->table_out));
   char coord[sizeof(cfg->coordinator)];
   memcpy(coord, cfg->coordinator, sizeof(coord));
   parse_str(&p, "AUTOCCL_COORDINATOR", cfg->coordinator, sizeof(cfg->coordinator));

@@ -374,6 +374,24 @@ static void render_states(mctx_t *m)
   }
 }
 
+/* Where each decision came from: NCCL's own, explored, or a table. */
+static void render_sources(mctx_t *m)
+{
+  for (int i = 0; i < m->nw; i++) {
+    if (m->skip[i])
+      continue;
+    const acl_snap_workload_t *w = &m->s->workloads[i];
+    head(m, "autoccl_tuner_decision_source", "gauge",
+         "Where the workload's decision comes from, one-hot over the source label "
+         "(nccl: NCCL's own choice, explored: this run's search, table: AUTOCCL_TABLE).");
+    for (int src = 0; src < ACL_NUM_SOURCES; src++) {
+      series(m, "autoccl_tuner_decision_source", lbl(m, m->wl_lbl[i]), ",source=\"");
+      acl_sb_puts(m->out, acl_source_name(src));
+      acl_sb_puts(m->out, w->source == src ? "\"} 1\n" : "\"} 0\n");
+    }
+  }
+}
+
 void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
 {
   mctx_t *m = calloc(1, sizeof(*m));
@@ -401,6 +419,7 @@ void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
   for (size_t f = 0; f < sizeof(k_wfams) / sizeof(k_wfams[0]); f++)
     render_workload_family(m, &k_wfams[f]);
   render_states(m);
+  render_sources(m);
 done:
   acl_sb_free(&m->labels);
   free(m);

@@ -62,6 +62,9 @@ typedef struct acl_snap_workload {
   uint64_t hist[ACL_HIST_N]; /* per-bucket counts (not cumulative) */
   uint64_t dur_count;        /* samples in the histogram (>= sum of hist) */
   double dur_sum;            /* seconds */
+  int source;                /* decision from: 0 NCCL's own, 1 explored, 2 table
+                              * (acl_search_source_name) */
+  uint64_t samples;          /* samples the search used (leader host), 0 unknown */
   int traj_len;
   acl_traj_point_t traj[ACL_SNAP_TRAJ]; /* oldest first */
 } acl_snap_workload_t;

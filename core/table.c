@@ -2,9 +2,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/config.h"
 
@@ -46,9 +50,17 @@ bool acl_parse_size(const char *s, uint64_t *out)
   return true;
 }
 
-#define MAX_FIELDS 7
+#define MAX_FIELDS 10
 
-static int split(char *line, char **f)
+static const char *const csv_names[MAX_FIELDS] = {
+    "coll", "min_bytes", "max_bytes", "algo", "proto", "channels",
+    "nNodes", "nRanks", "numPipeOps", "regBuff"};
+static const char *const acl_names[9] = {
+    "collective", "min_bytes", "max_bytes", "algo", "proto", "channels",
+    "nnodes", "nranks", "pipe_ops"};
+
+/* autoccl's format: whitespace or commas; empty fields collapse. */
+static int split_ws(char *line, char **f)
 {
   int n = 0;
   char *save = NULL;
@@ -60,47 +72,134 @@ static int split(char *line, char **f)
   return n;
 }
 
-static int parse_rule(char *line, acl_table_rule_t *r, char *why, size_t whylen)
+/* NCCL's CSV: exactly the commas; fields trimmed. */
+static int split_csv(char *line, char **f)
+{
+  int n = 0;
+  char *p = line;
+  for (;;) {
+    char *comma = strchr(p, ',');
+    if (comma)
+      *comma = '\0';
+    while (isspace((unsigned char)*p))
+      p++;
+    char *e = p + strlen(p);
+    while (e > p && isspace((unsigned char)e[-1]))
+      *--e = '\0';
+    if (n == MAX_FIELDS)
+      return MAX_FIELDS + 1;
+    f[n++] = p;
+    if (!comma)
+      return n;
+    p = comma + 1;
+  }
+}
+
+/* A non-negative count or "any" (*, -1). */
+static bool parse_any(const char *s, long max, int32_t *out)
+{
+  if (strcmp(s, "*") == 0 || strcmp(s, "-1") == 0) {
+    *out = ACL_TABLE_ANY;
+    return true;
+  }
+  long v;
+  if (!acl_parse_int(s, 1, max, &v))
+    return false;
+  *out = (int32_t)v;
+  return true;
+}
+
+#define BAD(field, ...)                                                                      \
+  do {                                                                                       \
+    int k_ = snprintf(why, whylen, "field %d (%s): ", (field) + 1, names[field]);            \
+    if (k_ > 0 && (size_t)k_ < whylen)                                                       \
+      snprintf(why + k_, whylen - (size_t)k_, __VA_ARGS__);                                  \
+    return -1;                                                                               \
+  } while (0)
+
+static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size_t whylen)
 {
   char *f[MAX_FIELDS];
-  int n = split(line, f);
-  if (n != 6) {
-    snprintf(why, whylen, "expected 6 fields (collective min max algo proto channels), got %d", n);
+  const char *const *names = csv ? csv_names : acl_names;
+  int n = csv ? split_csv(line, f) : split_ws(line, f);
+  if (csv && n != 10) {
+    snprintf(why, whylen, "expected 10 comma-separated fields (coll,min_bytes,max_bytes,algo,"
+             "proto,channels,nNodes,nRanks,numPipeOps,regBuff), got %d", n);
     return -1;
   }
-  r->coll = strcmp(f[0], "*") == 0 ? -1 : acl_coll_parse(f[0]);
-  if (r->coll < 0 && strcmp(f[0], "*") != 0) {
-    snprintf(why, whylen, "unknown collective '%.32s'", f[0]);
+  if (!csv && n != 6 && n != 9) {
+    snprintf(why, whylen, "expected 6 fields (collective min max algo proto channels) or 9 "
+             "(... nnodes nranks pipe_ops), got %d", n);
     return -1;
   }
-  if (!acl_parse_size(f[1], &r->min_bytes) || !acl_parse_size(f[2], &r->max_bytes)) {
-    snprintf(why, whylen, "bad size '%.32s' or '%.32s' (bytes with optional K/M/G/T, or max)",
-             f[1], f[2]);
-    return -1;
-  }
-  if (r->min_bytes > r->max_bytes) {
-    snprintf(why, whylen, "min_bytes is greater than max_bytes");
-    return -1;
-  }
-  int a = acl_algo_parse(f[3]), p = acl_proto_parse(f[4]);
-  if (a < 0 || p < 0) {
-    snprintf(why, whylen, "unknown algorithm '%.32s' or protocol '%.32s'", f[3], f[4]);
-    return -1;
+  memset(r, 0, sizeof(*r));
+  r->nnodes = r->nranks = r->pipe_ops = ACL_TABLE_ANY;
+  bool any = strcmp(f[0], "*") == 0 || (csv && strcmp(f[0], "-1") == 0);
+  r->coll = any ? -1 : acl_coll_parse(f[0]);
+  if (r->coll < 0 && !any)
+    BAD(0, "unknown collective '%.32s' (all_reduce, all_gather, reduce_scatter, broadcast, "
+        "reduce, or *)", f[0]);
+  if (!acl_parse_size(f[1], &r->min_bytes))
+    BAD(1, "bad size '%.32s' (bytes with optional K/M/G/T, or max)", f[1]);
+  if (!acl_parse_size(f[2], &r->max_bytes))
+    BAD(2, "bad size '%.32s' (bytes with optional K/M/G/T, or max)", f[2]);
+  if (r->min_bytes > r->max_bytes)
+    BAD(2, "max_bytes %.32s is smaller than min_bytes %.32s", f[2], f[1]);
+  bool nccl = strcasecmp(f[3], "NCCL") == 0 || strcmp(f[3], "-1") == 0;
+  int a = nccl ? ACL_ALGO_NCCL : acl_algo_parse(f[3]);
+  if (!nccl && a < 0)
+    BAD(3, "unknown algorithm '%.32s' (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, "
+        "NVLS_TREE, PAT, or NCCL for NCCL's own choice)", f[3]);
+  int p = -1;
+  if (nccl) {
+    if (strcmp(f[4], "-") != 0 && strcmp(f[4], "-1") != 0 && strcasecmp(f[4], "NCCL") != 0)
+      BAD(4, "algorithm NCCL (NCCL's own choice) takes protocol '-', got '%.32s'", f[4]);
+  } else if ((p = acl_proto_parse(f[4])) < 0) {
+    BAD(4, "unknown protocol '%.32s' (LL, LL128, SIMPLE)", f[4]);
   }
   long ch;
-  if (!acl_parse_int(f[5], 0, 64, &ch)) {
-    snprintf(why, whylen, "channels must be 0 (NCCL decides) to 64, got '%.32s'", f[5]);
-    return -1;
+  if (csv && strcmp(f[5], "-1") == 0)
+    ch = 0;
+  else if (!acl_parse_int(f[5], 0, 64, &ch))
+    BAD(5, "channels must be 0 (NCCL decides)%s to 64, got '%.32s'", csv ? ", -1" : "", f[5]);
+  if (nccl && ch != 0)
+    BAD(5, "NCCL's own choice takes no channel count, got '%.32s'", f[5]);
+  if (n >= 9) {
+    if (!parse_any(f[6], 1 << 20, &r->nnodes))
+      BAD(6, "node count must be a positive number or -1 (any), got '%.32s'", f[6]);
+    if (!parse_any(f[7], 1 << 24, &r->nranks))
+      BAD(7, "rank count must be a positive number or -1 (any), got '%.32s'", f[7]);
+    if (!parse_any(f[8], 1 << 20, &r->pipe_ops))
+      BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'",
+          f[8]);
   }
+  if (csv && strcmp(f[9], "-1") != 0)
+    BAD(9, "must be -1: decisions never depend on buffer registration (it can differ "
+        "between ranks), got '%.32s'", f[9]);
   r->cand = (acl_candidate_t){.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch};
   return 0;
+}
+#undef BAD
+
+/* NCCL's CSV when the first rule line has exactly nine commas. */
+static bool looks_csv(const char *line)
+{
+  int commas = 0;
+  for (const char *q = line; *q; q++)
+    commas += *q == ',';
+  return commas == 9;
 }
 
 int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, size_t errlen)
 {
-  acl_table_t t = {0};
+  acl_table_t *t = calloc(1, sizeof(*t));
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
   size_t pos = 0;
-  int lineno = 0;
+  int lineno = 0, rc = -1;
+  bool decided = false, csv = false;
   while (pos < len) {
     size_t end = pos;
     while (end < len && text[end] != '\n')
@@ -110,77 +209,145 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
     size_t n = end - pos;
     if (n >= sizeof(line)) {
       snprintf(err, errlen, "line %d: longer than %zu bytes", lineno, sizeof(line) - 1);
-      return -1;
+      goto out;
     }
     memcpy(line, text + pos, n);
     line[n] = '\0';
     pos = end + 1;
     if (memchr(line, '\0', n)) {
       snprintf(err, errlen, "line %d: contains a NUL byte", lineno);
-      return -1;
+      goto out;
     }
     char *hash = strchr(line, '#');
     if (hash)
       *hash = '\0';
+    for (char *q = line; *q; q++)
+      if (*q == '\r')
+        *q = ' ';
     char *s = line;
     while (isspace((unsigned char)*s))
       s++;
-    if (!*s || *s == '\r')
+    if (!*s)
       continue;
-    for (char *q = s; *q; q++)
-      if (*q == '\r')
-        *q = ' ';
-    if (t.nrules == ACL_TABLE_MAX_RULES) {
+    if (!decided) {
+      csv = looks_csv(s);
+      decided = true;
+    }
+    if (t->nrules == ACL_TABLE_MAX_RULES) {
       snprintf(err, errlen, "line %d: more than %d rules", lineno, ACL_TABLE_MAX_RULES);
-      return -1;
+      goto out;
     }
-    char why[160];
-    if (parse_rule(s, &t.rules[t.nrules], why, sizeof(why)) != 0) {
+    char why[224];
+    if (parse_rule(s, csv, &t->rules[t->nrules], why, sizeof(why)) != 0) {
       snprintf(err, errlen, "line %d: %s", lineno, why);
-      return -1;
+      goto out;
     }
-    t.nrules++;
+    t->rules[t->nrules].line = lineno;
+    t->nrules++;
   }
-  *out = t;
-  return 0;
+  t->format = csv ? ACL_TABLE_FMT_NCCL_CSV : ACL_TABLE_FMT_AUTOCCL;
+  t->hash = acl_table_hash(t);
+  memcpy(out, t, sizeof(*t));
+  rc = 0;
+out:
+  free(t);
+  return rc;
 }
 
 int acl_table_load(const char *path, acl_table_t *out, char *err, size_t errlen)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  /* O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
-  char *buf = malloc(1 << 20);
+  char *buf = NULL;
   int rc = -1;
-  if (!buf) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a regular file (a FIFO, device or folder); give the path "
+             "of a table file", path);
+    goto out;
+  }
+  if (st.st_size > ACL_TABLE_MAX_BYTES) {
+    snprintf(err, errlen, "%s: larger than %u bytes", path, ACL_TABLE_MAX_BYTES);
+    goto out;
+  }
+  if (!(buf = malloc((size_t)st.st_size + 1))) {
     snprintf(err, errlen, "%s: out of memory", path);
     goto out;
   }
-  size_t n = fread(buf, 1, 1 << 20, f);
-  if (ferror(f) || !feof(f)) {
-    snprintf(err, errlen, "%s: unreadable or larger than 1 MiB", path);
-    goto out;
+  size_t got = 0;
+  while (got < (size_t)st.st_size) {
+    ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0) {
+      snprintf(err, errlen, "%s: %s", path, k < 0 ? strerror(errno) : "shorter than its size");
+      goto out;
+    }
+    got += (size_t)k;
   }
-  char inner[256];
-  if (acl_table_parse(buf, n, out, inner, sizeof(inner)) != 0) {
+  char inner[320];
+  if (acl_table_parse(buf, got, out, inner, sizeof(inner)) != 0) {
     snprintf(err, errlen, "%s: %s", path, inner);
     goto out;
   }
   rc = 0;
 out:
   free(buf);
-  fclose(f);
+  close(fd);
   return rc;
+}
+
+static bool any_or(int32_t rule, int32_t v) { return rule == ACL_TABLE_ANY || rule == v; }
+
+const acl_table_rule_t *acl_table_find(const acl_table_t *t, const acl_table_query_t *q)
+{
+  for (int i = 0; t && i < t->nrules; i++) {
+    const acl_table_rule_t *r = &t->rules[i];
+    if ((r->coll < 0 || r->coll == q->coll) && q->nbytes >= r->min_bytes &&
+        q->nbytes <= r->max_bytes && (q->nnodes < 0 || any_or(r->nnodes, q->nnodes)) &&
+        (q->nranks < 0 || any_or(r->nranks, q->nranks)) &&
+        (q->pipe_ops < 0 || any_or(r->pipe_ops, q->pipe_ops)))
+      return r;
+  }
+  return NULL;
 }
 
 const acl_table_rule_t *acl_table_lookup(const acl_table_t *t, int coll, uint64_t nbytes)
 {
+  acl_table_query_t q = {.coll = coll, .nbytes = nbytes, .nnodes = -1, .nranks = -1,
+                         .pipe_ops = -1};
+  return acl_table_find(t, &q);
+}
+
+static uint64_t fnv(uint64_t h, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t acl_table_hash(const acl_table_t *t)
+{
+  uint64_t h = fnv(0xcbf29ce484222325ull, (uint64_t)t->nrules);
   for (int i = 0; i < t->nrules; i++) {
     const acl_table_rule_t *r = &t->rules[i];
-    if ((r->coll < 0 || r->coll == coll) && nbytes >= r->min_bytes && nbytes <= r->max_bytes)
-      return r;
+    h = fnv(h, (uint64_t)(int64_t)r->coll);
+    h = fnv(h, r->min_bytes);
+    h = fnv(h, r->max_bytes);
+    h = fnv(h, (uint64_t)(int64_t)r->nnodes);
+    h = fnv(h, (uint64_t)(int64_t)r->nranks);
+    h = fnv(h, (uint64_t)(int64_t)r->pipe_ops);
+    h = fnv(h, (uint64_t)(int64_t)r->cand.algo);
+    h = fnv(h, (uint64_t)(int64_t)r->cand.proto);
+    h = fnv(h, (uint64_t)(int64_t)r->cand.nchannels);
   }
-  return NULL;
+  return h;
 }

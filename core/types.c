@@ -21,6 +21,11 @@ const char *acl_algo_name(int a)
     return "NCCL";
   return a >= 0 && a < ACL_NUM_ALGO ? algo_names[a] : "?";
 }
+const char *acl_source_name(int src)
+{
+  static const char *const names[ACL_NUM_SOURCES] = {"nccl", "explored", "table"};
+  return src >= 0 && src < ACL_NUM_SOURCES ? names[src] : names[0];
+}
 const char *acl_proto_name(int p) { return p >= 0 && p < ACL_NUM_PROTO ? proto_names[p] : "?"; }
 const char *acl_phase_name(acl_phase_t ph)
 {

@@ -58,6 +58,10 @@ const char *acl_coll_short(int coll);  /* "all_reduce" ... (metric labels) */
 const char *acl_algo_name(int algo);   /* "RING" ...; "NCCL" for ACL_ALGO_NCCL */
 const char *acl_proto_name(int proto); /* "SIMPLE" ... */
 const char *acl_phase_name(acl_phase_t ph); /* "warmup", "exploring", ... */
+/* Where a workload's decision comes from (snapshot "source"): 0 NCCL's own
+ * choice, 1 this run's exploration, 2 a tuning table (warm start). */
+#define ACL_NUM_SOURCES 3
+const char *acl_source_name(int src); /* "nccl", "explored", "table"; "nccl" otherwise */
 /* Parse NCCL's spellings ("AllReduce", "Ring"/"RING", "Simple"/"SIMPLE");
  * -1 when unknown. Case-insensitive. */
 int acl_coll_parse(const char *s);

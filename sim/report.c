@@ -23,6 +23,10 @@ typedef struct wstat {
   uint64_t changes;
   uint64_t errors;
   acl_sim_logent_t last;
+  /* second pass (rank 0's log again), against the final decision */
+  uint64_t seen;
+  uint64_t first_final;  /* 1-based workload call where the final decision first ran */
+  uint64_t explore;      /* calls that ran anything else */
 } wstat_t;
 
 static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
@@ -115,6 +119,18 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     }
     s->n++;
   }
+  /* What a warm start saves: when the final decision first ran, and how
+   * many calls ran anything else (warm-up, exploration, validation). */
+  if (st->ncalls && fseek(fs[0], 0, SEEK_SET) == 0) {
+    for (uint64_t k = 0; fread(&row[0], sizeof(row[0]), 1, fs[0]) == 1; k++) {
+      wstat_t *s = &ws[st->calls[k % st->ncalls].wid];
+      s->seen++;
+      if (!same(&s->last, &row[0]))
+        s->explore++;
+      else if (!s->first_final)
+        s->first_final = s->seen;
+    }
+  }
   uint64_t steps = UINT64_MAX, plugin_errors = 0;
   double gci = 0;
   for (int r = 0; r < n; r++) {
@@ -203,9 +219,10 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     acl_sb_puts(&sb, ",\"final_over_oracle\":");
     num_json(&sb, vs_oracle);
     acl_sb_printf(&sb, ",\"calls\":%llu,\"calls_to_converge\":%llu,\"decision_changes\":%llu,"
-                       "\"errors\":%llu}",
+                       "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu}",
                   (unsigned long long)s->n, (unsigned long long)s->last_change,
-                  (unsigned long long)s->changes, (unsigned long long)s->errors);
+                  (unsigned long long)s->changes, (unsigned long long)s->errors,
+                  (unsigned long long)s->first_final, (unsigned long long)s->explore);
   }
   acl_sb_puts(&sb, "]}");
   if (!acl_sb_ok(&sb)) {

@@ -125,7 +125,7 @@ const char *acl_top_state_label(const char *s)
 
 static const char *const col_names[ACL_TOP_COL_COUNT] = {
     "COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE",
-    "BEST", "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS"};
+    "BEST", "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS", "SOURCE"};
 
 const char *acl_top_col_name(acl_top_col_t c)
 {
@@ -167,6 +167,9 @@ const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, siz
   case ACL_TOP_COL_OVERLAP: return acl_top_fmt_pct(w->overlap, buf, len);
   case ACL_TOP_COL_BUSBW: return acl_top_fmt_bw(w->busbw, buf, len);
   case ACL_TOP_COL_CALLS: return acl_top_fmt_int(w->calls, buf, len);
+  case ACL_TOP_COL_SOURCE:
+    snprintf(buf, len, "%s", w->source[0] ? w->source : "-");
+    return buf;
   default: return dash(buf, len);
   }
 }

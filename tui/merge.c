@@ -266,6 +266,11 @@ static int by_col(const void *pa, const void *pb, void *arg)
       goto unknown;
     c = cmp_i64(x->calls, y->calls);
     break;
+  case ACL_TOP_COL_SOURCE:
+    if (unknowns(!x->source[0], !y->source[0], &u))
+      goto unknown;
+    c = cmp_str(x->source, y->source);
+    break;
   default: break;
   }
   if (c)

@@ -172,6 +172,7 @@ static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
       get_i64(c, o, "bytes", &w->bytes, 0) < 0 || get_int(c, o, "pipe_ops", &w->pipe_ops, 0) < 0 ||
       get_str(c, o, "state", w->state, sizeof(w->state)) < 0 ||
       get_str(c, o, "subspace", w->subspace, sizeof(w->subspace)) < 0 ||
+      get_str(c, o, "source", w->source, sizeof(w->source)) < 0 ||
       get_cand(c, o, "candidate", &w->candidate) < 0 || get_cand(c, o, "best", &w->best) < 0 ||
       get_cand(c, o, "baseline", &w->baseline) < 0 ||
       get_dbl(c, o, "baseline_seconds", &w->baseline_seconds) < 0 ||

@@ -46,6 +46,7 @@ typedef struct acl_top_workload {
   int pipe_ops;         /* -1 unknown */
   char state[16];       /* "" unknown */
   char subspace[40];    /* "" unknown */
+  char source[12];      /* decision from "nccl" | "explored" | "table"; "" unknown */
   acl_top_cand_t candidate, best, baseline;
   double baseline_seconds, best_seconds, speedup, busbw, overlap; /* NaN unknown */
   double time_saved_seconds, exploration_cost_seconds;            /* NaN unknown */
@@ -144,6 +145,7 @@ typedef enum acl_top_col {
   ACL_TOP_COL_OVERLAP,
   ACL_TOP_COL_BUSBW,
   ACL_TOP_COL_CALLS,
+  ACL_TOP_COL_SOURCE, /* where the decision comes from: nccl | explored | table */
   ACL_TOP_COL_COUNT
 } acl_top_col_t;
 

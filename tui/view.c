@@ -18,12 +18,11 @@
 #define MAX_SRC_LINES 4
 
 /* Each fits its header name plus the sort marker. */
-static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9};
-/* Dropped first when the terminal is narrow. */
+static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9, 9};
 /* Narrow terminals drop these first; COMM, RANK, COLLECTIVE, SIZE, STATE and
  * SPEEDUP (66 columns with the marker) always stay, so two ranks' rows never
  * look alike, and SAVED still fits at 80. */
-static const acl_top_col_t drop_order[] = {ACL_TOP_COL_CALLS,   ACL_TOP_COL_SUBSPACE,
+static const acl_top_col_t drop_order[] = {ACL_TOP_COL_SOURCE,  ACL_TOP_COL_CALLS, ACL_TOP_COL_SUBSPACE,
                                            ACL_TOP_COL_OVERLAP, ACL_TOP_COL_CAND,
                                            ACL_TOP_COL_BUSBW,   ACL_TOP_COL_BEST,
                                            ACL_TOP_COL_SAVED};

@@ -68,8 +68,8 @@ void acl_web_routes_free(acl_web_t *w)
       MHD_destroy_response(*rs[i]);
     *rs[i] = NULL;
   }
-  acl_web_cached_t *cs[] = {&w->c_metrics, &w->c_state};
-  for (size_t i = 0; i < 2; i++) {
+  acl_web_cached_t *cs[] = {&w->c_metrics, &w->c_state, &w->c_table};
+  for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
     if (cs[i]->resp)
       MHD_destroy_response(cs[i]->resp);
     cs[i]->resp = NULL;
@@ -135,7 +135,7 @@ static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render
   return ret;
 }
 
-typedef enum { R_NONE, R_METRICS, R_STATE, R_EVENTS, R_HEALTHZ, R_ASSET } route_t;
+typedef enum { R_NONE, R_METRICS, R_STATE, R_TABLE, R_EVENTS, R_HEALTHZ, R_ASSET } route_t;
 
 static route_t match(const char *url, size_t *asset)
 {
@@ -147,6 +147,8 @@ static route_t match(const char *url, size_t *asset)
     return R_STATE;
   if (strcmp(url, "/api/v1/events") == 0)
     return R_EVENTS;
+  if (strcmp(url, "/api/v1/table") == 0)
+    return R_TABLE;
   if (strcmp(url, "/healthz") == 0)
     return R_HEALTHZ;
   const char *want = strcmp(url, "/") == 0 ? "/index.html" : url;
@@ -187,6 +189,10 @@ enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char
                    &w->c_metrics);
   case R_STATE:
     return dynamic(w, conn, w->src.render_state, "application/json", &w->c_state);
+  case R_TABLE:
+    if (!w->src.render_table)
+      return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);
+    return dynamic(w, conn, w->src.render_table, "application/json", &w->c_table);
   case R_EVENTS:
     if (head)
       return MHD_queue_response(conn, MHD_HTTP_OK, w->r_head_sse);

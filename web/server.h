@@ -1,4 +1,5 @@
 /* The embedded HTTP endpoint (libmicrohttpd): /metrics, /api/v1/state,
+ * /api/v1/table,
  * /api/v1/events (SSE), /healthz and the dashboard at /. Read-only.
  * A failure to start is reported to the caller and never harms the job. */
 #ifndef ACL_WEB_SERVER_H
@@ -16,6 +17,8 @@ typedef struct acl_web_source {
   void *user;
   void (*render_metrics)(void *user, acl_strbuf_t *out);
   void (*render_state)(void *user, acl_strbuf_t *out);
+  /* GET /api/v1/table: the tuning table of the decisions (JSON); NULL = 404 */
+  void (*render_table)(void *user, acl_strbuf_t *out);
 } acl_web_source_t;
 
 /* port 0 = any free port (see acl_web_port). NULL with a message in err. */

@@ -190,23 +190,6 @@ Test(abi, static_table_decides_and_v2_follows)
   unlink(path);
 }
 
-Test(abi, static_rule_unavailable_here_fails_loudly)
-{
-  char *path = write_table("broadcast 0 max NVLS LL 0\n");
-  setenv("AUTOCCL_MODE", "static", 1);
-  setenv("AUTOCCL_TABLE", path, 1);
-  acl_h_load(&P);
-  void *ctx = NULL;
-  P.v5->init(&ctx, 0x78, 8, 1, acl_h_logger, NULL, NULL);
-  float t[7][3];
-  int a, p, nch;
-  acl_h_cost_table(ncclFuncBroadcast, 4096, 8, t);
-  cr_assert_neq(call_v5(ctx, ncclFuncBroadcast, 4096, t, &a, &p, &nch), ncclSuccess);
-  cr_assert_geq(acl_h_log_count("unavailable here"), 1, "log: %s", acl_h_log_text());
-  P.v5->finalize(ctx);
-  unlink(path);
-}
-
 Test(abi, bad_table_rejected_whole_with_line_number)
 {
   char *path = write_table("all_reduce 0 1M RING LL 0\nall_gather 0 1M WARP LL 0\n");

@@ -25,6 +25,7 @@ static const char doc_example[] =
     "   \"baseline_seconds\": 0.000410, \"best_seconds\": 0.000371, \"speedup\": 1.105,"
     "   \"busbw\": 1.6e11, \"overlap\": 0.12, \"candidates_evaluated\": 9,"
     "   \"calls_to_converge\": null, \"retunes\": 0, \"calls\": 412, \"bytes_total\": 13824425984,"
+    "   \"source\": \"table\","
     "   \"trajectory\": ["
     "     {\"step\": 0, \"algo\": \"NCCL\", \"proto\": null, \"channels\": 0, \"busbw\": 1.45e11, \"overlap\": 0.1},"
     "     {\"step\": 1, \"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16, \"busbw\": 1.5e11, \"overlap\": 0.1}]}],"
@@ -58,6 +59,11 @@ Test(state, parses_the_documented_example)
   cr_expect_float_eq(w->speedup, 1.105, 1e-12);
   cr_expect_eq(w->calls_to_converge, -1); /* null stays unknown */
   cr_expect_eq(w->bytes_total, 13824425984LL);
+  cr_expect_str_eq(w->source, "table");
+  acl_top_row_t row = {.w = w};
+  char cell[32];
+  cr_expect_str_eq(acl_top_cell(&row, ACL_TOP_COL_SOURCE, cell, sizeof(cell)), "table");
+  cr_expect_str_eq(acl_top_col_name(ACL_TOP_COL_SOURCE), "SOURCE");
   cr_assert_eq(w->traj_len, 2);
   cr_expect_str_eq(w->traj[0].cand.algo, "NCCL");
   cr_expect_float_eq(w->traj[1].busbw, 1.5e11, 1.0);

@@ -11,7 +11,8 @@ REQ=(autoccl_collective_duration_seconds autoccl_collective_bus_bandwidth_bytes_
      autoccl_tuner_retunes_total autoccl_consensus_wait_seconds_total
      autoccl_consensus_blocks_published_total autoccl_profiler_records_total
      autoccl_profiler_records_dropped_total autoccl_profiler_source autoccl_profiler_cupti_backed_off
-     autoccl_build_info autoccl_workload_time_saved_seconds autoccl_workload_exploration_cost_seconds)
+     autoccl_build_info autoccl_workload_time_saved_seconds autoccl_workload_exploration_cost_seconds
+     autoccl_tuner_decision_source)
 
 check_one() { # label, fixture args...
   local tag=$1; shift
@@ -42,8 +43,9 @@ check_one() { # label, fixture args...
 }
 
 check_one base
-# A full table: 512 workloads x (17 histogram + 6 state + <= 12 other series) + comm/process ones.
-MAXS=$((512 * 35 + 64 * 8 + 32)) check_one full --workloads 512
+# A full table: 512 workloads x (17 histogram + 6 state + 3 source + <= 12 other series)
+# + comm/process ones.
+MAXS=$((512 * 38 + 64 * 8 + 32)) check_one full --workloads 512
 n=$(grep -c '^autoccl_collective_calls_total{' "$TMP/full.prom")
 [ "$n" -eq 512 ] || fail "expected 512 workloads at the cap, got $n"
 

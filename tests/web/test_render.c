@@ -265,6 +265,24 @@ Test(metrics, state_is_one_hot)
   free(s);
 }
 
+Test(metrics, decision_source_is_one_hot)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  for (int src = 0; src < ACL_NUM_SOURCES; src++)
+    add_wl(s, 0, 4, 8192u + (unsigned)src)->source = src;
+  char *m = metrics_of(s);
+  cr_assert_eq(count_substr(m, "\nautoccl_tuner_decision_source{"),
+               ACL_NUM_SOURCES * ACL_NUM_SOURCES);
+  cr_assert_eq(count_substr(m, "# TYPE autoccl_tuner_decision_source gauge\n"), 1);
+  cr_assert(strstr(m, "bytes=\"8192\",pipe_ops=\"1\",source=\"nccl\"} 1\n"), "%s", m);
+  cr_assert(strstr(m, "bytes=\"8193\",pipe_ops=\"1\",source=\"explored\"} 1\n"));
+  cr_assert(strstr(m, "bytes=\"8194\",pipe_ops=\"1\",source=\"table\"} 1\n"));
+  cr_assert(strstr(m, "bytes=\"8194\",pipe_ops=\"1\",source=\"nccl\"} 0\n"));
+  free(m);
+  free(s);
+}
+
 Test(metrics, label_values_escaped_and_utf8_sanitised)
 {
   acl_snapshot_t *s = snap_new();
@@ -354,6 +372,7 @@ Test(state, schema_and_nulls)
                                   .overlap = -1};
   w->traj[1] = (acl_traj_point_t){.step = 1, .cand = {.algo = 1, .proto = 2, .nchannels = 16},
                                   .busbw = NAN, .overlap = 0.5f};
+  w->source = 2;
   acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
   u->phase = ACL_PHASE_WARMUP;
   u->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
@@ -387,7 +406,9 @@ Test(state, schema_and_nulls)
   cr_assert(json_is_null(json_object_get(json_array_get(t, 0), "overlap")));
   cr_assert(json_is_null(json_object_get(json_array_get(t, 1), "busbw")));
   cr_assert_float_eq(json_number_value(json_object_get(json_array_get(t, 0), "busbw")), 1.45e11, 1e5);
+  cr_assert_str_eq(json_string_value(json_object_get(a, "source")), "table");
   json_t *b = json_array_get(ws, 1);
+  cr_assert_str_eq(json_string_value(json_object_get(b, "source")), "nccl");
   cr_assert(json_is_null(json_object_get(b, "subspace")));
   cr_assert(json_is_null(json_object_get(b, "best")));
   cr_assert(json_is_null(json_object_get(b, "baseline")));

@@ -32,7 +32,12 @@ static void r_fail(void *u, acl_strbuf_t *out)
   (void)u;
   out->failed = true;
 }
-static const acl_web_source_t k_src = {NULL, r_metrics, r_state};
+static void r_table(void *u, acl_strbuf_t *out)
+{
+  (void)u;
+  acl_sb_puts(out, "{\"version\":1,\"entries\":[]}");
+}
+static const acl_web_source_t k_src = {NULL, r_metrics, r_state, r_table};
 
 static const char *g_src; /* source address of the next dials; NULL: any */
 
@@ -120,6 +125,10 @@ Test(server, routes_and_status_codes)
   cr_assert(strncmp(b, "HTTP/1.1 200", 12) == 0, "%s", b);
   cr_assert(strstr(b, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"), "%s", b);
   cr_assert(strstr(b, "\r\n\r\n# HELP x_total X."));
+  http(port, "GET", "/api/v1/table", b, sizeof(b));
+  cr_assert(strncmp(b, "HTTP/1.1 200", 12) == 0, "%s", b);
+  cr_assert(strstr(b, "Content-Type: application/json\r\n"), "%s", b);
+  cr_assert(strstr(b, "\r\n\r\n{\"version\":1,\"entries\":[]}"), "%s", b);
   http(port, "GET", "/api/v1/state", b, sizeof(b));
   cr_assert(strstr(b, "Content-Type: application/json\r\n"));
   cr_assert(strstr(b, "{\"version\": 1}"));
@@ -150,13 +159,15 @@ Test(server, routes_and_status_codes)
 
 Test(server, render_failure_and_missing_source)
 {
-  acl_web_source_t src = {NULL, r_fail, NULL};
+  acl_web_source_t src = {NULL, r_fail, NULL, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   http(acl_web_port(w), "GET", "/metrics", b, sizeof(b));
   cr_assert(strncmp(b, "HTTP/1.1 500", 12) == 0, "%s", b);
   http(acl_web_port(w), "GET", "/api/v1/state", b, sizeof(b));
   cr_assert(strncmp(b, "HTTP/1.1 503", 12) == 0, "%s", b);
+  http(acl_web_port(w), "GET", "/api/v1/table", b, sizeof(b));
+  cr_assert(strncmp(b, "HTTP/1.1 404", 12) == 0, "no table source: %s", b);
   http(acl_web_port(w), "GET", "/healthz", b, sizeof(b));
   cr_assert(strncmp(b, "HTTP/1.1 200", 12) == 0, "still serving");
   acl_web_stop(w);
@@ -363,7 +374,7 @@ static void r_count(void *u, acl_strbuf_t *out)
 
 Test(server, renders_are_reused_briefly_then_refreshed)
 {
-  acl_web_source_t src = {NULL, r_count, r_count};
+  acl_web_source_t src = {NULL, r_count, r_count, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   g_renders = 0;

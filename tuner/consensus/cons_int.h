@@ -13,10 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/table.h"
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT 2u /* 2: cons_settings_t holds acl_search_params_t */
+#define ACL_CONS_LAYOUT 3u /* 2: cons_settings_t holds acl_search_params_t; 3: table hash */
 #define ACL_CONS_RING 512      /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128     /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128 /* processes recorded for stale detection */
@@ -122,6 +123,12 @@ typedef struct cons_hdr {
   _Atomic uint32_t leader;  /* rank 0 is attached on this host */
   _Atomic uint32_t nworkloads; /* indices in use (sparse on followers) */
   uint32_t pad1;
+  /* AUTOCCL_TABLE agreement: the creator's table hash (0 = none); a rank
+   * joining with another raises table_off, and every rank then leaves
+   * NCCL's choices instead of the table's (never some ranks only). */
+  uint64_t table_hash;
+  _Atomic uint32_t table_off;
+  uint32_t pad2;
   pthread_mutex_t lock;
   /* under the lock */
   uint32_t attached; /* ranks (acl_cons_t) attached on this host */
@@ -195,6 +202,8 @@ struct acl_cons {
   struct acl_relay_client *client; /* follower hosts */
   bool registered;             /* rank 0: registered with the relay server */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
+  const acl_table_t *table; /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
+  uint64_t table_hash;
 };
 
 /* cons_shm.c */
@@ -217,7 +226,9 @@ void cons_unlock(cons_hdr_t *h);
  * unknown rank, counted without de-duplication), and makes sure a block
  * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead. */
 #define CONS_NO_RESTRICT INT32_MIN
-int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
+/* Joining rank c's table hash against the segment's (lock held). */
+void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator);
+int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *key, uint64_t call,
                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
                       uint32_t *widx, cons_blk_t *blk, uint64_t *published);
 /* Test hook (tests/consensus/test_fail.c): take the segment lock and keep

@@ -139,6 +139,8 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     o->candidates_evaluated = r.candidates_evaluated;
     o->calls_to_converge = r.calls_to_converge;
     o->retunes = r.retunes;
+    o->source = r.source;
+    o->samples = r.samples;
     o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_SNAP_TRAJ);
   }
   cons_unlock(h);

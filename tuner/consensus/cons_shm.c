@@ -111,6 +111,22 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
   return 0;
 }
 
+void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator)
+{
+  if (creator) {
+    h->table_hash = c->table_hash;
+    return;
+  }
+  if (h->table_hash == c->table_hash ||
+      atomic_exchange_explicit(&h->table_off, 1, memory_order_relaxed))
+    return;
+  acl_warn("comm %016llx: AUTOCCL_TABLE differs between ranks (table hash %016llx on this "
+           "rank, %016llx on the ranks already here; 0 = no table): every rank leaves "
+           "NCCL's own choices instead of the table's; give every rank the same file",
+           (unsigned long long)c->comm_id, (unsigned long long)c->table_hash,
+           (unsigned long long)h->table_hash);
+}
+
 /* Identifies the job, so a segment of another job is never joined. */
 static uint64_t job_identity(void)
 {
@@ -314,6 +330,7 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
   h->generation = acl_mono_ns() ^ ((uint64_t)getpid() << 32);
   h->creator_start = proc_start_time(getpid());
   h->set = c->set;
+  cons_table_join_locked(h, c, true);
   if (robust_lock_init(&h->lock) != 0) {
     snprintf(err, errlen, "cannot initialise the robust process-shared mutex");
     munmap(p, size);
@@ -407,6 +424,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
   }
   proc_add_locked(h, getpid(), proc_start_time(getpid()));
   h->attached++;
+  cons_table_join_locked(h, c, false);
   cons_unlock(h);
   return JOIN_OK;
 }
@@ -610,6 +628,7 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
     }
     proc_add_locked(m->hdr, getpid(), 0);
     m->hdr->attached++;
+    cons_table_join_locked(m->hdr, c, false);
     cons_unlock(m->hdr);
   }
   m->refs++;

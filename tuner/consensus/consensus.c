@@ -191,7 +191,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
   h->blocks_published++;
 }
 
-int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
+int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *key, uint64_t call,
                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
                       uint32_t *widx, cons_blk_t *blk, uint64_t *published)
 {
@@ -210,6 +210,14 @@ int cons_serve_locked(cons_hdr_t *h, const acl_wkey_t *key, uint64_t call,
     w->key = (acl_wkey_t){.comm_id = key->comm_id, .nbytes = key->nbytes,
                           .num_pipe_ops = key->num_pipe_ops, .coll = key->coll};
     acl_search_init(&w->search, &h->set.search, &w->key, cost);
+    if (seed && !atomic_load_explicit(&h->table_off, memory_order_relaxed)) {
+      acl_table_query_t q = {.coll = key->coll, .nbytes = key->nbytes,
+                             .nnodes = h->set.nnodes, .nranks = h->set.nranks,
+                             .pipe_ops = key->num_pipe_ops};
+      const acl_table_rule_t *rule = acl_table_find(seed, &q);
+      if (rule)
+        acl_search_seed(&w->search, &rule->cand); /* -1: not runnable here, explores */
+    }
     atomic_store_explicit(&w->present, 1, memory_order_release);
     atomic_store_explicit(&h->nworkloads, n + 1, memory_order_release);
     *widx = n;
@@ -323,6 +331,8 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
     return NULL;
   }
   c->set_hash = cons_settings_hash(&c->set);
+  c->table = p->table && p->cfg->mode == ACL_MODE_ONLINE ? p->table : NULL;
+  c->table_hash = p->table ? p->table->hash : 0;
   uint32_t want = 2u * ((uint32_t)p->cfg->max_workloads + REFUSED_CAP), cap = 64;
   while (cap < want)
     cap <<= 1;
@@ -442,7 +452,7 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
   cons_blk_t b;
   uint64_t pub = 0;
   bool first = !e || !e->restricted;
-  int rc = cons_serve_locked(c->hdr, key, k, cost, first ? c->rank : CONS_NO_RESTRICT, &widx,
+  int rc = cons_serve_locked(c->hdr, c->table, key, k, cost, first ? c->rank : CONS_NO_RESTRICT, &widx,
                              &b, &pub);
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
@@ -610,7 +620,7 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
   uint64_t pub = 0;
   int rank = req->flags & ACL_RELAY_F_RESTRICT ? (req->rank >= 0 ? req->rank : -1)
                                                : CONS_NO_RESTRICT;
-  int rc = cons_serve_locked(c->hdr, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub);
+  int rc = cons_serve_locked(c->hdr, c->table, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub);
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
   resp->widx = widx;
@@ -630,4 +640,9 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
     resp->cand_id = b.cand_id;
     resp->cand = b.cand;
   }
+}
+
+bool acl_cons_table_agreed(const acl_cons_t *c)
+{
+  return !c || !c->hdr || !atomic_load_explicit(&c->hdr->table_off, memory_order_relaxed);
 }

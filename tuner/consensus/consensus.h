@@ -20,6 +20,7 @@
 
 #include "core/config.h"
 #include "core/snapshot.h"
+#include "core/table.h"
 #include "core/types.h"
 #include "tuner/search/search.h"
 
@@ -34,6 +35,10 @@ typedef struct acl_cons_params {
   /* Internal (tests, simulator): salts the segment name so that simulated
    * hosts on one machine do not share a segment. NULL or "" in production. */
   const char *shm_ns;
+  /* AUTOCCL_TABLE (NULL none): online, every covered workload starts on its
+   * decision (acl_search_seed). Ranks agree on its hash (acl_table_t.hash)
+   * through the segment; the caller keeps it alive until destroy. */
+  const acl_table_t *table;
 } acl_cons_params_t;
 
 /* acl_decision_t.widx of a workload refused because the communicator's
@@ -75,6 +80,10 @@ void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, i
 /* NCCL's own channel count for the workload (seen on a call that ran NCCL's
  * choice): where the search starts its channel descent. */
 void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels);
+
+/* False once a rank of this host joined with another AUTOCCL_TABLE (or none
+ * where others have one): every rank then leaves NCCL's choices. */
+bool acl_cons_table_agreed(const acl_cons_t *c);
 
 /* Fills comm (one entry) and up to max workloads (returns how many). */
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);

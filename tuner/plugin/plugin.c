@@ -41,21 +41,27 @@ static void proc_start_locked(ncclDebugLogger_t log)
     acl_info("loaded (mode %s, profiler %s)", acl_mode_name(acl_proc.cfg.mode),
              acl_prof_src_name(acl_proc.cfg.profiler));
   }
-  if (acl_proc.cfg.mode == ACL_MODE_STATIC && !acl_proc.table && !acl_proc.table_failed) {
-    char err[320];
+  bool online = acl_proc.cfg.mode == ACL_MODE_ONLINE;
+  if ((acl_proc.cfg.mode == ACL_MODE_STATIC || (online && acl_proc.cfg.table_path[0])) &&
+      !acl_proc.table && !acl_proc.table_failed) {
+    char err[640];
     acl_proc.table_failed = true; /* until it loads: warn once, not per communicator */
     if (!acl_proc.cfg.table_path[0]) {
       acl_warn("AUTOCCL_MODE=static needs AUTOCCL_TABLE=<file>; leaving NCCL's choices");
     } else if (!(acl_proc.table = calloc(1, sizeof(*acl_proc.table))) ||
                acl_table_load(acl_proc.cfg.table_path, acl_proc.table, err, sizeof(err))) {
-      acl_warn("cannot use tuning table: %s; leaving NCCL's choices",
-               acl_proc.table ? err : "out of memory");
+      acl_warn("cannot use tuning table (AUTOCCL_TABLE): %s; %s",
+               acl_proc.table ? err : "out of memory",
+               online ? "every workload explores" : "leaving NCCL's choices");
       free(acl_proc.table);
       acl_proc.table = NULL;
     } else {
       acl_proc.table_failed = false;
-      acl_info("static mode: %d rules from %s", acl_proc.table->nrules,
-               acl_proc.cfg.table_path);
+      acl_info("%s: %d rules from %s (%s format, hash %016llx)",
+               online ? "warm start" : "static mode", acl_proc.table->nrules,
+               acl_proc.cfg.table_path,
+               acl_proc.table->format == ACL_TABLE_FMT_NCCL_CSV ? "NCCL CSV" : "autoccl",
+               (unsigned long long)acl_proc.table->hash);
     }
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
@@ -80,10 +86,16 @@ static void proc_stop_locked(bool at_exit)
     acl_obs_start_locked();
     return;
   }
+  if (at_exit)
+    acl_table_write_out_locked(); /* ranks NCCL never finalized */
   acl_prof_destroy(acl_proc.prof);
   if (acl_proc.prof)
     acl_trace_stop(); /* after the profiler: no sample arrives any more */
   acl_proc.prof = NULL;
+  free(acl_proc.out);
+  acl_proc.out = NULL;
+  acl_proc.nout = acl_proc.nout_cap = 0;
+  atomic_store(&acl_proc.table_warned, 0);
   free(acl_proc.table);
   acl_proc.table = NULL; /* a later communicator loads it again */
   acl_proc.table_failed = false;
@@ -126,6 +138,11 @@ static void rank_unref_locked(acl_rank_t *r)
     }
   }
   acl_prof_rank_detach(acl_proc.prof, r->prof_rank);
+  if (r->cons) {
+    /* finalize: this communicator's decisions go into AUTOCCL_TABLE_OUT */
+    acl_table_keep_locked(r);
+    acl_table_write_out_locked();
+  }
   acl_cons_destroy(r->cons);
   free(r->stats);
   free(r);
@@ -172,6 +189,7 @@ static void join_consensus_locked(acl_rank_t *r)
       .rank = r->rank,
       .cfg = &acl_proc.cfg,
       .shm_ns = acl_proc.cfg.shm_salt[0] ? acl_proc.cfg.shm_salt : NULL,
+      .table = acl_proc.table,
   };
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
   if (!r->cons && acl_proc.cfg.mode != ACL_MODE_ONLINE &&
@@ -360,20 +378,35 @@ static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *
             detail);
 }
 
-static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes,
+/* Static mode. Every rank of the communicator computes the same decision
+ * from the same table (agreed by hash) and the same call, so leaving NCCL's
+ * choice where a rule cannot run keeps ranks together: NCCL sees the same
+ * availability on every rank of a communicator (its cost table is built
+ * from the communicator's shared topology). */
+static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes, int pipe_ops,
                                   float (*t)[NCCL_NUM_PROTOCOLS], int *nch)
 {
-  const acl_table_rule_t *rule = acl_table_lookup(acl_proc.table, coll, nbytes);
-  if (!rule)
+  if (r->cons && !acl_cons_table_agreed(r->cons)) {
+    if (!(atomic_fetch_or(&r->logged, ACL_LOGGED_TABLE_HASH) & ACL_LOGGED_TABLE_HASH))
+      acl_warn("comm %016llx rank %d: the ranks' AUTOCCL_TABLE files differ; every rank "
+               "leaves NCCL's own choices", (unsigned long long)r->comm_id, r->rank);
+    return ncclSuccess;
+  }
+  acl_table_query_t q = {.coll = coll, .nbytes = nbytes, .nnodes = r->nnodes,
+                         .nranks = r->nranks, .pipe_ops = pipe_ops};
+  const acl_table_rule_t *rule = acl_table_find(acl_proc.table, &q);
+  if (!rule || rule->cand.algo == ACL_ALGO_NCCL)
     return ncclSuccess;
   const acl_candidate_t *c = &rule->cand;
   if (t[c->algo][c->proto] < 0.0f) {
-    /* Another rank may well be able to run it: refuse rather than diverge. */
-    char d[160];
-    snprintf(d, sizeof(d), "%s %zu bytes: table rule %s/%s is unavailable here",
-             acl_coll_name(coll), nbytes, acl_algo_name(c->algo), acl_proto_name(c->proto));
-    log_once(r, ACL_LOGGED_STATIC, "static decision cannot be applied", d);
-    return ncclInvalidUsage;
+    unsigned bit = ACL_AP_BIT(c->algo, c->proto);
+    if (!(atomic_fetch_or(&acl_proc.table_warned, bit) & bit))
+      acl_warn("AUTOCCL_TABLE %s line %d: %s/%s is not available on comm %016llx (%s %zu "
+               "bytes); NCCL's own choice runs for such calls (warned once)",
+               acl_proc.cfg.table_path, rule->line, acl_algo_name(c->algo),
+               acl_proto_name(c->proto), (unsigned long long)r->comm_id, acl_coll_name(coll),
+               nbytes);
+    return ncclSuccess;
   }
   apply_choice(t, c->algo, c->proto);
   if (c->nchannels > 0)
@@ -394,7 +427,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (mode == ACL_MODE_OFF || r->online_unsafe)
     return ncclSuccess;
   if (mode == ACL_MODE_STATIC)
-    return acl_proc.table ? decide_static(r, coll, nbytes, t, nch) : ncclSuccess;
+    return acl_proc.table ? decide_static(r, coll, nbytes, pipe_ops, t, nch) : ncclSuccess;
   acl_wkey_t key = {.comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops,
                     .coll = (uint8_t)coll};
   acl_decision_t d;
@@ -447,7 +480,7 @@ ncclResult_t acl_plugin_get_coll_info_v2(acl_rank_t *r, int coll, size_t nbytes,
   if (!r || acl_proc.cfg.mode != ACL_MODE_STATIC || !acl_proc.table)
     return ncclSuccess;
   const acl_table_rule_t *rule = acl_table_lookup(acl_proc.table, coll, nbytes);
-  if (rule) {
+  if (rule && rule->cand.algo != ACL_ALGO_NCCL) {
     *algo = rule->cand.algo;
     *proto = rule->cand.proto;
     if (rule->cand.nchannels > 0)

@@ -43,6 +43,7 @@ enum {
   ACL_LOGGED_JOIN = 1u << 0,
   ACL_LOGGED_DECIDE = 1u << 1,
   ACL_LOGGED_STATIC = 1u << 2,
+  ACL_LOGGED_TABLE_HASH = 1u << 3,
 };
 
 struct acl_rank {
@@ -70,7 +71,10 @@ typedef struct acl_proc {
   pthread_mutex_t lock; /* ranks list, start/stop */
   bool cfg_loaded;
   acl_config_t cfg;
-  acl_table_t *table;   /* static mode */
+  acl_table_t *table;   /* AUTOCCL_TABLE: static mode, online warm start */
+  acl_table_entry_t *out; /* decisions of communicators gone (AUTOCCL_TABLE_OUT) */
+  int nout, nout_cap;
+  _Atomic unsigned table_warned; /* bit per unavailable (algo, proto): warned once */
   bool table_failed;    /* reported; not retried until the last rank goes */
   uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
   struct acl_prof *prof;
@@ -90,6 +94,11 @@ typedef struct acl_proc {
 } acl_proc_t;
 
 extern acl_proc_t acl_proc;
+
+/* plugin_table.c; called with acl_proc.lock held. */
+void acl_table_keep_locked(struct acl_rank *r); /* r's decisions outlive it */
+void acl_table_write_out_locked(void);         /* AUTOCCL_TABLE_OUT, atomically */
+void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
 
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);

@@ -127,6 +127,15 @@ static void src_state(void *user, acl_strbuf_t *out)
   render_with(acl_render_state_json, out);
 }
 
+/* GET /api/v1/table: the decisions as a tuning table (plugin_table.c). */
+static void src_table(void *user, acl_strbuf_t *out)
+{
+  (void)user;
+  pthread_mutex_lock(&acl_proc.lock);
+  acl_table_render_json_locked(out);
+  pthread_mutex_unlock(&acl_proc.lock);
+}
+
 /* What the watcher remembers per workload to notice changes. */
 typedef struct seen {
   uint64_t comm_id;
@@ -207,7 +216,8 @@ void acl_obs_start_locked(void)
     return;
   int port = cfg->http_port == 0 ? 0 : cfg->http_port + cfg->local_rank;
   char err[256] = "";
-  acl_web_source_t src = {.user = NULL, .render_metrics = src_metrics, .render_state = src_state};
+  acl_web_source_t src = {.user = NULL, .render_metrics = src_metrics, .render_state = src_state,
+                          .render_table = src_table};
   if (port > 65535) {
     snprintf(err, sizeof(err), "port %d (AUTOCCL_HTTP_PORT + local rank %d) is out of range",
              port, cfg->local_rank);

@@ -144,7 +144,8 @@ typedef struct acl_search {
   uint8_t waiting;          /* the current block waits for the budget */
   uint8_t probe;            /* ... waits for late samples, one call sampled */
   uint8_t events_paid;      /* the workload's first profiler events were charged */
-  uint8_t pad_b;
+  uint8_t seed_state;       /* warm start (acl_search_seed): 0 none, 1 the table's
+                             * decision runs, 2 it lost its validation */
   uint32_t drift_run;       /* consecutive samples past the drift rule */
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
@@ -152,6 +153,8 @@ typedef struct acl_search {
   uint32_t wait_mark;       /* c0_sampled when a candidate began waiting for its
                              * late samples */
   uint32_t c0_sampled;      /* sampled calls of NCCL's choice handed out this tuning */
+  uint16_t seed_id;         /* cand id of the table's decision (seed_state) */
+  uint16_t pad_c;
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
@@ -176,7 +179,15 @@ typedef struct acl_search_report {
   double exploration_spent_seconds; /* charged to the exploration budget */
   double cost_seconds;        /* the workload's estimated time so far */
   uint32_t merged, outliers;
+  uint8_t source;             /* ACL_SEARCH_SRC_*: where the decision came from */
+  uint64_t samples;           /* samples the search has used */
 } acl_search_report_t;
+
+/* Where a workload's decision comes from (acl_search_report_t.source). */
+#define ACL_SEARCH_SRC_NCCL 0     /* NCCL's own choice (also while exploring) */
+#define ACL_SEARCH_SRC_EXPLORED 1 /* found by this run's exploration */
+#define ACL_SEARCH_SRC_TABLE 2    /* a tuning table's (warm start), validated */
+const char *acl_search_source_name(int src); /* "nccl", "explored", "table" */
 
 /* The one place of the search's defaults (the AUTOCCL_* ones from
  * core/config.h). */
@@ -205,6 +216,15 @@ void acl_search_hint_channels(acl_search_t *s, int nch);
  * and size, runs clamped: candidates that NCCL runs identically are one
  * candidate, and the grid points they cover are never explored again. */
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
+/* Warm start (search_conv.c): right after acl_search_init, the workload
+ * takes cand (a tuning table's decision; algo ACL_ALGO_NCCL = NCCL's own) as
+ * its converged decision from the first call, treated like a provisional
+ * one: NCCL's own choice is interleaved in the background until the
+ * difference is significant, and the decision reverts to it, then the
+ * workload explores, when it is slower. Samples of the first warmup_calls
+ * calls are dropped. Returns 0, or -1 when cand cannot run here (its pair is
+ * not in the cost table): the search explores as without a table. */
+int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand);
 acl_phase_t acl_search_phase(const acl_search_t *s);
 /* Which calls need profiler events (each costs NCCL several us of host
  * time): 1 call in 2^shift, ACL_SEARCH_SAMPLE_NEVER for none. Every call

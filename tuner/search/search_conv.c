@@ -3,11 +3,14 @@
  * own choice and refinement, drift re-tuning, and reporting. Builds on
  * search_grid.c; calls nothing in search.c. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
 
 /* ---- decision and validation --------------------------------------------- */
+
+static void seed_failed(acl_search_t *s);
 
 static void val_reset(acl_search_t *s, uint8_t state)
 {
@@ -124,6 +127,12 @@ static void next_challenger(acl_search_t *s)
 void acl_search_converge(acl_search_t *s, int id)
 {
   bool first = s->phase != ACL_PHASE_CONVERGED;
+  if (!first && s->seed_state == SEED_RUNNING && s->current == s->seed_id && id != s->seed_id) {
+    /* the table's decision cannot run on some rank (acl_search_restrict):
+     * as if the table were silent, the workload explores */
+    seed_failed(s);
+    return;
+  }
   s->phase = ACL_PHASE_CONVERGED;
   adopt(s, id);
   if (!first) {
@@ -168,6 +177,16 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
   s->val_sq[k] += x * x;
 }
 
+static void retune(acl_search_t *s);
+
+/* The table's decision is slower than NCCL's own choice here: the workload
+ * explores as if the table were silent. */
+static void seed_failed(acl_search_t *s)
+{
+  s->seed_state = SEED_FAILED;
+  retune(s);
+}
+
 /* Sequential test, looked at once per challenger block. Against NCCL's
  * choice (challenger 0): keep the decision when it is faster by
  * ACL_VAL_Z_KEEP standard errors, revert when it is slower by ACL_VAL_Z_DROP,
@@ -191,8 +210,15 @@ static void val_check(acl_search_t *s)
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
-      next_challenger(s);
+      if (s->seed_state == SEED_RUNNING)
+        val_over(s); /* a table's decision was refined when it was explored */
+      else
+        next_challenger(s);
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
+      if (s->seed_state == SEED_RUNNING) {
+        seed_failed(s);
+        return;
+      }
       promote(s); /* back to NCCL's own choice */
       next_challenger(s);
     }
@@ -254,6 +280,8 @@ static void retune(acl_search_t *s)
 {
   s->phase = ACL_PHASE_RETUNING;
   s->retunes++;
+  if (s->seed_state == SEED_RUNNING)
+    s->seed_state = SEED_FAILED; /* measured again from here: explored */
   for (int i = 0; i < s->ncands; i++) {
     acl_search_cand_t *c = &s->cands[i];
     c->planned = 0;
@@ -319,18 +347,87 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
 {
   acl_search_cand_t *c = &s->cands[id];
   (void)overlap; /* already in the candidate's ring */
+  if (s->seed_state == SEED_RUNNING && s->samples_seen <= (uint64_t)s->params.warmup_calls)
+    return; /* a warm start's first calls are its warm-up */
   if (c->judged)
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+  if (id == s->current && s->converged_seconds <= 0.0 &&
+      c->nsamples >= s->params.samples_per_cand) {
+    /* A decision taken before it was measured (a warm start, or NCCL's own
+     * choice it reverted to): its drift reference once it has samples. */
+    c->judged = 1;
+    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+    s->converged_seconds = c->robust_seconds;
+    s->overlap_conv = acl_search_mean_overlap(c);
+  }
   if (id == s->current) {
-    drift_check(s, seconds);
+    if (s->converged_seconds > 0.0)
+      drift_check(s, seconds);
     if (s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING)
       val_add(s, 0, id, seconds);
   } else if (id == s->challenger && s->val_state == VAL_RUNNING) {
-    s->spent_s += fmax(0.0, seconds - s->converged_seconds);
+    const acl_search_cand_t *d = &s->cands[s->current];
+    double ref = s->converged_seconds > 0.0 ? s->converged_seconds
+                 : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)
+                                            : seconds;
+    s->spent_s += fmax(0.0, seconds - ref);
     val_add(s, 1, id, seconds);
     val_check(s);
   }
 }
+
+/* ---- warm start ---------------------------------------------------------- */
+
+int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
+{
+  if (!s || !cand || s->calls_planned > 0 || s->phase != ACL_PHASE_WARMUP)
+    return -1;
+  int id = ACL_SEARCH_CAND_NCCL;
+  if (cand->algo != ACL_ALGO_NCCL) {
+    int si = -1;
+    for (int i = 0; i < s->nsubs; i++)
+      if (s->subs[i].algo == cand->algo && s->subs[i].proto == cand->proto &&
+          s->subs[i].state != SUB_INVALID)
+        si = i;
+    if (si < 0 || s->ncands >= ACL_SEARCH_MAX_CANDS)
+      return -1;
+    /* Its own candidate, on the grid point nearest its channels (where a
+     * later exploration would start from), whatever its exact count. */
+    id = s->ncands++;
+    acl_search_cand_t *c = &s->cands[id];
+    memset(c, 0, sizeof *c);
+    c->cand = *cand;
+    c->cand.chunk_bytes = 0;
+    c->sub = (uint8_t)si;
+    c->axis_idx[0] = (uint8_t)acl_search_axis_start(s, ACL_SEARCH_AXIS_CHANNELS);
+    int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
+    for (int i = 0; i < n && cand->nchannels > 0; i++)
+      if (abs(acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, i) - cand->nchannels) <
+          abs(acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, c->axis_idx[0]) -
+              cand->nchannels))
+        c->axis_idx[0] = (uint8_t)i;
+    c->judged = 1; /* a verdict from an earlier run: usable; timed once sampled */
+    c->tried = 1;
+  }
+  s->seed_state = SEED_RUNNING;
+  s->seed_id = (uint16_t)id;
+  s->tune_start_call = 0;
+  /* adopt + validation against NCCL's own choice, no refinement: the table's
+   * decision was refined when it was explored. */
+  s->phase = ACL_PHASE_CONVERGED;
+  s->tuned_once = 1;
+  s->cur_sub = ACL_SEARCH_NONE;
+  s->calls_to_converge = 1;
+  adopt(s, id);
+  s->decision_call = 1;
+  s->val_refines = ACL_REF_MAX_TRIES;
+  val_reset(s, VAL_RUNNING);
+  if (id == ACL_SEARCH_CAND_NCCL)
+    val_over(s);
+  return 0;
+}
+
+const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
@@ -386,6 +483,13 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->cost_seconds = (double)s->calls_planned * acl_search_ref_seconds(s);
   r->merged = s->merged;
   r->outliers = s->outliers;
+  r->samples = s->samples_seen;
+  if (s->phase != ACL_PHASE_CONVERGED || acl_search_is_nccl(s, cur))
+    r->source = s->seed_state == SEED_RUNNING && cur == s->seed_id ? ACL_SEARCH_SRC_TABLE
+                                                                  : ACL_SEARCH_SRC_NCCL;
+  else
+    r->source = s->seed_state == SEED_RUNNING && cur == s->seed_id ? ACL_SEARCH_SRC_TABLE
+                                                                  : ACL_SEARCH_SRC_EXPLORED;
 }
 
 int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max)

@@ -56,6 +56,7 @@
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 enum { VAL_NONE = 0, VAL_RUNNING, VAL_DONE };
+enum { SEED_NONE = 0, SEED_RUNNING, SEED_FAILED };
 
 /* search_grid.c: the candidate grid and table, statistics. Calls nothing
  * else in the search. */

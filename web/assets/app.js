@@ -110,6 +110,7 @@ function renderTable() {
     cell(tr, dash(s, fmtSigned), 'num' + (isNum(s) ? (s > 0 ? ' gain' : s < 0 ? ' loss' : '') : ''));
     cell(tr, dash(w.overlap, fmtPct), 'num');
     cell(tr, dash(w.busbw, fmtBw), 'num');
+    cell(tr, dash(w.source, String), w.source ? 'source-' + w.source : undefined);
     tr.addEventListener('click', () => { selectedKey = key; render(); });
     rows.push(tr);
   }

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Warm start, end to end with the real plugin: a cold run writes its
+decisions (AUTOCCL_TABLE_OUT), a restarted run reads them (AUTOCCL_TABLE).
+For every workload the table covers, the restarted run must run its final
+decision from the first call after warm-up (first_decision_call <= warm-up
++ 1), run anything else on at most 2 % of its calls (exploration_calls),
+and end on the table's decision; no divergence, no errors. Both formats:
+autoccl's text and NCCL's CSV (which cannot say "NCCL's own choice", so
+those workloads are not covered there), and two simulated hosts.
+
+usage: warm_start.py SIM PLUGIN WORKDIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+WARMUP = 5
+
+
+def run(sim, plugin, env_extra, steps, shape):
+    env = dict(os.environ, AUTOCCL_HTTP_PORT="", AUTOCCL_WARMUP=str(WARMUP))
+    env.pop("AUTOCCL_TABLE", None)
+    env.pop("AUTOCCL_TABLE_OUT", None)
+    env.update(env_extra)
+    p = subprocess.run([sim, "--plugin", plugin, "--json", "--quiet", "--steps", str(steps)] + shape,
+                       env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        sys.exit("FAIL: sim exit %d\n%s\n%s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    if rep.get("divergent_decisions") or rep.get("plugin_errors"):
+        sys.exit("FAIL: divergent or errors: %s" % p.stdout[-2000:])
+    return rep
+
+
+def key(w):
+    return (w["collective"], w["bytes"])
+
+
+def rules(path):
+    """(collective, min, max, algo) of each rule of either format."""
+    out = []
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        f = [x.strip() for x in line.split(",")] if line.count(",") == 9 else line.split()
+        big = 2 ** 64 - 1
+        out.append((f[0].replace("_", "").lower(), int(f[1]) if f[1] != "max" else big,
+                    int(f[2]) if f[2] != "max" else big, f[3].upper()))
+    return out
+
+
+def covered_by(table, w):
+    """The first matching rule decides; NCCL's own is no coverage to check
+    for CSV (it has no such rule), but is for autoccl's format."""
+    coll = w["collective"].lower()
+    for c, lo, hi, algo in table:
+        if c in (coll, "*", "-1") and lo <= w["bytes"] <= hi:
+            return True
+    return False
+
+
+def main():
+    sim, plugin, work = sys.argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    failures = 0
+    runs = [("txt", ["--ranks", "2", "--workload", "mixed"]),
+            ("csv", ["--ranks", "2", "--workload", "mixed"]),
+            # two hosts: the leader host seeds and exports, the other follows
+            ("txt", ["--ranks", "4", "--hosts", "2", "--workload", "ddp"])]
+    for ext, shape in runs:
+        table = os.path.join(work, "table." + ext)
+        if os.path.exists(table):
+            os.unlink(table)
+        cold = run(sim, plugin, {"AUTOCCL_TABLE_OUT": table}, 20000, shape)
+        if not os.path.isfile(table):
+            sys.exit("FAIL: %s not written at finalize" % table)
+        if any(f.startswith("table.%s.tmp" % ext) for f in os.listdir(work)):
+            sys.exit("FAIL: temp file left next to %s" % table)
+        cold_final = {key(w): w for w in cold["workloads"] if w["state"] == "converged"}
+        table_rules = rules(table)
+        warm = run(sim, plugin, {"AUTOCCL_TABLE": table}, 5000, shape)
+        covered = 0
+        for w in warm["workloads"]:
+            k = key(w)
+            if k not in cold_final or not covered_by(table_rules, w):
+                continue
+            covered += 1
+            c = cold_final[k]
+            line = ("%s %s %s: cold first_decision_call %d exploration_calls %d/%d; warm %d, %d/%d"
+                    % (ext, " ".join(shape[1::2]), k, c["first_decision_call"], c["exploration_calls"], c["calls"],
+                       w["first_decision_call"], w["exploration_calls"], w["calls"]))
+            print(line)
+            ok = (w["first_decision_call"] <= WARMUP + 1 and
+                  w["exploration_calls"] <= 0.02 * w["calls"] and w["final"] == c["final"])
+            if not ok:
+                print("FAIL:", line, "final", w["final"], "table", c["final"])
+                failures += 1
+        if covered == 0:
+            sys.exit("FAIL: %s: no workload covered by the table" % ext)
+    sys.exit(1 if failures else 0)
+
+
+main()
