@@ -62,8 +62,10 @@ run() {
   fi
   if [ -n "${OUT:-}" ]; then
     set +e
-    timeout 240 "$bin" "$@" 2>&1 | tee "$OUT/$log"
+    # the check's own status, not tee's (a failed check used to pass here)
+    timeout 240 "$bin" "$@" > "$OUT/$log" 2>&1
     rc=$?
+    cat "$OUT/$log"
     set -e
     return $rc
   fi

@@ -233,7 +233,10 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   acl_search_report_t rep;
   acl_search_report(s, &rep);
   r->converged = rep.phase == ACL_PHASE_CONVERGED;
-  r->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : rep.best;
+  /* Not converged by the end: the exploration budget had it wait, which
+   * runs NCCL's own choice, so that is what the job gets (the best measured
+   * so far is only a guess, unvalidated). */
+  r->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : r->deflt;
   r->calls_to_converge = (uint32_t)rep.calls_to_converge;
   r->calls_to_final = (uint32_t)rep.calls_to_decision;
   r->calls_to_verdict = (uint32_t)rep.calls_to_verdict;
