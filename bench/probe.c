@@ -78,6 +78,8 @@ static ncclResult_t p_start(void *ctx, void **eHandle, ncclProfilerEventDescr_v5
   if (!c || !d || d->type != ncclProfileColl || !d->coll.func)
     return ncclSuccess;
   size_t b = d->coll.count * (size_t)dsize(d->coll.datatype);
+  if (b == 0)
+    return ncclSuccess; /* unknown datatype or an empty call: nothing to match */
   pthread_mutex_lock(&mu);
   for (int k = 0; k < g_nkeys; k++) {
     /* AllGather / ReduceScatter: the tuner's bytes are the whole buffer */

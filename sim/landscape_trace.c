@@ -165,8 +165,7 @@ double acl_land_tr_time_regime(const acl_land_tr_t *tr, int mcoll, int regime, d
   const acl_tr_cfg_t *c0 = NULL, *c1 = NULL;
   double t;
   if (bytes <= s->pt[0].bytes || n == 1) {
-    int i = bytes <= s->pt[0].bytes ? 0 : 0;
-    t = time_at(tr, mcoll, &s->pt[i], algo, proto, nch, &c0);
+    t = time_at(tr, mcoll, &s->pt[0], algo, proto, nch, &c0);
     if (n == 1 && bytes > s->pt[0].bytes && isfinite(t))
       t *= bytes / s->pt[0].bytes;
   } else if (bytes >= s->pt[n - 1].bytes) {
@@ -184,10 +183,8 @@ double acl_land_tr_time_regime(const acl_land_tr_t *tr, int mcoll, int regime, d
       t = exp((1.0 - w) * log(t0) + w * log(t1));
     else
       t = w < 0.5 ? t0 : t1;
-    if (w >= 0.5 && c1)
-      c0 = c1;
-    else if (!c0)
-      c0 = c1;
+    if ((w >= 0.5 && c1) || !c0)
+      c0 = c1; /* the nearer recorded size, else whichever exists */
   }
   if (src)
     *src = c0;
