@@ -194,3 +194,40 @@ Test(budget, clamped_candidates_are_merged)
           dup++;
   cr_assert_eq(dup, 0, "%d executed configs were explored by three or more candidates", dup);
 }
+
+/* NCCL does not always run the argmin of the cost table the tuner sees (2xH200
+ * AllReduce 256 KiB: the table's minimum is Tree/LL, NCCL ran Ring/LL/22).
+ * Told what NCCL ran, the search treats that pair as NCCL's own: Tree/LL is
+ * measured, never credited with the baseline's samples. */
+Test(budget, nccl_pair_is_what_nccl_ran)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  p.budget = 1e9;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  int a[] = {0, 1, 1}, q[] = {0, 0, 2};
+  float us[] = {9, 10, 16}; /* the table says TREE/LL */
+  table_only(cost, 3, a, q, us);
+  acl_search_init(&s, &p, &small_key, cost);
+  acl_search_hint_nccl(&s, 1, 0, 22); /* NCCL ran RING/LL/22 */
+  uint64_t k = 0;
+  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(&s, &c, &len);
+    /* truth: RING/LL 5 us (NCCL's choice), TREE/LL 12 us */
+    double t = c.algo == ACL_ALGO_NCCL || c.algo == 1 ? 5e-6 : c.proto == 0 ? 12e-6 : 20e-6;
+    if (c.algo >= 0 && c.nchannels > 22) /* NCCL built 24, LL runs at most 22 here */
+      acl_search_observe_channels(&s, id, 22);
+    for (uint32_t j = 0; j < len; j++, k++)
+      acl_search_add_sample(&s, id, t, 0.0f);
+  }
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert_neq(r.current.algo, 0, "converged on TREE, 2.4x slower than what NCCL ran");
+  for (int i = 1; i < s.ncands; i++)
+    if (s.cands[i].cand.algo == 0 && s.cands[i].judged)
+      cr_assert_gt(s.cands[i].robust_seconds, 10e-6, "TREE credited with the baseline's samples");
+}

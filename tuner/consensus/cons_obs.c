@@ -178,7 +178,8 @@ int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
 
 /* Channel facts from Coll events: NCCL's own count (cand_id < 0) or what a
  * candidate ran. */
-static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int nchannels)
+static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int algo, int proto,
+                          int nchannels)
 {
   if (!c || widx >= (uint32_t)c->set.max_workloads || nchannels <= 0 || !cons_leader_here(c))
     return;
@@ -189,7 +190,7 @@ static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int nchanne
     cons_wl_t *w = cons_wl(h, widx);
     w->dirty = 1;
     if (cand_id < 0)
-      acl_search_hint_channels(&w->search, nchannels);
+      acl_search_hint_nccl(&w->search, algo, proto, nchannels);
     else
       acl_search_observe_channels(&w->search, cand_id, nchannels);
     w->dirty = 0;
@@ -197,12 +198,12 @@ static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int nchanne
   cons_unlock(h);
 }
 
-void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels)
+void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int algo, int proto, int nchannels)
 {
-  channels_fact(c, widx, -1, nchannels);
+  channels_fact(c, widx, -1, algo, proto, nchannels);
 }
 
 void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels)
 {
-  channels_fact(c, widx, cand_id, nchannels);
+  channels_fact(c, widx, cand_id, -1, -1, nchannels);
 }

@@ -77,9 +77,10 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
 /* The channels NCCL ran a call of cand_id with (its Coll event): clamped
  * requests teach the search which candidates run identically. */
 void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels);
-/* NCCL's own channel count for the workload (seen on a call that ran NCCL's
- * choice): where the search starts its channel descent. */
-void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int nchannels);
+/* What NCCL's own choice ran (seen on a call that ran it): its (algorithm,
+ * protocol), -1 when unknown, and channels, where the search starts its
+ * channel descent. */
+void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int algo, int proto, int nchannels);
 
 /* False once a rank of this host joined with another AUTOCCL_TABLE (or none
  * where others have one): every rank then leaves NCCL's choices. */

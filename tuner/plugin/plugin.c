@@ -507,10 +507,14 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
     return;
   acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
   if (r->cons && s->tag.widx < (uint32_t)r->nstats) {
+    /* What NCCL's own choice really ran (the sample's Coll event; under
+     * CUPTI only the channels, from coll_hook). */
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
-    int nch = atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
+    bool own = s->tag.cand.algo == ACL_ALGO_NCCL && s->ran_nch > 0;
+    int nch = own ? s->ran_nch : atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
     if (nch > 0 && !atomic_exchange(&st->hinted, true))
-      acl_cons_hint_channels(r->cons, s->tag.widx, nch);
+      acl_cons_hint_channels(r->cons, s->tag.widx, own ? s->ran_algo : -1,
+                             own ? s->ran_proto : -1, nch);
   }
   if (r->cons) {
     /* A clamped candidate teaches the search (once is enough: the search

@@ -210,6 +210,18 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
 
+void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
+{
+  acl_search_hint_channels(s, nch);
+  if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
+      proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
+    return;
+  if (s->phase != ACL_PHASE_WARMUP && s->phase != ACL_PHASE_BASELINE)
+    return;
+  s->nccl_algo = (int8_t)algo;
+  s->nccl_proto = (int8_t)proto;
+}
+
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
 {
   if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > 4096)

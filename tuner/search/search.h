@@ -211,6 +211,12 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
  * baseline's samples stand for that point. Ignored when nch <= 0 or once
  * exploration has begun; without it the search works as before. */
 void acl_search_hint_channels(acl_search_t *s, int nch);
+/* The same, with the (algorithm, protocol) NCCL's choice ran: NCCL does not
+ * always run the argmin of the cost table the tuner sees (2xH200, AllReduce
+ * 256 KiB: the table's minimum is Tree/LL, NCCL runs Ring/LL). Its own
+ * subspace, the twin of the baseline, is the pair it ran. algo/proto < 0:
+ * channels only. */
+void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch);
 /* The channels NCCL ran for a call of cand id (profiler Coll events). A
  * request above what NCCL built, or above what it allows for the protocol
  * and size, runs clamped: candidates that NCCL runs identically are one
