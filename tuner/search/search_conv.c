@@ -87,6 +87,8 @@ static int pick_challenger(acl_search_t *s)
     memcpy(idx, dc->axis_idx, sizeof idx);
     idx[0] = (uint8_t)at;
     int id = acl_search_find_or_add(s, dc->sub, idx);
+    if (id > 0 && acl_search_runs_channels(s, id) == acl_search_runs_channels(s, d))
+      s->cands[id].tried = 1; /* NCCL runs it as the decision itself: nothing to learn */
     if (id > 0 && !s->cands[id].tried) {
       s->cands[id].tried = 1;
       return id;

@@ -210,6 +210,17 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   return id;
 }
 
+int acl_search_runs_channels(const acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  if (c->sub != ACL_SEARCH_NONE) {
+    const acl_search_sub_t *sub = &s->subs[c->sub];
+    if (sub->clamp_idx != ACL_SEARCH_NONE && c->axis_idx[0] >= sub->clamp_idx)
+      return sub->clamp_ch;
+  }
+  return c->ran_ch > 0 ? c->ran_ch : c->cand.nchannels;
+}
+
 /* Best judged candidate (baseline included or not); -1 when none. */
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline)
 {

@@ -79,6 +79,8 @@ bool acl_search_usable(const acl_search_t *s, int id);
 /* The workload's reference call time (the measured baseline, else NCCL's
  * prediction) and the budget arithmetic. */
 double acl_search_ref_seconds(const acl_search_t *s);
+/* The channels NCCL runs cand id with, as far as the clamps seen tell. */
+int acl_search_runs_channels(const acl_search_t *s, int id);
 double acl_search_budget_left(const acl_search_t *s);
 int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
                           uint32_t *len);
