@@ -223,29 +223,40 @@ static void summarize_size(const acl_bench_cfg_t *c, struct shared *sh, int s,
   }
 }
 
+/* One call of the collective on every local GPU (a group around them in
+ * --single); on failure sets the error, naming the size sz, and returns -1. */
+static int launch_all(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
+                      size_t count, int n, const char *sz)
+{
+  ncclResult_t lr = ncclSuccess;
+  int bad = 0;
+  if (nlocal > 1)
+    lr = ncclGroupStart();
+  for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
+    lr = launch(c, &gs[j], count, n);
+    bad = j;
+  }
+  if (nlocal > 1) {
+    ncclResult_t er = ncclGroupEnd(); /* always close the group */
+    if (lr == ncclSuccess)
+      lr = er;
+  }
+  if (lr == ncclSuccess)
+    return 0;
+  const char *last = ncclGetLastError(gs[bad].comm);
+  set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank,
+          acl_bench_coll_name(c->coll), sz, ncclGetErrorString(lr), last && *last ? ": " : "",
+          last ? last : "");
+  return -1;
+}
+
 /* ncalls untimed collectives on every local GPU, then a sync; 0 or -1. */
 static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
-                       size_t count, int n, long ncalls)
+                       size_t count, int n, const char *sz, long ncalls)
 {
-  for (long i = 0; i < ncalls; i++) {
-    ncclResult_t lr = ncclSuccess;
-    int bad = 0;
-    if (nlocal > 1)
-      lr = ncclGroupStart();
-    for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
-      lr = launch(c, &gs[j], count, n);
-      bad = j;
-    }
-    if (nlocal > 1) {
-      ncclResult_t er = ncclGroupEnd();
-      if (lr == ncclSuccess)
-        lr = er;
-    }
-    if (lr != ncclSuccess) {
-      set_err(sh, gs[bad].rank, "rank %d: warm-up: %s", gs[bad].rank, ncclGetErrorString(lr));
+  for (long i = 0; i < ncalls; i++)
+    if (launch_all(c, sh, gs, nlocal, count, n, sz))
       return -1;
-    }
-  }
   for (int j = 0; j < nlocal; j++) {
     if (cudaSetDevice(gs[j].dev) != cudaSuccess ||
         cudaStreamSynchronize(gs[j].stream) != cudaSuccess) {
@@ -260,13 +271,13 @@ static int run_untimed(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *
  * ranks of --procs run in separate processes with their own clocks, so rank
  * 0 times 50 calls and publishes the count the others use. */
 static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
-                          int s, size_t count, int n)
+                          int s, size_t count, int n, const char *sz)
 {
   const long calib = 50;
   /* the first calls of a size (and of a run) pay one-time set-up */
-  if (run_untimed(c, sh, gs, nlocal, count, n, 5)) return -1;
+  if (run_untimed(c, sh, gs, nlocal, count, n, sz, 5)) return -1;
   double t0 = acl_mono_s();
-  if (run_untimed(c, sh, gs, nlocal, count, n, calib))
+  if (run_untimed(c, sh, gs, nlocal, count, n, sz, calib))
     return -1;
   double per = (acl_mono_s() - t0) / (double)calib;
   if (gs[0].rank == 0) {
@@ -284,7 +295,7 @@ static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gp
       usleep(200);
     }
   }
-  return run_untimed(c, sh, gs, nlocal, count, n, sh->warm_calls[s]);
+  return run_untimed(c, sh, gs, nlocal, count, n, sz, sh->warm_calls[s]);
 }
 
 /* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
@@ -340,7 +351,7 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
                          acl_bench_coll_name(c->coll), sz, s + 1, sh->nsizes, T);
     for (int j = 0; j < nlocal; j++)
       place_buffers(c, &gs[j], count, n);
-    if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n))
+    if (c->warmup_s > 0 && !c->check && warmup_by_time(c, sh, gs, nlocal, s, count, n, sz))
       goto fail;
     double t0 = acl_mono_s();
     for (int j = 0; j < nlocal; j++)
@@ -362,28 +373,8 @@ static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs
         CTRY(gs[j].rank, cudaSetDevice(gs[j].dev));
         CTRY(gs[j].rank, cudaEventRecord(gs[j].ev0[k], gs[j].stream));
       }
-      {
-        ncclResult_t lr = ncclSuccess;
-        int bad = 0;
-        if (nlocal > 1)
-          lr = ncclGroupStart();
-        for (int j = 0; j < nlocal && lr == ncclSuccess; j++) {
-          lr = launch(c, &gs[j], count, n);
-          bad = j;
-        }
-        if (nlocal > 1) {
-          ncclResult_t er = ncclGroupEnd(); /* always close the group */
-          if (lr == ncclSuccess)
-            lr = er;
-        }
-        if (lr != ncclSuccess) {
-          const char *last = ncclGetLastError(gs[bad].comm);
-          set_err(sh, gs[bad].rank, "rank %d: %s %s bytes: %s%s%s", gs[bad].rank,
-                  acl_bench_coll_name(c->coll), sz, ncclGetErrorString(lr),
-                  last && *last ? ": " : "", last ? last : "");
-          goto fail;
-        }
-      }
+      if (launch_all(c, sh, gs, nlocal, count, n, sz))
+        goto fail;
       for (int j = 0; j < nlocal; j++) {
         CTRY(gs[j].rank, cudaSetDevice(gs[j].dev));
         CTRY(gs[j].rank, cudaEventRecord(gs[j].ev1[k], gs[j].stream));
