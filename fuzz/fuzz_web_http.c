@@ -125,7 +125,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   (void)argc;
   (void)argv;
-  static const acl_web_source_t src = {NULL, render_metrics, render_state};
+  static const acl_web_source_t src = {
+      .user = NULL, .render_metrics = render_metrics, .render_state = render_state};
   char err[256] = "";
   web = acl_web_start("127.0.0.1", 0, &src, err, sizeof(err));
   FZ_CHECK(web, "cannot start the endpoint: %s", err);
