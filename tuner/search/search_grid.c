@@ -200,7 +200,8 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
                                          : (uint32_t)l;
   s->waiting = 1;
   s->probe = 0;
-  s->current = (uint16_t)id;
+  if (s->phase != ACL_PHASE_CONVERGED)
+    s->current = (uint16_t)id; /* converged: current stays the decision */
   s->calls_planned += n;
   s->wait_calls += n;
   if (out)
