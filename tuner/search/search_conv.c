@@ -250,12 +250,13 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
   }
   s->probe = 0;
   /* Validation samples every call and runs a challenger: it draws on the
-   * exploration budget, and pauses while the budget is spent. A decision not
-   * yet proven against NCCL's own choice does not run meanwhile (it may be
-   * slower): NCCL's does; a proven one being refined runs. */
+   * exploration budget, and pauses while the budget is spent. A decision
+   * just explored and not yet proven against NCCL's own choice does not run
+   * meanwhile (it may be slower): NCCL's does. A proven one being refined,
+   * or a table's (measured before: warm start), runs. */
+  bool unproven = s->challenger == ACL_SEARCH_CAND_NCCL && s->seed_state != SEED_RUNNING;
   if (s->val_state == VAL_RUNNING && acl_search_budget_left(s) < 0.0)
-    return acl_search_wait_block(
-        s, 0.0, s->challenger == ACL_SEARCH_CAND_NCCL ? ACL_SEARCH_CAND_NCCL : id, out, len);
+    return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
   s->waiting = 0;
   if (s->val_state == VAL_RUNNING) {
     s->spent_s += (s->val_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
