@@ -20,7 +20,7 @@
 #define BENCH_MAX_CALLS 50000000ull
 #define BENCH_OUTLIER_P 0.02
 
-static uint64_t mix(uint64_t x)
+uint64_t acl_bench_mix(uint64_t x)
 {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
@@ -29,9 +29,9 @@ static uint64_t mix(uint64_t x)
   return x ^ (x >> 33);
 }
 
-static double unif(uint64_t *s)
+double acl_bench_unif(uint64_t *s)
 {
-  *s = mix(*s + 0x9e3779b97f4a7c15ull);
+  *s = acl_bench_mix(*s + 0x9e3779b97f4a7c15ull);
   return (double)(*s >> 11) * 0x1.0p-53;
 }
 
@@ -181,7 +181,7 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   acl_land_nccl_default(l, coll, nbytes, nranks, &r->deflt);
   double t_oracle = acl_land_oracle(l, coll, nbytes, nranks, interf, &r->oracle);
 
-  uint64_t rng = mix(seed);
+  uint64_t rng = acl_bench_mix(seed);
   pending_t q[BENCH_MAX_LAG + 1];
   int nq = 0;
   /* A run lasts at least o->calls calls and o->run_seconds of collective
@@ -212,10 +212,10 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
       uint64_t step = 1ull << shift;
       for (uint64_t kk = (k + step - 1) & ~(step - 1); kk < end; kk += step) {
         double noisy = t * acl_land_noise(&rng, o->noise);
-        if (unif(&rng) < BENCH_OUTLIER_P)
-          noisy *= 1.5 + 1.5 * unif(&rng); /* stragglers: a slow rank, a page fault */
-        float ov = (float)(interf + (interf > 0.0 ? 0.05 * (unif(&rng) - 0.5) : 0.0));
-        q[nq++] = (pending_t){id, kk + (uint64_t)(unif(&rng) * BENCH_MAX_LAG), noisy, ov};
+        if (acl_bench_unif(&rng) < BENCH_OUTLIER_P)
+          noisy *= 1.5 + 1.5 * acl_bench_unif(&rng); /* stragglers: a slow rank, a page fault */
+        float ov = (float)(interf + (interf > 0.0 ? 0.05 * (acl_bench_unif(&rng) - 0.5) : 0.0));
+        q[nq++] = (pending_t){id, kk + (uint64_t)(acl_bench_unif(&rng) * BENCH_MAX_LAG), noisy, ov};
         /* Deliver what is due (in call order, as a profiler would). */
         int w = 0;
         for (int i = 0; i < nq; i++) {
@@ -283,10 +283,10 @@ int acl_sim_bench_main(int argc, char **argv)
   for (int rep = 0; rep < o.h200_reps; rep++)
     for (int c = 0; c < ACL_NUM_COLL; c++)
       for (int z = 0; z < NSIZES; z++) {
-        uint64_t seed = mix(o.seed * 1000003ull + (uint64_t)(rep * 131 + c * 17 + z));
+        uint64_t seed = acl_bench_mix(o.seed * 1000003ull + (uint64_t)(rep * 131 + c * 17 + z));
         uint64_t rr = seed;
         /* Half the runs isolated, half under a compute episode. */
-        double interf = rep % 2 ? 0.2 + 0.6 * unif(&rr) : 0.0;
+        double interf = rep % 2 ? 0.2 + 0.6 * acl_bench_unif(&rr) : 0.0;
         run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, &hr[i++], s);
       }
   fprintf(stderr, "tunerbench: H200 landscape: %zu runs done\n", nh);
@@ -296,7 +296,7 @@ int acl_sim_bench_main(int argc, char **argv)
     /* Seeds must give disjoint landscape sets: seed ^ (base + n) alone made
      * seeds 1 and 2 the same 1000 landscapes in another order. Seed 1 keeps
      * its landscapes (published figures). */
-    uint64_t lseed = mix(((o.seed - 1) * 0x9e3779b97f4a7c15ull) ^ 1u ^ (0xabcdefull + (uint64_t)n));
+    uint64_t lseed = acl_bench_mix(((o.seed - 1) * 0x9e3779b97f4a7c15ull) ^ 1u ^ (0xabcdefull + (uint64_t)n));
     acl_landscape_t *l = acl_land_create_synth(lseed);
     if (!l) {
       fprintf(stderr, "tunerbench: out of memory\n");
@@ -304,11 +304,11 @@ int acl_sim_bench_main(int argc, char **argv)
     }
     uint64_t rr = lseed;
     static const int ranks[] = {2, 4, 8};
-    int nranks = ranks[(int)(unif(&rr) * 3)];
+    int nranks = ranks[(int)(acl_bench_unif(&rr) * 3)];
     for (int c = 0; c < ACL_NUM_COLL; c++)
       for (int z = 0; z < NSIZES; z++) {
-        double interf = unif(&rr) < 0.5 ? 0.0 : 0.2 + 0.6 * unif(&rr);
-        run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, mix(lseed + (uint64_t)(c * 16 + z)),
+        double interf = acl_bench_unif(&rr) < 0.5 ? 0.0 : 0.2 + 0.6 * acl_bench_unif(&rr);
+        run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, acl_bench_mix(lseed + (uint64_t)(c * 16 + z)),
                 &sr[i], s);
         sr[i++].synthetic = 1;
       }

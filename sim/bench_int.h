@@ -63,6 +63,11 @@ typedef struct acl_bench_summary {
   double retunes_mean;
 } acl_bench_summary_t;
 
+/* The benchmarks' random streams (bench.c): a 64-bit finaliser and a
+ * uniform draw in [0, 1) advancing *s. */
+uint64_t acl_bench_mix(uint64_t x);
+double acl_bench_unif(uint64_t *s);
+
 void acl_bench_summarize(const acl_bench_run_t *runs, size_t n, acl_bench_summary_t *out);
 /* Prints the human tables or the JSON line; returns true when targets are met. */
 bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,

@@ -32,21 +32,6 @@
 #define SHORT_CALLS 200
 #define MAX_LAG 4
 
-static uint64_t mix(uint64_t x)
-{
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
-static double unif(uint64_t *s)
-{
-  *s = mix(*s + 0x9e3779b97f4a7c15ull);
-  return (double)(*s >> 11) * 0x1.0p-53;
-}
-
 typedef struct rres {
   double fob, incl, foo;
   acl_candidate_t final;
@@ -83,7 +68,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   acl_candidate_t orc;
   double t_orc = acl_land_oracle(l, coll, nbytes, nranks, interf, &orc);
   conn[def.algo] = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0); /* ran before */
-  uint64_t rng = mix(seed);
+  uint64_t rng = acl_bench_mix(seed);
   pend_t q[MAX_LAG + 1];
   int nq = 0;
   double spent = 0;
@@ -111,8 +96,8 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
       if (!events)
         continue; /* no events, no sample */
       acl_search_observe_channels(s, id, need); /* the Coll event's channel count */
-      double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, mix(rng + k), NULL);
-      q[nq++] = (pend_t){id, k + (uint64_t)(unif(&rng) * MAX_LAG), t};
+      double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
+      q[nq++] = (pend_t){id, k + (uint64_t)(acl_bench_unif(&rng) * MAX_LAG), t};
       int w = 0;
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k || nq == MAX_LAG + 1)
@@ -199,9 +184,9 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         }
         rres_t r = {0}, rs;
         for (int rep = 0; rep < reps; rep++) {
-          uint64_t seed = mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
+          uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
           replay_one(l, o->samples, colls[ci], sizes[z], interf, seed, LONG_CALLS, s, &r);
-          replay_one(l, o->samples, colls[ci], sizes[z], interf, mix(seed + 1), SHORT_CALLS, s,
+          replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1), SHORT_CALLS, s,
                      &rs);
           fob += r.fob / reps;
           incl += r.incl / reps;
