@@ -163,6 +163,13 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
     st->recoveries = c->hdr->recoveries;
     st->attached = c->hdr->attached;
     st->nworkloads = atomic_load(&c->hdr->nworkloads);
+    for (uint32_t i = 0; i < st->nworkloads && i < (uint32_t)c->set.max_workloads; i++) {
+      const cons_wl_t *w = cons_wl(c->hdr, i);
+      st->samples_fed += w->samples_fed;
+      st->samples_late += w->samples_late;
+      st->samples_partial += w->samples_partial;
+      st->samples_skewed += w->samples_skewed;
+    }
     cons_unlock(c->hdr);
   }
 }

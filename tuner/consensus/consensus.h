@@ -97,6 +97,10 @@ typedef struct acl_cons_stats {
   uint64_t recoveries;  /* dead lock holders recovered (segment-wide) */
   uint32_t attached;    /* ranks attached to this host's segment */
   uint32_t nworkloads;
+  /* Sample classes over the segment's workloads (docs/profiler.md): fed,
+   * late (dropped), partial (a local rank never reported), skewed (slowest
+   * rank > 2x the fastest, which is kept). */
+  uint64_t samples_fed, samples_late, samples_partial, samples_skewed;
   int role;             /* 0 decider (leader host), 1 follower host */
   char shm_name[96];
 } acl_cons_stats_t;

@@ -149,7 +149,6 @@ typedef struct acl_search {
   uint32_t drift_run;       /* consecutive samples past the drift rule */
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
-  uint64_t wait_calls;      /* calls run waiting for the budget */
   uint32_t wait_mark;       /* c0_sampled when a candidate began waiting for its
                              * late samples */
   uint32_t c0_sampled;      /* sampled calls of NCCL's choice handed out this tuning */

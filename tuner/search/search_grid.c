@@ -203,7 +203,6 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   if (s->phase != ACL_PHASE_CONVERGED)
     s->current = (uint16_t)id; /* converged: current stays the decision */
   s->calls_planned += n;
-  s->wait_calls += n;
   if (out)
     *out = s->cands[id].cand;
   if (len)
