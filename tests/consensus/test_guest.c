@@ -1,4 +1,4 @@
-/* A hostile neighbour and crashes (issue 16): a file that is not ours at a
+/* A hostile neighbour and crashes: a file that is not ours at a
  * segment's name is never used (another user's, a wrong mode, a link) and
  * the ranks meet on the next name; a corrupt segment of ours is refused
  * at once, naming it; segments whose processes all died are reclaimed
