@@ -50,6 +50,9 @@ CHECKS = [
     # Settings quoted in prose (the README table is generated: check-settings.py).
     ("docs/consensus.md", r"`AUTOCCL_MAX_WORKLOADS` \(default (\d+)",
      ["ACL_CONFIG_MAX_WORKLOADS_DEFAULT"]),
+    # Trace recorder (profiler/trace.h).
+    ("docs/trace.md", r"lock-free bounded ring \((\d+)\s+records", ["ACL_TRACE_RING"]),
+    ("docs/trace.md", r"A writer thread drains it every (\d+) ms", ["ACL_TRACE_FLUSH_MS"]),
     # Consensus (tuner/consensus).
     ("docs/consensus.md", r"ring of the last\s+(\d+) published blocks", ["ACL_CONS_RING"]),
     ("docs/consensus.md", r"older than the ring \(> (\d+) blocks", ["ACL_CONS_RING"]),
@@ -58,6 +61,7 @@ CHECKS = [
     ("docs/consensus.md", r"NCCL-default\s+blocks of (\d+) calls without stepping",
      ["ACL_CONS_WARM_SPAN"]),
     ("docs/consensus.md", r"NCCL's choice for (\d+) calls at a\s+time", ["ACL_CONS_DISABLED_SPAN"]),
+    ("docs/consensus.md", r"thread, at most (\d+) connections", ["SRV_MAX_CONN"]),
     ("docs/consensus.md", r"took more than (\d+(?:\.\d+)?) times the fastest",
      ["ACL_CONS_SKEW_RATIO"]),
 ]
