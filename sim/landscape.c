@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "sim/landscape_int.h"
 
 extern const unsigned char acl_sim_h200_csv[];
@@ -124,9 +125,12 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
              spec);
     return NULL;
   }
-  const char *env = getenv("AUTOCCL_SIM_TRACES");
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  acl_config_env_one(&cfg, "AUTOCCL_SIM_TRACES");
+  const char *env = cfg.sim_traces;
   char dir[1024];
-  if (env && *env) {
+  if (*env) {
     snprintf(dir, sizeof dir, "%s", env);
   } else {
     /* recorded traces when shipped, else the ones derived from medians */
