@@ -25,8 +25,9 @@ END = "<!-- end of settings table -->"
 HEADER = ["| variable | default | accepted | unit | read by | meaning |",
           "|---|---|---|---|---|---|"]
 NAME = re.compile(r"\bAUTOCCL_[A-Z0-9_]*[A-Z0-9]\b")
-# Names of programs in usage lines (`replay_bench.py AUTOCCL_SIM`), not variables.
-PLACEHOLDERS = {"AUTOCCL_SIM", "AUTOCCL_TOP", "AUTOCCL_BENCH"}
+# Names of programs in usage lines (`replay_bench.py AUTOCCL_SIM`), not variables,
+PLACEHOLDERS = {"AUTOCCL_SIM", "AUTOCCL_TOP", "AUTOCCL_BENCH",
+                "AUTOCCL_NOT_A_SETTING"}  # the last: a test of the unknown-name path
 SCANNED = (".c", ".h", ".py", ".sh", ".md", ".build", ".def", ".js")
 SKIP_DIRS = {".git", "build", "subprojects", "node_modules"}
 
