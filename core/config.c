@@ -179,6 +179,8 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
                                     cfg->max_workloads);
   cfg->timeout_ms = parse_intvar(&p, "AUTOCCL_TIMEOUT_MS", ACL_CONFIG_TIMEOUT_MS_MIN,
                                  ACL_CONFIG_TIMEOUT_MS_MAX, cfg->timeout_ms);
+  cfg->stock_channels = parse_intvar(&p, "AUTOCCL_STOCK_CHANNELS", 0, ACL_CONFIG_STOCK_CH_MAX,
+                                     cfg->stock_channels);
 
   /* Local rank: ours first, then the launchers' conventions. */
   static const char *const lr_vars[] = {"AUTOCCL_LOCAL_RANK", "LOCAL_RANK",

@@ -77,6 +77,7 @@ void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *c
   p->samples_per_cand = cfg->samples_per_cand;
   p->budget = cfg->explore_budget_pct / 100.0;
   p->nranks = nranks;
+  p->stock_channels = cfg->stock_channels;
 }
 
 /* One out-of-range value: counted, the first described. */
@@ -111,7 +112,7 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
   FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
   FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
-  FIX(reserved, p->reserved != 0, 0)
+  FIX(stock_channels, p->stock_channels < 0 || p->stock_channels > ACL_SEARCH_MAX_CHANNELS, 0)
 #undef FIX
   return n;
 }
@@ -181,6 +182,12 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   s->cands[0].cand.algo = ACL_ALGO_NCCL;
   s->cands[0].cand.proto = -1;
   s->cands[0].sub = ACL_SEARCH_NONE;
+  /* Ceiling mode: with NCCL_MIN_NCHANNELS above what NCCL builds as it
+   * ships, NCCL's own choice is no longer NCCL as it ships. The baseline
+   * every decision must beat is NCCL's pair capped at the stock count;
+   * grid points above it are what the ceiling adds. */
+  if (s->params.stock_channels > 0 && s->params.stock_channels < s->params.max_channels)
+    s->cands[0].cand.nchannels = (int16_t)s->params.stock_channels;
 }
 
 void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
