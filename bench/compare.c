@@ -284,6 +284,8 @@ static int parse_child(acl_bench_job_t *j, int rep, int nsizes, const size_t *si
       int rc, ver;
       double iso, run, duty;
       if (sscanf(line + 9, "%d %lf %lf %lf %d", &rc, &iso, &run, &duty, &ver) == 5) {
+        if (ver > 0)
+          j->nccl_version = ver;
         if (iso > 0)
           j->gemm_iso = iso;
         if (run > 0)
@@ -396,7 +398,7 @@ static int resolve_paths(acl_bench_compare_t *x)
   acl_bench_cfg_t *c = &x->cfg;
   int need_plugin = 0;
   for (int m = 0; m < c->nmodes; m++)
-    if (strcmp(c->modes[m], "default") != 0)
+    if (strcmp(c->modes[m], "default") != 0 && strcmp(c->modes[m], "ceiling") != 0)
       need_plugin = 1;
   if (need_plugin) {
     if (!c->plugin[0]) {
@@ -434,7 +436,22 @@ static int add_mode_jobs(acl_bench_compare_t *x)
     acl_bench_job_t *j = &x->jobs[x->nj++];
     snprintf(j->name, sizeof(j->name), "%s", c->modes[m]);
     snprintf(j->mode, sizeof(j->mode), "%s", c->modes[m]);
-    if (strcmp(j->mode, "default") != 0) {
+    /* NCCL with the ceiling alone (no plugin), and autoccl with it when
+     * --ceiling is given (docs/channels.md) */
+    int ceil = !strcmp(j->mode, "ceiling")
+                   ? (c->ceiling ? c->ceiling : ACL_BENCH_CEILING_DEFAULT)
+                   : (!strcmp(j->mode, "autoccl") ? c->ceiling : 0);
+    if (ceil > 0) {
+      char v[16];
+      snprintf(v, sizeof(v), "%d", ceil);
+      job_setenv(j, "NCCL_MIN_NCHANNELS=%s%s", v, "");
+      job_setenv(j, "NCCL_MAX_NCHANNELS=%s%s", v, "");
+      if (!strcmp(j->mode, "autoccl")) {
+        snprintf(v, sizeof(v), "%d", c->stock_channels);
+        job_setenv(j, "AUTOCCL_STOCK_CHANNELS=%s%s", v, "");
+      }
+    }
+    if (strcmp(j->mode, "default") != 0 && strcmp(j->mode, "ceiling") != 0) {
       j->keep_autoccl = 1;
       job_setenv(j, "NCCL_TUNER_PLUGIN=%s%s", x->plugin_abs, "");
       job_setenv(j, "NCCL_PROFILER_PLUGIN=%s%s", x->plugin_abs, "");

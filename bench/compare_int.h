@@ -26,6 +26,7 @@ typedef struct acl_bench_job {
   int child_failures;
   char err[320];
   double gemm_iso, gemm_run;
+  int nccl_version;        /* ncclGetVersion of its runs (0: none reported) */
   int gemm_n;
 } acl_bench_job_t;
 

@@ -182,12 +182,26 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   s->cands[0].cand.algo = ACL_ALGO_NCCL;
   s->cands[0].cand.proto = -1;
   s->cands[0].sub = ACL_SEARCH_NONE;
-  /* Ceiling mode: with NCCL_MIN_NCHANNELS above what NCCL builds as it
-   * ships, NCCL's own choice is no longer NCCL as it ships. The baseline
-   * every decision must beat is NCCL's pair capped at the stock count;
-   * grid points above it are what the ceiling adds. */
-  if (s->params.stock_channels > 0 && s->params.stock_channels < s->params.max_channels)
-    s->cands[0].cand.nchannels = (int16_t)s->params.stock_channels;
+}
+
+/* Ceiling mode (docs/channels.md): with NCCL_MIN_NCHANNELS above what NCCL
+ * builds as it ships, NCCL 2.28 keeps its stock pair (its cost model reads
+ * the topology graphs' channels, not the raised count) and cuts channels for
+ * small sizes as before, so its own choice is NCCL as it ships wherever it
+ * runs at most the stock count. Where its Coll events show more, the
+ * baseline becomes its pair capped at the stock count, measured afresh;
+ * grid points above the stock count are what the ceiling adds. */
+static void ceiling_cap(acl_search_t *s, int nch)
+{
+  int stock = s->params.stock_channels;
+  acl_search_cand_t *c0 = &s->cands[0];
+  if (stock <= 0 || stock >= s->params.max_channels || nch <= stock || c0->cand.nchannels > 0)
+    return;
+  c0->cand.nchannels = (int16_t)stock;
+  /* samples of the uncapped runs are not the baseline */
+  c0->nsamples = c0->ntotal_lo = c0->planned = c0->got = 0;
+  c0->judged = 0;
+  c0->robust_seconds = 0.0;
 }
 
 void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
@@ -214,6 +228,9 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
     return;
   if (s->phase != ACL_PHASE_WARMUP && s->phase != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
+  ceiling_cap(s, nch);
+  if (s->cands[0].cand.nchannels > 0 && nch > s->cands[0].cand.nchannels)
+    nch = s->cands[0].cand.nchannels; /* what the capped baseline runs */
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
 
