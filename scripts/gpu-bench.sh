@@ -12,6 +12,8 @@
 #                                   sized for one call of about 8 minutes:
 #     check          -c 1 on every iteration while the tuner explores
 #     isolated|gemm  the matrix above (default,autoccl + sweep)
+#     long, short    NCCL as it ships against autoccl: long runs (--warmup-time
+#                    2, ~6 min for 3 collectives), 300 + 50 calls (~1 min)
 #     ceiling-long   long runs (--warmup-time 2), default,ceiling,autoccl with
 #                    --ceiling $CEIL (autoccl in ceiling mode); 3 collectives
 #                    take ~9 min: split them with COLLS
@@ -58,13 +60,13 @@ done
 [ "$PART" = all ] && PART=check,isolated,gemm
 PARTS=${PART//,/ }
 for p in $PARTS; do
-  case "$p" in check|isolated|gemm|ceiling-long|ceiling-short|ceiling-gemm|single|advise|torch) ;;
-    *) echo "gpu-bench.sh: --part: unknown part '$p' (check isolated gemm ceiling-long ceiling-short ceiling-gemm single advise torch)" >&2; exit 2 ;;
+  case "$p" in check|isolated|gemm|long|short|ceiling-long|ceiling-short|ceiling-gemm|single|advise|torch) ;;
+    *) echo "gpu-bench.sh: --part: unknown part '$p' (check isolated gemm long short ceiling-long ceiling-short ceiling-gemm single advise torch)" >&2; exit 2 ;;
   esac
 done
 
 if [ -z "$BIN" ]; then
-  for b in "$ROOT/build/bench/autoccl-bench" "$ROOT/build-bench/bench/autoccl-bench"; do
+  for b in "$ROOT/build-gpu/bench/autoccl-bench" "$ROOT/build/bench/autoccl-bench" "$ROOT/build-bench/bench/autoccl-bench"; do
     [ -x "$b" ] && { BIN=$b; break; }
   done
 fi
@@ -79,7 +81,8 @@ mkdir -p "$OUTDIR"
 # NVLink multicast can take shared GPUs out of service: keep it off unless the
 # caller explicitly set it.
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# devlib/: what scripts/prepare-gpu-build.sh copies for a GPU machine that lacks it
+export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 PY=$(command -v python3 || true)
 EXTRA=${EXTRA:-}
 TMO=${TMO:-}  # per-command time limit (s): smoke 90, matrix 900
@@ -200,14 +203,16 @@ CEIL=${CEIL:-32} STOCK=${STOCK:-24} WARMUP_S=${WARMUP_S:-2}
 PARGS=(); [ -n "$PLUGIN" ] && PARGS=(--plugin "$PLUGIN")
 for part in $PARTS; do
   case "$part" in
-    ceiling-long|ceiling-short|ceiling-gemm)
-      # NCCL as it ships, NCCL with the ceiling alone, autoccl in ceiling mode
+    long|short|ceiling-long|ceiling-short|ceiling-gemm)
+      # NCCL as it ships against autoccl (long, short), or also NCCL with the
+      # ceiling alone and autoccl in ceiling mode (ceiling-*)
       [ -n "$PLUGIN" ] || { log "# no plugin: $part needs the autoccl mode"; FAILS=$((FAILS+1)); continue; }
       CARGS=(--compare default,ceiling,autoccl "${PARGS[@]}" --ceiling "$CEIL" --stock-channels "$STOCK")
+      case "$part" in long|short) CARGS=(--compare default,autoccl "${PARGS[@]}") ;; esac
       for c in $COLLS; do
         case "$part" in
-          ceiling-long) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q ;;
-          ceiling-short) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --json -q ;;
+          long|ceiling-long) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q ;;
+          short|ceiling-short) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --json -q ;;
           ceiling-gemm) run 0 "$BIN" -g "$GPUS" -b 1G -e 1G -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --interference gemm --json -q ;;
         esac
       done
