@@ -10,7 +10,7 @@ import sys
 
 p = subprocess.run([sys.argv[1], "--fake", "-g", "2", "-b", "64K", "-e", "64M", "-f", "4",
                     "-w", "20", "-n", "10", "--advise", "--reps", "2", "--json", "-q"],
-                   capture_output=True, text=True, timeout=120)
+                   capture_output=True, text=True, timeout=280)
 if p.returncode != 0:
     sys.exit("FAIL: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
 a = json.loads(p.stdout.strip().splitlines()[-1])["advise"]
