@@ -55,13 +55,24 @@ static void proc_start_locked(ncclDebugLogger_t log)
                online ? "every workload explores" : "leaving NCCL's choices");
       free(acl_proc.table);
       acl_proc.table = NULL;
+    } else if (acl_table_meta_refused_locked(err, sizeof(err))) {
+      acl_warn("cannot use tuning table (AUTOCCL_TABLE): %s: %s: its %d rules are not "
+               "used; %s", acl_proc.cfg.table_path, err, acl_proc.table->nrules,
+               online ? "every workload explores" : "leaving NCCL's choices");
+      free(acl_proc.table);
+      acl_proc.table = NULL;
     } else {
+      static const char *const fmt_names[] = {"autoccl", "NCCL CSV", "JSON"};
       acl_proc.table_failed = false;
       acl_info("%s: %d rules from %s (%s format, hash %016llx)",
                online ? "warm start" : "static mode", acl_proc.table->nrules,
-               acl_proc.cfg.table_path,
-               acl_proc.table->format == ACL_TABLE_FMT_NCCL_CSV ? "NCCL CSV" : "autoccl",
+               acl_proc.cfg.table_path, fmt_names[acl_proc.table->format % 3],
                (unsigned long long)acl_proc.table->hash);
+      if (acl_proc.table->nskipped > 0)
+        acl_warn("AUTOCCL_TABLE %s: %d rule%s skipped (line%s %s): %s; the other %d apply",
+                 acl_proc.cfg.table_path, acl_proc.table->nskipped,
+                 acl_proc.table->nskipped > 1 ? "s" : "", acl_proc.table->nskipped > 1 ? "s" : "",
+                 acl_proc.table->skipped, ACL_TABLE_SKIP_WHY, acl_proc.table->nrules);
     }
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)

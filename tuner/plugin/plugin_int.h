@@ -99,6 +99,9 @@ extern acl_proc_t acl_proc;
 void acl_table_keep_locked(struct acl_rank *r); /* r's decisions outlive it */
 void acl_table_write_out_locked(void);         /* AUTOCCL_TABLE_OUT, atomically */
 void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
+/* acl_proc.table was measured with another NCCL version or GPU model than
+ * this process has (acl_table_meta_check): true, with err saying which. */
+bool acl_table_meta_refused_locked(char *err, size_t errlen);
 
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);

@@ -136,16 +136,24 @@ static void gpu_model(char *out, size_t len)
   closedir(d);
 }
 
+bool acl_table_meta_refused_locked(char *err, size_t errlen)
+{
+  char ver[32], gpu[128];
+  nccl_version(ver, sizeof(ver));
+  gpu_model(gpu, sizeof(gpu));
+  return acl_proc.table && acl_table_meta_check(acl_proc.table, ver, gpu, err, errlen) != 0;
+}
+
 static void render_locked(acl_strbuf_t *sb, int fmt)
 {
   acl_table_entry_t *v = NULL;
   int n = all_entries_locked(&v);
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
+  char ver[32], gpu[128];
+  nccl_version(ver, sizeof(ver));
+  gpu_model(gpu, sizeof(gpu));
   if (fmt < 0) {
-    char ver[32], gpu[128];
-    nccl_version(ver, sizeof(ver));
-    gpu_model(gpu, sizeof(gpu));
     acl_table_meta_t m = {.nccl_version = ver[0] ? ver : NULL, .gpu = gpu[0] ? gpu : NULL,
                           .host = host, .generated_unix = now_unix()};
     acl_table_render_json(sb, &m, v, n);
@@ -153,6 +161,8 @@ static void render_locked(acl_strbuf_t *sb, int fmt)
     acl_table_t *t = calloc(1, sizeof(*t));
     if (t) {
       acl_table_from_entries(v, n, t);
+      snprintf(t->nccl_version, sizeof(t->nccl_version), "%s", ver);
+      snprintf(t->gpu, sizeof(t->gpu), "%s", gpu);
       acl_table_render(sb, t, (acl_table_format_t)fmt);
       free(t);
     } else {
