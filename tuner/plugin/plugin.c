@@ -459,6 +459,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       *nch = d.cand.nchannels;
   }
   prof_duty(r, (acl_phase_t)d.phase);
+  acl_stall_note(r, coll, nbytes, &d);
   bool sampled = events_gate(r, &d);
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
