@@ -7,7 +7,8 @@
  * finalize. After the cycles the process must be back where it was after
  * the first few: the same /dev/shm entries (the consensus segments), file
  * descriptors and threads, and a resident size within 1 MiB; after the last
- * communicator, no segment and no thread of the plugin is left. Not a
+ * communicator, no segment and no thread of the plugin is left. The
+ * decisions kept from communicators gone stay bounded, with one warning. Not a
  * Criterion test: Criterion's own threads and pipes would blur the counts. */
 #include <dirent.h>
 #include <stdio.h>
@@ -171,6 +172,26 @@ int main(void)
   CHECK(b.fds == a.fds, "file descriptors leaked");
   CHECK(b.threads == a.threads, "threads leaked");
   CHECK(a.rss > 0 && b.rss - a.rss <= RSS_SLACK_KB, "RSS grew by %ld KiB", b.rss - a.rss);
+  /* The decisions kept from communicators gone are bounded (a table's
+   * 1,024 rules): 5 communicators of 250 distinct workloads each. */
+  CHECK(acl_h_log_count("decisions not kept") == 0, "%s", acl_h_log_text());
+  comm_t keep[5];
+  for (int k = 0; k < 5; k++) {
+    comm_init(&keep[k], 0x4ee9ull ^ ((uint64_t)getpid() << 24) ^ (uint64_t)k, k);
+    for (int w = 0; w < 250; w++)
+      for (int i = 0; i < 2; i++) {
+        float t[7][3];
+        size_t nbytes = (size_t)(k * 250 + w + 1) << 12;
+        acl_h_cost_table(ncclFuncAllReduce, nbytes, 2, t);
+        int nch = 0;
+        CHECK(P.v5->getCollInfo(keep[k].r[i].tctx, ncclFuncAllReduce, nbytes, 1,
+                                (float **)(void *)t, 7, 3, 0, &nch) == ncclSuccess, "keep");
+      }
+  }
+  for (int k = 0; k < 5; k++)
+    comm_finalize(&keep[k], k);
+  CHECK(acl_h_log_count("decisions not kept") == 1, "one warning when the bound is hit:\n%s",
+        acl_h_log_text());
   CHECK(z.shm == 0 && z.threads == 1, "after the last communicator: %d segments, %d threads",
         z.shm, z.threads);
   CHECK(acl_h_log_count("ERROR") == 0, "the plugin logged errors:\n%s", acl_h_log_text());

@@ -106,6 +106,7 @@ static void proc_stop_locked(bool at_exit)
   free(acl_proc.out);
   acl_proc.out = NULL;
   acl_proc.nout = acl_proc.nout_cap = 0;
+  acl_proc.out_full_warned = false;
   atomic_store(&acl_proc.table_warned, 0);
   free(acl_proc.table);
   acl_proc.table = NULL; /* a later communicator loads it again */

@@ -83,6 +83,7 @@ typedef struct acl_proc {
   acl_table_t *table;   /* AUTOCCL_TABLE: static mode, online warm start */
   acl_table_entry_t *out; /* decisions of communicators gone (AUTOCCL_TABLE_OUT) */
   int nout, nout_cap;
+  bool out_full_warned; /* ACL_TABLE_KEEP_MAX reached (plugin_table.c) */
   _Atomic unsigned table_warned; /* bit per unavailable (algo, proto): warned once */
   bool table_failed;    /* reported; not retried until the last rank goes */
   uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
