@@ -6,7 +6,7 @@
  * scripts/check-nccl-example-tuner.sh; prints one line per disagreement and
  * a summary, exits 1 on any disagreement.
  *
- * usage: nccl-example-check AUTOCCL_SO EXAMPLE_SO TABLE NRANKS NNODES */
+ * usage: nccl-example-check PLUGIN_SO EXAMPLE_SO TABLE NRANKS NNODES */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@ static void pick(acl_h_plugin_t *p, void *ctx, int coll, size_t nbytes, int nran
 int main(int argc, char **argv)
 {
   if (argc != 6) {
-    fprintf(stderr, "usage: %s AUTOCCL_SO EXAMPLE_SO TABLE NRANKS NNODES\n", argv[0]);
+    fprintf(stderr, "usage: %s PLUGIN_SO EXAMPLE_SO TABLE NRANKS NNODES\n", argv[0]);
     return 2;
   }
   int nranks = atoi(argv[4]), nnodes = atoi(argv[5]);
