@@ -128,6 +128,10 @@ static int cycle(comm_t *world, int k)
   comm_init(&c, 0xc0ffee0000000000ull ^ ((uint64_t)getpid() << 20) ^ (uint64_t)k, k);
   int disagree = calls(&c, k) + calls(world, k);
   comm_finalize(&c, k);
+  /* the harness keeps a bounded log: checked and emptied every cycle; no
+   * warning or error (both reach NCCL's logger at its WARN level, "[2/") */
+  CHECK(acl_h_log_count("[2/") == 0, "cycle %d: the plugin warned:\n%s", k, acl_h_log_text());
+  acl_h_log_clear();
   return disagree;
 }
 
@@ -189,7 +193,6 @@ int main(void)
         acl_h_log_text());
   CHECK(z.shm == 0 && z.threads == 1, "after the last communicator: %d segments, %d threads",
         z.shm, z.threads);
-  CHECK(acl_h_log_count("ERROR") == 0, "the plugin logged errors:\n%s", acl_h_log_text());
   unlink(out);
   acl_h_unload(&P);
   return 0;
