@@ -55,13 +55,24 @@ static void proc_start_locked(ncclDebugLogger_t log)
                online ? "every workload explores" : "leaving NCCL's choices");
       free(acl_proc.table);
       acl_proc.table = NULL;
+    } else if (acl_table_meta_refused_locked(err, sizeof(err))) {
+      acl_warn("cannot use tuning table (AUTOCCL_TABLE): %s: %s: its %d rules are not "
+               "used; %s", acl_proc.cfg.table_path, err, acl_proc.table->nrules,
+               online ? "every workload explores" : "leaving NCCL's choices");
+      free(acl_proc.table);
+      acl_proc.table = NULL;
     } else {
+      static const char *const fmt_names[] = {"autoccl", "NCCL CSV", "JSON"};
       acl_proc.table_failed = false;
       acl_info("%s: %d rules from %s (%s format, hash %016llx)",
                online ? "warm start" : "static mode", acl_proc.table->nrules,
-               acl_proc.cfg.table_path,
-               acl_proc.table->format == ACL_TABLE_FMT_NCCL_CSV ? "NCCL CSV" : "autoccl",
+               acl_proc.cfg.table_path, fmt_names[acl_proc.table->format % 3],
                (unsigned long long)acl_proc.table->hash);
+      if (acl_proc.table->nskipped > 0)
+        acl_warn("AUTOCCL_TABLE %s: %d rule%s skipped (line%s %s): %s; the other %d apply",
+                 acl_proc.cfg.table_path, acl_proc.table->nskipped,
+                 acl_proc.table->nskipped > 1 ? "s" : "", acl_proc.table->nskipped > 1 ? "s" : "",
+                 acl_proc.table->skipped, ACL_TABLE_SKIP_WHY, acl_proc.table->nrules);
     }
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
@@ -97,6 +108,7 @@ static void proc_stop_locked(bool at_exit)
   free(acl_proc.out);
   acl_proc.out = NULL;
   acl_proc.nout = acl_proc.nout_cap = 0;
+  acl_proc.out_full_warned = false;
   atomic_store(&acl_proc.table_warned, 0);
   free(acl_proc.table);
   acl_proc.table = NULL; /* a later communicator loads it again */
@@ -450,6 +462,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
     *nch = d.cand.nchannels;
   prof_duty(r, (acl_phase_t)d.phase);
+  acl_stall_note(r, coll, nbytes, &d);
   bool sampled = events_gate(r, &d);
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,

@@ -32,6 +32,14 @@ typedef struct acl_rank_stats {
   uint64_t next_call;
   uint8_t sample_shift;
   uint32_t succ;
+  /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
+   * rank's stall_calls at this workload's last call and what it ran. */
+  uint32_t last_call;
+  uint8_t last_phase;
+  uint8_t coll;
+  bool stall_warned;
+  size_t nbytes;
+  acl_candidate_t last_cand;
   /* Net value (core/netvalue.h): calls made by class (getCollInfo), the
    * sampled exploration calls and their time (sample sink), and their
    * pricing, which only snapshot builds touch (under acl_proc.lock). */
@@ -61,6 +69,7 @@ struct acl_rank {
   bool events_left; /* this rank left the mask on: its next call carries events */
   uint32_t last_widx; /* workload of this rank's previous call */
   uint32_t ncalls; /* this rank's calls, for the profiler duty check */
+  uint32_t stall_calls; /* this rank's calls, for the stopped-workload check */
   acl_rank_stats_t *stats; /* indexed by workload index */
   int nstats;
   _Atomic unsigned logged;
@@ -74,6 +83,7 @@ typedef struct acl_proc {
   acl_table_t *table;   /* AUTOCCL_TABLE: static mode, online warm start */
   acl_table_entry_t *out; /* decisions of communicators gone (AUTOCCL_TABLE_OUT) */
   int nout, nout_cap;
+  bool out_full_warned; /* ACL_TABLE_KEEP_MAX reached (plugin_table.c) */
   _Atomic unsigned table_warned; /* bit per unavailable (algo, proto): warned once */
   bool table_failed;    /* reported; not retried until the last rank goes */
   uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
@@ -95,10 +105,18 @@ typedef struct acl_proc {
 
 extern acl_proc_t acl_proc;
 
+/* plugin_stall.c: after each online decision of r's own calls; warns once
+ * per workload whose calls stopped while its search explored. */
+struct acl_decision;
+void acl_stall_note(struct acl_rank *r, int coll, size_t nbytes, const struct acl_decision *d);
+
 /* plugin_table.c; called with acl_proc.lock held. */
 void acl_table_keep_locked(struct acl_rank *r); /* r's decisions outlive it */
 void acl_table_write_out_locked(void);         /* AUTOCCL_TABLE_OUT, atomically */
 void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
+/* acl_proc.table was measured with another NCCL version or GPU model than
+ * this process has (acl_table_meta_check): true, with err saying which. */
+bool acl_table_meta_refused_locked(char *err, size_t errlen);
 
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);
