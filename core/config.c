@@ -22,6 +22,8 @@ void acl_config_defaults(acl_config_t *cfg)
   cfg->max_workloads = ACL_CONFIG_MAX_WORKLOADS_DEFAULT;
   cfg->timeout_ms = ACL_CONFIG_TIMEOUT_MS_DEFAULT;
   cfg->profiler = ACL_PROF_AUTO;
+  cfg->cupti_on_ms = ACL_CONFIG_CUPTI_ON_MS_DEFAULT;
+  cfg->cupti_period_ms = ACL_CONFIG_CUPTI_PERIOD_MS_DEFAULT;
   cfg->local_rank = 0;
 }
 
@@ -99,6 +101,30 @@ static void parse_str(parser_t *p, const char *name, char *dst, size_t len)
   memcpy(dst, v, strlen(v) + 1);
 }
 
+/* AUTOCCL_CUPTI_WINDOW=ON/PERIOD in ms, 1 <= ON < PERIOD. */
+static void parse_window(parser_t *p, acl_config_t *cfg)
+{
+  const char *v = p->get(p->get_user, "AUTOCCL_CUPTI_WINDOW");
+  if (!v || !*v)
+    return;
+  char buf[64], dflt[48];
+  long on, per;
+  const char *slash = strchr(v, '/');
+  size_t n = slash ? (size_t)(slash - v) : 0;
+  if (slash && n < sizeof(buf)) {
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    if (acl_parse_int(buf, 1, ACL_CONFIG_CUPTI_MS_MAX, &on) &&
+        acl_parse_int(slash + 1, 2, ACL_CONFIG_CUPTI_MS_MAX, &per) && on < per) {
+      cfg->cupti_on_ms = (int)on;
+      cfg->cupti_period_ms = (int)per;
+      return;
+    }
+  }
+  snprintf(dflt, sizeof(dflt), "%d/%d", cfg->cupti_on_ms, cfg->cupti_period_ms);
+  bad(p, "AUTOCCL_CUPTI_WINDOW", v, "ON/PERIOD in ms with 1 <= ON < PERIOD <= 3600000", dflt);
+}
+
 static const char *const mode_names[] = {"online", "static", "off"};
 static const char *const prof_names[] = {"auto", "cupti", "nccl", "off"};
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -153,6 +179,7 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
   }
   char bind[sizeof(cfg->http_bind)];
   memcpy(bind, cfg->http_bind, sizeof(bind));
+  parse_window(&p, cfg);
   parse_str(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind, sizeof(cfg->http_bind));
   if (!normalise_bind(cfg->http_bind, sizeof(cfg->http_bind))) {
     bad(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind,

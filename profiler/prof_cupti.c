@@ -23,14 +23,20 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   return NULL;
 }
 void acl_cupti_stop(acl_cupti_t *c, bool at_exit) { (void)c, (void)at_exit; }
+bool acl_cupti_begin(acl_cupti_t *c) { (void)c; return false; }
 void acl_cupti_push(acl_cupti_t *c, uint64_t ext) { (void)c, (void)ext; }
+void acl_cupti_end(acl_cupti_t *c) { (void)c; }
 int acl_cupti_thread_slot(acl_cupti_t *c) { (void)c; return -1; }
 void acl_cupti_kick(acl_cupti_t *c) { (void)c; }
 void acl_cupti_flush(acl_cupti_t *c) { (void)c; }
 bool acl_cupti_backed_off(const acl_cupti_t *c) { (void)c; return false; }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { (void)c; return 0; }
-void acl_cupti_set_active(acl_cupti_t *c, bool active) { (void)c, (void)active; }
-bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
+bool acl_cupti_tagging(const acl_cupti_t *c) { (void)c; return false; }
+void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
+{
+  (void)c;
+  memset(w, 0, sizeof(*w));
+}
 
 #else
 
@@ -39,7 +45,9 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 
@@ -58,7 +66,9 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
   X(cuptiActivityGetNextRecord, 1)                                                         \
   X(cuptiActivityGetNumDroppedRecords, 1)                                                  \
   X(cuptiActivityPushExternalCorrelationId, 1)                                             \
-  X(cuptiActivityPopExternalCorrelationId, 1)
+  X(cuptiActivityPopExternalCorrelationId, 1)                                             \
+  X(cuptiEnableDomain, 0)                                                                  \
+  X(cuptiFinalize, 0)
 
 static struct {
   void *lib;
@@ -75,7 +85,13 @@ static __thread struct {
   unsigned long inst;
   int slot;
   bool pushed; /* an id of ours is on this thread's CUPTI stack */
+  unsigned long epoch; /* attach generation of that id (a detach empties the stacks) */
 } tls;
+
+/* Detach request (cuptiFinalize from an API exit, as CUPTI asks): */
+enum { FIN_NONE = 0, FIN_ARMED, FIN_FIRING, FIN_DONE };
+/* How long a closing window waits for its tagged calls' kernel records. */
+#define DRAIN_NS 200000000ull
 
 struct acl_cupti {
   acl_attr_t *attr;
@@ -90,7 +106,16 @@ struct acl_cupti {
   atomic_ulong buffers;
   _Atomic uint64_t last_buffer_ns;
   bool driver_all, runtime_all; /* API kinds enabled (external correlation needs them) */
-  atomic_bool suspended;        /* kinds off while the tuner needs no samples */
+  acl_duty_t duty;              /* the window rule; the flush thread's alone */
+  bool detach;                  /* closing detaches CUPTI (else kinds are only disabled) */
+  atomic_int wstate;            /* acl_duty_state_t applied; OPEN/ALWAYS: calls tagged */
+  atomic_bool attached;         /* our activity kinds are enabled */
+  atomic_int inflight;          /* tagging threads between begin and end */
+  atomic_ulong epoch;           /* attach generation */
+  atomic_int fin;               /* FIN_* */
+  CUpti_SubscriberHandle fin_sub;
+  atomic_ulong windows, detaches, attach_failures;
+  _Atomic uint64_t on_ns;       /* attached time, closed windows */
   pthread_t thr;
   bool thr_ok;
   pthread_mutex_t mu;
@@ -227,43 +252,6 @@ static void back_off(acl_cupti_t *c, const char *what, CUptiResult r)
              what, res_str(r));
 }
 
-static void *flush_main(void *arg)
-{
-  acl_cupti_t *c = arg;
-  while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
-    pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->stopping) && acl_attr_pending(c->attr) == 0) {
-      atomic_store(&c->idle, true);
-      pthread_cond_wait(&c->cv, &c->mu);
-    }
-    atomic_store(&c->idle, false);
-    pthread_mutex_unlock(&c->mu);
-    if (atomic_load(&c->stopping))
-      break;
-    CUptiResult r = cu.cuptiActivityFlushAll(0);
-    if (r != CUPTI_SUCCESS) {
-      back_off(c, "cuptiActivityFlushAll", r);
-      break;
-    }
-    c->batch(c->u, false);
-    /* Buffers stopped coming for a minute while calls wait: someone else
-     * took CUPTI's activity callbacks. */
-    uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
-    if (acl_attr_pending(c->attr) > 0 && last && now > last + 60000000000ull)
-      back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)c->flush_us * 1000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_mutex_lock(&c->mu);
-    if (!atomic_load(&c->stopping))
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    pthread_mutex_unlock(&c->mu);
-  }
-  return NULL;
-}
-
 /* External correlation needs API records. Measured on an H200 (CUDA 13.0,
  * driver 580): selecting only the launch calls (cuptiActivityEnable*Api per
  * callback id) yields no external-correlation records at all, so whole
@@ -297,12 +285,201 @@ static bool is_multi(CUptiResult r)
   return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 }
 
+
+/* Enables our kinds (a window opens). After a detach CUPTI starts afresh:
+ * callbacks are registered again, and the probe sees a subscriber that
+ * arrived meanwhile (PyTorch's profiler, Nsight), which makes us back off. */
+static bool attach(acl_cupti_t *c, char *why, size_t whylen, bool *other)
+{
+  CUpti_SubscriberHandle sub;
+  CUptiResult r = cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
+  *other = false;
+  if (r != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiSubscribe: %s%s", res_str(r),
+             *other ? " (another CUPTI subscriber holds CUPTI)" : "");
+    return false;
+  }
+  cu.cuptiUnsubscribe(sub);
+  if ((r = cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", res_str(r));
+    return false;
+  }
+  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", res_str(r));
+    return false;
+  }
+  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", res_str(r));
+    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    return false;
+  }
+  enable_launch_records(c, true);
+  atomic_fetch_add(&c->epoch, 1);
+  atomic_store(&c->attached, true);
+  return true;
+}
+
+static void disable_kinds(acl_cupti_t *c)
+{
+  enable_launch_records(c, false);
+  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  atomic_store(&c->attached, false);
+}
+
+/* The first CUDA API call to return after the request detaches CUPTI:
+ * cuptiFinalize is safe at an API exit (cupti_activity.h). */
+static void CUPTIAPI fin_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+                            const void *data)
+{
+  (void)id;
+  acl_cupti_t *c = u;
+  const CUpti_CallbackData *cb = data;
+  if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
+      cb->callbackSite != CUPTI_API_EXIT)
+    return;
+  int want = FIN_ARMED;
+  if (!atomic_compare_exchange_strong(&c->fin, &want, FIN_FIRING))
+    return;
+  cu.cuptiFinalize();
+  atomic_fetch_add(&c->detaches, 1);
+  atomic_store(&c->fin, FIN_DONE);
+}
+
+static void arm_detach(acl_cupti_t *c)
+{
+  if (c->detach && cu.cuptiFinalize && cu.cuptiEnableDomain &&
+      cu.cuptiSubscribe(&c->fin_sub, (CUpti_CallbackFunc)fin_cb, c) == CUPTI_SUCCESS) {
+    atomic_store(&c->fin, FIN_ARMED);
+    cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
+}
+
+/* Before touching CUPTI again: a request nobody fired yet (no CUDA call
+ * since) is withdrawn; one firing is waited for. */
+static void settle_detach(acl_cupti_t *c)
+{
+  int want = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&c->fin, &want, FIN_NONE)) {
+    cu.cuptiUnsubscribe(c->fin_sub);
+    return;
+  }
+  while (atomic_load(&c->fin) == FIN_FIRING)
+    sched_yield();
+  atomic_store(&c->fin, FIN_NONE);
+}
+
+static void flush_round(acl_cupti_t *c)
+{
+  CUptiResult r = cu.cuptiActivityFlushAll(0);
+  if (r != CUPTI_SUCCESS) {
+    back_off(c, "cuptiActivityFlushAll", r);
+    return;
+  }
+  c->batch(c->u, false);
+  /* Buffers stopped coming for a minute while calls wait: someone else
+   * took CUPTI's activity callbacks. */
+  uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
+  if (acl_attr_pending(c->attr) > 0 && last && now > last + 60000000000ull)
+    back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
+}
+
+/* A window closes: no new tags (callers inside begin/end finish first), the
+ * tagged calls' records are drained, then our kinds go off and CUPTI is
+ * detached at the next CUDA API exit. */
+static void close_window(acl_cupti_t *c, uint64_t opened_ns)
+{
+  atomic_store(&c->wstate, ACL_DUTY_CLOSED);
+  while (atomic_load(&c->inflight) > 0)
+    sched_yield();
+  uint64_t t0 = acl_mono_ns();
+  while (acl_attr_pending(c->attr) > 0 && acl_mono_ns() - t0 < DRAIN_NS &&
+         !atomic_load(&c->backed_off) && !atomic_load(&c->stopping)) {
+    flush_round(c);
+    usleep(c->flush_us);
+  }
+  pthread_mutex_lock(&g_mu);
+  if (!atomic_load(&c->backed_off)) {
+    disable_kinds(c);
+    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    c->batch(c->u, false);
+    arm_detach(c);
+  }
+  pthread_mutex_unlock(&g_mu);
+  atomic_fetch_add(&c->on_ns, acl_mono_ns() - opened_ns);
+}
+
+static void open_window(acl_cupti_t *c)
+{
+  char why[256];
+  bool other = false;
+  pthread_mutex_lock(&g_mu);
+  settle_detach(c);
+  bool ok = attach(c, why, sizeof(why), &other);
+  pthread_mutex_unlock(&g_mu);
+  if (ok) {
+    atomic_fetch_add(&c->windows, 1);
+    return;
+  }
+  atomic_fetch_add(&c->attach_failures, 1);
+  if (other)
+    back_off(c, "attach (another CUPTI subscriber is active)", CUPTI_SUCCESS);
+  else
+    acl_warn("profiler: CUPTI window not opened (%s); this window's samples come from NCCL "
+             "profiler events", why);
+}
+
+static void timed_wait(acl_cupti_t *c, uint64_t ns)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (ns > 3600000000000ull)
+    ns = 3600000000000ull;
+  uint64_t t = (uint64_t)ts.tv_nsec + ns;
+  ts.tv_sec += (time_t)(t / 1000000000u);
+  ts.tv_nsec = (long)(t % 1000000000u);
+  pthread_mutex_lock(&c->mu);
+  if (!atomic_load(&c->stopping))
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The flush thread applies the window rule and flushes while tagged calls
+ * wait for their records. */
+static void *flush_main(void *arg)
+{
+  acl_cupti_t *c = arg;
+  while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
+    uint64_t now = acl_mono_ns();
+    acl_duty_state_t want = acl_duty_step(&c->duty, now);
+    bool attached = atomic_load(&c->attached);
+    if (want == ACL_DUTY_CLOSED && attached)
+      close_window(c, c->duty.opened_ns);
+    else if (want != ACL_DUTY_CLOSED && !attached)
+      open_window(c);
+    if (atomic_load(&c->attached))
+      atomic_store(&c->wstate, want);
+    uint64_t wait = acl_duty_wait_ns(&c->duty, acl_mono_ns());
+    if (atomic_load(&c->attached) && acl_attr_pending(c->attr) > 0) {
+      flush_round(c);
+      if (wait > (uint64_t)c->flush_us * 1000u)
+        wait = (uint64_t)c->flush_us * 1000u;
+    }
+    atomic_store(&c->idle, acl_attr_pending(c->attr) == 0);
+    timed_wait(c, wait);
+  }
+  return NULL;
+}
+
 acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
                              acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
                              bool *backed_off)
 {
   acl_cupti_t *c = NULL;
-  CUptiResult r;
   *backed_off = false;
   pthread_mutex_lock(&g_mu);
   if (atomic_load(&g_active)) {
@@ -317,17 +494,6 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
              cu.path, ver);
     goto fail_unlock;
   }
-  /* Probe for another subscriber (PyTorch profiler, Nsight, a sanitizer);
-   * released at once so a later tool can still subscribe. */
-  CUpti_SubscriberHandle sub;
-  r = cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
-  if (r != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiSubscribe: %s%s", res_str(r),
-             *backed_off ? " (another CUPTI subscriber holds CUPTI)" : "");
-    goto fail_unlock;
-  }
-  cu.cuptiUnsubscribe(sub);
   c = calloc(1, sizeof(*c));
   if (!c) {
     snprintf(why, whylen, "out of memory");
@@ -337,39 +503,28 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   c->batch = batch;
   c->u = u;
   c->flush_us = o && o->flush_us ? o->flush_us : 2000;
+  c->detach = !(o && o->keep_attached);
   c->inst = atomic_fetch_add(&g_inst, 1) + 1;
+  acl_duty_init(&c->duty, o ? o->on_ms : 0, o ? o->period_ms : 0, acl_mono_ns());
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->bmu, NULL);
   atomic_store(&g_active, c);
-  if ((r = cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
-    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", res_str(r));
+  /* Always on, or the first window: attached here, so that a subscriber
+   * already present is reported at start. */
+  if (!attach(c, why, whylen, backed_off))
     goto fail_active;
-  }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", res_str(r));
-    goto fail_active;
-  }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", res_str(r));
-    goto fail_kernel;
-  }
-  enable_launch_records(c, true);
+  atomic_store(&c->wstate, acl_duty_step(&c->duty, acl_mono_ns()));
+  atomic_fetch_add(&c->windows, 1);
   if (pthread_create(&c->thr, NULL, flush_main, c) != 0) {
     snprintf(why, whylen, "cannot start the CUPTI flush thread");
-    goto fail_all;
+    disable_kinds(c);
+    goto fail_active;
   }
   c->thr_ok = true;
   pthread_mutex_unlock(&g_mu);
   acl_info("profiler: CUPTI loaded from %s (API %u)", cu.path, ver);
   return c;
-fail_all:
-  enable_launch_records(c, false);
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-fail_kernel:
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 fail_active:
   atomic_store(&g_active, NULL);
   pthread_cond_destroy(&c->cv);
@@ -385,22 +540,26 @@ void acl_cupti_stop(acl_cupti_t *c, bool at_exit)
 {
   if (!c)
     return;
+  atomic_store(&c->wstate, ACL_DUTY_CLOSED);
   pthread_mutex_lock(&c->mu);
   atomic_store(&c->stopping, true);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   if (c->thr_ok)
     pthread_join(c->thr, NULL);
+  while (atomic_load(&c->inflight) > 0)
+    sched_yield();
   pthread_mutex_lock(&g_mu);
   if (!at_exit && !atomic_load(&c->backed_off)) {
     /* Deliver what completed, then stop our kinds so CUPTI holds none of
      * our buffers and never calls into a plugin about to be unloaded. */
-    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    c->batch(c->u, true);
-    enable_launch_records(c, false);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    settle_detach(c);
+    if (atomic_load(&c->attached)) {
+      cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      c->batch(c->u, true);
+      disable_kinds(c);
+      cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
   }
   atomic_store(&g_active, NULL);
   pthread_mutex_unlock(&g_mu);
@@ -424,15 +583,27 @@ int acl_cupti_thread_slot(acl_cupti_t *c)
   return tls.slot;
 }
 
-void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
+static bool tags_now(int st) { return st == ACL_DUTY_OPEN || st == ACL_DUTY_ALWAYS; }
+
+bool acl_cupti_begin(acl_cupti_t *c)
 {
   if (!c || atomic_load(&c->backed_off))
-    return;
-  if (atomic_load(&c->suspended)) {
-    if (tls.pushed)
-      cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+    return false;
+  atomic_fetch_add(&c->inflight, 1); /* before the check: close_window waits for it */
+  if (tags_now(atomic_load(&c->wstate)))
+    return true;
+  atomic_fetch_sub(&c->inflight, 1);
+  return false;
+}
+
+void acl_cupti_end(acl_cupti_t *c) { atomic_fetch_sub(&c->inflight, 1); }
+
+void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
+{
+  unsigned long ep = atomic_load(&c->epoch);
+  if (tls.epoch != ep) { /* a detach emptied this thread's id stack */
+    tls.epoch = ep;
     tls.pushed = false;
-    return;
   }
   /* Keep the id pushed until this thread's next tag: NCCL launches in
    * ncclGroupEnd, after getCollInfo returned. */
@@ -455,32 +626,33 @@ void acl_cupti_flush(acl_cupti_t *c)
 {
   if (!c || atomic_load(&c->backed_off))
     return;
-  cu.cuptiActivityFlushAll(0);
+  pthread_mutex_lock(&g_mu);
+  if (atomic_load(&c->attached))
+    cu.cuptiActivityFlushAll(0);
+  pthread_mutex_unlock(&g_mu);
   c->batch(c->u, true);
 }
 
 bool acl_cupti_backed_off(const acl_cupti_t *c) { return c && atomic_load(&c->backed_off); }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { return c ? atomic_load(&c->buffers) : 0; }
 
-void acl_cupti_set_active(acl_cupti_t *c, bool active)
+bool acl_cupti_tagging(const acl_cupti_t *c)
 {
-  if (!c || atomic_load(&c->backed_off))
-    return;
-  pthread_mutex_lock(&g_mu);
-  if (active && atomic_load(&c->suspended)) {
-    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    enable_launch_records(c, true);
-    atomic_store(&c->suspended, false);
-  } else if (!active && !atomic_load(&c->suspended)) {
-    atomic_store(&c->suspended, true);
-    enable_launch_records(c, false);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  }
-  pthread_mutex_unlock(&g_mu);
+  return c && !atomic_load(&c->backed_off) && tags_now(atomic_load(&c->wstate));
 }
 
-bool acl_cupti_suspended(const acl_cupti_t *c) { return c && atomic_load(&c->suspended); }
+void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
+{
+  memset(w, 0, sizeof(*w));
+  if (!c)
+    return;
+  w->state = (acl_duty_state_t)atomic_load(&c->wstate);
+  w->on_ms = (unsigned)(c->duty.on_ns / 1000000u);
+  w->period_ms = (unsigned)(c->duty.period_ns / 1000000u);
+  w->windows = atomic_load(&c->windows);
+  w->detaches = atomic_load(&c->detaches);
+  w->attach_failures = atomic_load(&c->attach_failures);
+  w->on_seconds = (double)atomic_load(&c->on_ns) * 1e-9;
+}
 
 #endif

@@ -47,11 +47,11 @@ if [ -x "$B/bench/autoccl-bench" ]; then
   fi
 fi
 # Profiler: CUPTI attribution, overlap, timing against CUDA events, overhead
-# (built by scripts/prepare-gpu-build.sh into $B/gpucheck).
-if [ -x "$B/gpucheck/acl-gpucheck-profiler" ]; then
-  check profiler env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run
+# (Meson targets in $B/profiler/gpucheck).
+if [ -x "$B/profiler/gpucheck/acl-gpucheck-profiler" ]; then
+  check profiler env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" scripts/gpu-check-profiler.sh run
   if [ "$ngpu" -ge 2 ]; then
-    check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run --nccl
+    check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" scripts/gpu-check-profiler.sh run --nccl
   fi
 fi
 

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/render.h"
 #include "core/text.h"
+#include "profiler/overlap.h"
 #include "profiler/profiler.h"
 #include "tuner/consensus/consensus.h"
 #include "tuner/plugin/plugin_int.h"
@@ -29,6 +30,14 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
     w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
   w->dur_sum = (double)atomic_load_explicit(&st->dur_ns, memory_order_relaxed) * 1e-9;
+  acl_exposure_t ex;
+  w->has_exposed = acl_exposure_estimate(
+      w->calls, w->dur_count, w->dur_sum,
+      (double)atomic_load_explicit(&st->ov_coll_ns, memory_order_relaxed) * 1e-9,
+      (double)atomic_load_explicit(&st->ov_exposed_ns, memory_order_relaxed) * 1e-9, &ex);
+  w->collective_seconds = ex.collective_seconds;
+  w->exposed_seconds = ex.exposed_seconds;
+  w->exposed_share = ex.share;
   /* Samples before calls: every sampled call read is also counted as made. */
   uint64_t esamp = atomic_load_explicit(&st->explore_sampled, memory_order_acquire);
   double esec = (double)atomic_load_explicit(&st->explore_ns, memory_order_relaxed) * 1e-9;
