@@ -110,6 +110,17 @@ typedef struct acl_snapshot {
   acl_snap_workload_t workloads[ACL_SNAP_MAX_WORKLOADS];
 } acl_snapshot_t;
 
+/* The job's exposed communication, summed over this process's workloads,
+ * and the tuner's net time saved beside it: the exposed time is the most
+ * that any collective tuning could ever give back. */
+typedef struct acl_snap_job {
+  double collective_seconds, exposed_seconds, exposed_share; /* share: 0..1 */
+  bool has_exposed;
+  double time_saved_seconds; /* sum of the workloads' net value */
+  bool has_net;
+} acl_snap_job_t;
+void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out);
+
 /* Histogram bucket index for a duration (ACL_HIST_N = beyond the last bound). */
 int acl_hist_bucket(double seconds);
 double acl_hist_bound(int i);

@@ -83,6 +83,21 @@ bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
   return true;
 }
 
+bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
+                       double known_coll, double known_exposed)
+{
+  acl_exposure_t e;
+  if (!acl_exposure_estimate(dur_count, dur_count, dur_sum, known_coll, known_exposed, &e))
+    return false;
+  if (calls > acc->calls) {
+    double add = (double)(calls - acc->calls) * (dur_sum / (double)dur_count);
+    acc->collective_seconds += add;
+    acc->exposed_seconds += add * e.share;
+    acc->calls = calls;
+  }
+  return true;
+}
+
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id)
 {
   acl_cwin_rec_t *r = &w->rec[w->head % ACL_CWIN_CAP];

@@ -38,6 +38,17 @@ typedef struct acl_exposure {
 bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
                            double known_coll, double known_exposed, acl_exposure_t *out);
 
+/* Monotonic totals for counters: the calls made since the last fold are
+ * priced at the current estimate (mean duration x share), so the totals
+ * never go down when the share moves. */
+typedef struct acl_exposure_acc {
+  uint64_t calls;
+  double collective_seconds, exposed_seconds;
+} acl_exposure_acc_t;
+/* false (acc unchanged) while no estimate exists. */
+bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
+                       double known_coll, double known_exposed);
+
 /* A per-device window of recent compute kernels (a bounded ring) from which
  * the compute kernels overlapping a collective are picked. */
 #define ACL_CWIN_CAP 1024

@@ -13,6 +13,7 @@
 #include "core/netvalue.h"
 #include "core/snapshot.h"
 #include "core/table.h"
+#include "profiler/overlap.h"
 #include "tuner/plugin/plugin.h"
 
 /* This process's view of one workload of one rank (the search state itself
@@ -39,6 +40,7 @@ typedef struct acl_rank_stats {
    * pricing, which only snapshot builds touch (under acl_proc.lock). */
   _Atomic uint64_t explore_calls, decided_calls, explore_sampled, explore_ns;
   acl_netvalue_t nv;
+  acl_exposure_acc_t exposure; /* snapshot builds only, under acl_proc.lock */
 } acl_rank_stats_t;
 
 enum {
