@@ -210,12 +210,18 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     bool backed = false;
     bool always = p->cfg.profiler == ACL_PROF_CUPTI;
     p->attr = acl_attr_create();
+    unsigned on_ms = 0, period_ms = 0;
+    if (opts && opts->period_ms) {
+      on_ms = opts->on_ms;
+      period_ms = opts->period_ms;
+    } else if (!acl_config_window_ms(p->cfg.cupti_window, &on_ms, &period_ms)) {
+      acl_config_window_ms(acl_setting_find("AUTOCCL_CUPTI_WINDOW")->dstr, &on_ms, &period_ms);
+    }
     acl_cupti_opts_t co = {
         .lib = opts ? opts->cupti_lib : NULL,
         .flush_us = opts ? opts->flush_us : 0,
-        .on_ms = opts && opts->period_ms ? opts->on_ms : (unsigned)p->cfg.cupti_on_ms,
-        .period_ms = always ? 0 : opts && opts->period_ms ? opts->period_ms
-                                                            : (unsigned)p->cfg.cupti_period_ms,
+        .on_ms = on_ms,
+        .period_ms = always ? 0 : period_ms,
         .keep_attached = opts && opts->keep_attached,
     };
     if (p->attr)

@@ -126,8 +126,7 @@ int main(int argc, char **argv)
                                              : ACL_PROF_AUTO;
   if (strcmp(mode, "default_keep") == 0) {
     o.keep_attached = true;
-    o.on_ms = (unsigned)cfg.cupti_on_ms;
-    o.period_ms = (unsigned)cfg.cupti_period_ms;
+    acl_config_window_ms(cfg.cupti_window, &o.on_ms, &o.period_ms);
   }
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   void *pr = acl_prof_rank_attach(p, &rank_id, 0x1234, 0, 1);
