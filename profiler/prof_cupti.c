@@ -50,33 +50,11 @@ void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "profiler/cupti_lib.h"
+
 
 #define BUF_SIZE (256u * 1024u)
 #define BUF_KEEP 8
-
-#define CUPTI_FNS(X)                                                                       \
-  X(cuptiGetVersion, 1)                                                                    \
-  X(cuptiGetResultString, 0)                                                               \
-  X(cuptiSubscribe, 1)                                                                     \
-  X(cuptiUnsubscribe, 1)                                                                   \
-  X(cuptiActivityEnable, 1)                                                                \
-  X(cuptiActivityDisable, 1)                                                               \
-  X(cuptiActivityRegisterCallbacks, 1)                                                     \
-  X(cuptiActivityFlushAll, 1)                                                              \
-  X(cuptiActivityGetNextRecord, 1)                                                         \
-  X(cuptiActivityGetNumDroppedRecords, 1)                                                  \
-  X(cuptiActivityPushExternalCorrelationId, 1)                                             \
-  X(cuptiActivityPopExternalCorrelationId, 1)                                             \
-  X(cuptiEnableDomain, 0)                                                                  \
-  X(cuptiFinalize, 0)
-
-static struct {
-  void *lib;
-  char path[512];
-#define X(f, req) __typeof__(&f) f; /* NOLINT(bugprone-macro-parentheses): declarator */
-  CUPTI_FNS(X)
-#undef X
-} cu;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(acl_cupti_t *) g_active;
@@ -125,71 +103,6 @@ struct acl_cupti {
   int nbufs;
 };
 
-static const char *res_str(CUptiResult r)
-{
-  const char *s = NULL;
-  if (cu.cuptiGetResultString)
-    cu.cuptiGetResultString(r, &s);
-  return s ? s : "?";
-}
-
-static bool try_load(const char *path, char *why, size_t whylen)
-{
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(why, whylen, "dlopen(%s): %s", path, e ? e : "failed");
-    return false;
-  }
-#define X(f, req)                                                                           \
-  cu.f = (__typeof__(&f))dlsym(h, #f); /* NOLINT(bugprone-macro-parentheses): a member */ \
-  if ((req) && !cu.f) {                                                                    \
-    snprintf(why, whylen, "%s lacks %s", path, #f);                                        \
-    goto fail;                                                                             \
-  }
-  CUPTI_FNS(X)
-#undef X
-  cu.lib = h;
-  snprintf(cu.path, sizeof(cu.path), "%s", path);
-  return true;
-fail:
-  dlclose(h);
-  memset(&cu, 0, sizeof(cu));
-  return false;
-}
-
-/* The library stays loaded for the process's life (CUPTI keeps per-thread
- * state and our callbacks; unloading it under a live CUDA is not safe). */
-static bool load_cupti(const char *only, char *why, size_t whylen)
-{
-  if (cu.lib)
-    return true;
-  if (only)
-    return try_load(only, why, whylen);
-  const char *home = getenv("CUDA_HOME");
-  char cands[8][512];
-  int n = 0;
-  snprintf(cands[n++], 512, "libcupti.so.13");
-  snprintf(cands[n++], 512, "libcupti.so");
-  if (home && *home) {
-    snprintf(cands[n++], 512, "%s/extras/CUPTI/lib64/libcupti.so.13", home);
-    snprintf(cands[n++], 512, "%s/lib64/libcupti.so.13", home);
-  }
-  snprintf(cands[n++], 512, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
-  snprintf(cands[n++], 512, "/usr/local/cuda/lib64/libcupti.so.13");
-  snprintf(cands[n++], 512, "/usr/local/cuda/lib64/libcupti.so");
-  char first[256] = "";
-  for (int i = 0; i < n; i++) {
-    if (try_load(cands[i], why, whylen))
-      return true;
-    if (!first[0])
-      snprintf(first, sizeof(first), "%s", why);
-  }
-  snprintf(why, whylen, "libcupti not found (%s; also tried CUDA_HOME and /usr/local/cuda)",
-           first);
-  return false;
-}
-
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
   acl_cupti_t *c = atomic_load(&g_active);
@@ -214,7 +127,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
   acl_cupti_t *c = atomic_load(&g_active);
   if (c && valid > 0) {
     CUpti_Activity *rec = NULL;
-    while (cu.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (acl_cu.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         acl_krec_t kr = {.start = k->start, .end = k->end, .device = k->deviceId,
@@ -228,7 +141,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
       } /* launch API records: only needed for external correlation */
     }
     size_t dropped = 0;
-    if (cu.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+    if (acl_cu.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
       acl_attr_add_dropped(c->attr, dropped);
     atomic_fetch_add(&c->buffers, 1);
     atomic_store(&c->last_buffer_ns, acl_mono_ns());
@@ -249,7 +162,7 @@ static void back_off(acl_cupti_t *c, const char *what, CUptiResult r)
   if (!atomic_exchange(&c->backed_off, true))
     acl_warn("profiler: CUPTI %s failed (%s): backing off CUPTI, samples now come from NCCL "
              "profiler events",
-             what, res_str(r));
+             what, acl_cupti_res_str(r));
 }
 
 /* External correlation needs API records. Measured on an H200 (CUDA 13.0,
@@ -259,8 +172,8 @@ static void back_off(acl_cupti_t *c, const char *what, CUptiResult r)
 static void enable_launch_records(acl_cupti_t *c, bool on)
 {
   if (on) {
-    c->driver_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
-    c->runtime_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
+    c->driver_all = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
+    c->runtime_all = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
     if (!c->driver_all || !c->runtime_all)
       acl_warn("profiler: CUPTI API records: driver %s, runtime %s; kernels launched "
                "without them cannot be attributed",
@@ -268,9 +181,9 @@ static void enable_launch_records(acl_cupti_t *c, bool on)
     return;
   }
   if (c->driver_all)
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (c->runtime_all)
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   c->driver_all = c->runtime_all = false;
 }
 
@@ -292,28 +205,28 @@ static bool is_multi(CUptiResult r)
 static bool attach(acl_cupti_t *c, char *why, size_t whylen, bool *other)
 {
   CUpti_SubscriberHandle sub;
-  CUptiResult r = cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
+  CUptiResult r = acl_cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
   *other = false;
   if (r != CUPTI_SUCCESS) {
     *other = is_multi(r);
-    snprintf(why, whylen, "cuptiSubscribe: %s%s", res_str(r),
+    snprintf(why, whylen, "cuptiSubscribe: %s%s", acl_cupti_res_str(r),
              *other ? " (another CUPTI subscriber holds CUPTI)" : "");
     return false;
   }
-  cu.cuptiUnsubscribe(sub);
-  if ((r = cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
-    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", res_str(r));
+  acl_cu.cuptiUnsubscribe(sub);
+  if ((r = acl_cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", acl_cupti_res_str(r));
     return false;
   }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
+  if ((r = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
     *other = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", res_str(r));
+    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", acl_cupti_res_str(r));
     return false;
   }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
+  if ((r = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
     *other = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", res_str(r));
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", acl_cupti_res_str(r));
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     return false;
   }
   enable_launch_records(c, true);
@@ -325,8 +238,8 @@ static bool attach(acl_cupti_t *c, char *why, size_t whylen, bool *other)
 static void disable_kinds(acl_cupti_t *c)
 {
   enable_launch_records(c, false);
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   atomic_store(&c->attached, false);
 }
 
@@ -344,18 +257,18 @@ static void CUPTIAPI fin_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id
   int want = FIN_ARMED;
   if (!atomic_compare_exchange_strong(&c->fin, &want, FIN_FIRING))
     return;
-  cu.cuptiFinalize();
+  acl_cu.cuptiFinalize();
   atomic_fetch_add(&c->detaches, 1);
   atomic_store(&c->fin, FIN_DONE);
 }
 
 static void arm_detach(acl_cupti_t *c)
 {
-  if (c->detach && cu.cuptiFinalize && cu.cuptiEnableDomain &&
-      cu.cuptiSubscribe(&c->fin_sub, (CUpti_CallbackFunc)fin_cb, c) == CUPTI_SUCCESS) {
+  if (c->detach && acl_cu.cuptiFinalize && acl_cu.cuptiEnableDomain &&
+      acl_cu.cuptiSubscribe(&c->fin_sub, (CUpti_CallbackFunc)fin_cb, c) == CUPTI_SUCCESS) {
     atomic_store(&c->fin, FIN_ARMED);
-    cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    acl_cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    acl_cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_DRIVER_API);
   }
 }
 
@@ -365,7 +278,7 @@ static void settle_detach(acl_cupti_t *c)
 {
   int want = FIN_ARMED;
   if (atomic_compare_exchange_strong(&c->fin, &want, FIN_NONE)) {
-    cu.cuptiUnsubscribe(c->fin_sub);
+    acl_cu.cuptiUnsubscribe(c->fin_sub);
     return;
   }
   while (atomic_load(&c->fin) == FIN_FIRING)
@@ -375,7 +288,7 @@ static void settle_detach(acl_cupti_t *c)
 
 static void flush_round(acl_cupti_t *c)
 {
-  CUptiResult r = cu.cuptiActivityFlushAll(0);
+  CUptiResult r = acl_cu.cuptiActivityFlushAll(0);
   if (r != CUPTI_SUCCESS) {
     back_off(c, "cuptiActivityFlushAll", r);
     return;
@@ -405,7 +318,7 @@ static void close_window(acl_cupti_t *c, uint64_t opened_ns)
   pthread_mutex_lock(&g_mu);
   if (!atomic_load(&c->backed_off)) {
     disable_kinds(c);
-    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     c->batch(c->u, false);
     arm_detach(c);
   }
@@ -486,12 +399,12 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
     snprintf(why, whylen, "CUPTI already in use by another autoccl profiler in this process");
     goto fail_unlock;
   }
-  if (!load_cupti(o ? o->lib : NULL, why, whylen))
+  if (!acl_cupti_load(o ? o->lib : NULL, why, whylen))
     goto fail_unlock;
   uint32_t ver = 0;
-  if (cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS || ver < 130000) {
+  if (acl_cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS || ver < 130000) {
     snprintf(why, whylen, "%s: CUPTI API version %u, need >= 13 (record layouts differ)",
-             cu.path, ver);
+             acl_cu.path, ver);
     goto fail_unlock;
   }
   c = calloc(1, sizeof(*c));
@@ -523,7 +436,7 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   }
   c->thr_ok = true;
   pthread_mutex_unlock(&g_mu);
-  acl_info("profiler: CUPTI loaded from %s (API %u)", cu.path, ver);
+  acl_info("profiler: CUPTI loaded from %s (API %u)", acl_cu.path, ver);
   return c;
 fail_active:
   atomic_store(&g_active, NULL);
@@ -555,10 +468,10 @@ void acl_cupti_stop(acl_cupti_t *c, bool at_exit)
      * our buffers and never calls into a plugin about to be unloaded. */
     settle_detach(c);
     if (atomic_load(&c->attached)) {
-      cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       c->batch(c->u, true);
       disable_kinds(c);
-      cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
   }
   atomic_store(&g_active, NULL);
@@ -608,8 +521,8 @@ void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
   /* Keep the id pushed until this thread's next tag: NCCL launches in
    * ncclGroupEnd, after getCollInfo returned. */
   if (tls.pushed)
-    cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
-  tls.pushed = cu.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+    acl_cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+  tls.pushed = acl_cu.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
                                                          ext) == CUPTI_SUCCESS;
 }
 
@@ -628,7 +541,7 @@ void acl_cupti_flush(acl_cupti_t *c)
     return;
   pthread_mutex_lock(&g_mu);
   if (atomic_load(&c->attached))
-    cu.cuptiActivityFlushAll(0);
+    acl_cu.cuptiActivityFlushAll(0);
   pthread_mutex_unlock(&g_mu);
   c->batch(c->u, true);
 }
