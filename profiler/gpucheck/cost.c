@@ -26,10 +26,9 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/overlap.h"
+#include "profiler/gpucheck/check.h"
 #include "profiler/profiler.h"
 
-int acl_check_fake_launch(cudaStream_t s, unsigned long long ns);
-int acl_check_spin_launch(cudaStream_t s, unsigned long long ns);
 
 /* The compute loop's construction: collective 1 ms, compute 0.6 ms. */
 #define COLL_NS 1000000ull
@@ -41,14 +40,6 @@ int acl_check_spin_launch(cudaStream_t s, unsigned long long ns);
  * calls whose kernels run after the window closed. */
 #define AHEAD 8
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      exit(2);                                                                             \
-    }                                                                                      \
-  } while (0)
 
 static int rank_id;
 static uint64_t half = UINT64_MAX; /* shift loop: compute starts at this call */

@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "profiler/gpucheck/check.h"
 #include "profiler/profiler.h"
 
 #ifdef ACL_CHECK_NCCL
@@ -31,19 +32,8 @@ int acl_check_nccl_allreduce(float *buf, size_t count, void *comm, cudaStream_t 
 void acl_check_nccl_destroy(void *comm);
 #endif
 
-int acl_check_fake_launch(cudaStream_t s, unsigned long long ns);
-int acl_check_compute_launch(cudaStream_t s, float *a, int n, int iters);
-int acl_check_spin_launch(cudaStream_t s, unsigned long long ns);
 
 #define MAXCALLS 4096
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      exit(2);                                                                             \
-    }                                                                                      \
-  } while (0)
 
 static int failures;
 static void check(const char *name, int ok, const char *fmt, ...)

@@ -185,6 +185,19 @@ static void converge_simple(acl_search_t *s, model_t *m)
   cr_assert(drive(s, model_time, m, &o) > 0);
 }
 
+/* Converged, then the decision's next call: its id and noise-free time. */
+static int converged_decision(acl_search_t *s, model_t *m, double *t)
+{
+  converge_simple(s, m);
+  acl_candidate_t c;
+  uint32_t len;
+  int id = acl_search_next(s, &c, &len);
+  if (id == ACL_SEARCH_CAND_NCCL) /* a validation block: the decision's comes next */
+    id = acl_search_next(s, &c, &len);
+  *t = model_time(m, &c, 0);
+  return id;
+}
+
 Test(search, drift_retunes_but_not_on_one_outlier)
 {
   acl_search_t s;
@@ -230,13 +243,8 @@ Test(search, unknown_overlap_between_windows_never_retunes)
 {
   acl_search_t s;
   model_t m;
-  converge_simple(&s, &m); /* converged with overlap 0 known */
-  acl_candidate_t c;
-  uint32_t len;
-  int id = acl_search_next(&s, &c, &len);
-  if (id == ACL_SEARCH_CAND_NCCL)
-    id = acl_search_next(&s, &c, &len);
-  double t = model_time(&m, &c, 0);
+  double t;
+  int id = converged_decision(&s, &m, &t); /* converged with overlap 0 known */
   for (int i = 0; i < 2000; i++)
     acl_search_add_sample(&s, id, t, -1.0f);
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
@@ -248,13 +256,8 @@ Test(search, windowed_overlap_shift_retunes)
 {
   acl_search_t s;
   model_t m;
-  converge_simple(&s, &m);
-  acl_candidate_t c;
-  uint32_t len;
-  int id = acl_search_next(&s, &c, &len);
-  if (id == ACL_SEARCH_CAND_NCCL)
-    id = acl_search_next(&s, &c, &len);
-  double t = model_time(&m, &c, 0);
+  double t;
+  int id = converged_decision(&s, &m, &t);
   int i = 0;
   for (; i < 5000 && acl_search_phase(&s) == ACL_PHASE_CONVERGED; i++)
     acl_search_add_sample(&s, id, t, i % 100 < 20 ? 0.7f : -1.0f);
