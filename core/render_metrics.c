@@ -336,9 +336,6 @@ static const wfam_t k_wfams[] = {
      "Collective time not overlapped by compute kernels (exposed communication), from the "
      "share measured in CUPTI windows.",
      F_DBL, WOFF(exposed_seconds), WOFF(has_exposed), false},
-    {"autoccl_workload_exposed_ratio", "gauge",
-     "Share of the collective time not overlapped by compute (0..1).", F_DBL, WOFF(exposed_share),
-     WOFF(has_exposed), false},
     {"autoccl_workload_time_saved_seconds", "gauge",
      "Net time the decision saved against the measured NCCL baseline, minus the exploration cost "
      "(negative until the tuner pays for itself).",

@@ -53,6 +53,9 @@ if [ -x "$B/profiler/gpucheck/acl-gpucheck-profiler" ]; then
   if [ "$ngpu" -ge 2 ]; then
     check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" scripts/gpu-check-profiler.sh run --nccl
   fi
+  # the cost and accuracy of each profiler mode (about 5 minutes)
+  check profiler-cost env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" OUT="$OUT" \
+    scripts/gpu-check-profiler.sh cost --reps 3
 fi
 
 # PyTorch (its own NCCL): bit-identical all-reduce results with and without
