@@ -13,6 +13,7 @@
 #include "core/netvalue.h"
 #include "core/snapshot.h"
 #include "core/table.h"
+#include "profiler/overlap.h"
 #include "tuner/plugin/plugin.h"
 
 /* This process's view of one workload of one rank (the search state itself
@@ -24,6 +25,8 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t hist[ACL_HIST_N];
   _Atomic uint64_t dur_count;
   _Atomic uint64_t dur_ns;
+  /* Samples with a known overlap: their collective ns and exposed ns. */
+  _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
   _Atomic int nccl_nch;  /* channels NCCL's own choice ran, 0 unknown */
   atomic_bool hinted;    /* nccl_nch handed to the search */
   /* Event gating (plugin.c events_gate), touched by the rank's own calls
@@ -45,6 +48,7 @@ typedef struct acl_rank_stats {
    * pricing, which only snapshot builds touch (under acl_proc.lock). */
   _Atomic uint64_t explore_calls, decided_calls, explore_sampled, explore_ns;
   acl_netvalue_t nv;
+  acl_exposure_acc_t exposure; /* snapshot builds only, under acl_proc.lock */
 } acl_rank_stats_t;
 
 enum {
@@ -96,11 +100,6 @@ typedef struct acl_proc {
   atomic_bool watcher_stop;
   struct acl_rank *ranks;
   int nranks_live;
-  /* Profiler duty cycle (plugin.c): on while anything explores, then a
-   * short window every ACL_PROF_DUTY_PERIOD_NS so drift is still seen. */
-  atomic_bool prof_active;
-  atomic_bool explore_seen;
-  _Atomic uint64_t last_explore_ns;
 } acl_proc_t;
 
 extern acl_proc_t acl_proc;
