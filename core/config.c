@@ -22,6 +22,7 @@ void acl_config_defaults(acl_config_t *cfg)
   cfg->max_workloads = ACL_CONFIG_MAX_WORKLOADS_DEFAULT;
   cfg->timeout_ms = ACL_CONFIG_TIMEOUT_MS_DEFAULT;
   cfg->profiler = ACL_PROF_AUTO;
+  cfg->chunk_axis = 1;
   cfg->local_rank = 0;
 }
 
@@ -141,6 +142,8 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
                               "error, warn, info, debug");
   cfg->profiler = (acl_prof_src_t)parse_enum(&p, "AUTOCCL_PROFILER", prof_names, 4,
                                              cfg->profiler, "auto, cupti, nccl, off");
+  static const char *const off_on[] = {"off", "on"};
+  cfg->chunk_axis = parse_enum(&p, "AUTOCCL_CHUNK", off_on, 2, cfg->chunk_axis, "on, off");
 
   const char *port = get(get_user, "AUTOCCL_HTTP_PORT");
   long v;

@@ -77,7 +77,7 @@ int acl_table_from_entries(const acl_table_entry_t *e, int n, acl_table_t *out)
       r->cand.proto = -1;
       r->cand.nchannels = 0;
     }
-    r->cand.chunk_bytes = 0;
+    r->cand.chunk_log2 = 0;
   }
   free(v);
   out->hash = acl_table_hash(out);

@@ -113,6 +113,10 @@ struct acl_landscape {
   acl_land_syn_pt_t s[ACL_NUM_COLL][ACL_LAND_SYN_NANCH];
   /* traces */
   acl_land_tr_t *tr;
+  /* chunk size (sim/landscape_chunk.c), any kind; off unless enabled */
+  bool chunk_on;
+  float chunk_peak[ACL_NUM_COLL][ACL_LAND_SYN_NANCH][ACL_NUM_ALGO][ACL_NUM_PROTO];
+  float chunk_curv[ACL_NUM_COLL][ACL_LAND_SYN_NANCH][ACL_NUM_ALGO][ACL_NUM_PROTO];
 };
 
 extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];

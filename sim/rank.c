@@ -227,7 +227,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   d->ran.nchannels = (int16_t)(acl_land_is_replay(land)
                                    ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
                                    : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
-  d->ran.chunk_bytes = 0;
+  d->ran.chunk_log2 = 0;
 }
 
 static void log_call(rank_drv_t *d)

@@ -111,7 +111,7 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
   FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
   FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
-  FIX(reserved, p->reserved != 0, 0)
+  FIX(chunk_axis, p->chunk_axis != 0 && p->chunk_axis != 1, 0)
 #undef FIX
   return n;
 }
@@ -273,11 +273,11 @@ static bool merge_twin(acl_search_t *s, int id)
     return false;
   int ran = sub->clamp_ch, twin = -1;
   if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
-      s->cands[0].judged)
+      s->cands[0].judged && c->cand.chunk_log2 == 0)
     twin = 0;
   for (int i = 1; i < s->ncands && twin < 0; i++) {
     const acl_search_cand_t *t = &s->cands[i];
-    if (i != id && t->judged && t->sub == c->sub &&
+    if (i != id && t->judged && t->sub == c->sub && t->cand.chunk_log2 == c->cand.chunk_log2 &&
         (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
       twin = i;
   }

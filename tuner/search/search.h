@@ -49,12 +49,13 @@ typedef struct acl_search_params {
   int32_t samples_per_cand; /* samples before a candidate is judged (AUTOCCL_SAMPLES) */
   int32_t max_channels;     /* top of the channel axis (NCCL's ceiling), e.g. 32 */
   int32_t nranks;           /* communicator size (for bus bandwidth) */
-  int32_t reserved;         /* 0 */
+  int32_t chunk_axis;       /* 1: chunk size is an axis (tuner v6 and AUTOCCL_CHUNK
+                             * on); 0: held at NCCL's own (every older ABI) */
 } acl_search_params_t;
 _Static_assert(sizeof(acl_search_params_t) == 48, "acl_search_params_t has no padding");
 
-/* Resource axes of the coordinate descent. Only nChannels is settable on
- * NCCL 2.28; the chunk axis exists (NCCL 2.30 tuner v6) but is disabled. */
+/* Resource axes of the coordinate descent: nChannels, then chunk size
+ * (NCCL 2.30 tuner v6, params.chunk_axis; one point, NCCL's own, otherwise). */
 #define ACL_SEARCH_AXIS_CHANNELS 0
 #define ACL_SEARCH_AXIS_CHUNK 1
 #define ACL_SEARCH_NUM_AXES 2

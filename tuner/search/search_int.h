@@ -86,6 +86,12 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
                           uint32_t *len);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
 
+/* search_chunk.c: the chunk-size axis (same level as search_grid.c). */
+int acl_search_chunk_count(const acl_search_t *s);
+int acl_search_chunk_value(const acl_search_t *s, int idx); /* log2 of NCCL's own */
+int acl_search_chunk_start(const acl_search_t *s);          /* index of NCCL's own */
+int acl_search_chunk_index(const acl_search_t *s, int log2); /* nearest grid index */
+
 /* search_conv.c: the decision, its validation and refinement, drift,
  * reporting. Uses search_grid.c only. */
 /* Adopt cand id as the decision (starts validation when id != 0). */
