@@ -318,9 +318,15 @@ static void sub_begin(acl_search_t *s, int si)
 static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
 {
   sub->axis++;
+  if (sub->axis == ACL_SEARCH_AXIS_CHUNK && acl_search_axis_count(s, sub->axis) > 1) {
+    int c = acl_search_find_or_add(s, (int)(sub - s->subs), sub->center);
+    if (!acl_search_chunk_worth(s, c))
+      sub->axis++; /* far from the best: chunk size will not make it win */
+  }
   if (sub->axis < ACL_SEARCH_NUM_AXES) {
     sub->lo = -1;
-    sub->hi = (int8_t)acl_search_axis_count(s, sub->axis);
+    sub->hi = (int8_t)(sub->axis == ACL_SEARCH_AXIS_CHUNK ? acl_search_chunk_hi(s, sub->algo)
+                                                          : acl_search_axis_count(s, sub->axis));
     sub->step = 2;
     sub->dir = 0;
   }

@@ -33,6 +33,28 @@ int acl_search_chunk_start(const acl_search_t *s)
   return s->params.chunk_axis ? CHUNK_GRID_NCCL : 0;
 }
 
+/* NCCL 2.30 gives Ring its buffer limit as its own chunk size (enqueue.cc,
+ * calcCollChunking: chunkSize = stepSize x chunkSteps, no size cut) and
+ * clamps larger requests to it: above NCCL's own, Ring runs identically. */
+int acl_search_chunk_hi(const acl_search_t *s, int algo)
+{
+  if (!s->params.chunk_axis)
+    return 1;
+  return algo == 1 /* NCCL_ALGO_RING */ ? CHUNK_GRID_NCCL + 1 : CHUNK_GRID_N;
+}
+
+bool acl_search_chunk_worth(const acl_search_t *s, int id)
+{
+  if (id <= 0 || !s->cands[id].judged)
+    return false;
+  double best = 0.0;
+  for (int i = 0; i < s->ncands; i++)
+    if (s->cands[i].judged && s->cands[i].robust_seconds > 0.0 &&
+        (best == 0.0 || s->cands[i].robust_seconds < best))
+      best = s->cands[i].robust_seconds;
+  return best > 0.0 && s->cands[id].robust_seconds <= ACL_SEARCH_CHUNK_NEAR * best;
+}
+
 int acl_search_chunk_index(const acl_search_t *s, int log2)
 {
   if (!s->params.chunk_axis)
