@@ -34,6 +34,7 @@ static uint64_t splitmix(uint64_t *s)
 }
 
 static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
+double acl_land_unif(uint64_t *s) { return unif(s); }
 
 static double gauss(uint64_t *s)
 {

@@ -20,17 +20,7 @@
 
 #include "sim/landscape_int.h"
 
-#define CHUNK_W_BYTES (4.0 * 1024 * 1024)
-
-static uint64_t chunk_mix(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double chunk_unif(uint64_t *s) { return (double)(chunk_mix(s) >> 11) * 0x1.0p-53; }
+#define CHUNK_W_BYTES (4.0 * 1024 * 1024) /* where w is halfway to its top */
 
 void acl_land_chunk_enable(acl_landscape_t *l, uint64_t seed, double amplitude)
 {
@@ -43,8 +33,8 @@ void acl_land_chunk_enable(acl_landscape_t *l, uint64_t seed, double amplitude)
       for (int a = 0; a < ACL_NUM_ALGO; a++)
         for (int p = 0; p < ACL_NUM_PROTO; p++) {
           double top = a == 1 ? 0.0 : 2.0; /* Ring: clamped at NCCL's own */
-          l->chunk_peak[c][i][a][p] = (float)(-3.0 + (top + 3.0) * chunk_unif(&rng));
-          l->chunk_curv[c][i][a][p] = (float)(amplitude * (0.02 + 0.06 * chunk_unif(&rng)));
+          l->chunk_peak[c][i][a][p] = (float)(-3.0 + (top + 3.0) * acl_land_unif(&rng));
+          l->chunk_curv[c][i][a][p] = (float)(amplitude * (0.02 + 0.06 * acl_land_unif(&rng)));
         }
 }
 

@@ -121,6 +121,10 @@ struct acl_landscape {
 
 extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];
 
+/* Uniform draw in [0, 1) advancing *s (landscape.c's stream; the chunk
+ * model draws from its own seed with it). */
+double acl_land_unif(uint64_t *s);
+
 /* Parses the embedded CSV into l (kind H200). 0 or -1 with err. */
 int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t errlen);
 /* Model time (us) at measured size index i, 2 ranks, no interference. */

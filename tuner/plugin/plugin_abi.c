@@ -10,13 +10,12 @@
 
 #define ACL_EXPORT __attribute__((visibility("default")))
 
-static ncclResult_t tuner_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
-                                  ncclDebugLogger_t log, ncclNvlDomainInfo_v5_t *nvl,
-                                  ncclTunerConstants_v5_t *constants)
+/* v5 and v6 (NCCL 2.30) init alike: the communicator id, NVLink domains
+ * and NCCL's model constants (both left as NCCL made them). */
+static ncclResult_t tuner_init_new(int abi, void **ctx, uint64_t commId, size_t nRanks,
+                                   size_t nNodes, ncclDebugLogger_t log)
 {
-  (void)nvl;
-  (void)constants;
-  *ctx = acl_plugin_tuner_attach(5, commId, nRanks, nNodes, log);
+  *ctx = acl_plugin_tuner_attach(abi, commId, nRanks, nNodes, log);
   return ncclSuccess;
 }
 
@@ -26,8 +25,16 @@ static ncclResult_t tuner_init_v6(void **ctx, uint64_t commId, size_t nRanks, si
 {
   (void)nvl;
   (void)constants;
-  *ctx = acl_plugin_tuner_attach(6, commId, nRanks, nNodes, log);
-  return ncclSuccess;
+  return tuner_init_new(6, ctx, commId, nRanks, nNodes, log);
+}
+
+static ncclResult_t tuner_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                                  ncclDebugLogger_t log, ncclNvlDomainInfo_v5_t *nvl,
+                                  ncclTunerConstants_v5_t *constants)
+{
+  (void)nvl;
+  (void)constants;
+  return tuner_init_new(5, ctx, commId, nRanks, nNodes, log);
 }
 
 static ncclResult_t tuner_init_old(int abi, size_t nRanks, size_t nNodes, ncclDebugLogger_t log,
