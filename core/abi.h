@@ -1,7 +1,8 @@
-/* NCCL plugin ABI as seen by autoccl: tuner v2–v5 and profiler v5.
+/* NCCL plugin ABI as seen by autoccl: tuner v2–v6 and profiler v5–v6.
  *
- * Written from NCCL's plugin headers (src/include/plugin/tuner/tuner_v2..5.h,
- * profiler/profiler_v5.h) and checked against NCCL 2.28; NCCL's own headers
+ * Written from NCCL's plugin headers (src/include/plugin/tuner/tuner_v2..6.h,
+ * profiler/profiler_v5..6.h) and checked against NCCL 2.28 (v5) and the
+ * v2.30.3-1 … v2.30.7-1 tags (v6); NCCL's own headers
  * are deliberately not included so the plugin builds without NCCL installed.
  * Layouts must match NCCL byte for byte: the static asserts at the end pin
  * them. */
@@ -99,6 +100,31 @@ typedef struct {
                               int *nChannels);
   ncclResult_t (*finalize)(void *ctx);
 } ncclTuner_v5_t;
+
+/* ---- tuner v6 (NCCL 2.30): v5 plus an optional getChunkSize ---- */
+/* getChunkSize: *chunkSize arrives as NCCL's own chunk size for this call
+ * (bytes) and may be changed; NCCL clamps it to its buffer limit, then
+ * rounds it down to the protocol's grain. It may be called 1-3 times per
+ * collective (nChannels 1 for the parts of a split schedule) and an error
+ * fails the collective. */
+typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_v6_t;
+typedef ncclTunerConstants_v5_t ncclTunerConstants_v6_t;
+
+typedef struct ncclTuner_v6 {
+  const char *name;
+  ncclResult_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction,
+                       ncclNvlDomainInfo_v6_t *nvlDomainInfo,
+                       ncclTunerConstants_v6_t *constants);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                              int numPipeOps, float **collCostTable,
+                              int numAlgo, int numProto, int regBuff,
+                              int *nChannels);
+  ncclResult_t (*finalize)(void *ctx);
+  ncclResult_t (*getChunkSize)(void *ctx, ncclFunc_t collType, size_t nBytes,
+                               int algo, int proto, int nChannels,
+                               size_t *chunkSize);
+} ncclTuner_v6_t;
 
 /* ---- tuner v4 ---- */
 typedef struct {
@@ -258,6 +284,86 @@ typedef struct {
   ncclResult_t (*finalize)(void *ctx);
 } ncclProfiler_v5_t;
 
+/* ---- profiler v6 (NCCL 2.29, 2.30): v5's descriptor plus copy-engine
+ * collective events (ceColl, ceCollSync, ceCollBatch) in the same union;
+ * state arguments, event states and the function table are v5's. The
+ * plugin never asks for the CE events, so it reads only the v5 members. */
+enum {
+  ncclProfileCeColl = (1 << 12),
+  ncclProfileCeSync = (1 << 13),
+  ncclProfileCeBatch = (1 << 14),
+};
+
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    /* v5's members, at v5's offsets: coll and kernelCh (what the plugin
+     * reads) are spelled out and asserted below; groupApi ... netPlugin
+     * are there too, unnamed. The adapter hands the plugin a v5 copy. */
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+      void *parentGroup;
+    } coll;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      const char *syncStrategy;
+      bool intraBatchSync;
+      uint32_t batchSize;
+      uint32_t numBatches;
+      uint32_t ceSeqNum;
+      void *stream;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
+  };
+} ncclProfilerEventDescr_v6_t;
+
+typedef ncclProfilerEventState_v5_t ncclProfilerEventState_v6_t;
+typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v6_t;
+
+typedef struct {
+  const char *name;
+  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask,
+                       const char *commName, int nNodes, int nranks, int rank,
+                       ncclDebugLogger_t logfn);
+  ncclResult_t (*startEvent)(void *ctx, void **eHandle,
+                             ncclProfilerEventDescr_v6_t *eDescr);
+  ncclResult_t (*stopEvent)(void *eHandle);
+  ncclResult_t (*recordEventState)(void *eHandle,
+                                   ncclProfilerEventState_v6_t eState,
+                                   ncclProfilerEventStateArgs_v6_t *eStateArgs);
+  ncclResult_t (*finalize)(void *ctx);
+} ncclProfiler_v6_t;
+
 /* The layout NCCL 2.28 has on 64-bit Linux (x86-64, aarch64): sizes and the
  * offsets of every field the plugin reads or writes, computed from NCCL's
  * src/include/plugin/{tuner/tuner_v5.h,profiler/profiler_v5.h}. A mismatch
@@ -298,6 +404,33 @@ ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, startEvent) == 16);
 ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, recordEventState) == 32);
 ACL_ABI_ASSERT(offsetof(ncclProfiler_v5_t, finalize) == 40);
 ACL_ABI_ASSERT(ncclProfileKernelCh == 64 && ncclProfilerKernelChStop == 22);
+#undef ACL_ABI_ASSERT
+/* NCCL 2.30 (v2.30.3-1 … v2.30.7-1, same layouts in all three): tuner v6 is
+ * v5 with getChunkSize appended; profiler v6's descriptor is v5's with the
+ * copy-engine members in the union, which leaves its size unchanged. */
+#define ACL_ABI_ASSERT(c) _Static_assert(c, "NCCL 2.30 ABI layout: " #c)
+ACL_ABI_ASSERT(sizeof(ncclTuner_v6_t) == 40);
+ACL_ABI_ASSERT(offsetof(ncclTuner_v6_t, init) == offsetof(ncclTuner_v5_t, init));
+ACL_ABI_ASSERT(offsetof(ncclTuner_v6_t, getCollInfo) == 16);
+ACL_ABI_ASSERT(offsetof(ncclTuner_v6_t, finalize) == 24);
+ACL_ABI_ASSERT(offsetof(ncclTuner_v6_t, getChunkSize) == 32);
+ACL_ABI_ASSERT(sizeof(ncclProfilerEventDescr_v6_t) == 112);
+ACL_ABI_ASSERT(sizeof(ncclProfilerEventDescr_v6_t) == sizeof(ncclProfilerEventDescr_v5_t));
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, rank) == 16);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, coll.seqNumber) == 24);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, coll.nChannels) == 80);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, coll.algo) == 88);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, coll.proto) == 96);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, coll.parentGroup) == 104);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, kernelCh.pTimer) == 32);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, ceColl.syncStrategy) == 80);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, ceColl.intraBatchSync) == 88);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, ceColl.ceSeqNum) == 100);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, ceColl.stream) == 104);
+ACL_ABI_ASSERT(offsetof(ncclProfilerEventDescr_v6_t, ceCollBatch.totalBytes) == 32);
+ACL_ABI_ASSERT(sizeof(ncclProfiler_v6_t) == 48);
+ACL_ABI_ASSERT(offsetof(ncclProfiler_v6_t, recordEventState) == 32);
+ACL_ABI_ASSERT(ncclProfileCeColl == 4096 && ncclProfileCeBatch == 16384);
 #undef ACL_ABI_ASSERT
 #endif
 

@@ -13,6 +13,7 @@
 /* The choices of the ENUM rows, in the order of their enums. */
 static const char *const acl_config_mode_names[] = {"online", "static", "off", NULL};
 static const char *const acl_config_prof_names[] = {"auto", "cupti", "nccl", "off", NULL};
+static const char *const acl_config_off_on_names[] = {"off", "on", NULL}; /* AUTOCCL_CHUNK */
 static const char *const acl_config_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 static bool acl_config_check_bind(char *s, size_t len);

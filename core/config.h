@@ -71,6 +71,8 @@ typedef struct acl_config {
                               (docs/channels.md) */
   acl_prof_src_t profiler; /* AUTOCCL_PROFILER: auto | cupti | nccl | off */
   char cupti_window[24];   /* AUTOCCL_CUPTI_WINDOW: "ON/PERIOD" in ms (acl_config_window_ms) */
+  int chunk_axis;          /* AUTOCCL_CHUNK: on (1, default) | off (0): chunk size is a
+                              search axis where the tuner ABI can set it (v6, NCCL 2.30) */
   int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
                               SLURM_LOCALID, MPI_LOCALRANKID; else 0 */
   char sim_feed[128];      /* AUTOCCL_SIM_FEED: internal, set by autoccl-sim */

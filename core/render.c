@@ -57,6 +57,8 @@ static void put_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
     acl_render_json_str(sb, acl_proto_name(c->proto), 32);
   acl_sb_puts(sb, ", \"channels\": ");
   acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
+  /* Chunk size as a scale of NCCL's own, 0 = NCCL's (tuner v6, NCCL 2.30). */
+  acl_sb_printf(sb, ", \"chunk_log2\": %d", (int)c->chunk_log2);
 }
 
 static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)

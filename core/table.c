@@ -157,6 +157,18 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   } else if ((p = acl_proto_parse(f[4])) < 0) {
     BAD(4, "unknown protocol '%.32s' (LL, LL128, SIMPLE)", f[4]);
   }
+  /* autoccl's format: channels[:chunk], chunk a scale of NCCL's own chunk
+   * size (x1/4, x2, ...; tuner v6, NCCL 2.30). */
+  int chunk = 0;
+  char *colon = csv ? NULL : strchr(f[5], ':');
+  if (colon) {
+    *colon = '\0';
+    if (acl_chunk_parse(colon + 1, &chunk) != 0)
+      BAD(5, "chunk '%.32s' after ':' must be a power-of-two scale of NCCL's own chunk "
+          "size from x1/256 to x256 (x1/4, x2, ...) or nccl", colon + 1);
+    if (nccl && chunk != 0)
+      BAD(5, "NCCL's own choice takes no chunk size, got '%.32s'", colon + 1);
+  }
   long ch;
   if (csv && strcmp(f[5], "-1") == 0)
     ch = 0;
@@ -173,7 +185,8 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   if (n >= 9 && !parse_any(f[8], 1 << 20, &r->pipe_ops))
     BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'",
         f[8]);
-  r->cand = (acl_candidate_t){.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch};
+  r->cand = (acl_candidate_t){.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch,
+                              .chunk_log2 = chunk};
   if (n == 10 && strcmp(f[9], "-1") != 0) {
     if (strcmp(f[9], "0") != 0 && strcmp(f[9], "1") != 0)
       BAD(9, "must be 0, 1 or -1 (any), got '%.32s'", f[9]);
@@ -412,6 +425,8 @@ uint64_t acl_table_hash(const acl_table_t *t)
     h = fnv(h, (uint64_t)(int64_t)r->cand.algo);
     h = fnv(h, (uint64_t)(int64_t)r->cand.proto);
     h = fnv(h, (uint64_t)(int64_t)r->cand.nchannels);
+    if (r->cand.chunk_log2 != 0) /* tables without chunk sizes keep their hashes */
+      h = fnv(h, 0x10000ull + (uint64_t)(int64_t)r->cand.chunk_log2);
   }
   return h;
 }

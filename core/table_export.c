@@ -76,8 +76,8 @@ int acl_table_from_entries(const acl_table_entry_t *e, int n, acl_table_t *out)
     if (r->cand.algo == ACL_ALGO_NCCL) {
       r->cand.proto = -1;
       r->cand.nchannels = 0;
+      r->cand.chunk_log2 = 0;
     }
-    r->cand.chunk_bytes = 0;
   }
   free(v);
   out->hash = acl_table_hash(out);
@@ -149,6 +149,10 @@ void acl_table_render(acl_strbuf_t *sb, const acl_table_t *t, acl_table_format_t
     } else {
       acl_sb_printf(sb, "%s %s %d", acl_algo_name(r->cand.algo), acl_proto_name(r->cand.proto),
                     r->cand.nchannels);
+      if (r->cand.chunk_log2 != 0) { /* NCCL's CSV has no chunk column */
+        char k[16];
+        acl_sb_printf(sb, ":%s", acl_chunk_str(r->cand.chunk_log2, k, sizeof k));
+      }
     }
     acl_sb_puts(sb, sep);
     any_field(sb, r->nnodes, csv ? "-1" : "*");
@@ -174,6 +178,10 @@ static void json_cand(acl_strbuf_t *sb, const acl_candidate_t *c)
     acl_sb_printf(sb, "%d", c->nchannels);
   else
     acl_sb_puts(sb, "null");
+  if (c->chunk_log2 != 0) {
+    char k[16];
+    acl_sb_printf(sb, ",\"chunk\":\"%s\"", acl_chunk_str(c->chunk_log2, k, sizeof k));
+  }
 }
 
 static void json_num_or_null(acl_strbuf_t *sb, double v, bool valid, const char *fmt)

@@ -1,6 +1,9 @@
 #include "core/types.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 static const char *const coll_names[ACL_NUM_COLL] = {
@@ -62,19 +65,86 @@ int acl_proto_parse(const char *s) { return find_name(s, proto_names, ACL_NUM_PR
 bool acl_candidate_eq(const acl_candidate_t *a, const acl_candidate_t *b)
 {
   return a->algo == b->algo && a->proto == b->proto &&
-         a->nchannels == b->nchannels && a->chunk_bytes == b->chunk_bytes;
+         a->nchannels == b->nchannels && a->chunk_log2 == b->chunk_log2;
 }
 
 char *acl_candidate_str(const acl_candidate_t *c, char *buf, size_t len)
 {
+  char ch[24];
+  if (c->chunk_log2 != 0)
+    snprintf(ch, sizeof ch, " chunk %s", acl_chunk_str(c->chunk_log2, (char[16]){0}, 16));
+  else
+    ch[0] = '\0';
   if (c->algo == ACL_ALGO_NCCL)
     snprintf(buf, len, "NCCL default");
   else if (c->nchannels > 0)
-    snprintf(buf, len, "%s/%s/%dch", acl_algo_name(c->algo), acl_proto_name(c->proto),
-             c->nchannels);
+    snprintf(buf, len, "%s/%s/%dch%s", acl_algo_name(c->algo), acl_proto_name(c->proto),
+             c->nchannels, ch);
   else
-    snprintf(buf, len, "%s/%s", acl_algo_name(c->algo), acl_proto_name(c->proto));
+    snprintf(buf, len, "%s/%s%s", acl_algo_name(c->algo), acl_proto_name(c->proto), ch);
   return buf;
+}
+
+bool acl_chunk_log2_valid(long v)
+{
+  return v >= ACL_CHUNK_LOG2_MIN && v <= ACL_CHUNK_LOG2_MAX;
+}
+
+size_t acl_chunk_scaled(size_t nccl, int log2)
+{
+  if (log2 == 0 || nccl == 0 || !acl_chunk_log2_valid(log2))
+    return nccl;
+  if (log2 < 0) {
+    if (nccl <= ACL_CHUNK_FLOOR_BYTES)
+      return nccl;
+    size_t c = nccl >> -log2;
+    return c < ACL_CHUNK_FLOOR_BYTES ? ACL_CHUNK_FLOOR_BYTES : c;
+  }
+  if (nccl >= ACL_CHUNK_CEIL_BYTES >> log2)
+    return nccl > ACL_CHUNK_CEIL_BYTES ? nccl : ACL_CHUNK_CEIL_BYTES;
+  return nccl << log2;
+}
+
+char *acl_chunk_str(int log2, char *buf, size_t len)
+{
+  if (log2 == 0)
+    snprintf(buf, len, "nccl");
+  else if (log2 < 0 && log2 >= -30)
+    snprintf(buf, len, "x1/%lu", 1ul << -log2);
+  else if (log2 > 0 && log2 <= 30)
+    snprintf(buf, len, "x%lu", 1ul << log2);
+  else
+    snprintf(buf, len, "?");
+  return buf;
+}
+
+int acl_chunk_parse(const char *s, int *log2)
+{
+  if (!s)
+    return -1;
+  if (strcasecmp(s, "nccl") == 0 || strcmp(s, "x1") == 0 || strcmp(s, "1") == 0) {
+    *log2 = 0;
+    return 0;
+  }
+  if (*s == 'x')
+    s++;
+  bool inv = strncmp(s, "1/", 2) == 0;
+  if (inv)
+    s += 2;
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || end == s || *end || v < 2 || (v & (v - 1)) != 0)
+    return -1;
+  int k = 0;
+  while ((1ul << k) < v)
+    k++;
+  if (inv)
+    k = -k;
+  if (!acl_chunk_log2_valid(k))
+    return -1;
+  *log2 = k;
+  return 0;
 }
 
 double acl_busbw_factor(int coll, int nranks)

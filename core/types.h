@@ -20,8 +20,31 @@ typedef struct acl_candidate {
   int8_t algo;
   int8_t proto;
   int16_t nchannels;   /* 0 = NCCL decides */
-  int32_t chunk_bytes; /* 0 = NCCL decides; settable from tuner v6 on */
+  /* Chunk size as NCCL's own for the call times 2^chunk_log2 (tuner v6,
+   * NCCL 2.30's getChunkSize); 0 = NCCL decides, always 0 before v6. A
+   * scale rather than bytes: NCCL's own chunk size differs by protocol,
+   * channel count and size, and a scale means the same on every rank and
+   * at every size a table rule covers. */
+  int32_t chunk_log2;
 } acl_candidate_t;
+
+/* Scales a candidate or table may hold (the search uses part of it). */
+#define ACL_CHUNK_LOG2_MIN (-8)
+#define ACL_CHUNK_LOG2_MAX 8
+/* A smaller chunk is never made below 4 KiB, above every protocol's grain
+ * (NCCL 2.30 device.h: LL 16, LL128 1920, Simple 512 bytes), which NCCL
+ * rounds down to: a zero chunk would stall the collective. */
+#define ACL_CHUNK_FLOOR_BYTES 4096u
+/* A larger one never above 1 GiB (NCCL clamps to its buffer far below). */
+#define ACL_CHUNK_CEIL_BYTES (1u << 30)
+bool acl_chunk_log2_valid(long v);
+/* NCCL's chunk size nccl scaled by 2^log2 within the limits above (a
+ * chunk NCCL made smaller than the floor is left as it is). */
+size_t acl_chunk_scaled(size_t nccl, int log2);
+/* "x1/4", "x2", "nccl" (0) into buf; returns buf. */
+char *acl_chunk_str(int log2, char *buf, size_t len);
+/* Parses what acl_chunk_str writes (and "x1", "1/4", "4"); -1 on error. */
+int acl_chunk_parse(const char *s, int *log2);
 
 /* A workload: the calls that are the same call on every rank. Never keyed on
  * regBuff (it can differ between ranks). */

@@ -33,6 +33,10 @@ void acl_sim_usage(FILE *f)
       "  --group-mode           one thread drives the process's ranks NCCL-group style:\n"
       "                         getCollInfo for rank 0, then rank 1, ... (without\n"
       "                         --threads-per-proc: all ranks of a host in one process)\n"
+      "  --nccl V               the NCCL to play: 2.28 (default; tuner v5..v2, profiler\n"
+      "                         v5) or 2.30 (tuner v6 first, getChunkSize after each\n"
+      "                         getCollInfo, profiler v6; synthetic landscapes get a\n"
+      "                         chunk-size model)\n"
       "  --plugin PATH          plugin to load (default: " PLUGIN_NAME " from\n"
       "                         <exe dir>/../tuner/, <exe dir>/, <exe dir>/../lib/)\n"
       "\n"
@@ -131,7 +135,7 @@ enum {
   OPT_RANKS = 256, OPT_HOSTS, OPT_COORD, OPT_COMMS, OPT_TPP, OPT_GROUP, OPT_PLUGIN,
   OPT_WORKLOAD, OPT_LAND, OPT_NOISE, OPT_INTERF, OPT_JITTER, OPT_SEED, OPT_DURATION,
   OPT_STEPS, OPT_LAG, OPT_REALTIME, OPT_SLOWDOWN, OPT_COMPUTE, OPT_HANG, OPT_PORT, OPT_JSON,
-  OPT_DEMO,
+  OPT_DEMO, OPT_NCCL,
 };
 
 static const struct option longopts[] = {
@@ -158,6 +162,7 @@ static const struct option longopts[] = {
     {"port", required_argument, NULL, OPT_PORT},
     {"json", no_argument, NULL, OPT_JSON},
     {"demo", no_argument, NULL, OPT_DEMO},
+    {"nccl", required_argument, NULL, OPT_NCCL},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -247,6 +252,11 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       snprintf(o->landscape, sizeof(o->landscape), "%.63s", optarg);
       break;
     }
+    case OPT_NCCL:
+      if (strcmp(optarg, "2.28") != 0 && strcmp(optarg, "2.30") != 0)
+        BAD("--nccl '%s': expected 2.28 or 2.30", optarg);
+      o->nccl230 = strcmp(optarg, "2.30") == 0;
+      break;
     case OPT_NOISE:
       if (!num(optarg, 0, 1, &o->noise))
         BAD("--noise '%s': expected a number 0..1", optarg);

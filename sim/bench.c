@@ -41,6 +41,7 @@ static void usage(FILE *f, const char *prog)
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
           "          [--csv FILE] [--landscape h200-traces[:single]]\n"
+          "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
@@ -53,7 +54,12 @@ static void usage(FILE *f, const char *prog)
           "  --no-hint       do not tell the search NCCL's channel count\n"
           "  --csv FILE      write one row per run to FILE\n"
           "  --landscape L   h200-traces[:single]: the tuner on replayed traces instead\n"
-          "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n",
+          "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n"
+          "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
+          "                  chunk size is a search axis; each synthetic run is also\n"
+          "                  played with the axis held, on the same landscape and seed)\n"
+          "  --chunk-landscape sensitive|flat  with --nccl 2.30: synthetic landscapes\n"
+          "                  where chunk size matters (default) or changes nothing\n",
           prog);
 }
 
@@ -68,6 +74,7 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   o->calls = 1000;
   o->run_seconds = 2.0;
   o->h200_reps = 20;
+  o->chunk_amp = 1.0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -102,6 +109,11 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->worst = (int)n;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
       o->h200_reps = (int)n;
+    } else if (strcmp(a, "--nccl") == 0 && (!strcmp(v, "2.28") || !strcmp(v, "2.30"))) {
+      o->nccl230 = strcmp(v, "2.30") == 0;
+    } else if (strcmp(a, "--chunk-landscape") == 0 &&
+               (!strcmp(v, "sensitive") || !strcmp(v, "flat"))) {
+      o->chunk_amp = strcmp(v, "flat") == 0 ? 0.0 : 1.0;
     } else if (strcmp(a, "--csv") == 0 && v[0]) {
       o->csv = v;
     } else if (strcmp(a, "--landscape") == 0) {
@@ -154,11 +166,12 @@ typedef struct pending {
 
 /* One workload tuned for o->calls calls. */
 static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll,
-                    uint64_t nbytes, int nranks, double interf, uint64_t seed,
+                    uint64_t nbytes, int nranks, double interf, uint64_t seed, int chunk_axis,
                     acl_bench_run_t *r, acl_search_t *s)
 {
   acl_search_params_t p;
   acl_search_params_default(&p);
+  p.chunk_axis = chunk_axis;
   p.samples_per_cand = o->samples;
   p.max_channels = acl_land_max_channels(l);
   p.nranks = nranks;
@@ -287,7 +300,7 @@ int acl_sim_bench_main(int argc, char **argv)
         uint64_t rr = seed;
         /* Half the runs isolated, half under a compute episode. */
         double interf = rep % 2 ? 0.2 + 0.6 * acl_bench_unif(&rr) : 0.0;
-        run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, &hr[i++], s);
+        run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, o.nccl230, &hr[i++], s);
       }
   fprintf(stderr, "tunerbench: H200 landscape: %zu runs done\n", nh);
 
@@ -302,14 +315,24 @@ int acl_sim_bench_main(int argc, char **argv)
       fprintf(stderr, "tunerbench: out of memory\n");
       goto out;
     }
+    if (o.nccl230)
+      acl_land_chunk_enable(l, lseed, o.chunk_amp);
     uint64_t rr = lseed;
     static const int ranks[] = {2, 4, 8};
     int nranks = ranks[(int)(acl_bench_unif(&rr) * 3)];
     for (int c = 0; c < ACL_NUM_COLL; c++)
       for (int z = 0; z < NSIZES; z++) {
         double interf = acl_bench_unif(&rr) < 0.5 ? 0.0 : 0.2 + 0.6 * acl_bench_unif(&rr);
-        run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, acl_bench_mix(lseed + (uint64_t)(c * 16 + z)),
-                &sr[i], s);
+        uint64_t rseed = acl_bench_mix(lseed + (uint64_t)(c * 16 + z));
+        if (o.nccl230) { /* the same run with the axis held, for the side-by-side figures */
+          acl_bench_run_t held;
+          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &held, s);
+          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 1, &sr[i], s);
+          sr[i].held_final_over_oracle = held.final_over_oracle;
+          sr[i].held_overhead = held.overhead;
+        } else {
+          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &sr[i], s);
+        }
         sr[i++].synthetic = 1;
       }
     acl_land_destroy(l);

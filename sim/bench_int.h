@@ -29,6 +29,8 @@ typedef struct acl_bench_run {
   double prov_over_baseline;  /* first (provisional) decision, noise-free */
   uint64_t calls;             /* calls the run lasted */
   acl_candidate_t final, oracle, deflt;
+  /* --nccl 2.30: the same run with the chunk axis held at NCCL's own */
+  double held_final_over_oracle, held_overhead;
 } acl_bench_run_t;
 
 typedef struct acl_bench_opts {
@@ -44,6 +46,11 @@ typedef struct acl_bench_opts {
   const char *csv;     /* per-run rows written here (analysis), NULL = none */
   bool no_hint;        /* do not tell the search NCCL's channel count */
   const char *landscape; /* "h200-traces[:single]": the replay benchmark */
+  /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic
+   * landscapes a chunk model of amplitude chunk_amp (sim/landscape_chunk.c);
+   * every synthetic run is also played with the axis held, side by side. */
+  bool nccl230;
+  double chunk_amp;
 } acl_bench_opts_t;
 
 /* The benchmark on replayed traces (sim/bench_replay.c); exit status as

@@ -16,6 +16,12 @@
 #define T_NOT_CONVERGED 0.01
 #define T_OVERHEAD 0.03
 #define T_FOB_MIN 0.99
+/* NCCL 2.30 (--nccl 2.30): with the chunk axis, on chunk-sensitive synthetic
+ * landscapes the median final/oracle (oracle over chunk sizes too) ...; on
+ * chunk-insensitive ones the mean exploration overhead grows by at most
+ * this much of the workload's time over the same runs with the axis held. */
+#define T_CHUNK_FOO_MEDIAN 0.98
+#define T_CHUNK_OVERHEAD_GROWTH 0.005
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -208,9 +214,43 @@ static void write_csv(const char *path, const acl_bench_run_t *h200, size_t nh,
     fprintf(stderr, "tunerbench: error writing '%s'\n", path);
 }
 
+/* --nccl 2.30: the synthetic runs with the chunk axis against the same runs
+ * with it held. */
+typedef struct chunk_cmp {
+  double foo_median, held_foo_median, overhead, held_overhead;
+  bool met;
+} chunk_cmp_t;
+
+static chunk_cmp_t chunk_compare(const acl_bench_opts_t *o, const acl_bench_run_t *syn, size_t ns)
+{
+  chunk_cmp_t c = {0};
+  double *a = malloc((ns + 1) * sizeof *a), *h = malloc((ns + 1) * sizeof *h);
+  if (!a || !h || ns == 0) {
+    free(a);
+    free(h);
+    return c;
+  }
+  for (size_t i = 0; i < ns; i++) {
+    a[i] = syn[i].final_over_oracle;
+    h[i] = syn[i].held_final_over_oracle;
+    c.overhead += syn[i].overhead / (double)ns;
+    c.held_overhead += syn[i].held_overhead / (double)ns;
+  }
+  qsort(a, ns, sizeof *a, cmp_d);
+  qsort(h, ns, sizeof *h, cmp_d);
+  c.foo_median = pct(a, ns, 0.5);
+  c.held_foo_median = pct(h, ns, 0.5);
+  c.met = o->chunk_amp > 0.0 ? c.foo_median >= T_CHUNK_FOO_MEDIAN
+                             : c.overhead - c.held_overhead <= T_CHUNK_OVERHEAD_GROWTH;
+  free(a);
+  free(h);
+  return c;
+}
+
 bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, size_t nh,
                      const acl_bench_run_t *syn, size_t ns, double seconds)
 {
+  chunk_cmp_t cc = o->nccl230 ? chunk_compare(o, syn, ns) : (chunk_cmp_t){0};
   acl_bench_summary_t sh, ss, sa;
   acl_bench_summarize(h200, nh, &sh);
   acl_bench_summarize(syn, ns, &ss);
@@ -230,8 +270,17 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
              sa.overhead_mean <= T_OVERHEAD && sa.fob_min >= T_FOB_MIN;
   if (o->json) {
     printf("{\"landscapes\":%d,\"seed\":%llu,\"samples_per_cand\":%d,\"noise\":%.3f,"
-           "\"calls\":%d,\"seconds\":%.2f,",
-           o->landscapes, (unsigned long long)o->seed, o->samples, o->noise, o->calls, seconds);
+           "\"calls\":%d,\"seconds\":%.2f,\"nccl_version\":\"%s\",",
+           o->landscapes, (unsigned long long)o->seed, o->samples, o->noise, o->calls, seconds,
+           o->nccl230 ? "2.30" : "2.28");
+    if (o->nccl230)
+      printf("\"chunk\":{\"landscape\":\"%s\",\"final_over_oracle_median\":%.5f,"
+             "\"held_final_over_oracle_median\":%.5f,\"exploration_overhead\":%.5f,"
+             "\"held_exploration_overhead\":%.5f,\"overhead_growth\":%.5f,"
+             "\"targets_met\":%s},",
+             o->chunk_amp > 0.0 ? "sensitive" : "flat", cc.foo_median, cc.held_foo_median,
+             cc.overhead, cc.held_overhead, cc.overhead - cc.held_overhead,
+             cc.met ? "true" : "false");
     printf("\"final_over_oracle_median\":%.5f,\"final_over_oracle_p5\":%.5f,"
            "\"calls_to_converge_median\":%.1f,\"exploration_overhead\":%.5f,"
            "\"final_over_baseline_min\":%.5f,\"targets_met\":%s,",
@@ -263,6 +312,14 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
          "f/b min >= %.2f: %s\n",
          T_FOO_MEDIAN, T_FOO_P5, 100.0 * T_NOT_CONVERGED, 100.0 * T_OVERHEAD, T_FOB_MIN,
          met ? "MET" : "NOT MET");
+  if (o->nccl230)
+    printf("\nNCCL 2.30 chunk axis, %s synthetic landscapes, same runs side by side:\n"
+           "  f/o median %.5f (axis held %.5f); overhead mean %.5f (held %.5f), growth %+.5f\n"
+           "  target: %s: %s\n",
+           o->chunk_amp > 0.0 ? "chunk-sensitive" : "chunk-insensitive", cc.foo_median,
+           cc.held_foo_median, cc.overhead, cc.held_overhead, cc.overhead - cc.held_overhead,
+           o->chunk_amp > 0.0 ? "f/o median >= 0.98" : "overhead growth <= 0.005",
+           cc.met ? "MET" : "NOT MET");
   h200_detail(h200, nh);
   if (o->worst > 0) {
     print_worst(syn, ns, o->worst, true);

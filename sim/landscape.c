@@ -34,6 +34,7 @@ static uint64_t splitmix(uint64_t *s)
 }
 
 static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
+double acl_land_unif(uint64_t *s) { return unif(s); }
 
 static double gauss(uint64_t *s)
 {
@@ -564,11 +565,12 @@ double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
     return INFINITY;
   acl_candidate_t d;
   default_at(l, coll, (double)nbytes, &d);
-  int algo = c->algo, proto = c->proto, nch = c->nchannels;
+  int algo = c->algo, proto = c->proto, nch = c->nchannels, chunk = c->chunk_log2;
   if (algo == ACL_ALGO_NCCL) { /* NCCL's default: same as its explicit pick */
     algo = d.algo;
     proto = d.proto;
     nch = c->nchannels > 0 ? c->nchannels : d.nchannels; /* capped (ceiling mode) */
+    chunk = 0;
   }
   if (l->kind == ACL_LAND_TRACE)
     return trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, NULL, NULL, 0);
@@ -581,6 +583,8 @@ double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
     return INFINITY;
   double f2 = acl_busbw_factor(coll, 2), fn = acl_busbw_factor(coll, nranks);
   t *= fn / f2;
+  if (l->chunk_on)
+    t *= acl_land_chunk_factor(l, coll, (double)nbytes, algo, proto, chunk);
   if (interference > 0.0) {
     if (interference > 1.0)
       interference = 1.0;
@@ -598,16 +602,19 @@ double acl_land_oracle(const acl_landscape_t *l, int coll, uint64_t nbytes, int 
     for (int p = 0; p < ACL_NUM_PROTO; p++) {
       if (!acl_land_valid(l, coll, nbytes, nranks, a, p))
         continue;
-      for (int n = 1; n <= l->max_channels; n++) {
-        c.algo = (int8_t)a;
-        c.proto = (int8_t)p;
-        c.nchannels = (int16_t)n;
-        double t = acl_land_time(l, coll, nbytes, nranks, &c, interference);
-        if (t < bt) {
-          bt = t;
-          b = c;
+      for (int n = 1; n <= l->max_channels; n++)
+        for (int k = l->chunk_on ? ACL_CHUNK_LOG2_MIN : 0;
+             k <= (l->chunk_on ? ACL_CHUNK_LOG2_MAX : 0); k++) {
+          c.algo = (int8_t)a;
+          c.proto = (int8_t)p;
+          c.nchannels = (int16_t)n;
+          c.chunk_log2 = k;
+          double t = acl_land_time(l, coll, nbytes, nranks, &c, interference);
+          if (t < bt) {
+            bt = t;
+            b = c;
+          }
         }
-      }
     }
   if (best)
     *best = b;

@@ -76,6 +76,16 @@ double acl_land_connect_seconds(const acl_landscape_t *l, int coll, uint64_t nby
 /* Per-call cost of NCCL profiler events (Coll/KernelCh) while they are on. */
 double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbytes);
 
+/* ---- chunk size (NCCL 2.30, tuner v6; sim/landscape_chunk.c) ---- */
+/* Gives l a chunk-size model drawn from seed: amplitude 1 chunk-sensitive,
+ * 0 chunk-insensitive (the axis changes nothing). Without it (default) a
+ * candidate's chunk_log2 is ignored. */
+void acl_land_chunk_enable(acl_landscape_t *l, uint64_t seed, double amplitude);
+bool acl_land_chunk_on(const acl_landscape_t *l);
+/* Time factor of chunk NCCL's own x 2^log2 for (algo, proto) (1 when off). */
+double acl_land_chunk_factor(const acl_landscape_t *l, int coll, double bytes, int algo,
+                             int proto, int log2);
+
 /* Multiplicative noise factor (mean 1, relative sd `rel`), from *rng state. */
 double acl_land_noise(uint64_t *rng, double rel);
 

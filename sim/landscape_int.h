@@ -113,9 +113,17 @@ struct acl_landscape {
   acl_land_syn_pt_t s[ACL_NUM_COLL][ACL_LAND_SYN_NANCH];
   /* traces */
   acl_land_tr_t *tr;
+  /* chunk size (sim/landscape_chunk.c), any kind; off unless enabled */
+  bool chunk_on;
+  float chunk_peak[ACL_NUM_COLL][ACL_LAND_SYN_NANCH][ACL_NUM_ALGO][ACL_NUM_PROTO];
+  float chunk_curv[ACL_NUM_COLL][ACL_LAND_SYN_NANCH][ACL_NUM_ALGO][ACL_NUM_PROTO];
 };
 
 extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];
+
+/* Uniform draw in [0, 1) advancing *s (landscape.c's stream; the chunk
+ * model draws from its own seed with it). */
+double acl_land_unif(uint64_t *s);
 
 /* Parses the embedded CSV into l (kind H200). 0 or -1 with err. */
 int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t errlen);

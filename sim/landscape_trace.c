@@ -75,7 +75,7 @@ bool acl_land_tr_default(const acl_land_tr_t *tr, int mcoll, double bytes, acl_c
   out->algo = p->cfg[p->def].algo;
   out->proto = p->cfg[p->def].proto;
   out->nchannels = p->cfg[p->def].nch;
-  out->chunk_bytes = 0;
+  out->chunk_log2 = 0;
   return true;
 }
 

@@ -47,7 +47,8 @@ static int free_port(void)
   return port;
 }
 
-static acl_landscape_t *make_landscape(const char *spec, char *err, size_t errlen)
+static acl_landscape_t *make_landscape(const char *spec, bool nccl230, char *err,
+                                       size_t errlen)
 {
   if (strcmp(spec, "h200") == 0)
     return acl_land_create_h200(err, errlen);
@@ -59,6 +60,8 @@ static acl_landscape_t *make_landscape(const char *spec, char *err, size_t errle
   acl_landscape_t *l = acl_land_create_synth(seed);
   if (!l)
     snprintf(err, errlen, "cannot create the synthetic landscape (out of memory)");
+  else if (nccl230) /* chunk size matters there (sim/landscape_chunk.c) */
+    acl_land_chunk_enable(l, seed, 1.0);
   return l;
 }
 
@@ -239,7 +242,7 @@ int main(int argc, char **argv)
   w.ctl = MAP_FAILED;
   if (!pids)
     goto out;
-  if (!(w.land = make_landscape(o.landscape, err, sizeof(err)))) {
+  if (!(w.land = make_landscape(o.landscape, o.nccl230, err, sizeof(err)))) {
     fprintf(stderr, "autoccl-sim: landscape %s: %s\n", o.landscape, err);
     status = ACL_SIM_EXIT_USAGE;
     goto out;

@@ -150,6 +150,29 @@ uint64_t acl_sim_round_bytes(int coll, uint64_t nbytes, int nranks, int dtype_by
   return r ? r : unit;
 }
 
+size_t acl_sim_nccl_chunk(int algo, int proto)
+{
+  switch (proto) {
+  case NCCL_PROTO_LL: return 32768;   /* 512 KiB buffer / 8 steps / 2 */
+  case NCCL_PROTO_LL128: return 576000; /* 4,915,200 / 8 steps x 15/16 */
+  default: return algo == NCCL_ALGO_RING ? 2097152 : 524288; /* 4 MiB / 8 steps x chunkSteps */
+  }
+}
+
+int acl_sim_chunk_ran(int algo, int proto, size_t own, size_t got, int8_t *scale)
+{
+  /* NCCL 2.30 device.h ncclProtoGrainSize: a chunk below it rounds to 0. */
+  size_t grain = proto == NCCL_PROTO_LL ? 16 : proto == NCCL_PROTO_LL128 ? 1920 : 512;
+  size_t limit = algo == NCCL_ALGO_RING ? own : 4 * own;
+  if (got > limit)
+    got = limit;
+  got = got / grain * grain;
+  if (got == 0 || own == 0)
+    return -1;
+  *scale = (int8_t)lround(log2((double)got / (double)own));
+  return 0;
+}
+
 uint64_t acl_sim_mix(uint64_t x)
 {
   x += 0x9e3779b97f4a7c15ull;

@@ -46,6 +46,16 @@ uint64_t acl_sim_bytes_from_count(int coll, size_t count, int nranks, int dtype_
  * (a whole number of elements per rank), at least one element per rank. */
 uint64_t acl_sim_round_bytes(int coll, uint64_t nbytes, int nranks, int dtype_bytes);
 
+/* NCCL 2.30's own chunk size for (algo, proto) with its default buffers
+ * (calcCollChunking before its size cuts, which the simulator leaves out):
+ * LL 32 KiB, LL128 576,000 bytes, Simple 512 KiB (Ring: x4 chunk steps). */
+size_t acl_sim_nccl_chunk(int algo, int proto);
+/* What NCCL runs after the tuner's getChunkSize returned `got` for `own`:
+ * clamped to the buffer limit (Ring: its own; the others: 4x, as their own
+ * is cut below the limit), then as a scale of own (rounded log2). Returns
+ * -1 when the chunk would round to nothing (NCCL would stall). */
+int acl_sim_chunk_ran(int algo, int proto, size_t own, size_t got, int8_t *scale);
+
 /* Deterministic 64-bit mixing (splitmix64) for per-call seeds. */
 uint64_t acl_sim_mix(uint64_t x);
 

@@ -1,4 +1,4 @@
-/* Loading the plugin the way NCCL 2.28 does, and NCCL's logger. */
+/* Loading the plugin the way NCCL 2.28 (and 2.30) does, and NCCL's logger. */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +22,8 @@ int ncclGetVersion(int *version)
   return 0;
 }
 
-int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t errlen)
+int acl_sim_plugin_load(const char *path, int max_version, acl_sim_plugin_t *p, char *err,
+                        size_t errlen)
 {
   memset(p, 0, sizeof(*p));
   p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -32,7 +33,9 @@ int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t
     return -1;
   }
   /* NCCL's order: the newest tuner version first. */
-  if ((p->t5 = dlsym(p->dl, "ncclTunerPlugin_v5")))
+  if (max_version >= 6 && (p->t6 = dlsym(p->dl, "ncclTunerPlugin_v6")))
+    p->tuner_version = 6;
+  else if ((p->t5 = dlsym(p->dl, "ncclTunerPlugin_v5")))
     p->tuner_version = 5;
   else if ((p->t4 = dlsym(p->dl, "ncclTunerPlugin_v4")))
     p->tuner_version = 4;
@@ -40,9 +43,11 @@ int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t
     p->tuner_version = 3;
   else if ((p->t2 = dlsym(p->dl, "ncclTunerPlugin_v2")))
     p->tuner_version = 2;
-  p->prof = dlsym(p->dl, "ncclProfiler_v5");
-  if (!p->tuner_version && !p->prof) {
-    snprintf(err, errlen, "%s exports neither ncclTunerPlugin_v5..v2 nor ncclProfiler_v5", path);
+  if (max_version < 6 || !(p->prof6 = dlsym(p->dl, "ncclProfiler_v6")))
+    p->prof = dlsym(p->dl, "ncclProfiler_v5");
+  if (!p->tuner_version && !p->prof && !p->prof6) {
+    snprintf(err, errlen, "%s exports neither ncclTunerPlugin_v%d..v2 nor ncclProfiler_v%d..v5",
+             path, max_version, max_version);
     dlclose(p->dl);
     p->dl = NULL;
     return -1;

@@ -97,10 +97,11 @@ static int comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
       break;
     }
   snprintf(name, sizeof(name), "%s-%d", first >= 0 ? acl_sim_group_name(first) : "idle", c);
-  if (d->pl->prof) {
+  if (d->pl->prof || d->pl->prof6) {
     cr->mask = 0;
-    ncclResult_t rc = d->pl->prof->init(&cr->pctx, id, &cr->mask, name, o->nhosts, o->nranks,
-                                        d->rank, acl_sim_logger);
+    /* v6 (NCCL 2.30) has v5's init, stopEvent, recordEventState, finalize. */
+    ncclResult_t rc = (d->pl->prof6 ? d->pl->prof6->init : d->pl->prof->init)(
+        &cr->pctx, id, &cr->mask, name, o->nhosts, o->nranks, d->rank, acl_sim_logger);
     if (rc != ncclSuccess) {
       /* NCCL disables the profiler for this communicator and goes on. */
       note_error(d, "rank %d: profiler %s returned %d", "init", rc);
@@ -112,12 +113,13 @@ static int comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
   if (d->pl->tuner_version) {
     ncclResult_t rc;
     size_t nr = (size_t)o->nranks, nn = (size_t)o->nhosts;
-    if (d->pl->tuner_version == 5) {
+    if (d->pl->tuner_version >= 5) {
       ncclNvlDomainInfo_v5_t nvl = {o->nhosts, o->nranks / o->nhosts,
                                     (o->nranks + o->nhosts - 1) / o->nhosts};
       ncclTunerConstants_v5_t k;
       fill_constants(&k);
-      rc = d->pl->t5->init(&cr->tctx, id, nr, nn, acl_sim_logger, &nvl, &k);
+      rc = (d->pl->t6 ? d->pl->t6->init : d->pl->t5->init)(&cr->tctx, id, nr, nn, acl_sim_logger,
+                                                           &nvl, &k);
     } else if (d->pl->tuner_version == 4) {
       rc = d->pl->t4->init(nr, nn, acl_sim_logger, &cr->tctx);
     } else if (d->pl->tuner_version == 3) {
@@ -143,6 +145,7 @@ static void comm_fini(rank_drv_t *d, int c)
   if (cr->tinit) {
     ncclResult_t rc;
     switch (d->pl->tuner_version) {
+    case 6: rc = d->pl->t6->finalize(cr->tctx); break;
     case 5: rc = d->pl->t5->finalize(cr->tctx); break;
     case 4: rc = d->pl->t4->destroy(cr->tctx); break;
     case 3: rc = d->pl->t3->destroy(cr->tctx); break;
@@ -153,12 +156,14 @@ static void comm_fini(rank_drv_t *d, int c)
     cr->tinit = false;
   }
   if (cr->pinit) {
-    ncclResult_t rc = d->pl->prof->finalize(cr->pctx);
+    ncclResult_t rc = (d->pl->prof6 ? d->pl->prof6->finalize : d->pl->prof->finalize)(cr->pctx);
     if (rc != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "finalize", rc);
     cr->pinit = false;
   }
 }
+
+static int channels_used(rank_drv_t *d, const acl_sim_call_t *call);
 
 /* getCollInfo and NCCL's choice: sets d->ran / d->failed_call. */
 static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
@@ -185,6 +190,10 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
     double t0 = acl_mono_s();
     switch (d->pl->tuner_version) {
+    case 6:
+      rc = d->pl->t6->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
+                                  (float **)table, ACL_NUM_ALGO, ACL_NUM_PROTO, 0, &nch);
+      break;
     case 5:
       rc = d->pl->t5->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 1,
                                   (float **)table, ACL_NUM_ALGO, ACL_NUM_PROTO, 0, &nch);
@@ -227,7 +236,23 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   d->ran.nchannels = (int16_t)(acl_land_is_replay(land)
                                    ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
                                    : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
-  d->ran.chunk_bytes = 0;
+  d->ran.chunk_log2 = 0;
+  if (d->pl->t6 && cr->tinit && o->nranks > 1 && d->pl->t6->getChunkSize) {
+    /* NCCL 2.30 sizes the chunks after choosing: its own chunk in, the
+     * tuner's out, clamped to the buffer (enqueue.cc calcCollChunking). */
+    size_t own = acl_sim_nccl_chunk(a, p), got = own;
+    int8_t k = 0;
+    rc = d->pl->t6->getChunkSize(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, a, p,
+                                 d->ran.nchannels > 0 ? d->ran.nchannels : channels_used(d, call),
+                                 &got);
+    if (rc != ncclSuccess || acl_sim_chunk_ran(a, p, own, got, &k) != 0) {
+      note_error(d, "rank %d: tuner %s returned %d (or a chunk that rounds to 0)",
+                 "getChunkSize", rc);
+      d->failed_call = true;
+      return;
+    }
+    d->ran.chunk_log2 = k;
+  }
 }
 
 static void log_call(rank_drv_t *d)
@@ -240,6 +265,7 @@ static void log_call(rank_drv_t *d)
     e.algo = d->ran.algo;
     e.proto = d->ran.proto;
     e.nchannels = d->ran.nchannels;
+    e.chunk_log2 = (int8_t)d->ran.chunk_log2;
   }
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s",
@@ -249,7 +275,6 @@ static void log_call(rank_drv_t *d)
 
 /* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
  * draws all ranks' noise from per-call seeds, so all agree without talking. */
-static int channels_used(rank_drv_t *d, const acl_sim_call_t *call);
 
 static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
 {
@@ -309,13 +334,29 @@ static const char *const nccl_algo_str[ACL_NUM_ALGO] = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 static const char *const nccl_proto_str[ACL_NUM_PROTO] = {"LL", "LL128", "Simple"};
 
+/* Profiler v6 (NCCL 2.30) or v5: v6's descriptor holds v5's members at v5's
+ * offsets (core/abi.h), so NCCL 2.30 hands the same bytes in a v6 one. */
+static ncclResult_t prof_start(rank_drv_t *d, void *ctx, void **h,
+                               ncclProfilerEventDescr_v5_t *e)
+{
+  if (!d->pl->prof6)
+    return d->pl->prof->startEvent(ctx, h, e);
+  ncclProfilerEventDescr_v6_t e6;
+  memcpy(&e6, e, sizeof e6);
+  return d->pl->prof6->startEvent(ctx, h, &e6);
+}
+
+static ncclResult_t (*prof_stop(rank_drv_t *d))(void *)
+{
+  return d->pl->prof6 ? d->pl->prof6->stopEvent : d->pl->prof->stopEvent;
+}
+
 static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
                         uint64_t dur_ns)
 {
   comm_rank_t *cr = &d->comms[call->comm];
   if (!cr->pinit)
     return;
-  const ncclProfiler_v5_t *pf = d->pl->prof;
   int nch = channels_used(d, call);
   uint64_t seq = cr->seq[call->coll]++;
   void *coll_h = NULL;
@@ -334,11 +375,11 @@ static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t star
     e.coll.nWarps = 16;
     e.coll.algo = nccl_algo_str[d->ran.algo];
     e.coll.proto = nccl_proto_str[d->ran.proto];
-    if ((rc = pf->startEvent(cr->pctx, &coll_h, &e)) != ncclSuccess)
+    if ((rc = prof_start(d, cr->pctx, &coll_h, &e)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "startEvent(Coll)", rc);
     /* NCCL stops the Coll event at launch, before the proxy reports the
      * kernel's channels; the plugin must keep the handle for its children. */
-    if (coll_h && (rc = pf->stopEvent(coll_h)) != ncclSuccess)
+    if (coll_h && (rc = prof_stop(d)(coll_h)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "stopEvent(Coll)", rc);
   }
   if (!(cr->api_mask & ncclProfileKernelCh))
@@ -357,16 +398,17 @@ static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t star
     e.kernelCh.channelId = (uint8_t)ch;
     e.kernelCh.pTimer = s;
     void *h = NULL;
-    if ((rc = pf->startEvent(cr->pctx, &h, &e)) != ncclSuccess)
+    if ((rc = prof_start(d, cr->pctx, &h, &e)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "startEvent(KernelCh)", rc);
     if (!h)
       continue;
     ncclProfilerEventStateArgs_v5_t a;
     memset(&a, 0, sizeof(a));
     a.kernelCh.pTimer = t;
-    if ((rc = pf->recordEventState(h, ncclProfilerKernelChStop, &a)) != ncclSuccess)
+    if ((rc = (d->pl->prof6 ? d->pl->prof6->recordEventState : d->pl->prof->recordEventState)(
+             h, ncclProfilerKernelChStop, &a)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "recordEventState(KernelChStop)", rc);
-    if ((rc = pf->stopEvent(h)) != ncclSuccess)
+    if ((rc = prof_stop(d)(h)) != ncclSuccess)
       note_error(d, "rank %d: profiler %s returned %d", "stopEvent(KernelCh)", rc);
   }
 }
@@ -549,7 +591,7 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
   setenv("AUTOCCL_SIM_FEED", w->feed_name, 1);
   acl_sim_logger_setup(o->verbose, first);
   feed = feed_open(w->feed_name);
-  if (acl_sim_plugin_load(o->plugin, &pl, err, sizeof(err)) != 0)
+  if (acl_sim_plugin_load(o->plugin, o->nccl230 ? 6 : 5, &pl, err, sizeof(err)) != 0)
     goto fail_alloc;
   for (int i = 0; i < n; i++) {
     rank_drv_t *d = &ds[i];

@@ -32,7 +32,7 @@ typedef struct wstat {
 static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
 {
   return a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
-         a->flags == b->flags;
+         a->chunk_log2 == b->chunk_log2 && a->flags == b->flags;
 }
 
 static void cand_json(acl_strbuf_t *sb, const acl_candidate_t *c)
@@ -44,7 +44,7 @@ static void cand_json(acl_strbuf_t *sb, const acl_candidate_t *c)
     acl_sb_puts(sb, "null");
   else
     acl_sb_json_str(sb, acl_proto_name(c->proto));
-  acl_sb_printf(sb, ",\"channels\":%d}", c->nchannels);
+  acl_sb_printf(sb, ",\"channels\":%d,\"chunk_log2\":%d}", c->nchannels, (int)c->chunk_log2);
 }
 
 static void num_json(acl_strbuf_t *sb, double v)
@@ -152,7 +152,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     fprintf(out, "%-4s %-13s %-13s %10s  %-10s %-22s %8s %8s %9s\n", "comm", "workload",
             "collective", "bytes", "state", "final (NCCL ran)", "speedup", "vs-orcl", "converge");
   }
-  acl_sb_printf(&sb, "{\"version\":1,\"landscape\":");
+  acl_sb_printf(&sb, "{\"version\":1,\"nccl_version\":\"%s\",\"landscape\":",
+                o->nccl230 ? "2.30" : "2.28");
   acl_sb_json_str(&sb, acl_land_name(w->land));
   acl_sb_puts(&sb, ",\"workload\":");
   acl_sb_json_str(&sb, acl_sim_mix_name(o->mix));
@@ -179,7 +180,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   for (size_t i = 0; i < st->nworkloads; i++) {
     wstat_t *s = &ws[i];
     const acl_sim_call_t *c = s->call;
-    acl_candidate_t fin = {s->last.algo, s->last.proto, s->last.nchannels, 0};
+    acl_candidate_t fin = {s->last.algo, s->last.proto, s->last.nchannels, s->last.chunk_log2};
     acl_candidate_t base = {ACL_ALGO_NCCL, -1, 0, 0}, best, def;
     /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): workloads come from calls */
     acl_land_nccl_default(w->land, c->coll, c->nbytes, n, &def);

@@ -48,6 +48,9 @@ typedef struct acl_sim_opts {
   uint64_t max_lag;        /* calls a rank may run ahead of the slowest */
   uint64_t seed;
   bool verbose, quiet, json;
+  /* --nccl 2.30: tuner v6 (getChunkSize after getCollInfo) and profiler v6
+   * are looked up first, and synthetic landscapes have a chunk-size model */
+  bool nccl230;
   char plugin[1024];
 } acl_sim_opts_t;
 
@@ -83,22 +86,28 @@ typedef struct acl_sim_logent {
   int8_t algo, proto; /* -1/-1 when the call failed */
   int16_t nchannels;  /* clamped; 0 = NCCL decides */
   uint8_t flags;      /* ACL_SIM_LOG_* */
-  uint8_t pad[3];
+  int8_t chunk_log2;  /* chunk NCCL ran: its own x 2^chunk_log2 (2.30) */
+  uint8_t pad[2];
 } acl_sim_logent_t;
 #define ACL_SIM_LOG_ERROR 1u
 
 /* The loaded plugin (one per rank process). */
 typedef struct acl_sim_plugin {
   void *dl;
-  int tuner_version; /* 5..2, 0 when no tuner symbol */
+  int tuner_version; /* 6..2, 0 when no tuner symbol */
+  const ncclTuner_v6_t *t6;
   const ncclTuner_v5_t *t5;
   const ncclTuner_v4_t *t4;
   const ncclTuner_v3_t *t3;
   const ncclTuner_v2_t *t2;
   const ncclProfiler_v5_t *prof;
+  const ncclProfiler_v6_t *prof6; /* NCCL 2.30: v6 first, else prof (v5) */
 } acl_sim_plugin_t;
 
-int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t errlen);
+/* NCCL's lookup: the newest tuner and profiler versions it knows first
+ * (max_version 5 plays NCCL 2.28, 6 plays 2.30). */
+int acl_sim_plugin_load(const char *path, int max_version, acl_sim_plugin_t *p, char *err,
+                        size_t errlen);
 void acl_sim_plugin_unload(acl_sim_plugin_t *p);
 /* NCCL-style logger handed to the plugin (WARN only unless verbose). */
 void acl_sim_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,

@@ -1,6 +1,8 @@
 /* Human-readable cells. Unknown values render as "-", never as 0. */
 #include "tui/top.h"
 
+#include "core/types.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -53,9 +55,12 @@ const char *acl_top_fmt_cand(const acl_top_cand_t *c, char *buf, size_t len)
     snprintf(buf, len, "NCCL");
     return buf;
   }
-  char ch[24] = "";
+  char ch[48] = "", k[16];
   if (c->channels > 0)
     snprintf(ch, sizeof(ch), "/%dch", c->channels);
+  if (c->chunk_log2 != 0) /* tuner v6: chunk size as a scale of NCCL's own */
+    snprintf(ch + strlen(ch), sizeof(ch) - strlen(ch), " %s",
+             acl_chunk_str(c->chunk_log2, k, sizeof k));
   snprintf(buf, len, "%s%s%s%s", c->algo, c->proto[0] ? "/" : "", c->proto, ch);
   return buf;
 }

@@ -3,6 +3,8 @@
  * and about fields it does not know (ignored: newer servers may add some). */
 #include "tui/top.h"
 
+#include "core/types.h"
+
 #include "core/text.h"
 
 #include <jansson.h>
@@ -129,6 +131,14 @@ static int get_cand(pctx_t *c, json_t *o, const char *k, acl_top_cand_t *out)
       get_str(c, v, "proto", out->proto, sizeof(out->proto)) < 0 ||
       get_int(c, v, "channels", &out->channels, 0) < 0)
     return -1;
+  json_t *k2 = json_object_get(v, "chunk_log2"); /* absent before NCCL 2.30 support */
+  if (k2 && !json_is_null(k2)) {
+    if (!json_is_integer(k2) || json_integer_value(k2) < ACL_CHUNK_LOG2_MIN ||
+        json_integer_value(k2) > ACL_CHUNK_LOG2_MAX)
+      return fail(c, "%s.%s.chunk_log2: expected an integer from %d to %d", pfx(c),
+                  k ? k : "candidate", ACL_CHUNK_LOG2_MIN, ACL_CHUNK_LOG2_MAX);
+    out->chunk_log2 = (int)json_integer_value(k2);
+  }
   return 0;
 }
 

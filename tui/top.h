@@ -29,6 +29,7 @@ typedef struct acl_top_cand {
   char algo[24];  /* "" when null */
   char proto[16]; /* "" when null */
   int channels;   /* -1 when null; 0 = NCCL decides */
+  int chunk_log2; /* chunk = NCCL's own x 2^chunk_log2; 0 (or absent) = NCCL's */
 } acl_top_cand_t;
 
 typedef struct acl_top_traj {

@@ -66,7 +66,7 @@ Test(wire, response_roundtrip_and_strictness)
 {
   acl_relay_resp_t r = {.status = ACL_RELAY_OK, .phase = ACL_PHASE_EXPLORING, .widx = 7,
                         .block_num = 99, .start = 1000, .len = 5, .cand_id = 300,
-                        .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_bytes = 0}};
+                        .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0}};
   acl_relay_resp_t o;
   uint8_t buf[128];
   size_t n = acl_relay_encode_resp(&r, buf, sizeof(buf));

@@ -19,7 +19,9 @@
 #include <criterion/criterion.h>
 #endif
 
-void acl_h_load(acl_h_plugin_t *p)
+void acl_h_load(acl_h_plugin_t *p) { acl_h_load_max(p, 6); }
+
+void acl_h_load_max(acl_h_plugin_t *p, int max_version)
 {
   memset(p, 0, sizeof(*p));
   const char *path = getenv("ACL_PLUGIN");
@@ -27,12 +29,21 @@ void acl_h_load(acl_h_plugin_t *p)
   p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   cr_assert_not_null(p->handle, "dlopen: %s", dlerror());
   /* NCCL's order: the newest ABI it knows first. */
-  p->v5 = dlsym(p->handle, "ncclTunerPlugin_v5");
-  p->v4 = dlsym(p->handle, "ncclTunerPlugin_v4");
-  p->v3 = dlsym(p->handle, "ncclTunerPlugin_v3");
+  if (max_version >= 6) {
+    p->v6 = dlsym(p->handle, "ncclTunerPlugin_v6");
+    p->prof6 = dlsym(p->handle, "ncclProfiler_v6");
+  }
+  if (max_version >= 5) {
+    p->v5 = dlsym(p->handle, "ncclTunerPlugin_v5");
+    p->prof = dlsym(p->handle, "ncclProfiler_v5");
+  }
+  if (max_version >= 4)
+    p->v4 = dlsym(p->handle, "ncclTunerPlugin_v4");
+  if (max_version >= 3)
+    p->v3 = dlsym(p->handle, "ncclTunerPlugin_v3");
   p->v2 = dlsym(p->handle, "ncclTunerPlugin_v2");
-  p->prof = dlsym(p->handle, "ncclProfiler_v5");
-  p->version = p->v5 ? 5 : p->v4 ? 4 : p->v3 ? 3 : p->v2 ? 2 : 0;
+  p->version = p->v6 ? 6 : p->v5 ? 5 : p->v4 ? 4 : p->v3 ? 3 : p->v2 ? 2 : 0;
+  p->prof_version = p->prof6 ? 6 : p->prof ? 5 : 0;
 }
 
 void acl_h_unload(acl_h_plugin_t *p)

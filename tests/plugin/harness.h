@@ -1,5 +1,6 @@
 /* Loads the built plugin exactly as NCCL does and plays NCCL's part around
- * it: dlopen(RTLD_NOW|RTLD_LOCAL), tuner symbol lookup v5 -> v2, cost tables
+ * it: dlopen(RTLD_NOW|RTLD_LOCAL), tuner symbol lookup v6 -> v2 (NCCL 2.30;
+ * 2.28 starts at v5), profiler v6 -> v5, cost tables
  * shaped like NCCL's (float[7][3] passed as float**), NCCL's selection rule. */
 #ifndef ACL_TESTS_HARNESS_H
 #define ACL_TESTS_HARNESS_H
@@ -12,16 +13,24 @@
 
 typedef struct acl_h_plugin {
   void *handle;
-  int version; /* highest tuner ABI found: 5..2, 0 = none */
+  int version; /* highest tuner ABI found: 6..2, 0 = none */
+  int prof_version; /* 6, 5, 0 = none */
+  ncclTuner_v6_t *v6;
   ncclTuner_v5_t *v5;
   ncclTuner_v4_t *v4;
   ncclTuner_v3_t *v3;
   ncclTuner_v2_t *v2;
   ncclProfiler_v5_t *prof;
+  ncclProfiler_v6_t *prof6;
 } acl_h_plugin_t;
 
-/* Path from $ACL_PLUGIN (set by meson); aborts the test on failure. */
+/* Path from $ACL_PLUGIN (set by meson); aborts the test on failure. Looks
+ * every symbol up; version/prof_version say what NCCL 2.30 would take. */
 void acl_h_load(acl_h_plugin_t *p);
+/* The same as an NCCL that knows tuner and profiler ABIs up to max_version
+ * only (5: NCCL 2.28, 6: 2.29/2.30): version is what it would take, in
+ * its order (newest first), and the newer symbols stay NULL. */
+void acl_h_load_max(acl_h_plugin_t *p, int max_version);
 void acl_h_unload(acl_h_plugin_t *p);
 
 /* A realistic cost table (us) for nranks GPUs on one NVLink node: an

@@ -17,6 +17,8 @@ checks:
   --timeout S         wall-clock bound for the sim (default 20)
   --expect KEY=VALUE  a top-level report field equals VALUE (compared as text)
   --max-steps N       the run made at most N training steps (--realtime pacing)
+  --min-chunked N     at least N workloads whose final decision runs a chunk size
+                      other than NCCL's own (--nccl 2.30)
 In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
 """
 import json
@@ -61,7 +63,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
-    min_tuned = None
+    min_tuned, min_chunked = None, None
     expects, max_steps = [], None
     k = 0
     while k < len(opts):
@@ -88,6 +90,8 @@ def main(argv):
             max_steps = int(v)
         elif o == "--min-tuned":
             min_tuned = int(v)
+        elif o == "--min-chunked":
+            min_chunked = int(v)
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -167,6 +171,11 @@ def main(argv):
             fail(desc + ": speedup %s < %s" % (w["speedup"], min_speedup), out, err)
         if w["final_over_oracle"] is not None and w["final_over_oracle"] > 1.0 + 1e-9:
             fail(desc + ": better than the oracle (%s)" % w["final_over_oracle"], out, err)
+    if min_chunked is not None:
+        chunked = [w for w in rep["workloads"] if (w.get("final") or {}).get("chunk_log2", 0) != 0]
+        if len(chunked) < min_chunked:
+            fail("%d workloads run a chunk size other than NCCL's, expected >= %d"
+                 % (len(chunked), min_chunked), out, err)
     if min_tuned is not None:
         tuned = [w for w in rep["workloads"] if w["decision_changes"] > 0]
         if len(tuned) < min_tuned:

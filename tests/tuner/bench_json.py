@@ -52,4 +52,27 @@ for bad in (["--landscapes", "many"], ["--noise", "-1"], ["--seed", "-5"], ["--f
     assert b.returncode == 2, (bad, b.returncode)
     assert b.stdout == "", bad
     assert bad[0] in b.stderr or bad[-1] in b.stderr, (bad, b.stderr)
+assert d["nccl_version"] == "2.28", d
+# NCCL 2.30: the chunk axis against the same runs with it held.
+for land in ("sensitive", "flat"):
+    r = subprocess.run([exe, "--json", "--landscapes", "20", "--h200-reps", "2", "--seed", "3",
+                        "--nccl", "2.30", "--chunk-landscape", land],
+                       capture_output=True, text=True, timeout=200)
+    assert r.returncode in (0, 1), (land, r.returncode, r.stderr)
+    c = json.loads(r.stdout.strip().splitlines()[-1])
+    assert c["nccl_version"] == "2.30", c
+    k = c["chunk"]
+    assert k["landscape"] == land, k
+    for key in ("final_over_oracle_median", "held_final_over_oracle_median",
+                "exploration_overhead", "held_exploration_overhead", "overhead_growth"):
+        assert key in k, (land, key)
+    assert abs(k["overhead_growth"] - (k["exploration_overhead"] -
+                                       k["held_exploration_overhead"])) < 1e-4, k
+    if land == "sensitive":  # the axis must find what holding it cannot
+        assert k["final_over_oracle_median"] > k["held_final_over_oracle_median"] + 0.01, k
+    else:  # nothing to find: the axis costs little and changes nothing
+        assert abs(k["final_over_oracle_median"] - k["held_final_over_oracle_median"]) < 0.01, k
+        assert k["overhead_growth"] < 0.02, k
+b = subprocess.run([exe, "--nccl", "2.29"], capture_output=True, text=True, timeout=10)
+assert b.returncode == 2 and "--nccl" in b.stderr, (b.returncode, b.stderr)
 print("ok")

@@ -63,7 +63,7 @@ for w in ws:
     assert w["comm"] in comms
     states.add(w["state"])
     for p in w["trajectory"]:
-        assert set(p) == {"step", "algo", "proto", "channels", "busbw", "overlap"}, p
+        assert set(p) == {"step", "algo", "proto", "channels", "chunk_log2", "busbw", "overlap"}, p
 assert states == {"warmup", "baseline", "exploring", "converged", "retuning", "disabled"}, states
 warm = next(w for w in ws if w["state"] == "warmup")
 assert warm["busbw"] is None and warm["best"] is None and warm["speedup"] is None and warm["subspace"] is None

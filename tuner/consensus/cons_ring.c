@@ -14,7 +14,7 @@ static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res
   b->cand.algo = (int8_t)(uint8_t)(info >> 48);
   b->cand.proto = (int8_t)(uint8_t)(info >> 56);
   b->cand.nchannels = (int16_t)(uint16_t)res;
-  b->cand.chunk_bytes = (int32_t)(uint32_t)(res >> 16);
+  b->cand.chunk_log2 = (int32_t)(uint32_t)(res >> 16);
   b->phase = (uint8_t)(res >> 48);
   b->sample_shift = (uint8_t)(res >> 56);
 }
@@ -42,7 +42,7 @@ void cons_ring_publish(cons_wl_t *w, const cons_blk_t *b)
   uint64_t info = (uint64_t)b->len | (uint64_t)b->cand_id << 32 |
                   (uint64_t)(uint8_t)b->cand.algo << 48 | (uint64_t)(uint8_t)b->cand.proto << 56;
   uint64_t res = (uint64_t)(uint16_t)b->cand.nchannels |
-                 (uint64_t)(uint32_t)b->cand.chunk_bytes << 16 | (uint64_t)b->phase << 48 |
+                 (uint64_t)(uint32_t)b->cand.chunk_log2 << 16 | (uint64_t)b->phase << 48 |
                  (uint64_t)b->sample_shift << 56;
   atomic_store_explicit(&s->tag, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);

@@ -54,6 +54,7 @@ int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err
   s->nnodes = p->nnodes;
   s->max_workloads = p->cfg->max_workloads;
   acl_search_params_from_config(&s->search, p->cfg, p->nranks);
+  s->search.chunk_axis = p->chunk_axis;
   char why[160];
   if (acl_search_params_fix(&s->search, why, sizeof(why)) != 0) {
     snprintf(err, errlen, "consensus: %s", why);
@@ -107,6 +108,7 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
     return 1;
   }
   DIFF_I(search.stock_channels, "AUTOCCL_STOCK_CHANNELS")
+  DIFF_I(search.chunk_axis, "chunk axis (tuner ABI v6, AUTOCCL_CHUNK)")
 #undef DIFF_I
   return 0;
 }

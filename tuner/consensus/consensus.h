@@ -39,6 +39,9 @@ typedef struct acl_cons_params {
    * decision (acl_search_seed). Ranks agree on its hash (acl_table_t.hash)
    * through the segment; the caller keeps it alive until destroy. */
   const acl_table_t *table;
+  /* 1 when the tuner ABI can set chunk sizes (v6) and AUTOCCL_CHUNK is on:
+   * the search gets a chunk axis. Part of the settings ranks agree on. */
+  int chunk_axis;
 } acl_cons_params_t;
 
 /* acl_decision_t.widx of a workload refused because the communicator's

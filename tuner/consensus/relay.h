@@ -17,7 +17,7 @@
  * Response payload (ACL_RELAY_RESP_LEN bytes):
  *   u8 version=1, u8 type=2, u8 status, u8 phase, u32 widx,
  *   u64 block_num, u64 start, u32 len, u16 cand_id, i8 algo, i8 proto,
- *   i16 nchannels, u8 sample_shift (<= 15), u8 reserved=0, i32 chunk_bytes,
+ *   i16 nchannels, u8 sample_shift (<= 15), u8 reserved=0, i32 chunk_log2,
  *   u64 reserved=0
  * Parsing is strict: any other length, version, type, flag bit, reserved
  * value, collective or status is rejected. */

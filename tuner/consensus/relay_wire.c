@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/types.h"
 
 /* ---- wire format (pure) --------------------------------------------------- */
 
@@ -118,7 +119,7 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[32] = (uint8_t)(uint16_t)r->cand.nchannels;
   p[33] = (uint8_t)((uint16_t)r->cand.nchannels >> 8);
   p[34] = r->sample_shift;
-  put32(p + 36, (uint32_t)r->cand.chunk_bytes);
+  put32(p + 36, (uint32_t)r->cand.chunk_log2);
   return 4 + ACL_RELAY_RESP_LEN;
 }
 
@@ -147,13 +148,13 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.cand.proto = (int8_t)p[31];
   r.cand.nchannels = (int16_t)(uint16_t)(p[32] | p[33] << 8);
   r.sample_shift = p[34];
-  r.cand.chunk_bytes = (int32_t)get32(p + 36);
+  r.cand.chunk_log2 = (int32_t)get32(p + 36);
   if (r.status == ACL_RELAY_OK) {
     bool nccl = r.cand.algo == ACL_ALGO_NCCL;
     if (r.len == 0 || r.start + r.len < r.start ||
         (!nccl && (r.cand.algo < 0 || r.cand.algo >= ACL_NUM_ALGO || r.cand.proto < 0 ||
                    r.cand.proto >= ACL_NUM_PROTO)) ||
-        r.cand.nchannels < 0 || r.cand.chunk_bytes < 0)
+        r.cand.nchannels < 0 || !acl_chunk_log2_valid(r.cand.chunk_log2))
       return -1;
   }
   *out = r;

@@ -202,6 +202,7 @@ static void join_consensus_locked(acl_rank_t *r)
       .cfg = &acl_proc.cfg,
       .shm_ns = acl_proc.cfg.shm_salt[0] ? acl_proc.cfg.shm_salt : NULL,
       .table = acl_proc.table,
+      .chunk_axis = r->abi >= 6 && acl_proc.cfg.chunk_axis,
   };
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
   if (!r->cons && acl_proc.cfg.mode != ACL_MODE_ONLINE &&
@@ -346,7 +347,8 @@ static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *
  * availability on every rank of a communicator (its cost table is built
  * from the communicator's shared topology). */
 static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes, int pipe_ops,
-                                  float (*t)[NCCL_NUM_PROTOCOLS], int *nch)
+                                  float (*t)[NCCL_NUM_PROTOCOLS], int *nch,
+                                  acl_chunk_pending_t *pe)
 {
   if (r->cons && !acl_cons_table_agreed(r->cons)) {
     if (!(atomic_fetch_or(&r->logged, ACL_LOGGED_TABLE_HASH) & ACL_LOGGED_TABLE_HASH))
@@ -373,6 +375,8 @@ static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes, int pi
   apply_choice(t, c->algo, c->proto);
   if (c->nchannels > 0)
     *nch = c->nchannels;
+  if (acl_proc.cfg.chunk_axis)
+    acl_chunk_choose(pe, c);
   return ncclSuccess;
 }
 
@@ -386,10 +390,12 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     log_once(r, ACL_LOGGED_JOIN, "rank consensus unavailable", r->cons_err);
     return ncclSystemError;
   }
+  /* Tuner v6: this call's chunk choice, NCCL's own until a candidate runs. */
+  acl_chunk_pending_t *pe = acl_chunk_note(r, coll, nbytes);
   if (mode == ACL_MODE_OFF || r->online_unsafe)
     return ncclSuccess;
   if (mode == ACL_MODE_STATIC)
-    return acl_proc.table ? decide_static(r, coll, nbytes, pipe_ops, t, nch) : ncclSuccess;
+    return acl_proc.table ? decide_static(r, coll, nbytes, pipe_ops, t, nch, pe) : ncclSuccess;
   acl_wkey_t key = {.comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops,
                     .coll = (uint8_t)coll};
   acl_decision_t d;
@@ -406,6 +412,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       return ncclInternalError;
     }
     apply_choice(t, d.cand.algo, d.cand.proto);
+    acl_chunk_choose(pe, &d.cand);
   }
   if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
     *nch = d.cand.nchannels;

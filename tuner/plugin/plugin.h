@@ -26,6 +26,11 @@ void acl_plugin_tuner_detach(acl_rank_t *r);
 /* table is NCCL's float[7][3] cost table; NULL for tuner v2. */
 ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, int pipe_ops,
                                       float (*table)[NCCL_NUM_PROTOCOLS], int *nchannels);
+/* Tuner v6 getChunkSize: *chunk is NCCL's own chunk size for a part of a
+ * collective decided by an earlier getCollInfo of this rank; it is scaled
+ * by that decision's candidate (chunk_log2), the same on every rank. */
+ncclResult_t acl_plugin_get_chunk_size(acl_rank_t *r, int coll, size_t nbytes, int algo,
+                                       int proto, int nchannels, size_t *chunk);
 /* Tuner v2: no cost table, the plugin may set algorithm and protocol. */
 ncclResult_t acl_plugin_get_coll_info_v2(acl_rank_t *r, int coll, size_t nbytes, int *algo,
                                          int *proto, int *nchannels);

@@ -1,11 +1,32 @@
-/* The five symbols NCCL looks up: ncclTunerPlugin_v5..v2 and ncclProfiler_v5.
+/* The symbols NCCL looks up: ncclTunerPlugin_v6..v2 and ncclProfiler_v6..v5
+ * (NCCL tries the newest first: 2.30 takes v6, 2.28 v5).
  * Thin adapters onto plugin.c; they never fail an init (a NULL context means
  * "decline") and only fail a collective when consensus demands it. */
+#include <string.h>
+
 #include "core/abi.h"
 #include "core/types.h"
 #include "tuner/plugin/plugin.h"
 
 #define ACL_EXPORT __attribute__((visibility("default")))
+
+/* v5 and v6 (NCCL 2.30) init alike: the communicator id, NVLink domains
+ * and NCCL's model constants (both left as NCCL made them). */
+static ncclResult_t tuner_init_new(int abi, void **ctx, uint64_t commId, size_t nRanks,
+                                   size_t nNodes, ncclDebugLogger_t log)
+{
+  *ctx = acl_plugin_tuner_attach(abi, commId, nRanks, nNodes, log);
+  return ncclSuccess;
+}
+
+static ncclResult_t tuner_init_v6(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                                  ncclDebugLogger_t log, ncclNvlDomainInfo_v6_t *nvl,
+                                  ncclTunerConstants_v6_t *constants)
+{
+  (void)nvl;
+  (void)constants;
+  return tuner_init_new(6, ctx, commId, nRanks, nNodes, log);
+}
 
 static ncclResult_t tuner_init_v5(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                                   ncclDebugLogger_t log, ncclNvlDomainInfo_v5_t *nvl,
@@ -13,8 +34,7 @@ static ncclResult_t tuner_init_v5(void **ctx, uint64_t commId, size_t nRanks, si
 {
   (void)nvl;
   (void)constants;
-  *ctx = acl_plugin_tuner_attach(5, commId, nRanks, nNodes, log);
-  return ncclSuccess;
+  return tuner_init_new(5, ctx, commId, nRanks, nNodes, log);
 }
 
 static ncclResult_t tuner_init_old(int abi, size_t nRanks, size_t nNodes, ncclDebugLogger_t log,
@@ -69,12 +89,22 @@ static ncclResult_t get_coll_info_v2(void *ctx, ncclFunc_t coll, size_t nBytes,
   return acl_plugin_get_coll_info_v2(ctx, (int)coll, nBytes, algorithm, protocol, nChannels);
 }
 
+static ncclResult_t get_chunk_size_v6(void *ctx, ncclFunc_t coll, size_t nBytes, int algo,
+                                      int proto, int nChannels, size_t *chunkSize)
+{
+  /* Never an error: NCCL would fail the collective. */
+  return acl_plugin_get_chunk_size(ctx, (int)coll, nBytes, algo, proto, nChannels, chunkSize);
+}
+
 static ncclResult_t tuner_fini(void *ctx)
 {
   acl_plugin_tuner_detach(ctx);
   return ncclSuccess;
 }
 
+ACL_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    .name = "autoccl", .init = tuner_init_v6, .getCollInfo = get_coll_info_v5,
+    .finalize = tuner_fini, .getChunkSize = get_chunk_size_v6};
 ACL_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {
     .name = "autoccl", .init = tuner_init_v5, .getCollInfo = get_coll_info_v5,
     .finalize = tuner_fini};
@@ -100,12 +130,35 @@ static ncclResult_t prof_start(void *ctx, void **eHandle, ncclProfilerEventDescr
   return acl_plugin_event_start(ctx, eHandle, d);
 }
 
+/* v6 adds copy-engine events the plugin never asks for (its mask has no
+ * ncclProfileCe* bit); everything else is v5's layout, handed on as a v5
+ * copy. */
+static ncclResult_t prof_start_v6(void *ctx, void **eHandle, ncclProfilerEventDescr_v6_t *d)
+{
+  if (!d || (d->type & (ncclProfileCeColl | ncclProfileCeSync | ncclProfileCeBatch))) {
+    if (eHandle)
+      *eHandle = NULL;
+    return ncclSuccess;
+  }
+  ncclProfilerEventDescr_v5_t d5;
+  memcpy(&d5, d, sizeof d5);
+  return acl_plugin_event_start(ctx, eHandle, &d5);
+}
+
 static ncclResult_t prof_fini(void *ctx)
 {
   acl_plugin_profiler_detach(ctx);
   return ncclSuccess;
 }
 
+ACL_EXPORT ncclProfiler_v6_t ncclProfiler_v6 = {
+    .name = "autoccl",
+    .init = prof_init,
+    .startEvent = prof_start_v6,
+    .stopEvent = acl_plugin_event_stop,
+    .recordEventState = acl_plugin_event_state,
+    .finalize = prof_fini,
+};
 ACL_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
     .name = "autoccl",
     .init = prof_init,

@@ -58,6 +58,18 @@ enum {
   ACL_LOGGED_TABLE_HASH = 1u << 3,
 };
 
+/* A getCollInfo decision that getChunkSize calls may still ask about
+ * (tuner v6): NCCL chooses every (algorithm, protocol) of a group first,
+ * then sizes the chunks of its collectives, 1-3 calls each, each with the
+ * bytes of the part it schedules (at most the decision's). */
+#define ACL_CHUNK_PENDING 8 /* decisions remembered per rank: a group's bins */
+typedef struct acl_chunk_pending {
+  uint64_t nbytes; /* 0 = empty slot */
+  int8_t coll;
+  int8_t algo, proto; /* -1: NCCL's own choice ran (any pair matches, scale 0) */
+  int8_t log2;        /* the candidate's chunk scale */
+} acl_chunk_pending_t;
+
 struct acl_rank {
   uint64_t comm_id;
   char name[64];
@@ -77,6 +89,11 @@ struct acl_rank {
   acl_rank_stats_t *stats; /* indexed by workload index */
   int nstats;
   _Atomic unsigned logged;
+  /* tuner v6: the last decisions, newest at chunk_head - 1; only touched by
+   * the thread that enqueues this communicator's collectives */
+  acl_chunk_pending_t chunk_pend[ACL_CHUNK_PENDING];
+  uint32_t chunk_head;
+  _Atomic uint64_t chunk_set, chunk_kept; /* getChunkSize calls changed / left */
   struct acl_rank *next;
 };
 
@@ -116,6 +133,11 @@ void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
 /* acl_proc.table was measured with another NCCL version or GPU model than
  * this process has (acl_table_meta_check): true, with err saying which. */
 bool acl_table_meta_refused_locked(char *err, size_t errlen);
+
+/* plugin_chunk.c (tuner v6). getCollInfo notes each call (NULL before v6)
+ * and, when a candidate runs, its choice. */
+acl_chunk_pending_t *acl_chunk_note(acl_rank_t *r, int coll, size_t nbytes);
+void acl_chunk_choose(acl_chunk_pending_t *pe, const acl_candidate_t *c);
 
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);

@@ -78,6 +78,8 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
   FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
   FIX(stock_channels, p->stock_channels < 0 || p->stock_channels > ACL_SEARCH_MAX_CHANNELS, 0)
+  FIX(chunk_axis, p->chunk_axis != 0 && p->chunk_axis != 1, 0)
+  FIX(reserved, p->reserved != 0, 0)
 #undef FIX
   return n;
 }

@@ -53,11 +53,14 @@ typedef struct acl_search_params {
   int32_t stock_channels;   /* ceiling mode (AUTOCCL_STOCK_CHANNELS): the channels NCCL
                              * builds as it ships, below max_channels; cand 0 runs
                              * NCCL's pair capped there. 0 = cand 0 is NCCL's own */
+  int32_t chunk_axis;       /* 1: chunk size is an axis (tuner v6 and AUTOCCL_CHUNK
+                             * on); 0: held at NCCL's own (every older ABI) */
+  int32_t reserved;         /* 0: keeps the layout free of padding */
 } acl_search_params_t;
-_Static_assert(sizeof(acl_search_params_t) == 48, "acl_search_params_t has no padding");
+_Static_assert(sizeof(acl_search_params_t) == 56, "acl_search_params_t has no padding");
 
-/* Resource axes of the coordinate descent. Only nChannels is settable on
- * NCCL 2.28; the chunk axis exists (NCCL 2.30 tuner v6) but is disabled. */
+/* Resource axes of the coordinate descent: nChannels, then chunk size
+ * (NCCL 2.30 tuner v6, params.chunk_axis; one point, NCCL's own, otherwise). */
 #define ACL_SEARCH_AXIS_CHANNELS 0
 #define ACL_SEARCH_AXIS_CHUNK 1
 #define ACL_SEARCH_NUM_AXES 2

@@ -388,7 +388,9 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
     acl_search_cand_t *c = &s->cands[id];
     memset(c, 0, sizeof *c);
     c->cand = *cand;
-    c->cand.chunk_bytes = 0;
+    /* Its chunk scale where this run can set one (else NCCL's own). */
+    c->cand.chunk_log2 = s->params.chunk_axis ? cand->chunk_log2 : 0;
+    c->axis_idx[1] = (uint8_t)acl_search_chunk_index(s, c->cand.chunk_log2);
     c->sub = (uint8_t)si;
     c->axis_idx[0] = (uint8_t)acl_search_axis_start(s, ACL_SEARCH_AXIS_CHANNELS);
     int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);

@@ -70,11 +70,11 @@ static bool merge_twin(acl_search_t *s, int id)
     return false;
   int ran = sub->clamp_ch, twin = -1;
   if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
-      s->cands[0].judged)
+      s->cands[0].judged && c->cand.chunk_log2 == 0)
     twin = 0;
   for (int i = 1; i < s->ncands && twin < 0; i++) {
     const acl_search_cand_t *t = &s->cands[i];
-    if (i != id && t->judged && t->sub == c->sub &&
+    if (i != id && t->judged && t->sub == c->sub && t->cand.chunk_log2 == c->cand.chunk_log2 &&
         (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
       twin = i;
   }
@@ -122,9 +122,15 @@ static void sub_begin(acl_search_t *s, int si)
 static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
 {
   sub->axis++;
+  if (sub->axis == ACL_SEARCH_AXIS_CHUNK && acl_search_axis_count(s, sub->axis) > 1) {
+    int c = acl_search_find_or_add(s, (int)(sub - s->subs), sub->center);
+    if (!acl_search_chunk_worth(s, c))
+      sub->axis++; /* far from the best: chunk size will not make it win */
+  }
   if (sub->axis < ACL_SEARCH_NUM_AXES) {
     sub->lo = -1;
-    sub->hi = (int8_t)acl_search_axis_count(s, sub->axis);
+    sub->hi = (int8_t)(sub->axis == ACL_SEARCH_AXIS_CHUNK ? acl_search_chunk_hi(s, sub->algo)
+                                                          : acl_search_axis_count(s, sub->axis));
     sub->step = 2;
     sub->dir = 0;
   }

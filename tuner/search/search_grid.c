@@ -17,11 +17,7 @@
 static const int16_t chan_grid[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 #define CHAN_GRID_N ((int)(sizeof chan_grid / sizeof chan_grid[0]))
 
-/* Chunk axis for tuner v6 (NCCL 2.30): disabled, a single point 0 = "NCCL
- * decides". Enabling it means listing values here; the descent needs no
- * change (an axis of one point is skipped). */
-static const int32_t chunk_grid[] = {0};
-#define CHUNK_GRID_N ((int)(sizeof chunk_grid / sizeof chunk_grid[0]))
+/* The chunk axis lives in search_chunk.c. */
 
 int acl_search_axis_count(const acl_search_t *s, int axis)
 {
@@ -31,7 +27,7 @@ int acl_search_axis_count(const acl_search_t *s, int axis)
       n++;
     return n + 1; /* max_channels itself closes the grid */
   }
-  return CHUNK_GRID_N;
+  return acl_search_chunk_count(s);
 }
 
 int acl_search_axis_value(const acl_search_t *s, int axis, int idx)
@@ -40,7 +36,7 @@ int acl_search_axis_value(const acl_search_t *s, int axis, int idx)
     int n = acl_search_axis_count(s, axis);
     return idx >= n - 1 ? s->params.max_channels : chan_grid[idx];
   }
-  return chunk_grid[idx < CHUNK_GRID_N ? idx : CHUNK_GRID_N - 1];
+  return acl_search_chunk_value(s, idx);
 }
 
 /* Grid index nearest to a channel count. */
@@ -59,7 +55,7 @@ static int chan_index(const acl_search_t *s, int want)
 int acl_search_axis_start(const acl_search_t *s, int axis)
 {
   if (axis != ACL_SEARCH_AXIS_CHANNELS)
-    return 0;
+    return acl_search_chunk_start(s);
   return chan_index(s, s->hint_ch > 0 ? s->hint_ch : s->params.max_channels / 2);
 }
 
@@ -87,7 +83,7 @@ int acl_search_find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARC
   c->cand.algo = s->subs[sub].algo;
   c->cand.proto = s->subs[sub].proto;
   c->cand.nchannels = (int16_t)acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, idx[0]);
-  c->cand.chunk_bytes = acl_search_axis_value(s, ACL_SEARCH_AXIS_CHUNK, idx[1]);
+  c->cand.chunk_log2 = acl_search_axis_value(s, ACL_SEARCH_AXIS_CHUNK, idx[1]);
   return id;
 }
 
@@ -96,7 +92,7 @@ bool acl_search_is_nccl(const acl_search_t *s, int id)
   const acl_search_cand_t *c = &s->cands[id];
   return id == ACL_SEARCH_CAND_NCCL ||
          (s->hint_ch > 0 && c->cand.algo == s->nccl_algo && c->cand.proto == s->nccl_proto &&
-          c->cand.nchannels == s->hint_ch);
+          c->cand.nchannels == s->hint_ch && c->cand.chunk_log2 == 0);
 }
 
 /* ---- statistics ---------------------------------------------------------- */

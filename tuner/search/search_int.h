@@ -26,6 +26,13 @@
 #define ACL_SEARCH_CONVERGED_BLOCK 1024u
 #define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
 #define ACL_SEARCH_NONE 0xff
+/* Chunk axis (search_chunk.c): descended only in subspaces whose best
+ * channel point is within 10% of the best so far. The chunk-sensitive
+ * synthetic landscapes (sim/landscape_chunk.c) move a subspace by up to
+ * ~1.7x, but the search's budget goes further on the near ones: 1.10 gave
+ * the best oracle ratio at the smallest overhead growth of 1.05-1.25
+ * (docs/benchmarks-tuner.md). */
+#define ACL_SEARCH_CHUNK_NEAR 1.10
 
 /* Exploration budget (docs/tuner.md, measured on 2xH200 in
  * docs/benchmarks.md; the share itself is params.budget, AUTOCCL_EXPLORE_BUDGET):
@@ -163,6 +170,17 @@ double acl_search_ref_seconds(const acl_search_t *s);
 /* The channels NCCL runs cand id with, as far as the clamps seen tell. */
 int acl_search_runs_channels(const acl_search_t *s, int id);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
+
+/* search_chunk.c: the chunk-size axis (same level as search_grid.c). */
+int acl_search_chunk_count(const acl_search_t *s);
+int acl_search_chunk_value(const acl_search_t *s, int idx); /* log2 of NCCL's own */
+int acl_search_chunk_start(const acl_search_t *s);          /* index of NCCL's own */
+int acl_search_chunk_index(const acl_search_t *s, int log2); /* nearest grid index */
+/* Exclusive top of the chunk bracket for algo: Ring stops at NCCL's own. */
+int acl_search_chunk_hi(const acl_search_t *s, int algo);
+/* Whether a subspace whose channel descent ended on cand id explores chunk
+ * sizes: judged and within ACL_SEARCH_CHUNK_NEAR of the best so far. */
+bool acl_search_chunk_worth(const acl_search_t *s, int id);
 
 /* search_conv.c: the decision, its validation and refinement, drift,
  * reporting. Uses search_grid.c only. */

@@ -66,7 +66,12 @@ function subspaceOf(c) { return !c || c.algo === 'NCCL' ? 'NCCL default' : c.alg
 function fmtCand(c) {
   if (!c) return '—';
   if (c.algo === 'NCCL') return 'NCCL default';
-  return c.algo + '/' + c.proto + (c.channels > 0 ? ' ' + c.channels + 'ch' : '');
+  return c.algo + '/' + c.proto + (c.channels > 0 ? ' ' + c.channels + 'ch' : '') + fmtChunk(c);
+}
+// Chunk size as a scale of NCCL's own (tuner v6, NCCL 2.30); '' when NCCL's.
+function fmtChunk(c) {
+  const k = c.chunk_log2 || 0;
+  return k === 0 ? '' : ' chunk x' + (k < 0 ? '1/' + Math.pow(2, -k) : Math.pow(2, k));
 }
 function colourOf(subspace) {
   if (!subspaceColours.has(subspace))
@@ -167,7 +172,8 @@ function renderComms() {
 }
 
 function sameCand(a, b) {
-  return a && b && a.algo === b.algo && a.proto === b.proto && a.channels === b.channels;
+  return a && b && a.algo === b.algo && a.proto === b.proto && a.channels === b.channels &&
+    (a.chunk_log2 || 0) === (b.chunk_log2 || 0);
 }
 
 // The left axis fits the data: the measured range plus a margin, on round
