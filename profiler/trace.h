@@ -24,6 +24,9 @@
 #define ACL_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per file */
 #define ACL_TRACE_RING 16384                 /* records */
 #define ACL_TRACE_MAX_FILES 64               /* distinct files (%r: ranks) */
+/* How long finalize waits for the writer to drain and close: a share of
+ * the finalize bound (docs/trace.md, 2 s in all). */
+#define ACL_TRACE_STOP_MS 500
 
 typedef struct acl_trace_opts {
   const char *path;   /* template: %p pid, %r rank (-1: "x"), %% '%'; NULL: AUTOCCL_TRACE */
