@@ -70,7 +70,7 @@ struct acl_web {
   uint64_t events_published, events_dropped, evictions;
   acl_web_conn_t conns[ACL_WEB_MHD_CONN];
   int nconns;
-  struct MHD_Response *r_404, *r_405, *r_421, *r_503_sse, *r_healthz, *r_head_sse;
+  struct MHD_Response *r_404, *r_405, *r_421, *r_400_host, *r_503_sse, *r_healthz, *r_head_sse;
   struct MHD_Response **r_assets; /* one per acl_web_assets entry */
   acl_web_cached_t c_metrics, c_state, c_table; /* MHD thread only */
 };
