@@ -13,25 +13,35 @@
 #include "core/log.h"
 #include "tuner/consensus/cons_int.h"
 
-uint64_t cons_proc_start_time(pid_t pid)
+/* /proc/<pid>/stat: state (field 3) and start time (field 22); false when
+ * unreadable. */
+static bool proc_stat(pid_t pid, char *state, uint64_t *start)
 {
   char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
+  FILE *f = fopen(path, "re");
   if (!f)
-    return 0;
+    return false;
   size_t n = fread(buf, 1, sizeof(buf) - 1, f);
   fclose(f);
   buf[n] = '\0';
   char *p = strrchr(buf, ')'); /* comm may contain spaces */
-  if (!p)
-    return 0;
-  /* after ")": state is field 3; starttime is field 22 */
+  if (!p || p[1] != ' ' || !p[2])
+    return false;
+  *state = p[2];
   int field = 2;
   for (; *p && field < 22; p++)
     if (*p == ' ')
       field++;
-  return strtoull(p, NULL, 10);
+  *start = strtoull(p, NULL, 10);
+  return true;
+}
+
+uint64_t cons_proc_start_time(pid_t pid)
+{
+  char state;
+  uint64_t start = 0;
+  return proc_stat(pid, &state, &start) ? start : 0;
 }
 
 bool cons_proc_alive(int32_t pid, uint64_t start)
@@ -40,7 +50,10 @@ bool cons_proc_alive(int32_t pid, uint64_t start)
     return false;
   if (kill(pid, 0) != 0 && errno == ESRCH)
     return false;
-  uint64_t now = cons_proc_start_time(pid);
+  char state = '?';
+  uint64_t now = 0;
+  if (proc_stat(pid, &state, &now) && (state == 'Z' || state == 'X'))
+    return false; /* exited, not yet reaped: it will never detach */
   /* a recycled pid has another start time; unknown counts as alive */
   return !(start && now && now != start);
 }
