@@ -17,6 +17,9 @@
 #define ACL_WEB_EVICT_GRACE_S 0.5 /* a new connection's time to send its request */
 #define ACL_WEB_HEADER_S 5        /* a request's line and headers arrive within this */
 #define ACL_WEB_TIMEOUT_S 10      /* idle connections; SSE has heartbeats */
+/* At stop, event streams get this long to see their end before MHD stops:
+ * the endpoint's share of the 2 s finalize bound (docs/api.md). */
+#define ACL_WEB_STOP_S 0.5
 #define ACL_WEB_STR_(x) #x
 #define ACL_WEB_STR(x) ACL_WEB_STR_(x)
 #define ACL_WEB_MEM_LIMIT (32 * 1024) /* per connection: bounds URL + headers */
