@@ -268,3 +268,49 @@ Test(guest, zombie_jobs_segment_reclaimed, .timeout = 30)
   shm_unlink(name);
   cr_assert_not(left, "%s of an exited (zombie) job was not reclaimed", name);
 }
+
+/* A job killed while a rank held the segment lock: the next process's
+ * reclaim takes that lock, which recovers the dead holder's workloads; it
+ * must map them to do so (a header-only mapping crashed it). */
+Test(guest, dead_lock_holders_segment_reclaimed_without_a_crash, .timeout = 30)
+{
+  uint64_t id = th_comm_id(111);
+  int ready[2];
+  cr_assert_eq(pipe(ready), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    th_rank_t r;
+    th_params(&r, id, 0, 2, 1, "held");
+    char err[256];
+    acl_decision_t d;
+    acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
+    if (!c || th_decide_n(c, &(acl_wkey_t){.comm_id = id, .nbytes = 4096, .coll = 4}, 5, &d, err))
+      _exit(2);
+    if (acl_cons_test_hold_lock(c, 0) != 0 || write(ready[1], "y", 1) != 1)
+      _exit(3);
+    pause();
+    _exit(4);
+  }
+  char b = 0;
+  cr_assert_eq(read(ready[0], &b, 1), 1);
+  kill(pid, SIGKILL);
+  cr_assert_eq(th_wait(pid, 5000), 128 + SIGKILL);
+  char name[96];
+  snprintf(name, sizeof(name), "/autoccl-%u-%016llx-held", (unsigned)getuid(),
+           (unsigned long long)id);
+  cr_assert(shm_exists(name));
+  pid_t next = fork();
+  if (next == 0) {
+    th_rank_t r;
+    th_params(&r, th_comm_id(112), 0, 1, 1, "next2");
+    char err[256];
+    acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
+    acl_cons_destroy(c);
+    _exit(c ? 0 : 2);
+  }
+  int st = th_wait(next, 10000);
+  bool left = shm_exists(name);
+  shm_unlink(name);
+  cr_assert_eq(st, 0, "the next process exited with %d (128+%d: a signal)", st, SIGSEGV);
+  cr_assert_not(left, "%s was not reclaimed", name);
+}

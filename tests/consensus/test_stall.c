@@ -13,16 +13,6 @@
 #include "helpers.h"
 #include "tuner/consensus/cons_int.h"
 
-static int decide_n(acl_cons_t *c, const acl_wkey_t *k, int n, acl_decision_t *last, char *err)
-{
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  th_cost(cost, -1);
-  for (int i = 0; i < n; i++)
-    if (acl_cons_decide(c, k, cost, last, err, 256) != 0)
-      return -1;
-  return 0;
-}
-
 /* stderr (where warnings go without NCCL's logger) into a file. */
 static int saved_fd = -1;
 static FILE *cap;
@@ -79,7 +69,7 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
     char e2[256], x;
     acl_decision_t d;
     acl_cons_t *cb = acl_cons_create(&b.p, e2, sizeof(e2));
-    if (!cb || decide_n(cb, &k, 40, &d, e2) || write(to_parent[1], "d", 1) != 1)
+    if (!cb || th_decide_n(cb, &k, 40, &d, e2) || write(to_parent[1], "d", 1) != 1)
       _exit(2);
     if (read(to_child[0], &x, 1) != 1 || acl_cons_test_hold_lock(cb, UINT32_MAX) != 0)
       _exit(3);
@@ -91,7 +81,7 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
   char x = 0;
   acl_decision_t d;
   cr_assert_eq(read(to_parent[0], &x, 1), 1);
-  cr_assert_eq(decide_n(ca, &k, 5, &d, err), 0, "%s", err); /* this rank knows k */
+  cr_assert_eq(th_decide_n(ca, &k, 5, &d, err), 0, "%s", err); /* this rank knows k */
   cr_assert_eq(write(to_child[1], "g", 1), 1);
   cr_assert_eq(read(to_parent[0], &x, 1), 1);
   cr_assert_eq(kill(pid, SIGSTOP), 0);
@@ -154,7 +144,7 @@ Test(stall, full_workload_table_is_said_once_and_counted, .timeout = 30)
   int nccl = 0;
   for (int i = 0; i < 10; i++) {
     acl_wkey_t k = th_key(id, 4, 4096u << i);
-    cr_assert_eq(decide_n(ca, &k, 3, &d, err), 0, "%s", err);
+    cr_assert_eq(th_decide_n(ca, &k, 3, &d, err), 0, "%s", err);
     nccl += d.widx == ACL_CONS_WIDX_NONE;
   }
   char *log = cap_end();
