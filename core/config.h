@@ -39,6 +39,7 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_TIMEOUT_MS_DEFAULT 30000
 #define ACL_CONFIG_TIMEOUT_MS_MIN 100
 #define ACL_CONFIG_TIMEOUT_MS_MAX 3600000
+#define ACL_CONFIG_STOCK_CH_MAX 64 /* NCCL 2.28's MAXCHANNELS */
 #define ACL_CONFIG_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per trace file: hours
                                                      * of a busy job (docs/trace.md) */
 #define ACL_CONFIG_TRACE_MAX_MAX (1ull << 50)       /* 1 PiB: a bound, not a limit */
@@ -59,6 +60,9 @@ typedef struct acl_config {
   int max_workloads;       /* AUTOCCL_MAX_WORKLOADS: per communicator, 1..1024, default 256 */
   int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, 100..3600000,
                               default 30000 */
+  int stock_channels;      /* AUTOCCL_STOCK_CHANNELS: channels NCCL builds as it ships, when
+                              NCCL_MIN_NCHANNELS raised the ceiling; 0 = no ceiling mode
+                              (docs/channels.md) */
   acl_prof_src_t profiler; /* AUTOCCL_PROFILER: auto | cupti | nccl | off */
   int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
                               SLURM_LOCALID, MPI_LOCALRANKID; else 0 */

@@ -106,7 +106,7 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
     snprintf(msg, len, "search drift/prune ratios differ");
     return 1;
   }
-  DIFF_I(search.reserved, "search reserved field")
+  DIFF_I(search.stock_channels, "AUTOCCL_STOCK_CHANNELS")
 #undef DIFF_I
   return 0;
 }
@@ -395,8 +395,8 @@ static void reclaim_one(void *user, const char *name)
   char why[200];
   if (acl_shm_open_own(name, &fd, &st, why, sizeof(why)) != ACL_SHM_OK)
     return; /* not ours: never touched */
-  /* The whole segment: taking the lock of a holder that died recovers its
-   * workloads (cons_lock.c), which lie beyond the header. */
+  /* The whole file: taking a dead holder's lock recovers its workloads
+   * (recover_locked), which lie past the header. */
   size_t have = (size_t)st.st_size;
   void *p = have >= sizeof(cons_hdr_t)
                 ? mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
@@ -412,8 +412,8 @@ static void reclaim_one(void *user, const char *name)
     gone = h->creator_pid > 0 && !cons_proc_alive(h->creator_pid, 0) &&
            atomic_exchange(&h->retired, 1) == 0;
   } else if (h->layout == ACL_CONS_LAYOUT && h->hdr_size == sizeof(cons_hdr_t) &&
-             h->set.max_workloads > 0 && h->set.max_workloads <= ACL_CONFIG_MAX_WORKLOADS_MAX &&
-             have >= seg_size(h->set.max_workloads) && !any_alive_unlocked(h) &&
+             h->set.max_workloads >= 1 && h->set.max_workloads <= ACL_CONFIG_MAX_WORKLOADS_MAX &&
+             seg_size(h->set.max_workloads) <= have && !any_alive_unlocked(h) &&
              cons_lock_raw(h, 200) == 0) {
     bool alive = !atomic_load(&h->retired) && cons_proc_alive(h->creator_pid, h->creator_start);
     for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && !alive; i++)

@@ -446,9 +446,9 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       return ncclInternalError;
     }
     apply_choice(t, d.cand.algo, d.cand.proto);
-    if (d.cand.nchannels > 0)
-      *nch = d.cand.nchannels;
   }
+  if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
+    *nch = d.cand.nchannels;
   prof_duty(r, (acl_phase_t)d.phase);
   bool sampled = events_gate(r, &d);
   if (acl_trace_on())
