@@ -224,8 +224,10 @@ static void put_comm(acl_strbuf_t *sb, const acl_snap_comm_t *c)
   JSTR(sb, c->role);
   acl_sb_puts(sb, ", \"consensus_wait_seconds\": ");
   put_ratio(sb, c->consensus_wait_seconds);
-  acl_sb_printf(sb, ", \"blocks_published\": %" PRIu64 ",\n     \"lock_acquisitions\": %" PRIu64 "}",
+  acl_sb_printf(sb, ", \"blocks_published\": %" PRIu64 ",\n     \"lock_acquisitions\": %" PRIu64,
                 c->blocks_published, c->lock_acquisitions);
+  acl_sb_printf(sb, ", \"samples_busy\": %" PRIu64 ", \"workloads_refused\": %" PRIu64 "}",
+                c->samples_busy, c->workloads_refused);
 }
 
 void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)

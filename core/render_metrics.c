@@ -273,6 +273,18 @@ static void render_comms(mctx_t *m)
     sample_u64(m, "autoccl_consensus_lock_acquisitions_total", lbl(m, m->comm_lbl[i]),
                s->comms[i].lock_acquisitions);
   }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_consensus_samples_busy_total", "counter",
+         "Samples dropped because another process held the consensus lock (never waited for).");
+    sample_u64(m, "autoccl_consensus_samples_busy_total", lbl(m, m->comm_lbl[i]),
+               s->comms[i].samples_busy);
+  }
+  for (int i = 0; i < m->nc; i++) {
+    head(m, "autoccl_consensus_workloads_refused_total", "counter",
+         "Workloads left on NCCL's choice because the workload table was full.");
+    sample_u64(m, "autoccl_consensus_workloads_refused_total", lbl(m, m->comm_lbl[i]),
+               s->comms[i].workloads_refused);
+  }
 }
 
 static void render_histograms(mctx_t *m)

@@ -1,4 +1,5 @@
 #include "core/render_util.h"
+#include "core/text.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -80,7 +81,20 @@ static void prom_escape(acl_strbuf_t *sb, unsigned c)
 
 void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen)
 {
-  acl_sb_escape(sb, s ? s : "", s ? strnlen(s, maxlen) : 0, prom_escape);
+  /* Label values reach terminals (curl, promtool, logs): C1 controls (a
+   * CSI) and bidi overrides go the way of C0 controls. */
+  size_t n = s ? strnlen(s, maxlen) : 0, done = 0;
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    size_t l = (unsigned char)s[i] < 0x80 ? 1 : acl_utf8_decode(s + i, n - i, &cp);
+    if (l > 1 && acl_cp_unsafe(cp)) {
+      acl_sb_escape(sb, s + done, i - done, prom_escape);
+      acl_sb_append(sb, "?", 1);
+      done = i + l;
+    }
+    i += l ? l : 1;
+  }
+  acl_sb_escape(sb, s + done, n - done, prom_escape);
 }
 
 void acl_render_prom_float(acl_strbuf_t *sb, double v)

@@ -17,7 +17,8 @@ void acl_render_json_num(acl_strbuf_t *sb, double v);
 /* A float (trajectory values) with the digits a float has: %.7g, or null. */
 void acl_render_json_float(acl_strbuf_t *sb, float v);
 /* Prometheus label value (without quotes): \\ \" \n escaped, other control
- * characters as '?', invalid UTF-8 as U+FFFD. */
+ * characters, C1 controls and bidi formatting characters as '?', invalid
+ * UTF-8 as U+FFFD. */
 void acl_render_prom_label(acl_strbuf_t *sb, const char *s, size_t maxlen);
 /* Prometheus sample value: NaN, +Inf, -Inf or a decimal. */
 void acl_render_prom_float(acl_strbuf_t *sb, double v);

@@ -28,6 +28,8 @@ typedef struct acl_snap_comm {
   double consensus_wait_seconds; /* lock + relay waits, this process */
   uint64_t blocks_published;
   uint64_t lock_acquisitions;
+  uint64_t samples_busy;      /* samples dropped: the consensus lock was held */
+  uint64_t workloads_refused; /* workloads the full table left on NCCL's choice */
 } acl_snap_comm_t;
 
 typedef struct acl_snap_workload {

@@ -141,7 +141,7 @@ void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m,
 /* The table as text acl_table_parse reads back to the same decisions.
  * NCCL's CSV cannot say "NCCL's own choice": such rules are left out. */
 void acl_table_render(acl_strbuf_t *sb, const acl_table_t *t, acl_table_format_t fmt);
-/* Writes text to path atomically (temp file in the same folder + rename). */
+/* Writes text to path atomically, 0644 less the umask (core/safefile.h). */
 int acl_table_write_atomic(const char *path, const char *text, size_t len, char *err,
                            size_t errlen);
 /* Format for an output path: .csv -> NCCL's CSV, .json -> the JSON document

@@ -1,15 +1,13 @@
 /* Tuning tables out (see core/table.h): the rules a run's decisions give
  * (the size rule), the versioned JSON document, the two text formats
  * acl_table_parse reads back, and the atomic write. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
+#include "core/safefile.h"
 #include "core/table.h"
 
 /* Shape first, then size: the order the size rule walks. */
@@ -262,38 +260,5 @@ int acl_table_format_for_path(const char *path)
 int acl_table_write_atomic(const char *path, const char *text, size_t len, char *err,
                            size_t errlen)
 {
-  char tmp[4200];
-  if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-    snprintf(err, errlen, "%s: path too long", path);
-    return -1;
-  }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    return -1;
-  }
-  size_t off = 0;
-  while (off < len) {
-    ssize_t k = write(fd, text + off, len - off);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0) {
-      snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-      close(fd);
-      unlink(tmp);
-      return -1;
-    }
-    off += (size_t)k;
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    unlink(tmp);
-    return -1;
-  }
-  if (rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  return acl_sfile_write_atomic(path, text, len, 0644, err, errlen);
 }

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/safefile.h"
 
 enum { REC_SAMPLE = 1, REC_DECISION = 2 };
 
@@ -64,6 +65,7 @@ typedef struct tracer {
   _Atomic uint64_t tail; /* producers */
   uint64_t head;         /* the writer only */
   atomic_bool stop;
+  atomic_bool done;      /* the writer closed its files and ends */
   _Atomic int inflight;  /* producers inside push() */
   pthread_t thr;
   char tmpl[512];
@@ -138,6 +140,17 @@ static int raw_write(tfile_t *f, const char *buf, size_t n)
   return fwrite(buf, 1, n, f->f) == n ? 0 : -1;
 }
 
+/* A trace is a file the plugin writes: never through a planted link, FIFO
+ * or device (core/safefile.h). -1 with one warning. */
+static int open_safe(tfile_t *f)
+{
+  char err[320];
+  int fd = acl_sfile_open_stream(f->path, 0644, err, sizeof(err));
+  if (fd < 0)
+    acl_warn("AUTOCCL_TRACE: %s; not recording it", err);
+  return fd;
+}
+
 static tfile_t *file_for(tracer_t *t, int rank)
 {
   bool per_rank = strstr(t->tmpl, "%r") != NULL;
@@ -158,12 +171,12 @@ static tfile_t *file_for(tracer_t *t, int rank)
   }
 #ifdef ACL_HAVE_ZLIB
   if (ends_with(f->path, ".gz")) {
-    f->gz = gzopen(f->path, "wb1");
-    if (!f->gz) {
-      acl_warn("AUTOCCL_TRACE: cannot create %s: %s; not recording it", f->path,
-               strerror(errno));
-      f->failed = true;
+    int fd = open_safe(f);
+    if (fd >= 0 && !(f->gz = gzdopen(fd, "wb1"))) {
+      acl_warn("AUTOCCL_TRACE: cannot compress to %s; not recording it", f->path);
+      close(fd);
     }
+    f->failed = !f->gz;
     goto header;
   }
 #else
@@ -171,9 +184,12 @@ static tfile_t *file_for(tracer_t *t, int rank)
     acl_warn("AUTOCCL_TRACE=%s: built without zlib, writing plain text to a .gz name",
              f->path);
 #endif
-  f->f = fopen(f->path, "w");
+  int fd = open_safe(f);
+  if (fd >= 0 && !(f->f = fdopen(fd, "w"))) {
+    acl_warn("AUTOCCL_TRACE: %s: %s; not recording it", f->path, strerror(errno));
+    close(fd);
+  }
   if (!f->f) {
-    acl_warn("AUTOCCL_TRACE: cannot create %s: %s; not recording it", f->path, strerror(errno));
     f->failed = true;
     return f;
   }
@@ -317,6 +333,8 @@ static size_t drain(tracer_t *t, rec_t *out, size_t max)
   return n;
 }
 
+static void close_files(tracer_t *t);
+
 static void *writer(void *arg)
 {
   tracer_t *t = arg;
@@ -341,6 +359,8 @@ static void *writer(void *arg)
       nanosleep(&(struct timespec){.tv_nsec = (long)t->flush_ms * 1000000L}, NULL);
   }
   free(buf);
+  close_files(t);
+  atomic_store(&t->done, true);
   return NULL;
 }
 
@@ -438,10 +458,23 @@ void acl_trace_stop(void)
   pthread_mutex_unlock(&g_mu);
   if (!t)
     return;
-  /* The writer waits for producers already inside push(), drains, ends. */
+  /* The writer waits for producers already inside push(), drains, closes
+   * its files and ends; a write stuck in the kernel (a hung file system)
+   * must not hold finalize, so the wait is bounded. */
   atomic_store(&t->stop, true);
-  pthread_join(t->thr, NULL);
-  close_files(t);
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_nsec += (long)ACL_TRACE_STOP_MS * 1000000L;
+  dl.tv_sec += dl.tv_nsec / 1000000000L;
+  dl.tv_nsec %= 1000000000L;
+  if (pthread_timedjoin_np(t->thr, NULL, &dl) != 0) {
+    acl_warn("AUTOCCL_TRACE: the writer did not finish within %d ms (a write is stuck); "
+             "finalize goes on without it and its files may be incomplete",
+             ACL_TRACE_STOP_MS);
+    pthread_detach(t->thr);
+    stats_of(t, &g_last);
+    return; /* t stays with the writer: it still reads the ring */
+  }
   stats_of(t, &g_last);
   free(t->ring);
   t->ring = NULL;

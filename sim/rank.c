@@ -173,6 +173,11 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   comm_rank_t *cr = &d->comms[call->comm];
   acl_candidate_t def;
   acl_land_nccl_default(land, call->coll, call->nbytes, o->nranks, &def);
+  d->failed_call = false;
+  if (o->nranks == 1) { /* NCCL copies locally (ncclLaunchOneRank): no choice, no error */
+    d->ran = def;
+    return;
+  }
   uint32_t valid = 0;
   for (int a = 0; a < ACL_NUM_ALGO; a++)
     for (int p = 0; p < ACL_NUM_PROTO; p++)

@@ -24,8 +24,11 @@ __attribute__((format(printf, 2, 3))) static int fail(pctx_t *c, const char *fmt
   if (c->err && c->errlen) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err, c->errlen, fmt, ap);
+    char raw[512];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* jansson quotes the offending input ("near '...'"): server bytes */
+    acl_text_clean(c->err, c->errlen, raw);
   }
   return -1;
 }

@@ -5,11 +5,14 @@
 #include "tui/net.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/text.h"
 
 #define MAX_BODY (64u << 20)
 #define CONNECT_TIMEOUT_MS 2000L
@@ -91,6 +94,19 @@ static CURL *make_fetch(acl_top_net_t *net, acl_top_src_t *s)
   return h;
 }
 
+/* Every error message may quote a server or a URL: cleaned for the
+ * terminal where it is made. */
+__attribute__((format(printf, 2, 3))) static void set_error(acl_top_src_t *s, const char *fmt,
+                                                            ...)
+{
+  char raw[sizeof(s->error)];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(raw, sizeof(raw), fmt, ap);
+  va_end(ap);
+  acl_text_clean(s->error, sizeof(s->error), raw);
+}
+
 /* Turns a finished fetch into a model update or an error message. */
 static void finish_fetch(acl_top_src_t *s, CURL *h, CURLcode rc)
 {
@@ -99,18 +115,18 @@ static void finish_fetch(acl_top_src_t *s, CURL *h, CURLcode rc)
   curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
   if (rc != CURLE_OK) {
     if (rc == CURLE_WRITE_ERROR && s->body.len + 1 > MAX_BODY / 2)
-      snprintf(s->error, sizeof(s->error), "state document larger than %u MiB", MAX_BODY >> 20);
+      set_error(s, "state document larger than %u MiB", MAX_BODY >> 20);
     else if (oserr && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_RECV_ERROR ||
                        rc == CURLE_SEND_ERROR))
-      snprintf(s->error, sizeof(s->error), "%s", strerror((int)oserr));
+      set_error(s, "%s", strerror((int)oserr));
     else
-      snprintf(s->error, sizeof(s->error), "%s",
+      set_error(s, "%s",
                s->fetch_err[0] ? s->fetch_err : curl_easy_strerror(rc));
     s->conn = ACL_TOP_CONN_DOWN;
     return;
   }
   if (code != 200) {
-    snprintf(s->error, sizeof(s->error), "HTTP %ld from %.200s", code, s->state_url);
+    set_error(s, "HTTP %ld from %.200s", code, s->state_url);
     s->conn = ACL_TOP_CONN_DOWN;
     return;
   }
@@ -119,7 +135,7 @@ static void finish_fetch(acl_top_src_t *s, CURL *h, CURLcode rc)
   char err[200];
   if (acl_top_parse_state(s->body.data ? s->body.data : "", s->body.len, &m, err,
                           sizeof(err)) < 0) {
-    snprintf(s->error, sizeof(s->error), "bad state document: %s", err);
+    set_error(s, "bad state document: %s", err);
     s->conn = ACL_TOP_CONN_DOWN;
     return;
   }
@@ -198,7 +214,7 @@ int acl_top_net_fetch_all(acl_top_net_t *n)
     acl_top_src_t *s = &n->src[i];
     CURL *h = make_fetch(n, s);
     if (!h) {
-      snprintf(s->error, sizeof(s->error), "out of memory");
+      set_error(s, "out of memory");
       s->conn = ACL_TOP_CONN_DOWN;
       failed++;
       continue;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/text.h"
 #include "tui/view.h"
 
 #define MIN_COLS 40
@@ -172,12 +173,14 @@ static int draw_header(acl_top_ui_t *u, int w)
              down ? (acl_top_utf8 ? "disconnected \xe2\x80\x94 retrying" : "disconnected - retrying")
                   : label,
              host, down && s->error[0] ? "  " : "", down ? s->error : "");
+    char clean[sizeof(line)];
+    acl_text_clean(clean, sizeof(clean), line); /* the URL as typed, too */
     attr_t a = !u->color ? (down ? A_BOLD : 0)
                : down    ? COLOR_PAIR(ACL_TOP_PAIR_BAD) | A_BOLD
                : s->conn == ACL_TOP_CONN_UP ? COLOR_PAIR(ACL_TOP_PAIR_GOOD)
                                             : 0;
     attron(a);
-    acl_top_put(y, 0, line, w);
+    acl_top_put(y, 0, clean, w);
     attroff(a);
   }
   if (shown < n) {

@@ -3,6 +3,7 @@
  * (MHD strips them from url). Static bodies are built once and shared. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -35,11 +36,13 @@ int acl_web_routes_init(acl_web_t *w)
   w->r_503_sse = static_text("too many event streams (" ACL_WEB_STR(ACL_WEB_MAX_SSE) " in all, " ACL_WEB_STR(
                                  ACL_WEB_MAX_SSE_PER_IP) " per client address)\n",
                              txt);
+  w->r_400_host = static_text("bad request: exactly one Host header is required (HTTP/1.1)\n",
+                              txt);
   w->r_healthz = static_text("ok\n", txt);
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
   /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
   w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
-  if (!w->r_404 || !w->r_405 || !w->r_421 || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
+  if (!w->r_404 || !w->r_405 || !w->r_421 || !w->r_400_host || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
     return -1;
   MHD_add_response_header(w->r_405, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
   MHD_add_response_header(w->r_healthz, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -61,8 +64,8 @@ int acl_web_routes_init(acl_web_t *w)
 
 void acl_web_routes_free(acl_web_t *w)
 {
-  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_421, &w->r_503_sse, &w->r_healthz,
-                                &w->r_head_sse};
+  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_421, &w->r_400_host,
+                                &w->r_503_sse, &w->r_healthz, &w->r_head_sse};
   for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
     if (*rs[i])
       MHD_destroy_response(*rs[i]);
@@ -160,15 +163,30 @@ static route_t match(const char *url, size_t *asset)
   return R_NONE;
 }
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+  (void)kind;
+  (void)value;
+  if (key && strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+    (*(int *)cls)++;
+  return MHD_YES;
+}
+
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version,
                               const char *upload_data, size_t *upload_size, void **req_cls)
 {
-  (void)version;
   (void)upload_data;
   (void)req_cls;
   acl_web_t *w = cls;
   acl_web_guard_request(w, conn);
+  /* RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one before. Two
+   * would let the check below read one name while a proxy used another. */
+  int nhost = 0;
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &nhost);
+  if (nhost > 1 || (nhost == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0))
+    return MHD_queue_response(conn, MHD_HTTP_BAD_REQUEST, w->r_400_host);
   /* Bound to loopback, only a browser tricked by DNS rebinding sends
    * another name: it must not read the job's state. */
   if (w->loopback &&

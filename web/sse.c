@@ -350,8 +350,9 @@ void acl_web_sse_shutdown(acl_web_t *w)
   for (int i = 0; i < nresume; i++)
     MHD_resume_connection(resume[i]);
   /* MHD must not be stopped with suspended connections: wait until every
-   * stream has seen the end (its callback ran) or left, 2 s at most. */
-  double deadline = acl_mono_s() + 2.0;
+   * stream has seen the end (its callback ran) or left, ACL_WEB_STOP_S at
+   * most. */
+  double deadline = acl_mono_s() + ACL_WEB_STOP_S;
   pthread_mutex_lock(&w->mu);
   for (;;) {
     bool pending = false;

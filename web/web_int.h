@@ -17,6 +17,9 @@
 #define ACL_WEB_EVICT_GRACE_S 0.5 /* a new connection's time to send its request */
 #define ACL_WEB_HEADER_S 5        /* a request's line and headers arrive within this */
 #define ACL_WEB_TIMEOUT_S 10      /* idle connections; SSE has heartbeats */
+/* At stop, event streams get this long to see their end before MHD stops:
+ * the endpoint's share of the 2 s finalize bound (docs/api.md). */
+#define ACL_WEB_STOP_S 0.5
 #define ACL_WEB_STR_(x) #x
 #define ACL_WEB_STR(x) ACL_WEB_STR_(x)
 #define ACL_WEB_MEM_LIMIT (32 * 1024) /* per connection: bounds URL + headers */
@@ -72,7 +75,7 @@ struct acl_web {
   uint64_t events_published, events_dropped, evictions;
   acl_web_conn_t conns[ACL_WEB_MHD_CONN];
   int nconns;
-  struct MHD_Response *r_404, *r_405, *r_421, *r_503_sse, *r_healthz, *r_head_sse;
+  struct MHD_Response *r_404, *r_405, *r_421, *r_400_host, *r_503_sse, *r_healthz, *r_head_sse;
   struct MHD_Response **r_assets; /* one per acl_web_assets entry */
   acl_web_cached_t c_metrics, c_state, c_table; /* MHD thread only */
 };

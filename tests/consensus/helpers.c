@@ -76,6 +76,16 @@ uint64_t th_pack(const acl_decision_t *d)
          (d->widx == ACL_CONS_WIDX_NONE ? 0xffffu : (d->widx & 0xfffu));
 }
 
+int th_decide_n(acl_cons_t *c, const acl_wkey_t *k, int n, acl_decision_t *last, char *err)
+{
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  th_cost(cost, -1);
+  for (int i = 0; i < n; i++)
+    if (acl_cons_decide(c, k, cost, last, err, 256) != 0)
+      return -1;
+  return 0;
+}
+
 void *th_shared(size_t bytes)
 {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

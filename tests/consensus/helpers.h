@@ -26,6 +26,9 @@ double th_duration(const acl_candidate_t *c, uint64_t nbytes, double noise);
 acl_wkey_t th_key(uint64_t comm, int coll, uint64_t nbytes);
 /* Decision packed for comparison: cand id, algo, proto, channels. */
 uint64_t th_pack(const acl_decision_t *d);
+/* n decisions of key k with th_cost's table; the last in *last. 0, or -1
+ * with err (256 bytes). */
+int th_decide_n(acl_cons_t *c, const acl_wkey_t *k, int n, acl_decision_t *last, char *err);
 
 void *th_shared(size_t bytes); /* zeroed MAP_SHARED|MAP_ANONYMOUS */
 /* Waits for pid; returns its exit status (128+sig when killed), -1 on timeout

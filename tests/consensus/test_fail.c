@@ -25,16 +25,6 @@ static acl_cons_t *mk(th_rank_t *r, char *err)
   return acl_cons_create(&r->p, err, 256);
 }
 
-static int decide_n(acl_cons_t *c, const acl_wkey_t *k, int n, acl_decision_t *last, char *err)
-{
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  th_cost(cost, -1);
-  for (int i = 0; i < n; i++)
-    if (acl_cons_decide(c, k, cost, last, err, 256) != 0)
-      return -1;
-  return 0;
-}
-
 Test(fail, null_and_bad_params)
 {
   acl_cons_destroy(NULL);
@@ -138,7 +128,7 @@ Test(fail, stale_segment_replaced)
     acl_decision_t d;
     acl_cons_t *c = mk(&r, err);
     acl_wkey_t k = th_key(id, 4, 4096);
-    if (!c || decide_n(c, &k, 10, &d, err) != 0)
+    if (!c || th_decide_n(c, &k, 10, &d, err) != 0)
       _exit(2);
     _exit(0); /* "crash": no destroy */
   }
@@ -271,7 +261,7 @@ Test(fail, crashed_lock_holder, .timeout = 30)
     char e2[256];
     acl_decision_t d;
     acl_cons_t *cb = acl_cons_create(&b.p, e2, sizeof(e2));
-    if (!cb || decide_n(cb, &k, 20, &d, e2) || decide_n(cb, &k2, 20, &d, e2))
+    if (!cb || th_decide_n(cb, &k, 20, &d, e2) || th_decide_n(cb, &k2, 20, &d, e2))
       _exit(2);
     acl_cons_test_hold_lock(cb, d.widx == 0 ? 1 : 0); /* the other workload is "dirty" */
     if (write(ready[1], "y", 1) != 1)
@@ -285,8 +275,8 @@ Test(fail, crashed_lock_holder, .timeout = 30)
   cr_assert_eq(th_wait(pid, 5000), 128 + SIGKILL);
   acl_decision_t d;
   double t0 = acl_mono_s();
-  cr_assert_eq(decide_n(ca, &k, 5000, &d, err), 0, "%s", err);
-  cr_assert_eq(decide_n(ca, &k2, 5000, &d, err), 0, "%s", err);
+  cr_assert_eq(th_decide_n(ca, &k, 5000, &d, err), 0, "%s", err);
+  cr_assert_eq(th_decide_n(ca, &k2, 5000, &d, err), 0, "%s", err);
   cr_assert_lt(acl_mono_s() - t0, 3.0);
   acl_cons_stats_t st;
   acl_cons_stats(ca, &st);
@@ -315,7 +305,7 @@ Test(fail, stopped_rank_does_not_block, .timeout = 30)
     char e2[256];
     acl_decision_t d;
     acl_cons_t *cb = acl_cons_create(&b.p, e2, sizeof(e2));
-    if (!cb || decide_n(cb, &k, 2, &d, e2))
+    if (!cb || th_decide_n(cb, &k, 2, &d, e2))
       _exit(2);
     if (write(ready[1], "y", 1) != 1)
       _exit(3);

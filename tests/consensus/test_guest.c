@@ -260,3 +260,51 @@ Test(guest, dead_lock_holders_segment_reclaimed_without_crash, .timeout = 30)
   acl_cons_destroy(c);
   shm_unlink(name);
 }
+
+/* A job whose processes exited but were not reaped yet (zombies, e.g. a
+ * launcher that waits late): they never detach, so the next start reclaims
+ * their segment at once, not one run later. */
+Test(guest, zombie_jobs_segment_reclaimed, .timeout = 30)
+{
+  uint64_t id = th_comm_id(120);
+  pid_t pid = fork();
+  if (pid == 0) {
+    th_rank_t r;
+    th_params(&r, id, 0, 2, 1, "zombie");
+    char err[256];
+    if (!acl_cons_create(&r.p, err, sizeof(err)))
+      _exit(2);
+    _exit(0); /* no destroy: as a crash would */
+  }
+  char stat_path[64], st[512] = "";
+  snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)pid);
+  for (int i = 0; i < 1000 && !strstr(st, ") Z"); i++) { /* exited, not reaped */
+    FILE *f = fopen(stat_path, "r");
+    size_t n = f ? fread(st, 1, sizeof(st) - 1, f) : 0;
+    st[n] = '\0';
+    if (f)
+      fclose(f);
+    usleep(2000);
+  }
+  cr_assert(strstr(st, ") Z"), "the child is a zombie: %s", st);
+  char name[96];
+  snprintf(name, sizeof(name), "/autoccl-%u-%016llx-zombie", (unsigned)getuid(),
+           (unsigned long long)id);
+  cr_assert(shm_exists(name), "%s was not created", name);
+  /* The next start on this host is a fresh process (reclaim runs at a
+   * process's first attach); the zombie's parent has not reaped it. */
+  pid_t next = fork();
+  if (next == 0) {
+    th_rank_t r;
+    th_params(&r, th_comm_id(121), 0, 1, 1, "next");
+    char err[256];
+    acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
+    acl_cons_destroy(c);
+    _exit(c ? 0 : 2);
+  }
+  cr_assert_eq(th_wait(next, 10000), 0);
+  bool left = shm_exists(name);
+  th_wait(pid, 5000);
+  shm_unlink(name);
+  cr_assert_not(left, "%s of an exited (zombie) job was not reclaimed", name);
+}

@@ -357,3 +357,48 @@ Test(table, nccl_sample_format_skips_regbuff_rules_with_one_warning)
   P.v5->finalize(ctx);
   unlink(path);
 }
+
+/* Planted objects at every path the plugin writes: a FIFO at the table's
+ * destination, another at its old temporary name (the pid is public) and a
+ * FIFO as the trace. Finalize ends within its 2 s bound, every object is
+ * left as it was, and the table refusal is said. */
+Test(table, finalize_is_bounded_with_planted_fifos)
+{
+  char out[64], tmp[96], trace[64];
+  snprintf(out, sizeof(out), "/tmp/acl-fifo-out-%d.txt", (int)getpid());
+  snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+  snprintf(trace, sizeof(trace), "/tmp/acl-fifo-trace-%d.jsonl", (int)getpid());
+  unlink(out);
+  unlink(tmp);
+  unlink(trace);
+  cr_assert_eq(mkfifo(out, 0666), 0);
+  cr_assert_eq(mkfifo(tmp, 0666), 0);
+  cr_assert_eq(mkfifo(trace, 0666), 0);
+  char *path = write_table("all_reduce 0 max RING LL 4\n");
+  setenv("AUTOCCL_MODE", "online", 1);
+  setenv("AUTOCCL_TABLE", path, 1);
+  setenv("AUTOCCL_TABLE_OUT", out, 1);
+  setenv("AUTOCCL_TRACE", trace, 1);
+  acl_h_load(&P);
+  void *ctx = NULL;
+  P.v5->init(&ctx, 0x7e0000ull + (uint64_t)getpid(), 8, 1, acl_h_logger, NULL, NULL);
+  int a, p, nch;
+  cr_assert_eq(call(ctx, ncclFuncAllReduce, 1 << 20, 8, &a, &p, &nch, NULL), ncclSuccess);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  P.v5->finalize(ctx);
+  acl_h_unload(&P); /* the process's last communicator: the trace writer stops */
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  unsetenv("AUTOCCL_TRACE");
+  struct stat st;
+  bool fifos = lstat(out, &st) == 0 && S_ISFIFO(st.st_mode) && lstat(tmp, &st) == 0 &&
+               S_ISFIFO(st.st_mode) && lstat(trace, &st) == 0 && S_ISFIFO(st.st_mode);
+  unlink(out);
+  unlink(tmp);
+  unlink(trace);
+  unlink(path);
+  cr_assert_lt(s, 2.0, "finalize took %.2f s", s);
+  cr_assert(fifos, "a planted FIFO was replaced");
+  cr_assert_geq(acl_h_log_count("a FIFO, not a regular file"), 1, "log: %s", acl_h_log_text());
+}

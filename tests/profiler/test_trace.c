@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef ACL_HAVE_ZLIB
@@ -208,4 +210,57 @@ Test(trace, env_and_bad_max)
   char *text = slurp(path, NULL);
   cr_assert(strstr(text, "\"max_bytes\":268435456"));
   free(text);
+}
+
+/* Planted objects (core/safefile.h): a FIFO at the trace path must neither
+ * hang the writer nor finalize; a symbolic link is never followed. */
+static double stop_seconds_with(const char *tmpl)
+{
+  acl_trace_start(&(acl_trace_opts_t){.path = tmpl, .mode = "online", .profiler = "auto"});
+  for (int i = 0; i < 10; i++) {
+    acl_prof_sample_t s = sample((uint64_t)i, 1e-5);
+    acl_trace_sample(0xabc, 0, 2, &s, s.seconds);
+  }
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  acl_trace_stop();
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+}
+
+Test(trace, fifo_path_neither_hangs_nor_is_replaced, .timeout = 10)
+{
+  char tmpl[128];
+  snprintf(tmpl, sizeof(tmpl), "%s/fifo-%%r.jsonl", dir);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/fifo-0.jsonl", dir);
+  cr_assert_eq(mkfifo(path, 0666), 0);
+  double s = stop_seconds_with(tmpl);
+  cr_assert_lt(s, 2.0, "finalize took %.2f s", s);
+  struct stat st;
+  cr_assert_eq(lstat(path, &st), 0);
+  cr_assert(S_ISFIFO(st.st_mode), "the FIFO is left as it is");
+  acl_trace_stats_t ts;
+  acl_trace_stats(&ts);
+  cr_assert_eq(ts.bytes, 0, "nothing written");
+}
+
+Test(trace, symlink_path_is_not_followed, .timeout = 10)
+{
+  char tmpl[128], path[128], target[128];
+  snprintf(tmpl, sizeof(tmpl), "%s/link-%%r.jsonl", dir);
+  snprintf(path, sizeof(path), "%s/link-0.jsonl", dir);
+  snprintf(target, sizeof(target), "%s/precious", dir);
+  FILE *f = fopen(target, "w");
+  fputs("precious\n", f);
+  fclose(f);
+  chmod(target, 0600);
+  cr_assert_eq(symlink(target, path), 0);
+  double s = stop_seconds_with(tmpl);
+  cr_assert_lt(s, 2.0, "finalize took %.2f s", s);
+  struct stat st;
+  cr_assert_eq(stat(target, &st), 0);
+  cr_assert_eq(st.st_size, 9, "the link's target was overwritten");
+  cr_assert_eq(lstat(path, &st), 0);
+  cr_assert(S_ISLNK(st.st_mode));
 }

@@ -316,3 +316,29 @@ Test(state, c1_bidi_and_a_cut_character_are_safe_in_batch_and_json)
   acl_top_view_free(&v);
   acl_top_model_clear(&m);
 }
+
+/* A malformed document's error quotes the input ("near '...'"): a raw ESC,
+ * a CSI (U+009B) or a bidi override from the server never reaches the
+ * terminal through it. */
+Test(state, error_messages_quote_server_bytes_safely)
+{
+  static const char *docs[] = {
+      "{\"host\": \"\x01\xc2\x9b" "2J\xc2\x9b" "31m\xe2\x80\xaeRLO\"}",
+      "{\"host\": \"\x1b[2J\x1b]0;pwned\x07\"}",
+      "{\"version\": 1, \"host\": \xe2\x80\xae\xc2\x9b}",
+  };
+  for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+    acl_top_model_t m;
+    acl_top_model_init(&m);
+    char err[256];
+    cr_assert_lt(acl_top_parse_state(docs[i], strlen(docs[i]), &m, err, sizeof(err)), 0);
+    cr_assert(err[0], "an error message");
+    for (const unsigned char *p = (const unsigned char *)err; *p; p++) {
+      cr_assert(*p >= 0x20 && *p != 0x7f, "control byte 0x%02x in: %s", *p, err);
+      cr_assert_not(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f, "C1 control in: %s", err);
+      cr_assert_not(p[0] == 0xe2 && p[1] == 0x80 && (p[2] >= 0xaa && p[2] <= 0xae),
+                    "bidi override in: %s", err);
+    }
+    acl_top_model_clear(&m);
+  }
+}

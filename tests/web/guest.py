@@ -24,13 +24,11 @@ def dial(src="127.0.0.1", timeout=5.0):
     return s
 
 
-def request(path="/healthz", host=None, src="127.0.0.1", timeout=5.0):
-    """Status and seconds taken; status None when refused or reset."""
-    host = host or f"127.0.0.1:{PORT}"
-    t0 = time.monotonic()
+def exchange(data, src="127.0.0.1", timeout=5.0):
+    """Status of one raw request; None when refused or reset."""
     try:
         s = dial(src, timeout)
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(data)
         out = b""
         while True:
             k = s.recv(65536)
@@ -39,8 +37,16 @@ def request(path="/healthz", host=None, src="127.0.0.1", timeout=5.0):
             out += k
         s.close()
     except OSError:
-        return None, time.monotonic() - t0
-    st = int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.") else None
+        return None
+    return int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.") else None
+
+
+def request(path="/healthz", host=None, src="127.0.0.1", timeout=5.0):
+    """Status and seconds taken; status None when refused or reset."""
+    host = host or f"127.0.0.1:{PORT}"
+    t0 = time.monotonic()
+    st = exchange(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode(),
+                  src, timeout)
     return st, time.monotonic() - t0
 
 
@@ -188,6 +194,20 @@ for host, want in [("evil.example", 421), ("evil.example:%d" % PORT, 421), ("127
         st, _ = request(path, host=host)
         if st != want:
             problems.append(f"Host: {host} on {path}: HTTP {st}, want {want}")
+
+
+# Exactly one Host (RFC 9112 3.2): two let the check read one name and a
+# proxy use the other; HTTP/1.1 without one is malformed.
+for what, data, want in [
+        ("two Host headers", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.com\r\n"
+         b"Connection: close\r\n\r\n", 400),
+        ("two Host headers, evil first", b"GET /api/v1/state HTTP/1.1\r\nHost: evil.com\r\n"
+         b"host: localhost\r\nConnection: close\r\n\r\n", (400, 421)),
+        ("HTTP/1.1 without Host", b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 400),
+        ("HTTP/1.0 without Host", b"GET /healthz HTTP/1.0\r\n\r\n", 200)]:
+    st = exchange(data)
+    if st != want and not (isinstance(want, tuple) and st in want):
+        problems.append(f"{what}: HTTP {st}, want {want}")
 print("guest: Host header checks done")
 
 for p in problems:

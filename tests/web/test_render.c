@@ -297,6 +297,19 @@ Test(metrics, label_values_escaped_and_utf8_sanitised)
   free(s);
 }
 
+Test(metrics, label_values_carry_no_c1_or_bidi_controls)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "x\xc2\x9b" "2J\xe2\x80\xae" "RLO\xe2\x81\xa6" "y", 0);
+  add_wl(s, 0, 4, 1);
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "comm=\"x?2J?RLO?y\""), "%s", m);
+  cr_assert_null(strstr(m, "\xc2\x9b"), "a CSI in the exposition");
+  cr_assert_null(strstr(m, "\xe2\x80\xae"), "a bidi override in the exposition");
+  free(m);
+  free(s);
+}
+
 Test(metrics, duplicate_series_are_not_rendered)
 {
   acl_snapshot_t *s = snap_new();

@@ -28,6 +28,18 @@
 #define ACL_CONS_DISABLED_SPAN 4096u /* NCCL-default block of a disabled workload: long,
                                       * nothing to decide, one lock per 4096 calls */
 #define ACL_CONS_MAX_AHEAD 1000000ull /* a request further ahead is refused */
+/* The sample path may spin this long for the lock, then drops the sample
+ * (counted): the target is <= 10 us per profiler event, and a local rank's
+ * critical section takes about 1 us (docs/benchmarks-consensus.md). */
+#define ACL_CONS_SAMPLE_SPIN_NS 5000ull
+/* A lock held this long names its holder in one warning: ten times the
+ * longest critical section seen (a search step, < 10 ms). */
+#define ACL_CONS_STALL_WARN_MS 100
+/* Snapshots and statistics (HTTP, finalize) wait at most this long. */
+#define ACL_CONS_OBS_LOCK_MS 100
+/* Detach at finalize waits at most this long for the lock, then leaves the
+ * segment to the next job's stale detection: a share of finalize's 2 s. */
+#define ACL_CONS_DETACH_MS 250
 
 enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };
 
@@ -205,6 +217,10 @@ struct acl_cons {
   struct acl_relay_client *client; /* follower hosts */
   bool registered;             /* rank 0: registered with the relay server */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
+  _Atomic uint64_t samples_busy;  /* samples dropped: the lock was held */
+  _Atomic uint64_t busy_since_ns; /* first busy sample since the last acquisition */
+  _Atomic uint64_t refused_keys;  /* workloads this rank found the table full for */
+  _Atomic int stall_tid;          /* the holder last named in a warning */
   const acl_table_t *table; /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
   uint64_t table_hash;
 };
@@ -224,6 +240,10 @@ void cons_seg_detach(acl_cons_t *c);
 /* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c. */
 int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen);
 void cons_unlock(cons_hdr_t *h);
+/* The sample path's lock: spins ACL_CONS_SAMPLE_SPIN_NS at most, then
+ * counts the sample as dropped and returns -1 (one warning names a holder
+ * that keeps it past ACL_CONS_STALL_WARN_MS). */
+int cons_lock_try(acl_cons_t *c, cons_hdr_t *h);
 /* The lock without accounting: 0, or the pthread error (ETIMEDOUT). */
 int cons_lock_raw(cons_hdr_t *h, int timeout_ms);
 int cons_robust_lock_init(pthread_mutex_t *m);

@@ -13,25 +13,35 @@
 #include "core/log.h"
 #include "tuner/consensus/cons_int.h"
 
-uint64_t cons_proc_start_time(pid_t pid)
+/* /proc/<pid>/stat: state (field 3) and start time (field 22); false when
+ * unreadable. */
+static bool proc_stat(pid_t pid, char *state, uint64_t *start)
 {
   char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
+  FILE *f = fopen(path, "re");
   if (!f)
-    return 0;
+    return false;
   size_t n = fread(buf, 1, sizeof(buf) - 1, f);
   fclose(f);
   buf[n] = '\0';
   char *p = strrchr(buf, ')'); /* comm may contain spaces */
-  if (!p)
-    return 0;
-  /* after ")": state is field 3; starttime is field 22 */
+  if (!p || p[1] != ' ' || !p[2])
+    return false;
+  *state = p[2];
   int field = 2;
   for (; *p && field < 22; p++)
     if (*p == ' ')
       field++;
-  return strtoull(p, NULL, 10);
+  *start = strtoull(p, NULL, 10);
+  return true;
+}
+
+uint64_t cons_proc_start_time(pid_t pid)
+{
+  char state;
+  uint64_t start = 0;
+  return proc_stat(pid, &state, &start) ? start : 0;
 }
 
 bool cons_proc_alive(int32_t pid, uint64_t start)
@@ -40,7 +50,10 @@ bool cons_proc_alive(int32_t pid, uint64_t start)
     return false;
   if (kill(pid, 0) != 0 && errno == ESRCH)
     return false;
-  uint64_t now = cons_proc_start_time(pid);
+  char state = '?';
+  uint64_t now = 0;
+  if (proc_stat(pid, &state, &now) && (state == 'Z' || state == 'X'))
+    return false; /* exited, not yet reaped: it will never detach */
   /* a recycled pid has another start time; unknown counts as alive */
   return !(start && now && now != start);
 }
@@ -88,6 +101,17 @@ static void recover_locked(cons_hdr_t *h)
   h->recoveries++;
 }
 
+/* A trylock result made usable: a dead holder is recovered from. */
+static int after_dead_holder(cons_hdr_t *h, int rc)
+{
+  if (rc != EOWNERDEAD)
+    return rc;
+  acl_warn("consensus: a process died holding the lock of comm %016llx; recovering",
+           (unsigned long long)h->comm_id);
+  recover_locked(h);
+  return pthread_mutex_consistent(&h->lock) != 0 ? ENOTRECOVERABLE : 0;
+}
+
 int cons_lock_raw(cons_hdr_t *h, int timeout_ms)
 {
   struct timespec ts;
@@ -101,21 +125,71 @@ int cons_lock_raw(cons_hdr_t *h, int timeout_ms)
   int rc = pthread_mutex_trylock(&h->lock);
   if (rc == EBUSY)
     rc = pthread_mutex_timedlock(&h->lock, &ts);
-  if (rc == EOWNERDEAD) {
-    acl_warn("consensus: a process died holding the lock of comm %016llx; recovering",
-             (unsigned long long)h->comm_id);
-    recover_locked(h);
-    if (pthread_mutex_consistent(&h->lock) != 0)
-      return ENOTRECOVERABLE;
-    rc = 0;
+  return after_dead_holder(h, rc);
+}
+
+/* The thread holding the lock, from glibc's mutex word; 0 unknown. Read
+ * without synchronisation: it only names the holder in a warning. */
+static int holder_tid(cons_hdr_t *h)
+{
+#ifdef __GLIBC__
+  return *(volatile int *)&h->lock.__data.__owner & 0x3fffffff; /* FUTEX_TID_MASK */
+#else
+  (void)h;
+  return 0;
+#endif
+}
+
+/* "pid 123 (thread 125, state T (stopped))", from /proc. */
+static void holder_name(int tid, char *out, size_t len)
+{
+  char path[64], line[128], state[48] = "unknown";
+  int pid = 0;
+  snprintf(path, sizeof(path), "/proc/%d/status", tid);
+  FILE *f = tid > 0 ? fopen(path, "re") : NULL;
+  while (f && fgets(line, sizeof(line), f)) {
+    if (sscanf(line, "Tgid: %d", &pid) == 1)
+      continue;
+    if (strncmp(line, "State:", 6) == 0) {
+      const char *v = line + 6;
+      while (*v == ' ' || *v == '\t')
+        v++;
+      snprintf(state, sizeof(state), "%.*s", (int)strcspn(v, "\n"), v);
+    }
   }
-  return rc;
+  if (f)
+    fclose(f);
+  if (pid > 0)
+    snprintf(out, len, "pid %d (thread %d, state %s)", pid, tid, state);
+  else if (tid > 0)
+    snprintf(out, len, "thread %d (not visible from here)", tid);
+  else
+    snprintf(out, len, "an unknown process");
+}
+
+/* One warning per rank and holder: who stalls everyone, and what it costs. */
+static void warn_stall(acl_cons_t *c, cons_hdr_t *h, uint64_t held_ns, const char *effect)
+{
+  int tid = holder_tid(h);
+  if (!c || atomic_exchange_explicit(&c->stall_tid, tid, memory_order_relaxed) == tid)
+    return;
+  char who[128];
+  holder_name(tid, who, sizeof(who));
+  acl_warn("consensus: the lock of comm %016llx has been held for %.0f ms by %s, which does "
+           "not progress; %s",
+           (unsigned long long)h->comm_id, (double)held_ns * 1e-6, who, effect);
 }
 
 int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen)
 {
   uint64_t t0 = acl_mono_ns();
-  int rc = cons_lock_raw(h, timeout_ms);
+  int first = timeout_ms < ACL_CONS_STALL_WARN_MS ? timeout_ms : ACL_CONS_STALL_WARN_MS;
+  int rc = cons_lock_raw(h, first);
+  if (rc == ETIMEDOUT && timeout_ms > first) {
+    warn_stall(c, h, acl_mono_ns() - t0,
+               "decisions that need a new block wait for it (AUTOCCL_TIMEOUT_MS at most)");
+    rc = cons_lock_raw(h, timeout_ms - first);
+  }
   uint64_t dt = acl_mono_ns() - t0;
   if (c) {
     atomic_fetch_add_explicit(&c->wait_ns, dt, memory_order_relaxed);
@@ -129,6 +203,41 @@ int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t er
              rc == ETIMEDOUT ? "not obtained within the timeout (AUTOCCL_TIMEOUT_MS): "
                                "another rank holds it and does not progress"
                              : "unusable (not recoverable)");
+  return -1;
+}
+
+/* A spin-wait hint: yielding could give the CPU away for a whole slice. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+int cons_lock_try(acl_cons_t *c, cons_hdr_t *h)
+{
+  uint64_t t0 = acl_mono_ns(), now = t0;
+  int rc;
+  /* Local ranks report the same call within microseconds of each other:
+   * a short spin lets them take turns; a longer hold is a stall. */
+  while ((rc = pthread_mutex_trylock(&h->lock)) == EBUSY &&
+         (now = acl_mono_ns()) - t0 < ACL_CONS_SAMPLE_SPIN_NS)
+    cpu_relax();
+  rc = after_dead_holder(h, rc);
+  if (rc == 0) {
+    atomic_fetch_add_explicit(&c->lock_acq, 1, memory_order_relaxed);
+    atomic_store_explicit(&c->busy_since_ns, 0, memory_order_relaxed);
+    return 0;
+  }
+  atomic_fetch_add_explicit(&c->samples_busy, 1, memory_order_relaxed);
+  uint64_t since = atomic_load_explicit(&c->busy_since_ns, memory_order_relaxed);
+  if (!since)
+    atomic_store_explicit(&c->busy_since_ns, now, memory_order_relaxed);
+  else if (now - since > (uint64_t)ACL_CONS_STALL_WARN_MS * 1000000ull)
+    warn_stall(c, h, now - since,
+               "its samples are dropped (autoccl_consensus_samples_busy_total) until it goes");
   return -1;
 }
 

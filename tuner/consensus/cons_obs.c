@@ -5,8 +5,6 @@
 
 #include "tuner/consensus/cons_int.h"
 
-#define SAMPLE_LOCK_MS 1000
-
 /* ---- samples, snapshot, stats --------------------------------------------- */
 
 static void feed_locked(cons_wl_t *w, cons_slot_t *s)
@@ -34,8 +32,8 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
     return;
   if (!cons_leader_here(c))
     return; /* follower hosts: the leader host's samples drive the search */
-  if (cons_lock(c, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
-    return;
+  if (cons_lock_try(c, c->hdr) != 0)
+    return; /* never waits for a stalled holder: counted, and named once */
   cons_hdr_t *h = c->hdr;
   if (widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
     goto out;
@@ -94,10 +92,12 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
         (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
     comm->blocks_published = atomic_load_explicit(&c->blocks_published, memory_order_relaxed);
     comm->lock_acquisitions = atomic_load_explicit(&c->lock_acq, memory_order_relaxed);
+    comm->samples_busy = atomic_load_explicit(&c->samples_busy, memory_order_relaxed);
+    comm->workloads_refused = atomic_load_explicit(&c->refused_keys, memory_order_relaxed);
   }
   if (!ws || max <= 0)
     return 0;
-  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+  if (cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
     return 0;
   cons_hdr_t *h = c->hdr;
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
@@ -155,10 +155,12 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
   st->lock_acquisitions = atomic_load(&c->lock_acq);
   st->blocks_published = atomic_load(&c->blocks_published);
   st->relay_calls = atomic_load(&c->relay_calls);
+  st->samples_busy = atomic_load(&c->samples_busy);
+  st->refused_here = atomic_load(&c->refused_keys);
   st->wait_seconds = (double)atomic_load(&c->wait_ns) * 1e-9;
   st->role = cons_leader_here(c) ? CONS_ROLE_DECIDER : CONS_ROLE_FOLLOWER;
   snprintf(st->shm_name, sizeof(st->shm_name), "%s", c->map ? c->map->name : "");
-  if (cons_lock(NULL, c->hdr, SAMPLE_LOCK_MS, NULL, 0) == 0) {
+  if (cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) == 0) {
     st->refused = c->hdr->refused;
     st->recoveries = c->hdr->recoveries;
     st->attached = c->hdr->attached;
@@ -190,7 +192,7 @@ static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int algo, i
 {
   if (!c || widx >= (uint32_t)c->set.max_workloads || nchannels <= 0 || !cons_leader_here(c))
     return;
-  if (cons_lock(c, c->hdr, SAMPLE_LOCK_MS, NULL, 0) != 0)
+  if (cons_lock_try(c, c->hdr) != 0)
     return;
   cons_hdr_t *h = c->hdr;
   if (widx < atomic_load_explicit(&h->nworkloads, memory_order_relaxed)) {

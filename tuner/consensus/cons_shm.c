@@ -526,7 +526,7 @@ void cons_seg_detach(acl_cons_t *c)
     return;
   pthread_mutex_lock(&maps_mu);
   cons_hdr_t *h = m->hdr;
-  if (cons_lock_raw(h, c->timeout_ms) == 0) {
+  if (cons_lock_raw(h, ACL_CONS_DETACH_MS) == 0) {
     cons_prune_dead_locked(h); /* a crashed rank must not keep the segment alive */
     proc_del_locked(h, getpid());
     if (h->attached > 0)
@@ -537,7 +537,9 @@ void cons_seg_detach(acl_cons_t *c)
       shm_unlink(m->name); /* last rank out */
     cons_unlock(h);
   } else {
-    acl_warn("consensus: %s: lock unavailable at detach; leaving the segment", m->name);
+    acl_warn("consensus: %s: lock not free within %d ms at detach (another rank holds it "
+             "and does not progress); leaving the segment to the next job's stale detection",
+             m->name, ACL_CONS_DETACH_MS);
   }
   if (--m->refs == 0) {
     cons_map_t **pp = &maps;

@@ -331,6 +331,26 @@ bool cons_leader_here(acl_cons_t *c)
 }
 
 /* Leader host: the first rank to reach an undecided call steps the search. */
+/* A workload the full table refused: NCCL's choice on every rank, said
+ * once per process and counted (autoccl_consensus_workloads_refused_total). */
+static int refused(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key,
+                   const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out, char *err,
+                   size_t errlen)
+{
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  if (!e)
+    local_insert(c, key, ACL_CONS_WIDX_NONE);
+  atomic_fetch_add_explicit(&c->refused_keys, 1, memory_order_relaxed);
+  if (!atomic_flag_test_and_set(&said))
+    acl_warn("consensus: the workload table of comm %016llx is full (AUTOCCL_MAX_WORKLOADS=%d); "
+             "%s/%llu bytes and later new workloads keep NCCL's choice (counted in "
+             "autoccl_consensus_workloads_refused_total)",
+             (unsigned long long)c->comm_id, c->set.max_workloads, acl_coll_name(key->coll),
+             (unsigned long long)key->nbytes);
+  acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+  return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+}
+
 static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
                         const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
                         char *err, size_t errlen)
@@ -345,12 +365,8 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
                              &b, &pub);
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
-  if (rc == 1) {
-    if (!e)
-      local_insert(c, key, ACL_CONS_WIDX_NONE);
-    acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
-    return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
-  }
+  if (rc == 1)
+    return refused(c, e, key, cost, out, err, errlen);
   if (rc == -2)
     return too_old(key, k, err, errlen);
   if (rc != 0) {
@@ -403,12 +419,8 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
     atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
     if (rc != 0)
       return -1;
-    if (resp.status == ACL_RELAY_FULL) {
-      if (!e)
-        local_insert(c, key, ACL_CONS_WIDX_NONE);
-      acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
-      return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
-    }
+    if (resp.status == ACL_RELAY_FULL)
+      return refused(c, e, key, cost, out, err, errlen);
     if (resp.status == ACL_RELAY_TOO_OLD)
       return too_old(key, q, err, errlen);
     if (resp.status != ACL_RELAY_OK) {

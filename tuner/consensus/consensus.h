@@ -104,6 +104,9 @@ typedef struct acl_cons_stats {
    * late (dropped), partial (a local rank never reported), skewed (slowest
    * rank > 2x the fastest, which is kept). */
   uint64_t samples_fed, samples_late, samples_partial, samples_skewed;
+  /* This rank: samples dropped because the lock was held (never waited
+   * for), and workloads the full table refused it. */
+  uint64_t samples_busy, refused_here;
   int role;             /* 0 decider (leader host), 1 follower host */
   char shm_name[96];
 } acl_cons_stats_t;
