@@ -120,6 +120,10 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   put_opt_num(sb, w->has_best, w->best_seconds);
   acl_sb_puts(sb, ", \"speedup\": ");
   put_opt_num(sb, w->has_speedup, w->speedup);
+  acl_sb_puts(sb, ", \"speedup_low\": ");
+  put_opt_num(sb, w->has_speedup_ci, w->speedup_lo);
+  acl_sb_puts(sb, ", \"speedup_high\": ");
+  put_opt_num(sb, w->has_speedup_ci, w->speedup_hi);
   acl_sb_puts(sb, ", \"busbw\": ");
   put_opt_num(sb, w->has_busbw, w->busbw);
   acl_sb_puts(sb, ", \"overlap\": ");

@@ -34,8 +34,13 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
   double esec = (double)atomic_load_explicit(&st->explore_ns, memory_order_relaxed) * 1e-9;
   uint64_t ecalls = atomic_load_explicit(&st->explore_calls, memory_order_relaxed);
   uint64_t dcalls = atomic_load_explicit(&st->decided_calls, memory_order_relaxed);
+  /* The decision's calls are priced at the speedup shown (measured
+   * interleaved with NCCL's choice), not at two robust times that may come
+   * from different interference regimes. */
+  bool paired = w->has_speedup_ci && w->has_baseline && w->speedup > 0;
+  double best = paired ? w->baseline_seconds / w->speedup : w->best_seconds;
   acl_nv_fold(&st->nv, ecalls, esamp, esec, dcalls, w->has_baseline, w->baseline_seconds,
-              w->has_best, w->best_seconds);
+              paired || w->has_best, best);
   w->has_net = st->nv.priced;
   w->time_saved_seconds = acl_nv_net(&st->nv);
   w->exploration_cost_seconds = st->nv.cost_seconds;
