@@ -161,6 +161,7 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
   }
   parse_str(&p, "AUTOCCL_TABLE", cfg->table_path, sizeof(cfg->table_path));
   parse_str(&p, "AUTOCCL_TABLE_OUT", cfg->table_out, sizeof(cfg->table_out));
+  parse_str(&p, "AUTOCCL_REPORT", cfg->report_path, sizeof(cfg->report_path));
   char coord[sizeof(cfg->coordinator)];
   memcpy(coord, cfg->coordinator, sizeof(coord));
   parse_str(&p, "AUTOCCL_COORDINATOR", cfg->coordinator, sizeof(cfg->coordinator));

@@ -45,20 +45,6 @@ static void put_comm_id(acl_strbuf_t *sb, uint64_t id)
   acl_render_json_str(sb, acl_render_comm_hex(id, hex, sizeof(hex)), sizeof(hex));
 }
 
-/* "algo": .., "proto": .., "channels": .. (no braces). */
-static void put_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
-{
-  acl_sb_puts(sb, "\"algo\": ");
-  acl_render_json_str(sb, acl_algo_name(c->algo), 32);
-  acl_sb_puts(sb, ", \"proto\": ");
-  if (c->algo == ACL_ALGO_NCCL)
-    acl_sb_puts(sb, "null");
-  else
-    acl_render_json_str(sb, acl_proto_name(c->proto), 32);
-  acl_sb_puts(sb, ", \"channels\": ");
-  acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
-}
-
 static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)
 {
   if (!valid) {
@@ -66,7 +52,7 @@ static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)
     return;
   }
   acl_sb_puts(sb, "{");
-  put_cand_fields(sb, c);
+  acl_render_cand_fields(sb, c);
   acl_sb_puts(sb, "}");
 }
 
@@ -151,7 +137,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_sb_puts(sb, i ? ",\n       {\"step\": " : "\n       {\"step\": ");
     acl_render_u64(sb, t->step);
     acl_sb_puts(sb, ", ");
-    put_cand_fields(sb, &t->cand);
+    acl_render_cand_fields(sb, &t->cand);
     acl_sb_puts(sb, ", \"busbw\": ");
     if (t->busbw >= 0)
       acl_render_json_float(sb, t->busbw); /* null when NaN/Inf */

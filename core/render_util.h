@@ -25,6 +25,10 @@ void acl_render_prom_float(acl_strbuf_t *sb, double v);
 /* Decimal integer, without printf. */
 void acl_render_u64(acl_strbuf_t *sb, uint64_t v);
 
+/* "algo": .., "proto": .., "channels": .. of a candidate (no braces): the one
+ * spelling of a candidate in every JSON document. */
+void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c);
+
 /* "0x%016llx" of a communicator id into buf (>= 19 bytes). */
 char *acl_render_comm_hex(uint64_t id, char *buf, size_t len);
 
