@@ -233,6 +233,7 @@ int main(int argc, char **argv)
   char err[512] = "";
   int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
   pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
+  char **states = NULL; /* per rank process: its last /api/v1/state */
   int feed_fd = -1;
   acl_simfeed_t *feed = MAP_FAILED;
   acl_sim_step_t *step = NULL;
@@ -407,8 +408,10 @@ int main(int argc, char **argv)
   }
   /* Read the plugin's own consensus figure while the ranks are still up. */
   double ep_wait = 0;
+  /* ... and the state they show last: the job report must say the same. */
+  states = calloc((size_t)nprocs, sizeof(*states));
   for (int p = 0; !ep_off && p < nprocs; p++) {
-    double v = acl_sim_fetch_wait(o.port + p, 2.0, (int)pids[p]);
+    double v = acl_sim_fetch_state(o.port + p, 2.0, (int)pids[p], states ? &states[p] : NULL);
     if (v < 0)
       ep_off = v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
     else
@@ -441,8 +444,11 @@ int main(int argc, char **argv)
     kill_all(pids, nprocs);
     goto out;
   }
-  status = acl_sim_report(&w, wall, ep_wait, ep_off);
+  status = acl_sim_report(&w, wall, ep_wait, ep_off, states);
 out:
+  for (int p = 0; states && p < nprocs; p++)
+    free(states[p]);
+  free(states);
   if (pids)
     kill_all(pids, nprocs);
   if (feed != MAP_FAILED)
