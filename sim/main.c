@@ -445,6 +445,7 @@ int main(int argc, char **argv)
     goto out;
   }
   status = acl_sim_report(&w, wall, ep_wait, ep_off, states);
+  acl_sim_job_copy(&w, getenv("AUTOCCL_REPORT")); /* the user's: ranks got the sim's own */
 out:
   for (int p = 0; states && p < nprocs; p++)
     free(states[p]);

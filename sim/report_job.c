@@ -170,3 +170,48 @@ void acl_sim_job_json(const acl_sim_world_t *w, char *const *states, acl_strbuf_
   }
   acl_sb_puts(sb, "]");
 }
+
+/* Copies the whole file src to dst; false on failure. */
+static bool copy_file(const char *src, const char *dst)
+{
+  char *b = slurp(src);
+  if (!b)
+    return false;
+  FILE *f = fopen(dst, "wb");
+  bool ok = f && fputs(b, f) >= 0;
+  if (f && fclose(f) != 0)
+    ok = false;
+  free(b);
+  return ok;
+}
+
+void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl)
+{
+  if (!tmpl || !tmpl[0])
+    return;
+  for (int p = 0; p < nprocs_of(w); p++) {
+    char src[340], dst[600];
+    size_t o = 0;
+    for (const char *c = tmpl; *c && o + 24 < sizeof(dst); c++) {
+      if (c[0] == '%' && (c[1] == 'r' || c[1] == 'p')) {
+        o += (size_t)snprintf(dst + o, sizeof(dst) - o, "%d", p);
+        c++;
+      } else {
+        dst[o++] = *c;
+      }
+    }
+    dst[o] = '\0';
+    if (!strstr(tmpl, "%r") && !strstr(tmpl, "%p") && p > 0)
+      snprintf(dst + o, sizeof(dst) - o, ".%d", p);
+    acl_sim_report_path(w, p, false, src, sizeof(src) - 4);
+    bool ok = copy_file(src, dst);
+    strcat(src, ".txt");
+    if (ok && strlen(dst) + 4 < sizeof(dst)) {
+      strcat(dst, ".txt");
+      ok = copy_file(src, dst);
+    }
+    if (!ok)
+      fprintf(stderr, "autoccl-sim: AUTOCCL_REPORT: cannot copy the report of rank process %d to %s\n",
+              p, dst);
+  }
+}

@@ -29,8 +29,9 @@ void acl_report_keep_locked(acl_rank_t *r)
   acl_obs_snap_add_rank_locked(kept, r);
 }
 
-/* The path of this process's report: %p the pid, %r the local rank; a
- * template with neither gets ".<local rank>" appended on local ranks other
+/* The path of this process's report: %p the pid, %r the local rank, %h the
+ * host name (one folder shared by several hosts); a template with neither
+ * %p nor %r gets ".<local rank>" appended on local ranks other
  * than 0, so the processes of one host never overwrite each other. */
 static int expand_path(const char *tmpl, char *out, size_t len)
 {
@@ -41,6 +42,11 @@ static int expand_path(const char *tmpl, char *out, size_t len)
     if (c[0] == '%' && c[1] == 'p') {
       n = snprintf(out + o, len - o, "%d", (int)getpid());
       per_proc = true;
+      c++;
+    } else if (c[0] == '%' && c[1] == 'h') {
+      char host[64] = "";
+      gethostname(host, sizeof(host) - 1);
+      n = snprintf(out + o, len - o, "%s", host);
       c++;
     } else if (c[0] == '%' && c[1] == 'r') {
       n = snprintf(out + o, len - o, "%d", acl_proc.cfg.local_rank);
