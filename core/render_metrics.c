@@ -330,7 +330,7 @@ static const wfam_t k_wfams[] = {
      WOFF(bytes), -1, false},
     {"autoccl_collective_bus_bandwidth_bytes_per_second", "gauge",
      "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw), false},
-    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL-default time divided by the best time, measured.",
+    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL's time divided by the decision's, measured interleaved once converged.",
      F_DBL, WOFF(speedup), WOFF(has_speedup), false},
     {"autoccl_tuner_baseline_duration_seconds", "gauge", "Measured duration under NCCL's own choice.",
      F_DBL, WOFF(baseline_seconds), WOFF(has_baseline), false},

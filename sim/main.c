@@ -83,7 +83,9 @@ static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double e
     for (int i = 0; i < 30; i++)
       bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
-    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs%s ", bar, frac * 100,
+    /* \033[K: erase the rest of the line, a longer earlier line's tail
+     * ("no interference 0") included */
+    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs%s\033[K", bar, frac * 100,
             (unsigned long long)lo, (unsigned long long)calls, el, busy);
   } else if (el - *last_line >= 5.0) {
     *last_line = el;
@@ -188,6 +190,10 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
     return;
   if (off) {
     fprintf(f, "  endpoint off: %s; the report uses the time inside getCollInfo\n", off);
+    if (o->port > 0)
+      fprintf(f, "  nothing to watch: is another autoccl-sim (a demo) running? Stop it, or pass\n"
+                 "  --port P with P..P+%d free (e.g. --port %d)%s\n",
+              nprocs - 1, o->port + 100, o->demo ? "; Ctrl-C stops this run" : "");
     fflush(f);
     return;
   }
@@ -207,7 +213,8 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
     fprintf(f, "  (rank processes serve ports %d..%d)\n", o->port, o->port + nprocs - 1);
   if (o->demo)
     fprintf(f, "  Look for: STATE exploring -> converged, SPEEDUP, SAVED (net time saved after\n"
-               "  exploration cost); when interference starts, re-tuning, then converged again.\n");
+               "  exploration cost); when interference starts, retuning, then converged again;\n"
+               "  Ctrl-C prints the job report.\n");
   fflush(f);
 }
 
