@@ -1,13 +1,15 @@
 /* The search for one workload (see tuner/search/search.h and docs/tuner.md):
- * warm-up, baseline and exploration (planning and judging). Convergence,
- * background validation, drift and reporting are in search_conv.c; the
- * candidate grid and table and the statistics in search_grid.c.
+ * its settings, init and hints, and the two entry points that drive it,
+ * acl_search_next and acl_search_add_sample. The states and their
+ * transitions are in search_sm.c, exploration in search_explore.c, the
+ * budget in search_budget.c, the decision and its validation in
+ * search_conv.c, the candidate grid and statistics in search_grid.c.
  *
- * Phases: warm-up (NCCL's choice, samples dropped) -> baseline (NCCL's choice
+ * States: warm-up (NCCL's choice, samples dropped) -> baseline (NCCL's choice
  * measured) -> exploring (subspaces by (algo, proto) in NCCL's cost order,
- * pattern-search coordinate descent over the resource axes) -> converged
- * (best measured candidate, validated against the baseline in the
- * background) -> retuning on drift.
+ * pattern-search coordinate descent over the resource axes) -> validating
+ * (the best measured candidate against the baseline in the background) ->
+ * refining -> converged -> retuning on drift; the waiting states between.
  *
  * Everything lives in the flat acl_search_t; no pointers, no allocation, no
  * clock, no randomness: the same calls with the same samples give the same
@@ -17,43 +19,6 @@
 #include <string.h>
 
 #include "tuner/search/search_int.h"
-
-static bool better(const acl_search_t *s, int a, int b)
-{
-  return s->cands[a].robust_seconds <
-         s->cands[b].robust_seconds * (1.0 - ACL_SEARCH_BETTER_EPS);
-}
-
-static void traj_push(acl_search_t *s, int id)
-{
-  const acl_search_cand_t *c = &s->cands[id];
-  acl_traj_point_t *t = &s->traj[s->traj_head];
-  memset(t, 0, sizeof *t);
-  t->step = s->steps;
-  t->cand_id = (uint16_t)id;
-  t->cand = c->cand;
-  t->busbw = (float)acl_search_busbw(s, c->robust_seconds);
-  t->overlap = (float)acl_search_mean_overlap(c);
-  s->traj_head = (s->traj_head + 1) % ACL_SEARCH_TRAJ;
-  if (s->traj_len < ACL_SEARCH_TRAJ)
-    s->traj_len++;
-}
-
-/* A verdict; steps count the verdicts that cost calls. */
-static void judge_ex(acl_search_t *s, int id, bool costs_calls)
-{
-  acl_search_cand_t *c = &s->cands[id];
-  c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-  c->judged = 1;
-  if (costs_calls)
-    s->steps++;
-  traj_push(s, id);
-  int b = acl_search_best_judged(s, true);
-  if (b >= 0)
-    s->best = (uint16_t)b;
-}
-
-static void judge(acl_search_t *s, int id) { judge_ex(s, id, true); }
 
 /* ---- init ---------------------------------------------------------------- */
 
@@ -137,7 +102,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
-  s->phase = ACL_PHASE_WARMUP;
+  s->state = SM_WARMUP;
   s->cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
   s->overlap_conv = -1.0;
@@ -195,7 +160,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
     s->cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
-      s->phase == ACL_PHASE_CONVERGED)
+      acl_sm_decided(acl_sm_base(s)))
     acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
   int b = acl_search_best_judged(s, true);
   s->best = (uint16_t)(b >= 0 ? b : 0);
@@ -205,7 +170,7 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
 {
   if (!s || nch <= 0 || nch > 4096)
     return;
-  if (s->phase != ACL_PHASE_WARMUP && s->phase != ACL_PHASE_BASELINE)
+  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
@@ -216,7 +181,7 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
   if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
     return;
-  if (s->phase != ACL_PHASE_WARMUP && s->phase != ACL_PHASE_BASELINE)
+  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
     return;
   s->nccl_algo = (int8_t)algo;
   s->nccl_proto = (int8_t)proto;
@@ -237,331 +202,63 @@ void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
   }
 }
 
-/* ---- exploration --------------------------------------------------------- */
-
-/* Candidate id takes the samples and verdict of `from`, which NCCL runs
- * identically: no calls spent. */
-static void copy_verdict(acl_search_t *s, int id, int from, bool costs_calls)
+/* The warm-up's calls: NCCL's choice, no samples. */
+static int warmup_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  acl_search_cand_t *c = &s->cands[id];
-  const acl_search_cand_t *b = &s->cands[from];
-  if (c->judged || !b->judged || b->nsamples == 0)
-    return;
-  memcpy(c->seconds, b->seconds, sizeof c->seconds);
-  memcpy(c->overlap, b->overlap, sizeof c->overlap);
-  c->nsamples = b->nsamples;
-  c->ntotal_lo = b->nsamples;
-  c->got = b->nsamples;
-  judge_ex(s, id, costs_calls);
-}
-
-/* NCCL's own subspace at the channel count NCCL ran is the baseline itself:
- * its samples stand for that point instead of measuring it again. */
-static void seed_from_baseline(acl_search_t *s, int id) { copy_verdict(s, id, 0, true); }
-
-/* A grid point at or above a channel request NCCL was seen to clamp runs as
- * the clamped count: when a judged candidate of the subspace runs that count
- * (or it is NCCL's own choice), the point is its twin and costs nothing.
- * Returns whether id is judged now. */
-static bool merge_twin(acl_search_t *s, int id)
-{
-  acl_search_cand_t *c = &s->cands[id];
-  if (c->sub == ACL_SEARCH_NONE)
-    return false;
-  const acl_search_sub_t *sub = &s->subs[c->sub];
-  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx)
-    return false;
-  int ran = sub->clamp_ch, twin = -1;
-  if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
-      s->cands[0].judged)
-    twin = 0;
-  for (int i = 1; i < s->ncands && twin < 0; i++) {
-    const acl_search_cand_t *t = &s->cands[i];
-    if (i != id && t->judged && t->sub == c->sub &&
-        (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
-      twin = i;
-  }
-  if (twin < 0)
-    return false;
-  c->ran_ch = (int16_t)ran;
-  c->merged = 1;
-  s->merged++;
-  copy_verdict(s, id, twin, false);
-  return c->judged;
-}
-
-static void sub_begin(acl_search_t *s, int si)
-{
-  acl_search_sub_t *sub = &s->subs[si];
-  sub->state = SUB_ACTIVE;
-  /* Start where the best point so far is (channel optima transfer well
-   * between subspaces), else at NCCL's channel count or mid-range. */
-  int b = acl_search_best_judged(s, false);
-  for (int ax = 0; ax < ACL_SEARCH_NUM_AXES; ax++)
-    sub->center[ax] = (uint8_t)(b > 0 ? s->cands[b].axis_idx[ax] : acl_search_axis_start(s, ax));
-  sub->axis = 0;
-  sub->lo = -1;
-  sub->hi = (int8_t)acl_search_axis_count(s, 0);
-  /* Near a known optimum refine locally; from scratch take big steps. */
-  sub->step = b > 0 ? 1 : 3;
-  sub->dir = 0;
-  sub->checked = 0;
-  s->cur_sub = (uint8_t)si;
-  if (b <= 0 && s->hint_ch > 0 && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto &&
-      acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, sub->center[0]) == s->hint_ch) {
-    int id = acl_search_find_or_add(s, si, sub->center);
-    if (id > 0)
-      seed_from_baseline(s, id);
-  }
-}
-
-static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
-{
-  sub->axis++;
-  if (sub->axis < ACL_SEARCH_NUM_AXES) {
-    sub->lo = -1;
-    sub->hi = (int8_t)acl_search_axis_count(s, sub->axis);
-    sub->step = 2;
-    sub->dir = 0;
-  }
-}
-
-/* The next candidate that needs samples, advancing the descent through every
- * point already judged; -1 when exploration is over. */
-static int plan(acl_search_t *s)
-{
-  uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
-  for (int guard = 0; guard < 1024; guard++) {
-    if (s->steps - s->tune_start_step >= ACL_SEARCH_MAX_STEPS || s->explore_calls >= cap)
-      return -1;
-    if (s->cur_sub == ACL_SEARCH_NONE || s->subs[s->cur_sub].state != SUB_ACTIVE) {
-      s->cur_sub = ACL_SEARCH_NONE;
-      int si = -1;
-      for (int i = 0; i < s->nsubs && si < 0; i++)
-        if (s->subs[i].state == SUB_PENDING)
-          si = i;
-      if (si < 0)
-        return -1;
-      sub_begin(s, si);
-    }
-    acl_search_sub_t *sub = &s->subs[s->cur_sub];
-    if (sub->axis >= ACL_SEARCH_NUM_AXES) {
-      sub->state = SUB_DONE;
-      continue;
-    }
-    int ax = sub->axis, n = acl_search_axis_count(s, ax);
-    if (n <= 1) {
-      sub_next_axis(s, sub);
-      continue;
-    }
-    int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
-    if (c < 0)
-      return -1;
-    if (!s->cands[c].judged && !merge_twin(s, c))
-      return c;
-    if (!sub->checked) {
-      /* Prune rule: a subspace whose first point (taken at the best channel
-       * count so far) is > prune_ratio x slower than the best so far. NCCL's
-       * own subspace is never pruned: the baseline lies in it. */
-      sub->checked = 1;
-      int b = acl_search_best_judged(s, true);
-      bool own = sub->algo == s->nccl_algo && sub->proto == s->nccl_proto;
-      if (!own && b >= 0 && b != c &&
-          s->cands[c].robust_seconds > s->params.prune_ratio * s->cands[b].robust_seconds) {
-        sub->state = SUB_PRUNED;
-        continue;
-      }
-    }
-    int center = sub->center[ax];
-    int next;
-    if (sub->dir == 0) {
-      next = center + sub->step;
-      if (next >= sub->hi)
-        next = sub->hi - 1;
-      if (next <= center) {
-        sub->dir = 1;
-        continue;
-      }
-    } else {
-      next = center - sub->step;
-      if (next <= sub->lo)
-        next = sub->lo + 1;
-      if (next >= center) {
-        /* Both sides tried at this step: shrink it, or the axis is done. */
-        if (sub->hi - sub->lo <= 2 || sub->step <= 1) {
-          sub_next_axis(s, sub);
-        } else {
-          sub->step = (uint8_t)(sub->step / 2);
-          sub->dir = 0;
-        }
-        continue;
-      }
-    }
-    uint8_t idx[ACL_SEARCH_NUM_AXES];
-    memcpy(idx, sub->center, sizeof idx);
-    idx[ax] = (uint8_t)next;
-    int nc = acl_search_find_or_add(s, s->cur_sub, idx);
-    if (nc < 0)
-      return -1;
-    if (!s->cands[nc].judged && !merge_twin(s, nc))
-      return nc;
-    if (better(s, nc, c)) {
-      /* Unimodal: the optimum lies beyond the incumbent; keep going the
-       * same way with a doubled step. */
-      if (sub->dir == 0)
-        sub->lo = (int8_t)center;
-      else
-        sub->hi = (int8_t)center;
-      sub->center[ax] = (uint8_t)next;
-      if (sub->step < 64)
-        sub->step = (uint8_t)(sub->step * 2);
-    } else if (sub->dir == 0) {
-      sub->hi = (int8_t)next;
-      sub->dir = 1;
-    } else {
-      sub->lo = (int8_t)next;
-    }
-  }
-  return -1;
-}
-
-/* Exploration over: the best measured candidate becomes the (provisional)
- * decision when its estimate beats the baseline by ACL_SEARCH_PROV_MARGIN;
- * the background validation (search_conv.c) then confirms or reverts it. */
-static void finish(acl_search_t *s)
-{
-  int b = -1;
-  for (int i = 1; i < s->ncands; i++) /* NCCL's own choice in disguise is no gain */
-    if (s->cands[i].judged && acl_search_usable(s, i) && !acl_search_is_nccl(s, i) &&
-        (b < 0 || s->cands[i].robust_seconds < s->cands[b].robust_seconds))
-      b = i;
-  const acl_search_cand_t *base = &s->cands[0];
-  if (b > 0 && s->cands[b].robust_seconds < base->robust_seconds * (1.0 - ACL_SEARCH_PROV_MARGIN))
-    acl_search_converge(s, b);
-  else
-    acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
-}
-
-/* Calls to hand out for a candidate under evaluation. */
-static uint32_t block_len(const acl_search_t *s, int id)
-{
-  const acl_search_cand_t *c = &s->cands[id];
-  uint32_t spc = (uint32_t)s->params.samples_per_cand;
-  uint32_t target = spc;
-  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
-    target = ACL_SEARCH_EARLY2_N;
-  else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
-    target = ACL_SEARCH_EARLY_N;
-  if (c->planned < target)
-    return target - c->planned;
-  /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
-   * lost: wait for them (hand_out), NCCL's choice running with one probe
-   * sample per block. Samples arrive in call order, so once a probe arrived
-   * the missing ones are lost and run again (the baseline's own probes are
-   * baseline samples). */
-  if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      (id == ACL_SEARCH_CAND_NCCL || s->cands[0].got <= s->wait_mark))
-    return 0;
-  return target > c->got ? target - c->got : 1;
-}
-
-static int hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
-{
-  uint32_t l = block_len(s, id);
-  acl_search_cand_t *c = &s->cands[id];
-  bool wait = l == 0;
-  if (wait) {
-    if (c->waits++ == 0)
-      s->wait_mark = s->c0_sampled;
-    id = ACL_SEARCH_CAND_NCCL;
-    c = &s->cands[0];
-    l = ACL_SEARCH_WAIT_MIN;
-  } else {
-    c->waits = 0;
-  }
-  /* Every call of a measuring block carries profiler events (a waiting
-   * block only its probe); a config's first call pays its set-up once. */
-  uint32_t sampled = wait ? 1 : l;
-  s->spent_s += sampled * ACL_SEARCH_EVENT_COST_S;
-  if (!s->events_paid) {
-    s->spent_s += ACL_SEARCH_FIRST_EVENTS_COST_S;
-    s->events_paid = 1;
-  }
-  if (id == ACL_SEARCH_CAND_NCCL)
-    s->c0_sampled += sampled;
-  if (id != ACL_SEARCH_CAND_NCCL && c->planned == 0)
-    s->spent_s += ACL_SEARCH_SETUP_COST_S;
-  s->waiting = 0;
-  s->probe = wait;
-  c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
-  s->current = (uint16_t)id;
+  uint32_t l = (uint32_t)((uint64_t)s->params.warmup_calls - s->calls_planned);
   s->calls_planned += l;
-  if ((s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) && !wait)
-    s->explore_calls += l;
+  s->current = ACL_SEARCH_CAND_NCCL;
   if (out)
-    *out = c->cand;
+    *out = s->cands[0].cand;
   if (len)
     *len = l;
-  return id;
+  return ACL_SEARCH_CAND_NCCL;
 }
 
-/* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
- * expected to cost beyond the incumbent: NCCL's cost table gives its prior
- * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior). */
-static double step_cost(const acl_search_t *s, int id)
+/* Exploring: the next candidate's block, or the budget's wait before it;
+ * -1 when exploration is over. */
+static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  const acl_candidate_t *c = &s->cands[id].cand;
-  double ref = acl_search_ref_seconds(s), ratio = 1.0;
-  float cn = s->nccl_algo >= 0 ? s->cost[s->nccl_algo][s->nccl_proto] : -1.0f;
-  float cc = c->algo >= 0 && c->proto >= 0 ? s->cost[c->algo][c->proto] : -1.0f;
-  if (cn > 0.0f && cc > 0.0f)
-    ratio = fmin(fmax((double)cc / cn, 1.0), ACL_SEARCH_SKIP_PRIOR);
-  int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
-                                                           : ACL_SEARCH_EARLY2_N;
-  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S;
+  int id = acl_search_plan(s);
+  if (id < 0)
+    return -1;
+  if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
+    /* NCCL's own choice waits for the budget: unvalidated, a candidate
+     * ahead on a few samples may well be slower. */
+    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out,
+                                 len);
+  return acl_search_hand_out(s, id, out, len);
 }
 
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  if (s->phase == ACL_PHASE_WARMUP) {
-    if (s->calls_planned < (uint64_t)s->params.warmup_calls) {
-      uint32_t l = (uint32_t)((uint64_t)s->params.warmup_calls - s->calls_planned);
-      s->calls_planned += l;
-      s->current = ACL_SEARCH_CAND_NCCL;
-      if (out)
-        *out = s->cands[0].cand;
-      if (len)
-        *len = l;
-      return ACL_SEARCH_CAND_NCCL;
-    }
-    s->phase = ACL_PHASE_BASELINE;
+  acl_sm_fire(s, EV_NEXT_BLOCK);
+  if (s->state == SM_WARMUP) {
+    if (s->calls_planned < (uint64_t)s->params.warmup_calls)
+      return warmup_block(s, out, len);
+    acl_sm_fire(s, EV_WARMED);
   }
-  if (s->phase == ACL_PHASE_BASELINE && s->cands[0].judged)
-    s->phase = ACL_PHASE_EXPLORING;
-  if (s->phase == ACL_PHASE_BASELINE ||
-      ((s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) &&
-       !s->cands[0].judged)) {
-    /* Measuring the baseline costs its profiler events (the first ones of
-     * the workload dearly). */
-    double need = (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S +
-                  (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
+  if (s->state == SM_BASELINE && s->cands[0].judged)
+    acl_sm_fire(s, EV_MEASURED);
+  bool measuring = s->state == SM_EXPLORING || s->state == SM_RETUNING;
+  if (s->state == SM_BASELINE || (measuring && !s->cands[0].judged)) {
+    double need = acl_search_baseline_need(s);
     if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
       return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
-    return hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
+    return acl_search_hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
   }
-  if (s->phase == ACL_PHASE_EXPLORING || s->phase == ACL_PHASE_RETUNING) {
-    int id = plan(s);
-    if (id >= 0 && s->cands[id].planned == 0 && step_cost(s, id) > acl_search_budget_left(s))
-      /* NCCL's own choice waits for the budget: unvalidated, a candidate
-       * ahead on a few samples may well be slower. */
-      return acl_search_wait_block(s, step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
+  if (measuring) {
+    int id = explore_block(s, out, len);
     if (id >= 0)
-      return hand_out(s, id, out, len);
-    finish(s);
+      return id;
+    /* Exploration over: the best measured candidate becomes the
+     * (provisional) decision when it beats the baseline by
+     * ACL_SEARCH_PROV_MARGIN; validation then confirms or reverts it. */
+    acl_search_converge(s, acl_search_explored_pick(s));
   }
-  if (s->phase == ACL_PHASE_CONVERGED)
+  if (acl_sm_decided(s->state))
     return acl_search_next_converged(s, out, len);
-  /* DISABLED or corrupt: NCCL's own choice. */
+  /* Off: NCCL's own choice. */
   if (out)
     *out = s->cands[0].cand;
   if (len)
@@ -580,17 +277,16 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   /* Warm-up calls carry no profiler events (acl_search_sample_shift); a
    * source that samples them anyway (CUPTI) has them dropped here, and the
    * consensus layer drops late ones by call index. */
-  if (cand_id == ACL_SEARCH_CAND_NCCL && s->phase == ACL_PHASE_WARMUP) {
-    s->warmup_dropped++;
+  int st = acl_sm_base(s);
+  if (cand_id == ACL_SEARCH_CAND_NCCL && st == SM_WARMUP)
     return;
-  }
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
   if (c->nsamples >= 3 && seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
   /* What exploring costs beyond the incumbent is charged to the budget. */
-  if (s->phase != ACL_PHASE_CONVERGED && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
-    s->spent_s += fmax(0.0, seconds - acl_search_ref_seconds(s));
+  if (!acl_sm_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
+    acl_search_charge_sample(s, seconds, acl_search_ref_seconds(s));
   int slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples
                                                   : (int)(c->ntotal_lo % ACL_SEARCH_MAX_SAMPLES);
   c->seconds[slot] = (float)seconds;
@@ -601,7 +297,7 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   if (c->got < 0xffff)
     c->got++;
 
-  if (s->phase == ACL_PHASE_CONVERGED) {
+  if (acl_sm_decided(st)) {
     acl_search_converged_sample(s, cand_id, seconds, overlap);
     return;
   }
@@ -611,7 +307,7 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   }
   int spc = s->params.samples_per_cand;
   if (c->got >= spc) {
-    judge(s, cand_id);
+    acl_search_judge(s, cand_id, true);
     return;
   }
   /* Early verdict for a clearly slower candidate (median, robust to one
@@ -626,6 +322,6 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     bool early3 = b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
                   acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref;
     if (early2 || early3)
-      judge(s, cand_id);
+      acl_search_judge(s, cand_id, true);
   }
 }

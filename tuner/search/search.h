@@ -74,7 +74,7 @@ typedef struct acl_search_cand {
   uint8_t sub;           /* subspace index, 0xff for the baseline */
   uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
   uint8_t tried;         /* 1 = already a decision or a background challenger */
-  uint8_t merged;        /* 1 = verdict copied from a twin NCCL runs identically */
+  uint8_t pad;
   int16_t ran_ch;        /* channels NCCL ran it with (Coll events), 0 unknown */
   uint16_t waits;        /* blocks waited for its pending samples */
 } acl_search_cand_t;
@@ -99,10 +99,10 @@ typedef struct acl_search_sub {
 typedef struct acl_search {
   acl_search_params_t params;
   acl_wkey_t key;
-  uint8_t phase;            /* acl_phase_t */
+  uint8_t state;            /* the state machine's state (search_sm.c) */
+  uint8_t resume;           /* in a waiting state: the state it returns to */
   uint8_t nsubs;
   uint8_t cur_sub;          /* index into subs of the active subspace, 0xff none */
-  uint8_t tuned_once;       /* 1 after the first convergence */
   uint32_t valid_mask;      /* ACL_AP_BIT(a, p): runnable on every rank */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's prior, us */
   int8_t nccl_algo, nccl_proto;            /* NCCL's argmin of the cost table */
@@ -118,7 +118,6 @@ typedef struct acl_search {
   uint32_t traj_head;       /* next write index in traj */
   uint32_t traj_len;
   uint32_t retunes;
-  uint32_t warmup_dropped;  /* baseline samples dropped as warm-up */
   uint32_t tune_start_step; /* steps when this (re)tuning began */
   double converged_seconds; /* robust time of the decision when converged */
   uint32_t drift_count;     /* samples of the decision since convergence */
@@ -126,12 +125,14 @@ typedef struct acl_search {
   float drift_win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
   double overlap_conv;      /* mean overlap when converged, <0 unknown */
   /* background validation of the decision against cand 0 (search_conv.c) */
-  uint8_t val_state;        /* 0 none, 1 validating, 2 verdict given */
   uint8_t val_refines;      /* background challengers tried after the baseline */
+  uint8_t from_table;       /* the decision is a tuning table's (acl_search_seed),
+                             * not measured again since: provenance, not state */
   uint16_t challenger;      /* cand id interleaved with the decision */
-  uint8_t val_turn;         /* 0 decision block next, 1 challenger block next */
   int16_t hint_ch;          /* channels NCCL's choice ran, 0 = unknown */
-  uint32_t val_blocks;      /* challenger blocks handed out */
+  uint16_t seed_id;         /* cand id of the table's decision (from_table) */
+  uint32_t val_handed;      /* blocks handed out in this validation: even = the
+                             * decision's, odd = the challenger's */
   uint32_t val_n[2];        /* samples kept: [0] decision, [1] challenger */
   double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
   uint64_t decision_call;   /* calls since tuning began when the decision was taken */
@@ -142,24 +143,20 @@ typedef struct acl_search {
   uint32_t pair_n;
   uint32_t pad_p;
   double pair_log, pair_se;
-  /* Exploration budget (docs/tuner.md): the extra time spent on candidates
-   * other than the incumbent, on profiler events and on first uses of a
-   * config, never above params.budget x the time the workload has cost
-   * so far; while it would be, the incumbent runs unsampled (waiting). */
+  /* Exploration budget (search_budget.c, docs/tuner.md): the extra time
+   * spent on candidates other than the incumbent, on profiler events and on
+   * first uses of a config, never above params.budget x the time the
+   * workload has cost so far; while it would be, the incumbent runs
+   * unsampled (a waiting state). */
   double spent_s;
-  uint8_t waiting;          /* the current block waits for the budget */
-  uint8_t probe;            /* ... waits for late samples, one call sampled */
   uint8_t events_paid;      /* the workload's first profiler events were charged */
-  uint8_t seed_state;       /* warm start (acl_search_seed): 0 none, 1 the table's
-                             * decision runs, 2 it lost its validation */
+  uint8_t pad_b[3];
   uint32_t drift_run;       /* consecutive samples past the drift rule */
   uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;          /* candidates judged by a twin, no calls spent */
   uint32_t wait_mark;       /* c0_sampled when a candidate began waiting for its
                              * late samples */
   uint32_t c0_sampled;      /* sampled calls of NCCL's choice handed out this tuning */
-  uint16_t seed_id;         /* cand id of the table's decision (seed_state) */
-  uint16_t pad_c;
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];

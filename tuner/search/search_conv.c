@@ -12,11 +12,9 @@
 
 static void seed_failed(acl_search_t *s);
 
-static void val_reset(acl_search_t *s, uint8_t state)
+static void val_reset(acl_search_t *s)
 {
-  s->val_state = state;
-  s->val_turn = 0;
-  s->val_blocks = 0;
+  s->val_handed = 0;
   s->challenger = ACL_SEARCH_CAND_NCCL;
   memset(s->val_n, 0, sizeof s->val_n);
   memset(s->val_sum, 0, sizeof s->val_sum);
@@ -43,9 +41,9 @@ static void adopt(acl_search_t *s, int id)
     s->pair_n = 0; /* NCCL's own choice: its speedup is 1 by definition */
 }
 
+/* Validation is over (the caller fires the event that says why). */
 static void val_over(acl_search_t *s)
 {
-  s->val_state = VAL_DONE;
   s->verdict_call = s->calls_planned - s->tune_start_call;
   if (s->verdict_call == 0)
     s->verdict_call = 1;
@@ -117,44 +115,45 @@ static void next_challenger(acl_search_t *s)
   int id = pick_challenger(s);
   if (id <= 0) {
     val_over(s);
+    acl_sm_fire(s, EV_SETTLED);
     return;
   }
-  s->val_state = VAL_RUNNING;
   s->challenger = (uint16_t)id;
   s->val_refines++;
-  s->val_turn = 0;
-  s->val_blocks = 0;
+  s->val_handed = 0;
   s->val_n[1] = 0;
   s->val_sum[1] = s->val_sq[1] = 0.0;
+  acl_sm_fire(s, EV_CHALLENGE);
 }
 
 void acl_search_converge(acl_search_t *s, int id)
 {
-  bool first = s->phase != ACL_PHASE_CONVERGED;
-  if (!first && s->seed_state == SEED_RUNNING && s->current == s->seed_id && id != s->seed_id) {
+  bool first = !acl_sm_decided(acl_sm_base(s));
+  if (!first && s->from_table && s->current == s->seed_id && id != s->seed_id) {
     /* the table's decision cannot run on some rank (acl_search_restrict):
      * as if the table were silent, the workload explores */
     seed_failed(s);
     return;
   }
-  s->phase = ACL_PHASE_CONVERGED;
   adopt(s, id);
   if (!first) {
-    val_reset(s, VAL_NONE);
+    val_reset(s);
     val_over(s);
+    acl_sm_fire(s, EV_FALLBACK);
     return;
   }
   s->calls_to_converge = s->calls_planned - s->tune_start_call;
   if (s->calls_to_converge == 0)
     s->calls_to_converge = 1;
-  s->tuned_once = 1;
   s->cur_sub = ACL_SEARCH_NONE;
   s->val_refines = 0;
   /* A decision other than NCCL's own is provisional until validated
    * against it; NCCL's own gets its neighbours challenged. */
-  val_reset(s, VAL_RUNNING);
+  val_reset(s);
   if (id == ACL_SEARCH_CAND_NCCL)
     next_challenger(s);
+  else
+    acl_sm_fire(s, EV_PROVISIONAL);
 }
 
 /* The challenger wins: it becomes the decision, its samples the decision's. */
@@ -197,7 +196,6 @@ static void retune(acl_search_t *s);
  * explores as if the table were silent. */
 static void seed_failed(acl_search_t *s)
 {
-  s->seed_state = SEED_FAILED;
   retune(s);
 }
 
@@ -220,7 +218,7 @@ static void val_check(acl_search_t *s)
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
-  if (s->challenger == ACL_SEARCH_CAND_NCCL) {
+  if (acl_sm_base(s) == SM_VALIDATING) {
     /* The speedup shown is this interleaved estimate, from the first look:
      * a decision measured slower (by ACL_VAL_Z_DROP standard errors) goes
      * back to NCCL's choice at that sample, not at the block's end, so no
@@ -229,7 +227,7 @@ static void val_check(acl_search_t *s)
     s->pair_se = se;
     s->pair_n = nc;
     if (gain + ACL_VAL_Z_DROP * se < 0.0) {
-      if (s->seed_state == SEED_RUNNING) {
+      if (s->from_table) {
         seed_failed(s);
         return;
       }
@@ -240,16 +238,18 @@ static void val_check(acl_search_t *s)
   }
   if (nc % ACL_VAL_BLOCK != 0)
     return;
-  if (s->challenger == ACL_SEARCH_CAND_NCCL) {
+  if (acl_sm_base(s) == SM_VALIDATING) { /* against NCCL's own choice */
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
-      if (s->seed_state == SEED_RUNNING)
-        val_over(s); /* a table's decision was refined when it was explored */
-      else
+      if (s->from_table) { /* a table's decision was refined when it was explored */
+        val_over(s);
+        acl_sm_fire(s, EV_SETTLED);
+      } else {
         next_challenger(s);
+      }
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
-      if (s->seed_state == SEED_RUNNING) {
+      if (s->from_table) {
         seed_failed(s);
         return;
       }
@@ -274,32 +274,31 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (s->val_state == VAL_RUNNING && s->val_blocks >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK) {
+  if (acl_sm_validating(s->state) && s->val_handed / 2 >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK) {
     /* samples are not arriving: NCCL's choice is the safe one */
     adopt(s, ACL_SEARCH_CAND_NCCL);
     val_over(s);
+    acl_sm_fire(s, EV_SETTLED);
     id = s->current;
   }
-  s->probe = 0;
   /* Validation samples every call and runs a challenger: it draws on the
    * exploration budget, and pauses while the budget is spent. A decision
    * just explored and not yet proven against NCCL's own choice does not run
    * meanwhile (it may be slower): NCCL's does. A proven one being refined,
    * or a table's (measured before: warm start), runs. */
-  bool unproven = s->challenger == ACL_SEARCH_CAND_NCCL && s->seed_state != SEED_RUNNING;
-  if (s->val_state == VAL_RUNNING && acl_search_budget_left(s) < 0.0)
+  bool unproven = s->state == SM_VALIDATING && !s->from_table;
+  if (acl_sm_validating(s->state) && acl_search_budget_left(s) < 0.0)
     return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
-  s->waiting = 0;
-  if (s->val_state == VAL_RUNNING) {
-    s->spent_s += (s->val_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
-    if (s->val_turn) {
+  if (acl_sm_validating(s->state)) {
+    bool challenger_turn = s->val_handed & 1u;
+    s->spent_s += (challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
+    if (challenger_turn) {
       id = s->challenger;
       l = ACL_VAL_BLOCK;
-      s->val_blocks++;
     } else {
       l = ACL_VAL_RUN;
     }
-    s->val_turn ^= 1;
+    s->val_handed++;
   }
   s->calls_planned += l;
   if (out)
@@ -315,38 +314,20 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
  * for late samples) and the trajectory, search again from the baseline. */
 static void retune(acl_search_t *s)
 {
-  s->phase = ACL_PHASE_RETUNING;
+  acl_search_explore_reset(s);
   s->retunes++;
-  if (s->seed_state == SEED_RUNNING)
-    s->seed_state = SEED_FAILED; /* measured again from here: explored */
-  for (int i = 0; i < s->ncands; i++) {
-    acl_search_cand_t *c = &s->cands[i];
-    c->planned = 0;
-    c->got = 0;
-    c->judged = 0;
-    c->nsamples = 0;
-    c->robust_seconds = 0.0;
-  }
-  for (int i = 0; i < s->nsubs; i++)
-    if (s->subs[i].state != SUB_INVALID)
-      s->subs[i].state = SUB_PENDING;
-  s->cur_sub = ACL_SEARCH_NONE;
-  s->best = 0;
-  s->current = 0;
-  s->tune_start_call = s->calls_planned;
-  s->explore_calls = 0;
-  s->tune_start_step = s->steps;
+  s->from_table = 0; /* measured again from here: explored */
   s->calls_to_converge = 0;
   s->drift_count = 0;
   s->drift_run = 0;
-  s->c0_sampled = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val_refines = 0;
   s->pair_n = 0;
   for (int i = 0; i < s->ncands; i++)
     s->cands[i].tried = 0;
-  val_reset(s, VAL_NONE);
+  val_reset(s);
+  acl_sm_fire(s, EV_DRIFT);
 }
 
 /* Drift rule (docs/tuner.md): once drift_window samples of the decision have
@@ -385,7 +366,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
 {
   acl_search_cand_t *c = &s->cands[id];
   (void)overlap; /* already in the candidate's ring */
-  if (s->seed_state == SEED_RUNNING && s->samples_seen <= (uint64_t)s->params.warmup_calls)
+  if (s->from_table && s->samples_seen <= (uint64_t)s->params.warmup_calls)
     return; /* a warm start's first calls are its warm-up */
   if (c->judged)
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
@@ -401,14 +382,14 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
   if (id == s->current) {
     if (s->converged_seconds > 0.0)
       drift_check(s, seconds);
-    if (s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING)
+    if (acl_sm_validating(acl_sm_base(s)))
       val_add(s, 0, id, seconds);
-  } else if (id == s->challenger && s->val_state == VAL_RUNNING) {
+  } else if (id == s->challenger && acl_sm_validating(acl_sm_base(s))) {
     const acl_search_cand_t *d = &s->cands[s->current];
     double ref = s->converged_seconds > 0.0 ? s->converged_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)
                                             : seconds;
-    s->spent_s += fmax(0.0, seconds - ref);
+    acl_search_charge_sample(s, seconds, ref);
     val_add(s, 1, id, seconds);
     val_check(s);
   }
@@ -418,7 +399,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
 
 int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
 {
-  if (!s || !cand || s->calls_planned > 0 || s->phase != ACL_PHASE_WARMUP)
+  if (!s || !cand || s->calls_planned > 0 || acl_sm_base(s) != SM_WARMUP)
     return -1;
   int id = ACL_SEARCH_CAND_NCCL;
   if (cand->algo != ACL_ALGO_NCCL) {
@@ -447,21 +428,23 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
     c->judged = 1; /* a verdict from an earlier run: usable; timed once sampled */
     c->tried = 1;
   }
-  s->seed_state = SEED_RUNNING;
+  s->from_table = 1;
   s->seed_id = (uint16_t)id;
   s->tune_start_call = 0;
   /* adopt + validation against NCCL's own choice, no refinement: the table's
    * decision was refined when it was explored. */
-  s->phase = ACL_PHASE_CONVERGED;
-  s->tuned_once = 1;
   s->cur_sub = ACL_SEARCH_NONE;
   s->calls_to_converge = 1;
   adopt(s, id);
   s->decision_call = 1;
   s->val_refines = ACL_REF_MAX_TRIES;
-  val_reset(s, VAL_RUNNING);
-  if (id == ACL_SEARCH_CAND_NCCL)
+  val_reset(s);
+  if (id == ACL_SEARCH_CAND_NCCL) {
     val_over(s);
+    acl_sm_fire(s, EV_SEED_NCCL);
+  } else {
+    acl_sm_fire(s, EV_SEED_TABLE);
+  }
   return 0;
 }
 
@@ -469,16 +452,19 @@ const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
-acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->phase; }
+acl_phase_t acl_search_phase(const acl_search_t *s) { return acl_sm_phase(s); }
 
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
-  if (s->probe)
-    return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
-  if (s->waiting || s->phase == ACL_PHASE_WARMUP || s->phase == ACL_PHASE_DISABLED)
-    return ACL_SEARCH_SAMPLE_NEVER;
-  if (s->phase != ACL_PHASE_CONVERGED || s->val_state == VAL_RUNNING)
-    return 0;
+  switch (s->state) {
+  case SM_WAIT_SAMPLES: return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
+  case SM_WAIT_BUDGET:
+  case SM_PAUSED:
+  case SM_WARMUP:
+  case SM_OFF: return ACL_SEARCH_SAMPLE_NEVER;
+  case SM_CONVERGED: break;
+  default: return 0; /* measuring or validating: every call */
+  }
   double t = s->converged_seconds;
   uint8_t shift = 0;
   while (t > 0.0 && shift < ACL_SEARCH_SAMPLE_MAX_SHIFT &&
@@ -490,30 +476,31 @@ uint8_t acl_search_sample_shift(const acl_search_t *s)
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
 {
   memset(r, 0, sizeof *r);
-  r->phase = (acl_phase_t)s->phase;
+  r->phase = acl_sm_phase(s);
+  bool decided = acl_sm_decided(acl_sm_base(s));
   int cur = s->current < s->ncands ? s->current : 0;
   r->current = s->cands[cur].cand;
   r->baseline = s->cands[0].cand;
   if (s->cands[0].robust_seconds > 0.0)
     r->baseline_seconds = s->cands[0].robust_seconds;
-  int b = s->phase == ACL_PHASE_CONVERGED ? s->current : acl_search_best_judged(s, true);
+  int b = decided ? s->current : acl_search_best_judged(s, true);
   if (b >= 0 && s->cands[b].robust_seconds > 0.0) {
     r->best = s->cands[b].cand;
     r->best_seconds = s->cands[b].robust_seconds;
   } else {
     r->best = s->cands[0].cand;
   }
-  if (s->phase == ACL_PHASE_CONVERGED && acl_search_is_nccl(s, cur)) {
+  if (decided && acl_search_is_nccl(s, cur)) {
     r->speedup = r->speedup_lo = r->speedup_hi = 1.0;
     r->speedup_paired = 1;
-  } else if (s->phase == ACL_PHASE_CONVERGED && s->pair_n >= ACL_VAL_MIN) {
+  } else if (decided && s->pair_n >= ACL_VAL_MIN) {
     /* measured interleaved with NCCL's own choice, never against a
      * baseline from another interference regime */
     r->speedup = exp(s->pair_log);
     r->speedup_lo = exp(s->pair_log - ACL_SEARCH_SPEEDUP_Z * s->pair_se);
     r->speedup_hi = exp(s->pair_log + ACL_SEARCH_SPEEDUP_Z * s->pair_se);
     r->speedup_paired = 1;
-  } else if (s->phase != ACL_PHASE_CONVERGED && r->baseline_seconds > 0.0 &&
+  } else if (!decided && r->baseline_seconds > 0.0 &&
              r->best_seconds > 0.0) {
     /* exploring: the best so far against the baseline, no interval */
     r->speedup = r->baseline_seconds / r->best_seconds;
@@ -528,20 +515,20 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->candidates_evaluated = s->steps;
   r->calls_to_converge = s->calls_to_converge;
   r->retunes = s->retunes;
-  r->validating = s->phase == ACL_PHASE_CONVERGED && s->val_state == VAL_RUNNING;
-  r->calls_to_decision = s->phase == ACL_PHASE_CONVERGED ? s->decision_call : 0;
-  r->calls_to_verdict = s->phase == ACL_PHASE_CONVERGED ? s->verdict_call : 0;
+  r->validating = acl_sm_validating(acl_sm_base(s));
+  r->calls_to_decision = decided ? s->decision_call : 0;
+  r->calls_to_verdict = decided ? s->verdict_call : 0;
   r->exploration_spent_seconds = s->spent_s;
   r->cost_seconds = (double)s->calls_planned * acl_search_ref_seconds(s);
   r->merged = s->merged;
   r->outliers = s->outliers;
   r->samples = s->samples_seen;
-  if (s->phase != ACL_PHASE_CONVERGED || acl_search_is_nccl(s, cur))
-    r->source = s->seed_state == SEED_RUNNING && cur == s->seed_id ? ACL_SEARCH_SRC_TABLE
-                                                                  : ACL_SEARCH_SRC_NCCL;
+  if (s->from_table && cur == s->seed_id)
+    r->source = ACL_SEARCH_SRC_TABLE;
+  else if (!decided || acl_search_is_nccl(s, cur))
+    r->source = ACL_SEARCH_SRC_NCCL;
   else
-    r->source = s->seed_state == SEED_RUNNING && cur == s->seed_id ? ACL_SEARCH_SRC_TABLE
-                                                                  : ACL_SEARCH_SRC_EXPLORED;
+    r->source = ACL_SEARCH_SRC_EXPLORED;
 }
 
 int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max)

@@ -180,36 +180,6 @@ double acl_search_ref_seconds(const acl_search_t *s)
   return 0.0;
 }
 
-double acl_search_budget_left(const acl_search_t *s)
-{
-  if (acl_search_ref_seconds(s) <= 0.0)
-    return INFINITY; /* no time known yet: the baseline's samples tell it */
-  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s;
-}
-
-/* Runs cand id unsampled for as many calls as the budget needs to grow by
- * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
-int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
-                          uint32_t *len)
-{
-  double per_call = s->params.budget * acl_search_ref_seconds(s);
-  double deficit = need - acl_search_budget_left(s);
-  double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
-  uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
-               : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
-                                         : (uint32_t)l;
-  s->waiting = 1;
-  s->probe = 0;
-  if (s->phase != ACL_PHASE_CONVERGED)
-    s->current = (uint16_t)id; /* converged: current stays the decision */
-  s->calls_planned += n;
-  if (out)
-    *out = s->cands[id].cand;
-  if (len)
-    *len = n;
-  return id;
-}
-
 int acl_search_runs_channels(const acl_search_t *s, int id)
 {
   const acl_search_cand_t *c = &s->cands[id];

@@ -1,7 +1,11 @@
-/* Private to tuner/search/: search.c (warm-up, baseline, exploration:
- * planning and judging) calls search_conv.c (convergence, background
- * validation and refinement, drift, reporting), and both call search_grid.c
- * (the candidate grid and table, statistics). Calls go that way only. */
+/* Private to tuner/search/. Calls go down this list only:
+ *   search.c          entry points: settings, init, hints, next, samples
+ *   search_conv.c     the decision, background validation and refinement,
+ *                     drift and re-tuning, warm start, reporting
+ *   search_explore.c  exploration: the descent's plan, blocks, verdicts
+ *   search_budget.c   the exploration budget: what is charged, waiting
+ *   search_sm.c       the state machine: states, events, the one transition
+ *   search_grid.c     the candidate grid and table, statistics */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
@@ -55,8 +59,85 @@
 #define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
-enum { VAL_NONE = 0, VAL_RUNNING, VAL_DONE };
-enum { SEED_NONE = 0, SEED_RUNNING, SEED_FAILED };
+
+/* search_sm.c: the state machine. acl_search_t.state changes only in
+ * acl_sm_fire(); the states and the events are listed there with the
+ * transition table (docs/tuner.md draws it). */
+typedef enum acl_sm_state {
+  SM_WARMUP = 0,    /* NCCL's choice runs, samples dropped */
+  SM_BASELINE,      /* NCCL's choice measured */
+  SM_EXPLORING,     /* candidates under test */
+  SM_CONVERGED,     /* decision applied, validation over (settled) */
+  SM_RETUNING,      /* drift: the baseline and candidates measured again */
+  SM_OFF,           /* NCCL's choice only */
+  SM_WAIT_BUDGET,   /* measuring waits for the budget: NCCL's choice, unsampled */
+  SM_WAIT_SAMPLES,  /* measuring waits for late samples: NCCL's choice, one probe */
+  SM_VALIDATING,    /* a decision interleaved with NCCL's choice until proven */
+  SM_REFINING,      /* a challenger interleaved with the proven decision */
+  SM_PAUSED,        /* validating or refining waits for the budget */
+  SM_COUNT
+} acl_sm_state_t;
+
+typedef enum acl_sm_event {
+  EV_WARMED = 0,   /* the warm-up calls are handed out */
+  EV_SEED_TABLE,   /* a tuning table's decision is taken (warm start) */
+  EV_SEED_NCCL,    /* a tuning table says NCCL's own choice */
+  EV_MEASURED,     /* the baseline is judged */
+  EV_NO_BUDGET,    /* the next block would overdraw the budget */
+  EV_LATE,         /* the candidate's samples have not arrived */
+  EV_NEXT_BLOCK,   /* a waiting block is over */
+  EV_PROVISIONAL,  /* exploration found a faster candidate */
+  EV_CHALLENGE,    /* a challenger of the decision is picked */
+  EV_SETTLED,      /* no challenger left: validation is over */
+  EV_FALLBACK,     /* the decision cannot run on some rank: NCCL's choice */
+  EV_DRIFT,        /* sustained drift, or the table's decision lost */
+  EV_COUNT
+} acl_sm_event_t;
+
+/* Apply ev. Waiting states return to the state they came from at the next
+ * block; an event that arrives meanwhile (a late sample's verdict) changes
+ * that state, not the wait. An event with no transition from the current
+ * state turns the search off (NCCL's choice): a bug, never a crash. */
+void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev);
+/* The state the search is in when no block is waiting. */
+acl_sm_state_t acl_sm_base(const acl_search_t *s);
+bool acl_sm_is_wait(int st);
+/* A decision is applied: converged, validating, refining (paused or not). */
+bool acl_sm_decided(int st);
+/* The validation runs: a challenger (NCCL's choice or a neighbour) is
+ * interleaved with the decision. */
+bool acl_sm_validating(int st);
+/* The coarse phase other modules see (acl_search_phase). */
+acl_phase_t acl_sm_phase(const acl_search_t *s);
+
+/* search_budget.c: the exploration budget (docs/tuner.md). */
+double acl_search_budget_left(const acl_search_t *s);
+/* What measuring the baseline needs from the budget. */
+double acl_search_baseline_need(const acl_search_t *s);
+/* What the first look at candidate id is expected to cost. */
+double acl_search_step_cost(const acl_search_t *s, int id);
+/* Runs cand id unsampled for as many calls as the budget needs to grow by
+ * `need` (a waiting state). */
+int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
+                          uint32_t *len);
+/* Charges a block of cand id with `sampled` calls carrying profiler events
+ * (the workload's first events and a config's first call pay once more);
+ * call it before the block counts as planned. */
+void acl_search_charge_block(acl_search_t *s, int id, uint32_t sampled);
+/* Charges a sample's time beyond the incumbent's (ref). */
+void acl_search_charge_sample(acl_search_t *s, double seconds, double ref);
+
+/* search_explore.c: exploration. */
+/* A verdict on cand id from its samples (steps count the ones that cost calls). */
+void acl_search_judge(acl_search_t *s, int id, bool costs_calls);
+/* The next candidate that needs samples; -1 when exploration is over. */
+int acl_search_plan(acl_search_t *s);
+/* The block that measures cand id (or waits for its late samples). */
+int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len);
+/* Exploration over: the candidate to take as the decision (0 = NCCL's). */
+int acl_search_explored_pick(const acl_search_t *s);
+/* Re-tuning: every measurement of the exploration is stale. */
+void acl_search_explore_reset(acl_search_t *s);
 
 /* search_grid.c: the candidate grid and table, statistics. Calls nothing
  * else in the search. */
@@ -77,13 +158,10 @@ double acl_search_mean_overlap(const acl_search_cand_t *c);
 double acl_search_busbw(const acl_search_t *s, double seconds);
 bool acl_search_usable(const acl_search_t *s, int id);
 /* The workload's reference call time (the measured baseline, else NCCL's
- * prediction) and the budget arithmetic. */
+ * prediction). */
 double acl_search_ref_seconds(const acl_search_t *s);
 /* The channels NCCL runs cand id with, as far as the clamps seen tell. */
 int acl_search_runs_channels(const acl_search_t *s, int id);
-double acl_search_budget_left(const acl_search_t *s);
-int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
-                          uint32_t *len);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
 
 /* search_conv.c: the decision, its validation and refinement, drift,

@@ -1,0 +1,79 @@
+/* The exploration budget of one search (docs/tuner.md): what exploring and
+ * validating cost beyond the incumbent (other candidates' extra time,
+ * profiler events, a config's first use) never exceeds params.budget x the
+ * time the workload has cost so far. While the next block would overdraw
+ * it, the incumbent runs unsampled: a waiting state (search_sm.c). */
+#include <math.h>
+
+#include "tuner/search/search_int.h"
+
+double acl_search_budget_left(const acl_search_t *s)
+{
+  if (acl_search_ref_seconds(s) <= 0.0)
+    return INFINITY; /* no time known yet: the baseline's samples tell it */
+  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s;
+}
+
+/* Measuring the baseline costs its profiler events (the first ones of the
+ * workload dearly). */
+double acl_search_baseline_need(const acl_search_t *s)
+{
+  return (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S +
+         (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
+}
+
+/* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
+ * expected to cost beyond the incumbent: NCCL's cost table gives its prior
+ * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior). */
+double acl_search_step_cost(const acl_search_t *s, int id)
+{
+  const acl_candidate_t *c = &s->cands[id].cand;
+  double ref = acl_search_ref_seconds(s), ratio = 1.0;
+  float cn = s->nccl_algo >= 0 ? s->cost[s->nccl_algo][s->nccl_proto] : -1.0f;
+  float cc = c->algo >= 0 && c->proto >= 0 ? s->cost[c->algo][c->proto] : -1.0f;
+  if (cn > 0.0f && cc > 0.0f)
+    ratio = fmin(fmax((double)cc / cn, 1.0), ACL_SEARCH_SKIP_PRIOR);
+  int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
+                                                           : ACL_SEARCH_EARLY2_N;
+  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S;
+}
+
+/* Runs cand id unsampled for as many calls as the budget needs to grow by
+ * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
+int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
+                          uint32_t *len)
+{
+  double per_call = s->params.budget * acl_search_ref_seconds(s);
+  double deficit = need - acl_search_budget_left(s);
+  double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
+  uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
+               : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
+                                         : (uint32_t)l;
+  if (!acl_sm_decided(acl_sm_base(s)))
+    s->current = (uint16_t)id; /* decided: current stays the decision */
+  acl_sm_fire(s, EV_NO_BUDGET);
+  s->calls_planned += n;
+  if (out)
+    *out = s->cands[id].cand;
+  if (len)
+    *len = n;
+  return id;
+}
+
+void acl_search_charge_block(acl_search_t *s, int id, uint32_t sampled)
+{
+  s->spent_s += sampled * ACL_SEARCH_EVENT_COST_S;
+  if (!s->events_paid) {
+    s->spent_s += ACL_SEARCH_FIRST_EVENTS_COST_S;
+    s->events_paid = 1;
+  }
+  if (id == ACL_SEARCH_CAND_NCCL)
+    s->c0_sampled += sampled;
+  if (id != ACL_SEARCH_CAND_NCCL && s->cands[id].planned == 0)
+    s->spent_s += ACL_SEARCH_SETUP_COST_S;
+}
+
+void acl_search_charge_sample(acl_search_t *s, double seconds, double ref)
+{
+  s->spent_s += fmax(0.0, seconds - ref);
+}

@@ -1,0 +1,341 @@
+/* Exploration of one search (see tuner/search/search.h and docs/tuner.md):
+ * subspaces by (algorithm, protocol) in NCCL's predicted order, each a
+ * pattern-search coordinate descent over the resource axes; the blocks that
+ * measure a candidate, and the verdicts on its samples. */
+#include <string.h>
+
+#include "tuner/search/search_int.h"
+
+static bool better(const acl_search_t *s, int a, int b)
+{
+  return s->cands[a].robust_seconds <
+         s->cands[b].robust_seconds * (1.0 - ACL_SEARCH_BETTER_EPS);
+}
+
+static void traj_push(acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  acl_traj_point_t *t = &s->traj[s->traj_head];
+  memset(t, 0, sizeof *t);
+  t->step = s->steps;
+  t->cand_id = (uint16_t)id;
+  t->cand = c->cand;
+  t->busbw = (float)acl_search_busbw(s, c->robust_seconds);
+  t->overlap = (float)acl_search_mean_overlap(c);
+  s->traj_head = (s->traj_head + 1) % ACL_SEARCH_TRAJ;
+  if (s->traj_len < ACL_SEARCH_TRAJ)
+    s->traj_len++;
+}
+
+void acl_search_judge(acl_search_t *s, int id, bool costs_calls)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+  c->judged = 1;
+  if (costs_calls)
+    s->steps++;
+  traj_push(s, id);
+  int b = acl_search_best_judged(s, true);
+  if (b >= 0)
+    s->best = (uint16_t)b;
+}
+
+/* Candidate id takes the samples and verdict of `from`, which NCCL runs
+ * identically: no calls spent. */
+static void copy_verdict(acl_search_t *s, int id, int from, bool costs_calls)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  const acl_search_cand_t *b = &s->cands[from];
+  if (c->judged || !b->judged || b->nsamples == 0)
+    return;
+  memcpy(c->seconds, b->seconds, sizeof c->seconds);
+  memcpy(c->overlap, b->overlap, sizeof c->overlap);
+  c->nsamples = b->nsamples;
+  c->ntotal_lo = b->nsamples;
+  c->got = b->nsamples;
+  acl_search_judge(s, id, costs_calls);
+}
+
+/* A grid point at or above a channel request NCCL was seen to clamp runs as
+ * the clamped count: when a judged candidate of the subspace runs that count
+ * (or it is NCCL's own choice), the point is its twin and costs nothing.
+ * Returns whether id is judged now. */
+static bool merge_twin(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  if (c->sub == ACL_SEARCH_NONE)
+    return false;
+  const acl_search_sub_t *sub = &s->subs[c->sub];
+  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx)
+    return false;
+  int ran = sub->clamp_ch, twin = -1;
+  if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
+      s->cands[0].judged)
+    twin = 0;
+  for (int i = 1; i < s->ncands && twin < 0; i++) {
+    const acl_search_cand_t *t = &s->cands[i];
+    if (i != id && t->judged && t->sub == c->sub &&
+        (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
+      twin = i;
+  }
+  if (twin < 0)
+    return false;
+  c->ran_ch = (int16_t)ran;
+  s->merged++;
+  copy_verdict(s, id, twin, false);
+  return c->judged;
+}
+
+/* Cand id needs samples (not judged, and no twin judged it). */
+static bool needs_samples(acl_search_t *s, int id)
+{
+  return !s->cands[id].judged && !merge_twin(s, id);
+}
+
+static void sub_begin(acl_search_t *s, int si)
+{
+  acl_search_sub_t *sub = &s->subs[si];
+  sub->state = SUB_ACTIVE;
+  /* Start where the best point so far is (channel optima transfer well
+   * between subspaces), else at NCCL's channel count or mid-range. */
+  int b = acl_search_best_judged(s, false);
+  for (int ax = 0; ax < ACL_SEARCH_NUM_AXES; ax++)
+    sub->center[ax] = (uint8_t)(b > 0 ? s->cands[b].axis_idx[ax] : acl_search_axis_start(s, ax));
+  sub->axis = 0;
+  sub->lo = -1;
+  sub->hi = (int8_t)acl_search_axis_count(s, 0);
+  /* Near a known optimum refine locally; from scratch take big steps. */
+  sub->step = b > 0 ? 1 : 3;
+  sub->dir = 0;
+  sub->checked = 0;
+  s->cur_sub = (uint8_t)si;
+  /* NCCL's own subspace at the channel count NCCL ran is the baseline
+   * itself: its samples stand for that point instead of measuring it again. */
+  if (b <= 0 && s->hint_ch > 0 && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto &&
+      acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, sub->center[0]) == s->hint_ch) {
+    int id = acl_search_find_or_add(s, si, sub->center);
+    if (id > 0)
+      copy_verdict(s, id, 0, true);
+  }
+}
+
+static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
+{
+  sub->axis++;
+  if (sub->axis < ACL_SEARCH_NUM_AXES) {
+    sub->lo = -1;
+    sub->hi = (int8_t)acl_search_axis_count(s, sub->axis);
+    sub->step = 2;
+    sub->dir = 0;
+  }
+}
+
+/* The active subspace, beginning the next pending one when needed; NULL
+ * when none is left. */
+static acl_search_sub_t *active_sub(acl_search_t *s)
+{
+  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_ACTIVE)
+    return &s->subs[s->cur_sub];
+  s->cur_sub = ACL_SEARCH_NONE;
+  for (int i = 0; i < s->nsubs; i++)
+    if (s->subs[i].state == SUB_PENDING) {
+      sub_begin(s, i);
+      return &s->subs[i];
+    }
+  return NULL;
+}
+
+/* Prune rule: a subspace whose first point c (taken at the best channel
+ * count so far) is > prune_ratio x slower than the best so far. NCCL's own
+ * subspace is never pruned: the baseline lies in it. */
+static bool prune(const acl_search_t *s, const acl_search_sub_t *sub, int c)
+{
+  int b = acl_search_best_judged(s, true);
+  bool own = sub->algo == s->nccl_algo && sub->proto == s->nccl_proto;
+  return !own && b >= 0 && b != c &&
+         s->cands[c].robust_seconds > s->params.prune_ratio * s->cands[b].robust_seconds;
+}
+
+/* The grid index to try next on the current axis, or -1 when the direction,
+ * step or axis changed instead (plan again). */
+static int sub_next_point(acl_search_t *s, acl_search_sub_t *sub)
+{
+  int center = sub->center[sub->axis];
+  if (sub->dir == 0) {
+    int next = center + sub->step;
+    if (next >= sub->hi)
+      next = sub->hi - 1;
+    if (next > center)
+      return next;
+    sub->dir = 1;
+    return -1;
+  }
+  int next = center - sub->step;
+  if (next <= sub->lo)
+    next = sub->lo + 1;
+  if (next < center)
+    return next;
+  /* Both sides tried at this step: shrink it, or the axis is done. */
+  if (sub->hi - sub->lo <= 2 || sub->step <= 1) {
+    sub_next_axis(s, sub);
+  } else {
+    sub->step = (uint8_t)(sub->step / 2);
+    sub->dir = 0;
+  }
+  return -1;
+}
+
+/* Point nc (grid index next) was compared with the incumbent c. */
+static void sub_move(acl_search_t *s, acl_search_sub_t *sub, int c, int nc, int next)
+{
+  int center = sub->center[sub->axis];
+  if (better(s, nc, c)) {
+    /* Unimodal: the optimum lies beyond the incumbent; keep going the same
+     * way with a doubled step. */
+    if (sub->dir == 0)
+      sub->lo = (int8_t)center;
+    else
+      sub->hi = (int8_t)center;
+    sub->center[sub->axis] = (uint8_t)next;
+    if (sub->step < 64)
+      sub->step = (uint8_t)(sub->step * 2);
+  } else if (sub->dir == 0) {
+    sub->hi = (int8_t)next;
+    sub->dir = 1;
+  } else {
+    sub->lo = (int8_t)next;
+  }
+}
+
+int acl_search_plan(acl_search_t *s)
+{
+  uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
+  for (int guard = 0; guard < 1024; guard++) {
+    if (s->steps - s->tune_start_step >= ACL_SEARCH_MAX_STEPS || s->explore_calls >= cap)
+      return -1;
+    acl_search_sub_t *sub = active_sub(s);
+    if (!sub)
+      return -1;
+    if (sub->axis >= ACL_SEARCH_NUM_AXES) {
+      sub->state = SUB_DONE;
+      continue;
+    }
+    if (acl_search_axis_count(s, sub->axis) <= 1) {
+      sub_next_axis(s, sub);
+      continue;
+    }
+    int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
+    if (c < 0 || needs_samples(s, c))
+      return c;
+    if (!sub->checked) {
+      sub->checked = 1;
+      if (prune(s, sub, c)) {
+        sub->state = SUB_PRUNED;
+        continue;
+      }
+    }
+    int next = sub_next_point(s, sub);
+    if (next < 0)
+      continue;
+    uint8_t idx[ACL_SEARCH_NUM_AXES];
+    memcpy(idx, sub->center, sizeof idx);
+    idx[sub->axis] = (uint8_t)next;
+    int nc = acl_search_find_or_add(s, s->cur_sub, idx);
+    if (nc < 0 || needs_samples(s, nc))
+      return nc;
+    sub_move(s, sub, c, nc, next);
+  }
+  return -1;
+}
+
+int acl_search_explored_pick(const acl_search_t *s)
+{
+  int b = -1;
+  for (int i = 1; i < s->ncands; i++) /* NCCL's own choice in disguise is no gain */
+    if (s->cands[i].judged && acl_search_usable(s, i) && !acl_search_is_nccl(s, i) &&
+        (b < 0 || s->cands[i].robust_seconds < s->cands[b].robust_seconds))
+      b = i;
+  const acl_search_cand_t *base = &s->cands[0];
+  if (b > 0 && s->cands[b].robust_seconds < base->robust_seconds * (1.0 - ACL_SEARCH_PROV_MARGIN))
+    return b;
+  return ACL_SEARCH_CAND_NCCL;
+}
+
+/* Calls to hand out for a candidate under evaluation; 0 = wait for its
+ * late samples. */
+static uint32_t block_len(const acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  uint32_t spc = (uint32_t)s->params.samples_per_cand;
+  uint32_t target = spc;
+  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
+    target = ACL_SEARCH_EARLY2_N;
+  else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
+    target = ACL_SEARCH_EARLY_N;
+  if (c->planned < target)
+    return target - c->planned;
+  /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
+   * lost: wait for them, NCCL's choice running with one probe sample per
+   * block. Samples arrive in call order, so once a probe arrived the missing
+   * ones are lost and run again (the baseline's own probes are baseline
+   * samples). */
+  if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
+      (id == ACL_SEARCH_CAND_NCCL || s->cands[0].got <= s->wait_mark))
+    return 0;
+  return target > c->got ? target - c->got : 1;
+}
+
+int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
+{
+  uint32_t l = block_len(s, id);
+  acl_search_cand_t *c = &s->cands[id];
+  bool wait = l == 0;
+  if (wait) {
+    if (c->waits++ == 0)
+      s->wait_mark = s->c0_sampled;
+    id = ACL_SEARCH_CAND_NCCL;
+    c = &s->cands[0];
+    l = ACL_SEARCH_WAIT_MIN;
+  } else {
+    c->waits = 0;
+  }
+  /* Every call of a measuring block carries profiler events (a waiting
+   * block only its probe). */
+  acl_search_charge_block(s, id, wait ? 1 : l);
+  c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
+  s->current = (uint16_t)id;
+  s->calls_planned += l;
+  int st = acl_sm_base(s);
+  if ((st == SM_EXPLORING || st == SM_RETUNING) && !wait)
+    s->explore_calls += l;
+  if (wait)
+    acl_sm_fire(s, EV_LATE);
+  if (out)
+    *out = c->cand;
+  if (len)
+    *len = l;
+  return id;
+}
+
+void acl_search_explore_reset(acl_search_t *s)
+{
+  for (int i = 0; i < s->ncands; i++) {
+    acl_search_cand_t *c = &s->cands[i];
+    c->planned = 0;
+    c->got = 0;
+    c->judged = 0;
+    c->nsamples = 0;
+    c->robust_seconds = 0.0;
+    c->tried = 0;
+  }
+  for (int i = 0; i < s->nsubs; i++)
+    if (s->subs[i].state != SUB_INVALID)
+      s->subs[i].state = SUB_PENDING;
+  s->cur_sub = ACL_SEARCH_NONE;
+  s->best = 0;
+  s->current = 0;
+  s->tune_start_call = s->calls_planned;
+  s->explore_calls = 0;
+  s->tune_start_step = s->steps;
+  s->c0_sampled = 0;
+}
