@@ -68,7 +68,7 @@ static void put_subspace(acl_strbuf_t *sb, const acl_candidate_t *c)
   acl_render_json_str(sb, buf, sizeof(buf));
 }
 
-static void put_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
+void acl_render_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
                               const acl_snap_workload_t *w)
 {
   const acl_snap_comm_t *c = comm_of(s, w);
@@ -88,7 +88,7 @@ static int clamp_traj(int n) { return n < 0 ? 0 : (n > ACL_SNAP_TRAJ ? ACL_SNAP_
 
 static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_snap_workload_t *w)
 {
-  put_workload_head(sb, s, w);
+  acl_render_workload_head(sb, s, w);
   acl_sb_printf(sb, ", \"pipe_ops\": %d", (int)w->key.num_pipe_ops);
   acl_sb_puts(sb, ",\n     \"state\": ");
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
@@ -215,7 +215,7 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
 void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w,
                            acl_strbuf_t *out)
 {
-  put_workload_head(out, s, w);
+  acl_render_workload_head(out, s, w);
   acl_sb_puts(out, ", \"state\": ");
   acl_render_json_str(out, acl_phase_name(w->phase), 32);
   acl_sb_puts(out, ", \"step\": ");

@@ -81,20 +81,10 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
 {
   int nc = clamp_n(s->ncomms, ACL_SNAP_MAX_COMMS);
   const acl_snap_comm_t *c = w->comm >= 0 && w->comm < nc ? &s->comms[w->comm] : NULL;
-  char hex[24];
-  acl_sb_puts(sb, "{\"comm\": ");
-  acl_render_json_str(sb, acl_render_comm_hex(c ? c->id : w->key.comm_id, hex, sizeof(hex)),
-                      sizeof(hex));
+  acl_render_workload_head(sb, s, w);
   acl_sb_puts(sb, ", \"comm_name\": ");
   acl_render_json_str(sb, c ? c->name : "", c ? sizeof(c->name) : 1);
-  acl_sb_puts(sb, ", \"rank\": ");
-  if (w->rank >= 0)
-    acl_sb_printf(sb, "%d", w->rank);
-  else
-    acl_sb_puts(sb, "null");
-  acl_sb_puts(sb, ", \"collective\": ");
-  acl_render_json_str(sb, acl_coll_name(w->key.coll), 32);
-  acl_sb_printf(sb, ", \"bytes\": %" PRIu64 ",\n     \"state\": ", w->key.nbytes);
+  acl_sb_puts(sb, ",\n     \"state\": ");
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
   acl_sb_printf(sb, ", \"calls\": %" PRIu64 ", \"nccl_seconds\": ", w->calls);
   double ns = acl_report_nccl_seconds(w);

@@ -230,6 +230,7 @@ typedef struct acl_top_opts {
   bool batch;
   long iterations;  /* -n; -1 = until quit */
   bool once, json, no_color, help, version;
+  int local_ranks;  /* --local-ranks N: each URL stands for ports port..port+N-1 */
 } acl_top_opts_t;
 
 /* Normalises "host:port", "http://host[:port][/prefix]" into a base URL

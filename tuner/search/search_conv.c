@@ -199,6 +199,18 @@ static void seed_failed(acl_search_t *s)
   retune(s);
 }
 
+/* The decision lost against NCCL's own choice: back to it (a table's
+ * decision: the workload explores as if the table were silent). */
+static void revert(acl_search_t *s, double gain, double se)
+{
+  if (s->from_table) {
+    seed_failed(s);
+    return;
+  }
+  promote(s, gain, se);
+  next_challenger(s);
+}
+
 /* Sequential test, looked at once per challenger block. Against NCCL's
  * choice (challenger 0): keep the decision when it is faster by
  * ACL_VAL_Z_KEEP standard errors, revert when it is slower by ACL_VAL_Z_DROP,
@@ -227,12 +239,7 @@ static void val_check(acl_search_t *s)
     s->pair_se = se;
     s->pair_n = nc;
     if (gain + ACL_VAL_Z_DROP * se < 0.0) {
-      if (s->from_table) {
-        seed_failed(s);
-        return;
-      }
-      promote(s, gain, se); /* back to NCCL's own choice */
-      next_challenger(s);
+      revert(s, gain, se);
       return;
     }
   }
@@ -249,12 +256,7 @@ static void val_check(acl_search_t *s)
         next_challenger(s);
       }
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
-      if (s->from_table) {
-        seed_failed(s);
-        return;
-      }
-      promote(s, gain, se); /* back to NCCL's own choice */
-      next_challenger(s);
+      revert(s, gain, se);
     }
     return;
   }
