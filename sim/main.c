@@ -202,7 +202,9 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
   if (o->demo)
     fprintf(f, "Open a second terminal and watch:\n");
   fprintf(f, "  live tuning:  %s --url http://127.0.0.1:%d", top, o->port);
-  if (nprocs > 1)
+  if (nprocs > 1 && o->nhosts <= 1)
+    fprintf(f, " --local-ranks %d", nprocs);
+  else if (nprocs > 1)
     fprintf(f, " --url http://127.0.0.1:%d", o->port + 1);
   fprintf(f,
           "\n"
