@@ -473,7 +473,7 @@ Test(search, validation_reverts_a_slower_decision)
 
 /* The same fooled decision, looked at after every sample: no report ever
  * calls it converged at a speedup below 0.99 whose interval lies below 1
- * (the revert happens at the sample that proves the loss). */
+ * (the estimate shown and the revert change at the same looks). */
 Test(search, never_converged_at_a_proven_loss)
 {
   acl_search_t s;
