@@ -214,7 +214,7 @@ static void rdev_learn(acl_attr_t *a, void *rank_ctx, uint32_t dev)
       a->rdev[i].device = dev;
       return;
     }
-  if (a->nrdev < 256) {
+  if (a->nrdev < (int)(sizeof(a->rdev) / sizeof(a->rdev[0]))) {
     a->rdev[a->nrdev].rank_ctx = rank_ctx;
     a->rdev[a->nrdev++].device = dev;
   }

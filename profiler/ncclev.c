@@ -45,7 +45,7 @@ struct acl_ncclev_rank {
   uint64_t head, tail; /* FIFO of decided calls, [head, tail) */
   fent_t fifo[ACL_EV_FIFO];
   /* workloads whose mismatch was logged (log once per workload) */
-  uint32_t logged[64];
+  uint32_t logged[64]; /* a log line per workload, for the first 64: enough to see a pattern */
   int nlogged;
 };
 
@@ -274,7 +274,7 @@ static void check_mismatch(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call
   for (int i = 0; i < r->nlogged; i++)
     if (r->logged[i] == key)
       return;
-  if (r->nlogged < 64)
+  if (r->nlogged < (int)(sizeof(r->logged) / sizeof(r->logged[0])))
     r->logged[r->nlogged++] = key;
   char want[48];
   acl_candidate_str(c, want, sizeof(want));

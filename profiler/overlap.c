@@ -94,19 +94,19 @@ void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_r
     out->kernels++;
     uint64_t a = r->start > s ? r->start : s, b = r->end < e ? r->end : e;
     uint32_t k, j;
-    for (j = 0; j < nseen; j++) /* distinct names, exact up to 64 */
+    for (j = 0; j < nseen; j++) /* distinct names, exact up to the size of seen[] */
       if (seen[j] == r->name_id)
         break;
     if (j == nseen) {
       out->distinct++;
-      if (nseen < 64)
+      if (nseen < sizeof(seen) / sizeof(seen[0]))
         seen[nseen++] = r->name_id;
     }
     for (k = 0; k < out->nnames; k++)
       if (out->names[k] == r->name_id)
         break;
     if (k == out->nnames) {
-      if (out->nnames == 8)
+      if (out->nnames == sizeof(out->names) / sizeof(out->names[0]))
         continue;
       out->names[out->nnames++] = r->name_id;
     }

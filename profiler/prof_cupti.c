@@ -45,6 +45,13 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 
 #define BUF_SIZE (256u * 1024u)
 #define BUF_KEEP 8
+/* Flush period while calls wait for their kernels: chosen, not measured;
+ * samples reach the search within a few ms, and the flush thread stays
+ * idle most of the time. */
+#define FLUSH_US_DEFAULT 2000u
+/* Buffers stopped coming for this long while calls wait: someone else took
+ * CUPTI's activity callbacks (far beyond any flush period or kernel). */
+#define BUFFER_STALL_NS (60ull * 1000000000ull)
 
 #define CUPTI_FNS(X)                                                                       \
   X(cuptiGetVersion, 1)                                                                    \
@@ -249,7 +256,7 @@ static void *flush_main(void *arg)
     /* Buffers stopped coming for a minute while calls wait: someone else
      * took CUPTI's activity callbacks. */
     uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
-    if (acl_attr_pending(c->attr) > 0 && last && now > last + 60000000000ull)
+    if (acl_attr_pending(c->attr) > 0 && last && now > last + BUFFER_STALL_NS)
       back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -336,7 +343,7 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   c->attr = attr;
   c->batch = batch;
   c->u = u;
-  c->flush_us = o && o->flush_us ? o->flush_us : 2000;
+  c->flush_us = o && o->flush_us ? o->flush_us : FLUSH_US_DEFAULT;
   c->inst = atomic_fetch_add(&g_inst, 1) + 1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);

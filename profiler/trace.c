@@ -405,7 +405,7 @@ void acl_trace_start(const acl_trace_opts_t *in)
   }
   snprintf(t->tmpl, sizeof(t->tmpl), "%s", opts->path);
   t->max_bytes = opts->max_bytes ? opts->max_bytes : ACL_TRACE_MAX_DEFAULT;
-  t->flush_ms = opts->flush_ms ? opts->flush_ms : 20;
+  t->flush_ms = opts->flush_ms ? opts->flush_ms : ACL_TRACE_FLUSH_MS;
   snprintf(t->mode, sizeof(t->mode), "%s", opts->mode ? opts->mode : "");
   snprintf(t->profiler, sizeof(t->profiler), "%s", opts->profiler ? opts->profiler : "");
   t->t0_ns = acl_mono_ns();

@@ -24,11 +24,14 @@
 #define ACL_TRACE_MAX_DEFAULT ACL_CONFIG_TRACE_MAX_DEFAULT /* bytes of text per file */
 #define ACL_TRACE_RING 16384                 /* records */
 #define ACL_TRACE_MAX_FILES 64               /* distinct files (%r: ranks) */
+#define ACL_TRACE_FLUSH_MS 20 /* writer period: the ring (ACL_TRACE_RING records) holds 20 ms
+                               * of up to 800,000 samples/s, and it drains at once when a
+                               * quarter full */
 
 typedef struct acl_trace_opts {
   const char *path;   /* template: %p pid, %r rank (-1: "x"), %% '%'; NULL: AUTOCCL_TRACE */
   uint64_t max_bytes; /* per file; 0: AUTOCCL_TRACE_MAX, else ACL_TRACE_MAX_DEFAULT */
-  unsigned flush_ms;  /* writer period; 0 = 20 ms */
+  unsigned flush_ms;  /* writer period; 0 = ACL_TRACE_FLUSH_MS */
   const char *mode, *profiler; /* written in the header (may be NULL) */
 } acl_trace_opts_t;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # autoccl-bench on a GPU machine, in one call.
 #
-#   scripts/gpu-bench.sh            the two-GPU measurement matrix (issue 9):
+#   scripts/gpu-bench.sh            the two-GPU measurement matrix:
 #                                   all_reduce, all_gather, reduce_scatter,
 #                                   64 KiB..1 GiB, isolated and under a
 #                                   concurrent bf16 GEMM: NCCL default, autoccl

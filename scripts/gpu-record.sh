@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Record traces on the GPU machine for the simulator's replay (issue 14,
-# docs/trace.md): for AllReduce, AllGather and ReduceScatter at 64 KiB..1 GiB,
+# Record traces on the GPU machine for the simulator's replay
+# (docs/trace.md): for AllReduce, AllGather and ReduceScatter at 64 KiB..1 GiB,
 # isolated and under a bf16 GEMM, one process per GPU (--procs) and one
 # process for both (--single):
 #   - NCCL's default and the autoccl plugin (which records AUTOCCL_TRACE:

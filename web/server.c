@@ -75,7 +75,7 @@ static int open_listener(const char *bind_addr, int port, int *bound_port, char 
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (ss.ss_family == AF_INET6)
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-  if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 128) != 0) {
+  if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, ACL_WEB_BACKLOG) != 0) {
     char hp[96];
     snprintf(err, errlen, "cannot listen on %s: %s",
              acl_fmt_hostport(hp, sizeof(hp), bind_addr, port), strerror(errno));

@@ -168,7 +168,7 @@ enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn)
   c->last_write = acl_mono_s();
   push(c, (acl_sse_msg_t *)&k_hello);
   struct MHD_Response *r =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, c, sse_free);
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, ACL_WEB_SSE_BLOCK, sse_read, c, sse_free);
   if (!r) {
     free(c);
     return MHD_NO;

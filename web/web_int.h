@@ -23,6 +23,8 @@
 #define ACL_WEB_SSE_QUEUE 64      /* events queued per client before dropping */
 #define ACL_WEB_HEARTBEAT_S 5
 #define ACL_WEB_EVENT_MAX (64 * 1024) /* one event's JSON */
+#define ACL_WEB_SSE_BLOCK 4096    /* bytes MHD asks the event stream for at a time: a page */
+#define ACL_WEB_BACKLOG 128       /* listen() backlog: above ACL_WEB_MHD_CONN, refused beyond */
 /* A rendered /metrics or /api/v1/state is reused this long: however hard
  * clients poll, the job's process renders at most 1/ACL_WEB_CACHE_S times
  * a second per route (Prometheus scrapes every >= 1 s; the dashboard

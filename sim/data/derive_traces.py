@@ -25,7 +25,7 @@ Assumed (documented in docs/trace.md, replaced by real traces):
   - set-up (connections): a sweep run's first call in a fresh process pays
     the default run's first-call cost, plus 5 ms per channel beyond the
     default's at that size, plus 20 ms when its algorithm is not the
-    default's (DESIGN.md section 8: "tens of ms"; a static table of 24- and
+    default's (the design's estimate, "tens of ms"; a static table of 24- and
     32-channel configs paid ~40 ms where the default ran 16 channels).
 """
 import gzip, json, math, os, random, sys

@@ -1,4 +1,4 @@
-/* A hostile neighbour and crashes (issue 16): a file that is not ours at a
+/* A hostile neighbour and crashes: a file that is not ours at a
  * segment's name is never used (another user's, a wrong mode, a link) and
  * the ranks meet on the next name; a corrupt segment of ours is refused
  * at once, naming it; segments whose processes all died are reclaimed
@@ -219,4 +219,44 @@ Test(guest, dead_jobs_segments_reclaimed_at_next_start, .timeout = 30)
   for (int i = 0; i < 2; i++)
     shm_unlink(names[i]);
   shm_unlink(live_name);
+}
+
+/* A job killed while it held its segment's lock, with workloads past the
+ * header: the next process reclaims the segment (recovering the lock on
+ * the way) instead of crashing on the workloads it had not mapped. */
+Test(guest, dead_lock_holders_segment_reclaimed_without_crash, .timeout = 30)
+{
+  uint64_t id = th_comm_id(109);
+  pid_t pid = fork();
+  if (pid == 0) {
+    th_rank_t r;
+    th_params(&r, id, 0, 2, 1, "held");
+    char err[256];
+    acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
+    if (!c)
+      _exit(2);
+    float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+    th_cost(cost, -1);
+    acl_decision_t d;
+    for (int coll = 0; coll < 4; coll++) {
+      acl_wkey_t k = th_key(id, coll, 1u << 20);
+      if (acl_cons_decide(c, &k, cost, &d, err, sizeof(err)) != 0)
+        _exit(3);
+    }
+    acl_cons_test_hold_lock(c, 3); /* the last workload is "dirty" */
+    raise(SIGKILL);
+  }
+  cr_assert_eq(th_wait(pid, 10000), 128 + SIGKILL);
+  char name[96];
+  snprintf(name, sizeof(name), "/autoccl-%u-%016llx-held", (unsigned)getuid(),
+           (unsigned long long)id);
+  cr_assert(shm_exists(name), "%s was not created", name);
+  th_rank_t r;
+  th_params(&r, th_comm_id(110), 0, 1, 1, "after");
+  char err[256];
+  acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));
+  cr_assert_not_null(c, "%s", err);
+  cr_expect_not(shm_exists(name), "%s of a dead lock holder was not reclaimed", name);
+  acl_cons_destroy(c);
+  shm_unlink(name);
 }

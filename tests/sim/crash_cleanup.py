@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""autoccl-sim leaves nothing behind however it ends (issue 16): its
+"""autoccl-sim leaves nothing behind however it ends: its
 parent killed with SIGKILL, a rank killed with SIGKILL, and the leftovers
 of a run killed together with its guardian, removed at the next start.
 Checks the feed segment, the decision-log directory and the ranks'

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""autoccl-sim --port P while another process serves P (issue 16, item 7):
+"""autoccl-sim --port P while another process serves P:
 the simulator must neither advertise P nor read that process's figures as
 its own; it says its endpoint is off. Bounded: the sim runs 3 s.
 

@@ -1,4 +1,4 @@
-/* tuner/search: what the real GPUs asked for (issue 13, docs/tuner.md):
+/* tuner/search: what the real GPUs asked for (docs/tuner.md):
  * exploration paid from a time budget, candidates NCCL runs identically
  * merged, the sampling rule. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A hostile neighbour against a running loopback endpoint (issue 16):
+"""A hostile neighbour against a running loopback endpoint:
 slow senders (slowloris) from one and from several loopback addresses,
 the header deadline, per-address event streams and the Host check. Every
 wait is bounded; the whole run takes about 30 s.

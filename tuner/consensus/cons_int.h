@@ -25,6 +25,8 @@
 #define ACL_CONS_ALT_NAMES 8   /* a name and its alternatives (-alt1..) */
 #define ACL_CONS_RANK_BITS 4096 /* ranks whose masks are de-duplicated */
 #define ACL_CONS_WARM_SPAN 4   /* NCCL-default block while ranks are missing */
+#define ACL_CONS_DISABLED_SPAN 4096u /* NCCL-default block of a disabled workload: long,
+                                      * nothing to decide, one lock per 4096 calls */
 #define ACL_CONS_MAX_AHEAD 1000000ull /* a request further ahead is refused */
 
 enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };

@@ -395,9 +395,11 @@ static void reclaim_one(void *user, const char *name)
   char why[200];
   if (acl_shm_open_own(name, &fd, &st, why, sizeof(why)) != ACL_SHM_OK)
     return; /* not ours: never touched */
+  /* The whole file: taking a dead holder's lock recovers its workloads
+   * (recover_locked), which lie past the header. */
   size_t have = (size_t)st.st_size;
   void *p = have >= sizeof(cons_hdr_t)
-                ? mmap(NULL, sizeof(cons_hdr_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                ? mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                 : MAP_FAILED;
   close(fd);
   if (p == MAP_FAILED)
@@ -410,7 +412,9 @@ static void reclaim_one(void *user, const char *name)
     gone = h->creator_pid > 0 && !cons_proc_alive(h->creator_pid, 0) &&
            atomic_exchange(&h->retired, 1) == 0;
   } else if (h->layout == ACL_CONS_LAYOUT && h->hdr_size == sizeof(cons_hdr_t) &&
-             !any_alive_unlocked(h) && cons_lock_raw(h, 200) == 0) {
+             h->set.max_workloads >= 1 && h->set.max_workloads <= ACL_CONFIG_MAX_WORKLOADS_MAX &&
+             seg_size(h->set.max_workloads) <= have && !any_alive_unlocked(h) &&
+             cons_lock_raw(h, 200) == 0) {
     bool alive = !atomic_load(&h->retired) && cons_proc_alive(h->creator_pid, h->creator_start);
     for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && !alive; i++)
       alive = cons_proc_alive(h->procs[i].pid, h->procs[i].start_time);
@@ -421,7 +425,7 @@ static void reclaim_one(void *user, const char *name)
     shm_unlink(name);
     acl_info("consensus: reclaimed %s, left by processes that are all dead", name);
   }
-  munmap(p, sizeof(cons_hdr_t));
+  munmap(p, have);
 }
 
 static void reclaim_stale(void)

@@ -46,7 +46,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
                   .start = w->next_call};
   w->dirty = 1;
   if (w->disabled) {
-    b.len = 4096;
+    b.len = ACL_CONS_DISABLED_SPAN;
     b.cand_id = ACL_SEARCH_CAND_NCCL;
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.phase = ACL_PHASE_DISABLED;

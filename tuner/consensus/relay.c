@@ -51,8 +51,12 @@ static struct addrinfo *resolve(const char *host, int port, bool passive)
 
 /* ---- server ----------------------------------------------------------------- */
 
-#define SRV_MAX_CONN 1024
-#define SRV_BUF 512
+#define SRV_MAX_CONN 1024 /* follower ranks connected at once: a chosen bound (docs/consensus.md) */
+#define SRV_BUF 512       /* a connection's partial frames: above a request frame */
+#define SRV_BACKLOG 128   /* listen() backlog: follower ranks connecting at once */
+#define SRV_POLL_MS 1000  /* a fallback wake-up: stopping and new work go through srv.wake */
+#define CLIENT_RETRY_MS 20 /* between attempts within AUTOCCL_TIMEOUT_MS: a local
+                            * network round trip is far shorter, a host's start far longer */
 
 typedef struct srv_conn {
   int fd;
@@ -130,7 +134,7 @@ static void *srv_main(void *arg)
     pf[1] = (struct pollfd){.fd = srv.lfd, .events = POLLIN};
     for (int i = 0; i < srv.nconns; i++)
       pf[2 + i] = (struct pollfd){.fd = srv.conns[i].fd, .events = POLLIN};
-    int n = poll(pf, (nfds_t)2 + (nfds_t)srv.nconns, 1000);
+    int n = poll(pf, (nfds_t)2 + (nfds_t)srv.nconns, SRV_POLL_MS);
     if (n < 0 && errno != EINTR)
       break;
     if (pf[0].revents)
@@ -175,7 +179,7 @@ static int srv_listen(const char *host, int port, char *err, size_t errlen)
       continue;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0 &&
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SRV_BACKLOG) == 0 &&
         set_nonblock(fd) == 0)
       break;
     e = errno;
@@ -407,18 +411,18 @@ int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
   char why[128] = "no attempt";
   do {
     if (cl->fd < 0 && cl_connect(cl, deadline, why, sizeof(why)) != 0) {
-      nap_ms(20);
+      nap_ms(CLIENT_RETRY_MS);
       continue;
     }
     if (cl_exchange(cl, out, n, resp, deadline, why, sizeof(why)) != 0) {
       cl_close(cl);
-      nap_ms(20);
+      nap_ms(CLIENT_RETRY_MS);
       continue;
     }
     if (resp->status != ACL_RELAY_NO_COMM)
       return 0;
     snprintf(why, sizeof(why), "%s", acl_relay_status_name(ACL_RELAY_NO_COMM));
-    nap_ms(20); /* the leader host may not have created the comm yet */
+    nap_ms(CLIENT_RETRY_MS); /* the leader host may not have created the comm yet */
   } while (acl_mono_ns() / 1000000u < deadline);
   snprintf(err, errlen, "no decision from the leader host's relay %s:%d within %d ms "
            "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?", cl->host, cl->port,

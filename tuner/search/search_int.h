@@ -34,7 +34,7 @@
 #define ACL_SEARCH_EVENT_COST_S 5e-6
 #define ACL_SEARCH_SETUP_COST_S 5e-4
 /* NCCL's first calls of a size with profiler events cost milliseconds once
- * (2xH200: 5-11 ms, overhead.jsonl): charged before the baseline. */
+ * (2xH200: 5-11 ms, docs/benchmarks.md): charged before the baseline. */
 #define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
 #define ACL_SEARCH_WAIT_MIN 16u
 #define ACL_SEARCH_WAIT_MAX 8192u

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The numbers the docs quote, checked against the constants in the code, and
+references that must not appear (files that are not in the tree, work
+tracking). Fails (exit 1) naming each disagreement.
+
+Each CHECKS row: a doc, a pattern whose groups capture numbers, and for each
+group an expression over the constants (#define NAME VALUE anywhere under
+the source folders, macros resolved). Every match in the doc must agree, and
+the pattern must match at least once (a reworded doc updates its row here).
+
+usage: check-docs.py [ROOT]        (ROOT: the source tree, default .)
+       check-docs.py --self-test   (proves each check fails on a bad tree)
+"""
+import os
+import re
+import sys
+import tempfile
+
+SOURCE_DIRS = ("core", "profiler", "tuner", "web", "tui", "sim", "bench")
+
+CHECKS = [
+    # Block lengths and sample counts of the search (tuner/search).
+    ("docs/tuner.md", r"then blocks of (\d+) \|", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/tuner.md", r"Block length once settled: (\d+) calls", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/tuner.md", r"is at most (\d+) calls away", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/consensus.md", r"Converged blocks cover (\d+)\s+calls", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/consensus.md", r"asks once per (\d+) calls", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/tuner.md", r"a block of (\d+) calls, then up to (\d+) \(early verdicts\)",
+     ["ACL_SEARCH_EARLY2_N", "ACL_SEARCH_EARLY_N"]),
+    ("docs/tuner.md", r"first run for (\d+) calls", ["ACL_SEARCH_EARLY2_N"]),
+    ("docs/tuner.md", r"more than (\d+\.\d+)x the best so far it is judged at once",
+     ["ACL_SEARCH_EARLY2_REJECT"]),
+    ("docs/tuner.md", r"After (\d+) samples, a median more than (\d+\.\d+)x",
+     ["ACL_SEARCH_EARLY_N", "ACL_SEARCH_EARLY_REJECT"]),
+    ("docs/tuner.md", r"Each candidate keeps up to (\d+) samples", ["ACL_SEARCH_MAX_SAMPLES"]),
+    ("docs/tuner.md", r"At most (\d+) candidates judged and (\d+) x `samples_per_cand`",
+     ["ACL_SEARCH_MAX_STEPS", "ACL_SEARCH_MAX_EXPLORE_MULT"]),
+    # Validation (tuner/search/search_conv.c).
+    ("docs/tuner.md", r"while validating, blocks of (\d+) decision calls \+ (\d+) challenger calls",
+     ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
+    ("docs/tuner.md", r"runs in blocks of (\d+)\s+calls interleaved with blocks of (\d+) calls",
+     ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
+    ("docs/tuner.md", r"stragglers \(> (\d+\.\d+)x", ["ACL_VAL_STRAGGLER"]),
+    ("docs/tuner.md", r"Looked at once per block from\s+(\d+) samples", ["ACL_VAL_MIN"]),
+    ("docs/tuner.md", r"faster by (\d+(?:\.\d+)?) standard\s+errors", ["ACL_VAL_Z_KEEP"]),
+    ("docs/tuner.md", r"by (\d+(?:\.\d+)?) SE at the last look \((\d+) samples",
+     ["ACL_VAL_Z_LAST", "ACL_VAL_MAX"]),
+    ("docs/tuner.md", r"after (\d+) challenger blocks", ["2 * ACL_VAL_MAX // ACL_VAL_BLOCK"]),
+    ("docs/tuner.md", r"Then up to (\d+) challengers", ["ACL_REF_MAX_TRIES"]),
+    # Settings quoted in prose (the README table is generated: check-settings.py).
+    ("docs/consensus.md", r"`AUTOCCL_MAX_WORKLOADS` \(default (\d+)",
+     ["ACL_CONFIG_MAX_WORKLOADS_DEFAULT"]),
+    # Trace recorder (profiler/trace.h).
+    ("docs/trace.md", r"lock-free bounded ring \((\d+)\s+records", ["ACL_TRACE_RING"]),
+    ("docs/trace.md", r"A writer thread drains it every (\d+) ms", ["ACL_TRACE_FLUSH_MS"]),
+    # Consensus (tuner/consensus).
+    ("docs/consensus.md", r"ring of the last\s+(\d+) published blocks", ["ACL_CONS_RING"]),
+    ("docs/consensus.md", r"older than the ring \(> (\d+) blocks", ["ACL_CONS_RING"]),
+    ("docs/consensus.md", r"ring of (\d+) slots \(slot = call mod (\d+)\)",
+     ["ACL_CONS_SLOTS", "ACL_CONS_SLOTS"]),
+    ("docs/consensus.md", r"NCCL-default\s+blocks of (\d+) calls without stepping",
+     ["ACL_CONS_WARM_SPAN"]),
+    ("docs/consensus.md", r"NCCL's choice for (\d+) calls at a\s+time", ["ACL_CONS_DISABLED_SPAN"]),
+    ("docs/consensus.md", r"thread, at most (\d+) connections", ["SRV_MAX_CONN"]),
+    ("docs/consensus.md", r"took more than (\d+(?:\.\d+)?) times the fastest",
+     ["ACL_CONS_SKEW_RATIO"]),
+]
+
+# Must not appear in docs or sources: files that are not in the tree, and
+# work tracking (issue and session numbers mean nothing to a reader).
+FORBIDDEN = [
+    (r"DESIGN\.md", "DESIGN.md is not in the tree", ()),
+    # The scripts that read the two-GPU matrix name its files as their input.
+    (r"overhead\.jsonl", "overhead.jsonl is not in the tree (cite the doc with the figure)",
+     ("sim/data/derive_traces.py", "sim/data/import_traces.sh")),
+    (r"\b[Ii]ssues? #?\d+", "issue numbers are work tracking, not documentation", ()),
+    (r"\b[Ss]ession \d+", "session numbers are work tracking, not documentation", ()),
+]
+FORBIDDEN_EXT = (".c", ".h", ".md", ".py", ".sh", ".build", ".js", ".def")
+SKIP_DIRS = {".git", "subprojects", "node_modules", "corpus"}
+
+DEFINE = re.compile(r"^\s*#\s*define\s+([A-Z_][A-Z0-9_]*)[ \t]+([^\n]*?)\s*(?:/\*.*)?$", re.M)
+
+
+def constants(root):
+    raw = {}
+    for top in SOURCE_DIRS:
+        for d, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS)
+            for f in sorted(files):
+                if f.endswith((".h", ".c")):
+                    text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
+                    for m in DEFINE.finditer(text):
+                        raw.setdefault(m.group(1), m.group(2))
+    return raw
+
+
+def value(expr, raw, depth=0):
+    """A constant expression over the #defines, evaluated as Python."""
+    if depth > 20:
+        raise ValueError("macro loop in " + expr)
+    def sub(m):
+        name = m.group(0)
+        if name in raw:
+            return "(%r)" % value(raw[name], raw, depth + 1)
+        raise KeyError(name)
+    e = re.sub(r"(?<=[0-9.])(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?|[fF])\b", "", expr)
+    e = re.sub(r"\((?:unsigned|int|double|float|uint\d+_t|size_t)\)", "", e)
+    e = re.sub(r"\b[A-Z_][A-Z0-9_]*\b", sub, e)
+    return eval(e, {"__builtins__": {}})
+
+
+def check_numbers(root, checks=CHECKS):
+    raw = constants(root)
+    problems = []
+    for doc, pattern, exprs in checks:
+        path = os.path.join(root, doc)
+        try:
+            text = open(path, encoding="utf-8").read()
+        except OSError as e:
+            problems.append("%s: %s" % (doc, e))
+            continue
+        matches = list(re.finditer(pattern, text))
+        if not matches:
+            problems.append("%s: no text matches %r (reworded? update scripts/check-docs.py)" %
+                            (doc, pattern))
+            continue
+        try:
+            want = [value(x, raw) for x in exprs]
+        except (KeyError, ValueError, SyntaxError) as e:
+            problems.append("%s: constant %s not found in the sources (renamed? update "
+                            "scripts/check-docs.py)" % (doc, e))
+            continue
+        for m in matches:
+            line = text.count("\n", 0, m.start()) + 1
+            for got, w, x in zip(m.groups(), want, exprs):
+                if abs(float(got) - float(w)) > 1e-9:
+                    problems.append("%s:%d: says %s where %s = %s" % (doc, line, got, x, w))
+    return problems
+
+
+def check_forbidden(root):
+    problems = []
+    me = os.path.abspath(__file__)
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("build"))
+        for f in sorted(files):
+            p = os.path.join(d, f)
+            if not f.endswith(FORBIDDEN_EXT) or os.path.abspath(p) == me:
+                continue
+            text = open(p, encoding="utf-8", errors="replace").read()
+            rel = os.path.relpath(p, root)
+            for pattern, why, allowed in FORBIDDEN:
+                if rel in allowed:
+                    continue
+                for m in re.finditer(pattern, text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append("%s:%d: %r: %s" % (rel, line, m.group(0), why))
+    return problems
+
+
+def self_test():
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "core"))
+        os.makedirs(os.path.join(tmp, "docs"))
+        open(os.path.join(tmp, "core", "x.h"), "w").write(
+            "#define ACL_A 1024u /* a */\n#define ACL_B (ACL_A * 2)\n#define ACL_C 1.5f\n")
+        checks = [("docs/a.md", r"blocks of (\d+) calls", ["ACL_A"]),
+                  ("docs/a.md", r"twice: (\d+), ratio (\d\.\d+)", ["ACL_B", "ACL_C"])]
+        doc = os.path.join(tmp, "docs", "a.md")
+        open(doc, "w").write("blocks of 1024 calls; twice: 2048, ratio 1.5\n")
+        assert check_numbers(tmp, checks) == [], check_numbers(tmp, checks)
+        open(doc, "w").write("blocks of 4096 calls; twice: 2048, ratio 1.5\n")
+        assert any("says 4096" in p for p in check_numbers(tmp, checks))
+        open(doc, "w").write("blocks of 1024 calls; twice: 2048, ratio 1.4\n")
+        assert any("says 1.4" in p for p in check_numbers(tmp, checks))
+        open(doc, "w").write("chunks of 1024 calls; twice: 2048, ratio 1.5\n")
+        assert any("no text matches" in p for p in check_numbers(tmp, checks))
+        assert any("not found" in p for p in
+                   check_numbers(tmp, [("docs/a.md", r"chunks of (\d+)", ["ACL_GONE"])]))
+        assert check_forbidden(tmp) == []
+        open(os.path.join(tmp, "core", "y.c"), "w").write("/* see DESIGN.md (issue 7) */\n")
+        probs = check_forbidden(tmp)
+        assert len(probs) == 2, probs
+    print("check-docs self-test: every check fails on a bad input")
+    return 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    root = argv[1] if len(argv) > 1 else "."
+    problems = check_numbers(root) + check_forbidden(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print("check-docs: %d problem(s)" % len(problems))
+        return 1
+    print("check-docs: %d quoted numbers agree with the code; no stale references" % len(CHECKS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
