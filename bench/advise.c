@@ -43,6 +43,41 @@ static advice_t measure(const acl_bench_compare_t *x, const acl_bench_job_t *bas
   return a;
 }
 
+/* The run's own arguments (sizes, collective, launch, iterations,
+ * interference), so that each printed command repeats these measurements. */
+static void run_args(const acl_bench_cfg_t *c, char *buf, size_t len)
+{
+  char lo[32], hi[32];
+  acl_bench_format_size(c->minbytes, lo, sizeof(lo));
+  acl_bench_format_size(c->maxbytes, hi, sizeof(hi));
+  int n = snprintf(buf, len, "-g %d -b %s -e %s -f %g -C %s -d %s -w %d -n %d --reps %d %s",
+                   c->ngpus, lo, hi, c->factor, acl_bench_coll_name(c->coll),
+                   acl_bench_dtype_name(c->dt), c->warmup, c->iters, c->reps,
+                   c->procs ? "--procs" : "--single");
+  if (n > 0 && (size_t)n < len && c->warmup_s > 0)
+    n += snprintf(buf + n, len - (size_t)n, " --warmup-time %g", c->warmup_s);
+  if (n > 0 && (size_t)n < len && c->gemm)
+    snprintf(buf + n, len - (size_t)n, " --interference gemm:%g --gemm-size %d", c->gemm_duty,
+             c->gemm_n);
+}
+
+/* The channels' best value that gains somewhere but loses at some size: the
+ * ceiling alone is not advised, autoccl's ceiling mode may make it pay
+ * (docs/channels.md). -1 when none. */
+static int ceiling_candidate(const acl_bench_compare_t *x, const advice_t *adv, int n)
+{
+  int best = -1;
+  for (int k = 1; k < n; k++) {
+    const acl_bench_job_t *j = &x->jobs[k];
+    if (j->sweep != 2 || !strchr(j->var, '/') || !adv[k].sizes ||
+        adv[k].best < ACL_BENCH_ADVISE_MIN_GAIN)
+      continue;
+    if (best < 0 || adv[k].best > adv[best].best)
+      best = k;
+  }
+  return best;
+}
+
 static bool recommended(const advice_t *a)
 {
   return a->sizes > 0 && a->gain >= ACL_BENCH_ADVISE_MIN_GAIN &&
@@ -109,14 +144,48 @@ int acl_bench_advise_report(const acl_bench_compare_t *x, int rc)
     if (best_of[q] < 0)
       printf("# keep NCCL's default for %s (no value gained 2 %% without a size 2 %% slower)\n",
              x->jobs[-best_of[q] - 1].var);
+  /* Commands: this measurement again, and each recommendation side by side
+   * with NCCL as it ships (and the ceiling with autoccl's ceiling mode). */
+  char args[512], cmd[1024], ceil_cmd[1024] = "";
+  run_args(c, args, sizeof(args));
+  printf("# reproduce: " ACL_BENCH_NAME " %s --advise\n", args);
+  int ck = ceiling_candidate(x, adv, n);
+  if (ck > 0) {
+    snprintf(ceil_cmd, sizeof(ceil_cmd),
+             ACL_BENCH_NAME " %s --compare default,ceiling,autoccl --ceiling %s", args,
+             x->jobs[ck].value);
+    printf("# ceiling %s: up to %.3fx at a size, %.3fx at the worst with the plugin off; with "
+           "autoccl's ceiling mode (NCCL_MIN_NCHANNELS=%s AUTOCCL_STOCK_CHANNELS=<NCCL's own "
+           "count>), check: %s\n",
+           x->jobs[ck].value, adv[ck].best, adv[ck].worst, x->jobs[ck].value, ceil_cmd);
+  }
   if (c->json) {
     printf("{\"advise\":{\"collective\":");
     acl_bench_json_str(stdout, acl_bench_coll_name(c->coll));
     printf(",\"ranks\":%d,\"sizes\":[", c->ngpus);
     for (int s = 0; s < x->nsizes; s++)
       printf("%s%zu", s ? "," : "", x->sizes[s]);
-    printf("],\"reps\":%d,\"min_gain\":%.2f,\"max_loss\":%.2f,\"values\":[", c->reps,
+    printf("],\"reps\":%d,\"min_gain\":%.2f,\"max_loss\":%.2f,\"reproduce\":", c->reps,
            ACL_BENCH_ADVISE_MIN_GAIN, ACL_BENCH_ADVISE_MAX_LOSS);
+    snprintf(cmd, sizeof(cmd), ACL_BENCH_NAME " %s --advise", args);
+    acl_bench_json_str(stdout, cmd);
+    printf(",\"ceiling\":");
+    if (ck > 0) {
+      printf("{\"value\":");
+      acl_bench_json_str(stdout, x->jobs[ck].value);
+      printf(",\"gain\":");
+      acl_bench_json_num(stdout, adv[ck].gain);
+      printf(",\"best\":");
+      acl_bench_json_num(stdout, adv[ck].best);
+      printf(",\"worst\":");
+      acl_bench_json_num(stdout, adv[ck].worst);
+      printf(",\"check\":");
+      acl_bench_json_str(stdout, ceil_cmd);
+      printf("}");
+    } else {
+      printf("null");
+    }
+    printf(",\"values\":[");
     int first = 1;
     for (int k = 1; k < n; k++) {
       const acl_bench_job_t *j = &x->jobs[k];
@@ -149,6 +218,17 @@ int acl_bench_advise_report(const acl_bench_compare_t *x, int rc)
       acl_bench_json_str(stdout, j->value);
       printf(",\"gain\":");
       acl_bench_json_num(stdout, adv[best_of[q]].gain);
+      /* the value with autoccl beside NCCL as it ships */
+      if (strchr(j->var, '/'))
+        snprintf(cmd, sizeof(cmd),
+                 ACL_BENCH_NAME " %s --compare default,ceiling,autoccl --ceiling %s", args,
+                 j->value);
+      else
+        snprintf(cmd, sizeof(cmd),
+                 ACL_BENCH_NAME " %s --compare default,autoccl --mode-env autoccl:%s=%s", args,
+                 j->var, j->value);
+      printf(",\"check\":");
+      acl_bench_json_str(stdout, cmd);
       printf("}");
     }
     printf("]}}\n");

@@ -10,27 +10,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/bench.h"
-
-static const char *const coll_names[ACL_BENCH_COLL_COUNT] = {
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"};
-static const char *const dtype_names[ACL_BENCH_DT_COUNT] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
-static const char *const op_names[ACL_BENCH_OP_COUNT] = {"sum", "prod", "max", "min"};
-
-const char *acl_bench_coll_name(acl_bench_coll_t c)
-{
-  return (unsigned)c < ACL_BENCH_COLL_COUNT ? coll_names[c] : "?";
-}
-const char *acl_bench_dtype_name(acl_bench_dtype_t d)
-{
-  return (unsigned)d < ACL_BENCH_DT_COUNT ? dtype_names[d] : "?";
-}
-const char *acl_bench_op_name(acl_bench_op_t o)
-{
-  return (unsigned)o < ACL_BENCH_OP_COUNT ? op_names[o] : "?";
-}
 
 void acl_bench_cfg_defaults(acl_bench_cfg_t *c)
 {
@@ -56,127 +38,7 @@ void acl_bench_cfg_defaults(acl_bench_cfg_t *c)
   c->sweep_warmup = 20;
   c->sweep_reps = 1;
   c->child_timeout = 600.0;
-}
-
-static int lower_eq(const char *a, const char *b)
-{
-  for (; *a && *b; a++, b++)
-    if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
-      return 0;
-  return *a == 0 && *b == 0;
-}
-
-int acl_bench_parse_size(const char *s, size_t *out)
-{
-  if (!s || !*s)
-    return -1;
-  const char *p = s;
-  if (!isdigit((unsigned char)*p))
-    return -1;
-  errno = 0;
-  char *end = NULL;
-  unsigned long long v = strtoull(p, &end, 10);
-  if (errno)
-    return -1;
-  unsigned long long mul = 1;
-  if (*end) {
-    char u = (char)toupper((unsigned char)*end);
-    switch (u) {
-    case 'K':
-      mul = 1ull << 10;
-      break;
-    case 'M':
-      mul = 1ull << 20;
-      break;
-    case 'G':
-      mul = 1ull << 30;
-      break;
-    case 'T':
-      mul = 1ull << 40;
-      break;
-    case 'B':
-      mul = 1;
-      break;
-    default:
-      return -1;
-    }
-    end++;
-    if (u != 'B') {
-      /* optional "B" or "iB" */
-      if (*end == 'i' || *end == 'I')
-        end++;
-      if (*end == 'b' || *end == 'B')
-        end++;
-    }
-    if (*end)
-      return -1;
-  }
-  if (mul > 1 && v > ULLONG_MAX / mul)
-    return -1;
-  v *= mul;
-  if (v > (unsigned long long)SIZE_MAX)
-    return -1;
-  *out = (size_t)v;
-  return 0;
-}
-
-int acl_bench_parse_coll(const char *s, acl_bench_coll_t *out)
-{
-  static const struct {
-    const char *n;
-    acl_bench_coll_t c;
-  } t[] = {
-      {"all_reduce", ACL_BENCH_COLL_ALL_REDUCE},
-      {"allreduce", ACL_BENCH_COLL_ALL_REDUCE},
-      {"all_gather", ACL_BENCH_COLL_ALL_GATHER},
-      {"allgather", ACL_BENCH_COLL_ALL_GATHER},
-      {"reduce_scatter", ACL_BENCH_COLL_REDUCE_SCATTER},
-      {"reducescatter", ACL_BENCH_COLL_REDUCE_SCATTER},
-      {"broadcast", ACL_BENCH_COLL_BROADCAST},
-      {"bcast", ACL_BENCH_COLL_BROADCAST},
-      {"reduce", ACL_BENCH_COLL_REDUCE},
-  };
-  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-    if (lower_eq(s, t[i].n)) {
-      *out = t[i].c;
-      return 0;
-    }
-  return -1;
-}
-
-int acl_bench_parse_dtype(const char *s, acl_bench_dtype_t *out)
-{
-  static const struct {
-    const char *n;
-    acl_bench_dtype_t d;
-  } t[] = {
-      {"int8", ACL_BENCH_DT_INT8},     {"char", ACL_BENCH_DT_INT8},
-      {"uint8", ACL_BENCH_DT_UINT8},   {"int32", ACL_BENCH_DT_INT32},
-      {"int", ACL_BENCH_DT_INT32},     {"uint32", ACL_BENCH_DT_UINT32},
-      {"int64", ACL_BENCH_DT_INT64},   {"uint64", ACL_BENCH_DT_UINT64},
-      {"half", ACL_BENCH_DT_HALF},     {"float16", ACL_BENCH_DT_HALF},
-      {"fp16", ACL_BENCH_DT_HALF},     {"float", ACL_BENCH_DT_FLOAT},
-      {"float32", ACL_BENCH_DT_FLOAT}, {"fp32", ACL_BENCH_DT_FLOAT},
-      {"double", ACL_BENCH_DT_DOUBLE}, {"float64", ACL_BENCH_DT_DOUBLE},
-      {"fp64", ACL_BENCH_DT_DOUBLE},   {"bfloat16", ACL_BENCH_DT_BF16},
-      {"bf16", ACL_BENCH_DT_BF16},
-  };
-  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-    if (lower_eq(s, t[i].n)) {
-      *out = t[i].d;
-      return 0;
-    }
-  return -1;
-}
-
-int acl_bench_parse_op(const char *s, acl_bench_op_t *out)
-{
-  for (int i = 0; i < ACL_BENCH_OP_COUNT; i++)
-    if (lower_eq(s, op_names[i])) {
-      *out = (acl_bench_op_t)i;
-      return 0;
-    }
-  return -1;
+  c->stock_channels = ACL_BENCH_STOCK_CH_DEFAULT;
 }
 
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -203,144 +65,6 @@ static int parse_double(const char *s, double *out)
     return -1;
   *out = v;
   return 0;
-}
-
-void acl_bench_format_size(size_t b, char *buf, size_t len)
-{
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0)
-    snprintf(buf, len, "%zuG", b >> 30);
-  else if (b >= (1u << 20) && b % (1u << 20) == 0)
-    snprintf(buf, len, "%zuM", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0)
-    snprintf(buf, len, "%zuK", b >> 10);
-  else
-    snprintf(buf, len, "%zu", b);
-}
-
-int acl_bench_sizes(const acl_bench_cfg_t *c, int nranks, size_t *sizes, int max)
-{
-  size_t unit = acl_bench_dtype_size(c->dt);
-  if (c->coll == ACL_BENCH_COLL_ALL_GATHER || c->coll == ACL_BENCH_COLL_REDUCE_SCATTER)
-    unit *= (size_t)nranks;
-  int n = 0;
-  double cur = (double)c->minbytes;
-  size_t last = 0;
-  while (cur <= (double)c->maxbytes * (1.0 + 1e-12) && n < max) {
-    size_t s = (size_t)cur;
-    s = s / unit * unit;
-    if (s == 0)
-      s = unit;
-    if (n == 0 || s != last) {
-      sizes[n++] = s;
-      last = s;
-    }
-    if (c->factor <= 1.0)
-      break;
-    cur *= c->factor;
-  }
-  return n;
-}
-
-void acl_bench_print_help(FILE *f)
-{
-  fputs("Usage: " ACL_BENCH_NAME " [options]\n"
-        "\n"
-        "Benchmark NCCL collectives in the style of nccl-tests, optionally under a\n"
-        "concurrent cuBLAS GEMM, and compare NCCL's defaults with the autoccl tuner.\n"
-        "\n"
-        "Sizes and iterations (sizes accept K, M, G, T suffixes, powers of 1024):\n"
-        "  -b, --minbytes SIZE       smallest message (default 32M)\n"
-        "  -e, --maxbytes SIZE       largest message (default 32M)\n"
-        "  -f, --stepfactor F        multiply the size by F each step (default 2)\n"
-        "  -n, --iters N             timed iterations per size (default 20; 50 with --compare)\n"
-        "  -w, --warmup_iters N      warm-up iterations per size (default 5; 500 with --compare).\n"
-        "                            Warm-up iterations are timed too: time_incl is the mean\n"
-        "                            over all warm-up+timed iterations from the first call\n"
-        "                            (the tuning period), time is the median of the last N.\n"
-        "      --warmup-time S       before each size's iterations, S seconds of untimed calls\n"
-        "                            (long runs: the tuner settles; all ranks make the same\n"
-        "                            number of calls, calibrated by rank 0)\n"
-        "  -c, --check 0|1           verify every iteration's result on the host (default 0)\n"
-        "\n"
-        "Collective:\n"
-        "  -C, --coll NAME           all_reduce (default), all_gather, reduce_scatter,\n"
-        "                            broadcast, reduce\n"
-        "  -d, --datatype T          float (default), half, bfloat16, double, int8, uint8,\n"
-        "                            int32, uint32, int64, uint64\n"
-        "  -o, --op OP               sum (default), prod, max, min\n"
-        "  -r, --root R              root rank of broadcast/reduce (default 0)\n"
-        "      --inplace             in-place instead of out-of-place buffers\n"
-        "\n",
-        f);
-  fputs("GPUs and processes:\n"
-        "  -g, --gpus N              number of GPUs = ranks (default 1)\n"
-        "      --procs               one process per GPU: fork, ncclUniqueId over a pipe,\n"
-        "                            ncclCommInitRank in each (as PyTorch does; default)\n"
-        "      --single              one process drives all GPUs (ncclCommInitAll and\n"
-        "                            ncclGroupStart/End around the per-GPU calls)\n"
-        "\n"
-        "Interference:\n"
-        "      --interference gemm[:DUTY]\n"
-        "                            run a cuBLAS bf16 GEMM loop on another stream of every\n"
-        "                            GPU during the collectives; DUTY (0,1] is the fraction\n"
-        "                            of time that stream is busy (default 1.0)\n"
-        "      --gemm-size N         GEMM is N x N x N (default 8192)\n"
-        "\n"
-        "Comparison (each mode in fresh processes with a clean NCCL environment):\n"
-        "      --compare MODES       comma list of default, autoccl, table:\n"
-        "                              default  no tuner/profiler plugin, no NCCL_ALGO/PROTO/\n"
-        "                                       channel variables\n"
-        "                              autoccl  NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN =\n"
-        "                                       --plugin PATH (AUTOCCL_* variables kept)\n"
-        "                              table    as autoccl, plus AUTOCCL_MODE=static and\n"
-        "                                       AUTOCCL_TABLE=--table PATH (fixed decisions)\n"
-        "      --plugin PATH         plugin .so (default: libnccl-tuner-autoccl.so in the\n"
-        "                            build dir = parent of the executable's directory,\n",
-        f);
-  fputs("                            else in its tuner/ folder, else beside the executable)\n"
-        "      --table PATH          decision table for the 'table' mode\n"
-        "      --reps R              interleaved repetitions of every mode (default 3); the\n"
-        "                            mode order rotates each repetition so drift cancels\n"
-        "      --sweep               also run every NCCL_ALGO x NCCL_PROTO x channels config\n"
-        "                            to find the oracle (fastest) for each size\n"
-        "      --sweep-algos LIST    default Ring,Tree,PAT,NVLS,NVLSTree (NVLS* are skipped\n"
-        "                            while NCCL_NVLS_ENABLE=0); unsupported configs are skipped\n"
-        "      --sweep-protos LIST   default LL,LL128,Simple\n"
-        "      --sweep-channels LIST default 0,16,32 (0 = NCCL decides; N sets\n"
-        "                            NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N)\n"
-        "      --sweep-warmup N      warm-up iterations of sweep configs (default 20)\n"
-        "      --sweep-reps R        repetitions of the sweep (default 1)\n"
-        "      --advise              a short sweep of the start-up variables a tuner plugin\n"
-        "                            cannot change per call, one at a time against NCCL's\n"
-        "                            defaults: NCCL_MIN/MAX_NCHANNELS (8,16,24,32),\n"
-        "                            NCCL_NTHREADS (128,256,512), NCCL_BUFFSIZE (1,2,8,16 MiB);\n"
-        "                            recommends each whose gain (total time over the sizes)\n"
-        "                            is at least 2 %% with no size 2 %% slower\n"
-        "      --mode-env MODE:VAR=VALUE\n"
-        "                            extra environment for one mode (MODE '*' = all); repeatable\n"
-        "      --child-timeout S     kill a run that takes longer than S seconds (default 600)\n"
-        "\n"
-        "Recording (docs/trace.md):\n"
-        "      --trace DIR           write every run's per-iteration times of every rank\n"
-        "                            (warm-up included) to DIR/<mode or config>-rep<R>.jsonl.gz,\n"
-        "                            one file per mode and sweep config (DIR/run.jsonl.gz\n"
-        "                            without --compare/--sweep); default and sweep runs load\n"
-        "                            libautoccl-bench-probe.so to learn what NCCL ran, and the\n"
-        "                            autoccl mode records its own AUTOCCL_TRACE beside them\n"
-        "\n"
-        "Output:\n"
-        "      --json                print one JSON object as the last line of stdout\n"
-        "  -q, --quiet               no progress line on stderr\n"
-        "  -h, --help                this help\n"
-        "  -V, --version             version\n"
-        "\n"
-        "Time is measured with CUDA events around every iteration; per iteration the\n",
-        f);
-  fputs("slowest rank counts. algbw = size/time; busbw = algbw x factor (nccl-tests):\n"
-        "all_reduce 2(n-1)/n, all_gather and reduce_scatter (n-1)/n on the whole buffer,\n"
-        "broadcast and reduce 1. Exit status: 0 ok, 1 runtime failure, 2 bad arguments,\n"
-        "3 wrong values found by -c 1.\n",
-        f);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -374,6 +98,8 @@ enum {
   OPT_WARMUP_TIME,
   OPT_SWEEP_REPS,
   OPT_MODE_ENV,
+  OPT_CEILING,
+  OPT_STOCK_CH,
   OPT_CHILD_TIMEOUT,
   OPT_JSON,
   OPT_INTERNAL,
@@ -445,6 +171,8 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       {"warmup-time", required_argument, 0, OPT_WARMUP_TIME},
       {"sweep-reps", required_argument, 0, OPT_SWEEP_REPS},
       {"mode-env", required_argument, 0, OPT_MODE_ENV},
+      {"ceiling", required_argument, 0, OPT_CEILING},
+      {"stock-channels", required_argument, 0, OPT_STOCK_CH},
       {"child-timeout", required_argument, 0, OPT_CHILD_TIMEOUT},
       {"json", no_argument, 0, OPT_JSON},
       {"quiet", no_argument, 0, 'q'},
@@ -526,7 +254,7 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       c->inplace = true;
       break;
     case OPT_INTERF:
-      if (lower_eq(a, "none")) {
+      if (strcasecmp(a, "none") == 0) {
         c->gemm = false;
       } else if (strncmp(a, "gemm", 4) == 0 && (a[4] == 0 || a[4] == ':')) {
         c->gemm = true;
@@ -550,8 +278,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       c->nmodes = 0;
       char *save = NULL;
       for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (strcmp(t, "default") != 0 && strcmp(t, "autoccl") != 0 && strcmp(t, "table") != 0)
-          return usage_error("--compare: unknown mode '%s' (default, autoccl, table)", t);
+        if (strcmp(t, "default") != 0 && strcmp(t, "autoccl") != 0 && strcmp(t, "table") != 0 &&
+            strcmp(t, "ceiling") != 0)
+          return usage_error("--compare: unknown mode '%s' (default, ceiling, autoccl, table)", t);
         for (int i = 0; i < c->nmodes; i++)
           if (!strcmp(c->modes[i], t))
             return usage_error("--compare: mode '%s' given twice", t);
@@ -565,6 +294,14 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
     }
     case OPT_PLUGIN:
       rc = copy_str(c->plugin, sizeof(c->plugin), a, "--plugin");
+      break;
+    case OPT_CEILING:
+      if (parse_int(a, 1, 64, &c->ceiling))
+        return usage_error("--ceiling: expected 1..64 channels, got '%s'", a);
+      break;
+    case OPT_STOCK_CH:
+      if (parse_int(a, 1, 64, &c->stock_channels))
+        return usage_error("--stock-channels: expected 1..64 channels, got '%s'", a);
       break;
     case OPT_TABLE:
       rc = copy_str(c->table, sizeof(c->table), a, "--table");
@@ -698,6 +435,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
   for (int i = 0; i < c->nmodes; i++)
     if (!strcmp(c->modes[i], "table") && !c->table[0])
       return usage_error("--compare table needs --table PATH");
+  if (c->ceiling && c->ceiling <= c->stock_channels)
+    return usage_error("--ceiling %d must be above --stock-channels %d (what NCCL builds as it "
+                       "ships)", c->ceiling, c->stock_channels);
   if (c->nmodes > 0 && c->internal_child)
     return usage_error("--compare cannot be used with --internal-child");
   if (c->nmodes > 0) {

@@ -21,6 +21,10 @@
 #define ACL_BENCH_MAX_RANKS 64
 #define ACL_BENCH_MAX_MODE_ENV 32
 #define ACL_BENCH_PATH_MAX 4096
+/* The ceiling mode's channels when --ceiling is not given, and the channels
+ * NCCL 2.28.3 builds as it ships on 2x H200 (docs/channels.md). */
+#define ACL_BENCH_CEILING_DEFAULT 32
+#define ACL_BENCH_STOCK_CH_DEFAULT 24
 
 /* exit codes */
 #define ACL_BENCH_EXIT_OK 0
@@ -99,6 +103,10 @@ typedef struct acl_bench_cfg {
   int sweep_reps;
   int nmode_env;
   acl_bench_mode_env_t mode_env[ACL_BENCH_MAX_MODE_ENV];
+  int ceiling;        /* --ceiling N: NCCL_MIN/MAX_NCHANNELS of the ceiling mode, and of
+                       * the autoccl mode when given; 0 = not given */
+  int stock_channels; /* --stock-channels S: what NCCL builds as it ships (autoccl's
+                       * AUTOCCL_STOCK_CHANNELS under --ceiling) */
   bool advise; /* --advise: start-up variables, one at a time against NCCL's defaults */
   double child_timeout; /* seconds, per child run; 0 = none */
   /* recording (docs/trace.md): per run, every rank's per-iteration times */
@@ -200,6 +208,8 @@ void acl_bench_print_run_json(FILE *f, const acl_bench_cfg_t *c, int nranks,
 void acl_bench_json_num(FILE *f, double v); /* finite number or null */
 void acl_bench_json_str(FILE *f, const char *s);
 void acl_bench_print_child_lines(FILE *f, const acl_bench_run_summary_t *s);
+/* "2.28.3" from ncclGetVersion's code ("" when v <= 0) */
+void acl_bench_nccl_version_str(int v, char *buf, size_t len);
 void acl_bench_progress(const acl_bench_cfg_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void acl_bench_progress_done(const acl_bench_cfg_t *c);

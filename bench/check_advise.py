@@ -10,7 +10,7 @@ import sys
 
 p = subprocess.run([sys.argv[1], "--fake", "-g", "2", "-b", "64K", "-e", "64M", "-f", "4",
                     "-w", "20", "-n", "10", "--advise", "--reps", "2", "--json", "-q"],
-                   capture_output=True, text=True, timeout=120)
+                   capture_output=True, text=True, timeout=280)
 if p.returncode != 0:
     sys.exit("FAIL: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
 a = json.loads(p.stdout.strip().splitlines()[-1])["advise"]
@@ -32,4 +32,18 @@ if "NCCL_BUFFSIZE" in rec:
     sys.exit("FAIL: no buffer size gains 2 %% in the model: %s" % rec)
 if "# recommend: NCCL_MIN_NCHANNELS=32 NCCL_MAX_NCHANNELS=32" not in p.stdout:
     sys.exit("FAIL: text report:\n" + p.stdout)
+# the commands that repeat the measurement and check each recommendation
+run = "-g 2 -b 64K -e 64M -f 4 -C all_reduce -d float -w 20 -n 10 --reps 2 --procs"
+if a.get("reproduce") != "autoccl-bench %s --advise" % run:
+    sys.exit("FAIL: reproduce: %s" % a.get("reproduce"))
+for r in a["recommend"]:
+    want = ("--compare default,ceiling,autoccl --ceiling 32" if "NCHANNELS" in r["variable"]
+            else "--compare default,autoccl --mode-env autoccl:%s=%s" % (r["variable"], r["value"]))
+    if r.get("check") != "autoccl-bench %s %s" % (run, want):
+        sys.exit("FAIL: check command of %s: %s" % (r["variable"], r.get("check")))
+c = a.get("ceiling")
+if not c or c["value"] != "32" or not c["best"] >= 1.02 or "--ceiling 32" not in c["check"]:
+    sys.exit("FAIL: ceiling: %s" % c)
+if "# reproduce: autoccl-bench %s --advise" % run not in p.stdout:
+    sys.exit("FAIL: the text report lacks the command:\n" + p.stdout)
 print("ok:", json.dumps(a["recommend"]))

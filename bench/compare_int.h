@@ -26,6 +26,7 @@ typedef struct acl_bench_job {
   int child_failures;
   char err[320];
   double gemm_iso, gemm_run;
+  int nccl_version;        /* ncclGetVersion of its runs (0: none reported) */
   int gemm_n;
 } acl_bench_job_t;
 
@@ -43,6 +44,18 @@ typedef struct acl_bench_compare {
   int done_runs;
   double t_start;
 } acl_bench_compare_t;
+
+/* compare.c: a job's environment assignment VAR=VALUE (fmt with two %s),
+ * replacing an earlier one of the same variable; its result arrays. 0 or -1. */
+int acl_bench_job_setenv(acl_bench_job_t *j, const char *fmt, const char *a, const char *b);
+int acl_bench_job_alloc(acl_bench_job_t *j, int reps, int nsizes);
+/* compare_jobs.c: absolute plugin and table paths (0, or an exit code after
+ * a message), then the jobs of the modes, the sweep and --advise (0, or -1
+ * out of memory). */
+int acl_bench_resolve_paths(acl_bench_compare_t *x);
+int acl_bench_add_mode_jobs(acl_bench_compare_t *x);
+int acl_bench_add_sweep_jobs(acl_bench_compare_t *x);
+int acl_bench_add_advise_jobs(acl_bench_compare_t *x);
 
 /* Prints the per-mode tables, the oracle, the ratios, the summary line and
  * (--json) the JSON line; returns rc, or the exit code the results call for

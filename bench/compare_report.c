@@ -209,6 +209,39 @@ static void print_ratios(const acl_bench_compare_t *x, int def, const double *or
   }
 }
 
+/* What the modes with a plugin add over NCCL with the ceiling alone (mode
+ * ceiling, job cei), and the ceiling alone over NCCL as it ships (def). */
+static void print_over_ceiling(const acl_bench_compare_t *x, int def, int cei)
+{
+  const acl_bench_job_t *jobs = x->jobs;
+  int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
+  if (cei < 0 || nmodes < 2)
+    return;
+  printf("#\n# over the ceiling alone: X/ceiling > 1 means X is faster than NCCL with\n"
+         "# NCCL_MIN/MAX_NCHANNELS raised and no plugin%s\n",
+         def >= 0 ? "; ceiling/default < 1 marks the sizes where the ceiling alone loses" : "");
+  printf("# %12s", "size");
+  if (def >= 0)
+    printf(" %16s", "ceiling/default");
+  for (int m = 0; m < nmodes; m++)
+    if (m != def && m != cei) {
+      char h[64];
+      snprintf(h, sizeof(h), "%s/ceiling", jobs[m].name);
+      printf(" %16s", h);
+    }
+  printf("\n");
+  for (int s = 0; s < nsizes; s++) {
+    double tc = job_time(&jobs[cei], s, nsizes);
+    printf("  %12zu", x->sizes[s]);
+    if (def >= 0)
+      printf(" %16.3f", job_time(&jobs[def], s, nsizes) / tc);
+    for (int m = 0; m < nmodes; m++)
+      if (m != def && m != cei)
+        printf(" %16.3f", tc / job_time(&jobs[m], s, nsizes));
+    printf("\n");
+  }
+}
+
 static void json_mode(FILE *f, const acl_bench_compare_t *x, const acl_bench_job_t *j, double bf)
 {
   const size_t *sizes = x->sizes;
@@ -294,7 +327,8 @@ static void json_oracle_sweep(FILE *f, const acl_bench_compare_t *x, double bf,
   fputc(']', f);
 }
 
-static void json_ratios(FILE *f, const acl_bench_compare_t *x, int def, const double *oracle)
+static void json_ratios(FILE *f, const acl_bench_compare_t *x, int def, int cei,
+                        const double *oracle)
 {
   const acl_bench_job_t *jobs = x->jobs;
   int nmodes = x->cfg.nmodes, nsizes = x->nsizes;
@@ -309,6 +343,10 @@ static void json_ratios(FILE *f, const acl_bench_compare_t *x, int def, const do
         fprintf(f, ",\"%s/default_incl\":", jobs[m].name);
         acl_bench_json_num(f, job_incl(&jobs[def], s, nsizes) / ti);
       }
+      if (cei >= 0 && m != cei && m != def) {
+        fprintf(f, ",\"%s/ceiling\":", jobs[m].name);
+        acl_bench_json_num(f, job_time(&jobs[cei], s, nsizes) / t);
+      }
       if (x->cfg.sweep) {
         fprintf(f, ",\"%s/oracle\":", jobs[m].name);
         acl_bench_json_num(f, oracle[s] / t);
@@ -319,11 +357,15 @@ static void json_ratios(FILE *f, const acl_bench_compare_t *x, int def, const do
 }
 
 /* The whole comparison as one JSON line (--json). */
-static void print_json(const acl_bench_compare_t *x, double bf, int def, const double *oracle,
-                       const int *oracle_job, long long wrong_total, int failures, int rc)
+static void print_json(const acl_bench_compare_t *x, double bf, int def, int cei,
+                       const double *oracle, const int *oracle_job, long long wrong_total,
+                       int failures, int rc)
 {
   const acl_bench_cfg_t *c = &x->cfg;
   FILE *f = stdout;
+  char ver[32] = "";
+  for (int k = 0; k < x->nj && !ver[0]; k++)
+    acl_bench_nccl_version_str(x->jobs[k].nccl_version, ver, sizeof(ver));
   fprintf(
       f,
       "{\"bench\":\"" ACL_BENCH_NAME "\",\"version\":\"" ACL_BENCH_VERSION
@@ -334,6 +376,11 @@ static void print_json(const acl_bench_compare_t *x, double bf, int def, const d
       c->ngpus, c->procs ? "procs" : "single", c->inplace ? "true" : "false", c->reps, c->warmup,
       c->warmup_s, c->iters, c->check);
   acl_bench_json_num(f, bf);
+  fprintf(f, ",\"nccl_version\":");
+  if (ver[0])
+    acl_bench_json_str(f, ver);
+  else
+    fputs("null", f);
   fprintf(f, ",\"interference\":");
   if (c->gemm) {
     fprintf(f, "{\"kind\":\"gemm\",\"duty\":");
@@ -355,7 +402,7 @@ static void print_json(const acl_bench_compare_t *x, double bf, int def, const d
     json_oracle_sweep(f, x, bf, oracle, oracle_job);
   else
     fprintf(f, "null,\"sweep\":null");
-  json_ratios(f, x, def, oracle);
+  json_ratios(f, x, def, cei, oracle);
   fprintf(f, "],\"wrong\":%lld,\"failed_runs\":%d,\"elapsed_s\":", wrong_total, failures);
   acl_bench_json_num(f, acl_mono_s() - x->t_start);
   fprintf(f, ",\"exit\":%d}\n", rc);
@@ -371,11 +418,15 @@ int acl_bench_compare_report(const acl_bench_compare_t *x, int rc)
   find_oracle(x, oracle, oracle_job);
   if (c->sweep)
     print_oracle(x, bf, oracle, oracle_job);
-  int def = -1;
-  for (int m = 0; m < c->nmodes; m++)
+  int def = -1, cei = -1;
+  for (int m = 0; m < c->nmodes; m++) {
     if (!strcmp(x->jobs[m].mode, "default"))
       def = m;
+    if (!strcmp(x->jobs[m].mode, "ceiling"))
+      cei = m;
+  }
   print_ratios(x, def, oracle);
+  print_over_ceiling(x, def, cei);
   long long wrong_total = 0;
   int failures = 0;
   for (int m = 0; m < c->nmodes; m++) {
@@ -390,6 +441,6 @@ int acl_bench_compare_report(const acl_bench_compare_t *x, int rc)
   if (failures && rc == ACL_BENCH_EXIT_OK)
     rc = ACL_BENCH_EXIT_RUNTIME;
   if (c->json)
-    print_json(x, bf, def, oracle, oracle_job, wrong_total, failures, rc);
+    print_json(x, bf, def, cei, oracle, oracle_job, wrong_total, failures, rc);
   return rc;
 }

@@ -226,6 +226,18 @@ void acl_bench_print_run_json(FILE *f, const acl_bench_cfg_t *c, int nranks,
   fflush(f);
 }
 
+/* "2.28.3" from ncclGetVersion's code (MAJOR*10000+MINOR*100+PATCH since
+ * 2.9, MAJOR*1000+MINOR*100+PATCH before); empty when unknown. */
+void acl_bench_nccl_version_str(int v, char *buf, size_t len)
+{
+  if (v <= 0)
+    snprintf(buf, len, "%s", "");
+  else if (v >= 10000)
+    snprintf(buf, len, "%d.%d.%d", v / 10000, v % 10000 / 100, v % 100);
+  else
+    snprintf(buf, len, "%d.%d.%d", v / 1000, v % 1000 / 100, v % 100);
+}
+
 /* Machine-readable lines for the compare driver (--internal-child). */
 void acl_bench_print_child_lines(FILE *f, const acl_bench_run_summary_t *s)
 {

@@ -197,6 +197,17 @@ int main(void)
   EXPECT(fabs(acl_bench_bus_factor(ACL_BENCH_COLL_ALL_GATHER, 4) - 0.75) < 1e-12);
   EXPECT(acl_bench_bus_factor(ACL_BENCH_COLL_BROADCAST, 4) == 1.0);
 
+  /* ncclGetVersion codes: MAJOR*10000+MINOR*100+PATCH since 2.9, *1000 before */
+  char ver[32];
+  acl_bench_nccl_version_str(22803, ver, sizeof(ver));
+  EXPECT(!strcmp(ver, "2.28.3"));
+  acl_bench_nccl_version_str(21003, ver, sizeof(ver));
+  EXPECT(!strcmp(ver, "2.10.3"));
+  acl_bench_nccl_version_str(2804, ver, sizeof(ver));
+  EXPECT(!strcmp(ver, "2.8.4"));
+  acl_bench_nccl_version_str(0, ver, sizeof(ver));
+  EXPECT(ver[0] == 0);
+
   int nr[] = {1, 2, 3, 8};
   for (int coll = 0; coll < ACL_BENCH_COLL_COUNT; coll++)
     for (int dt = 0; dt < ACL_BENCH_DT_COUNT; dt++)

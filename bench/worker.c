@@ -1,7 +1,6 @@
-/* The measuring side of autoccl-bench: NCCL communicators, buffers, CUDA
- * event timing per iteration, result checking, and the two launch models
- * (--procs: fork one process per GPU, ncclUniqueId over a pipe,
- * ncclCommInitRank; --single: ncclCommInitAll and group calls). */
+/* The measuring side of autoccl-bench: buffers, CUDA event timing per
+ * iteration, result checking and the summary of a run. The launch models
+ * (--procs, --single) are in launch.c, --trace in worker_trace.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -35,53 +34,9 @@ _Static_assert((int)ncclSum == ACL_BENCH_OP_SUM && (int)ncclProd == ACL_BENCH_OP
                    (int)ncclMax == ACL_BENCH_OP_MAX && (int)ncclMin == ACL_BENCH_OP_MIN,
                "op enum must match ncclRedOp_t");
 
-#define EVENT_CHUNK 1024
+#include "bench/worker_int.h"
 
-/* Lives in MAP_SHARED memory so forked ranks write their results where the
- * parent reads them. */
-struct shared {
-  int nranks, nsizes, T;
-  size_t sizes[ACL_BENCH_MAX_SIZES];
-  atomic_int size_done[ACL_BENCH_MAX_RANKS];
-  int status[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
-  long long wrong[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
-  double gemm_tf[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
-  double gemm_iso[ACL_BENCH_MAX_RANKS], gemm_run[ACL_BENCH_MAX_RANKS],
-      gemm_duty[ACL_BENCH_MAX_RANKS];
-  int nccl_version;
-  char errmsg[ACL_BENCH_MAX_RANKS][256];
-  /* --warmup-time: rank 0 calibrates the untimed calls of each size and
-   * publishes the count, so every rank makes the same number of calls */
-  long warm_calls[ACL_BENCH_MAX_SIZES];
-  atomic_int warm_ready;
-  /* --trace: host time of a size's T timed iterations */
-  double wall_s[ACL_BENCH_MAX_RANKS][ACL_BENCH_MAX_SIZES];
-  double times[]; /* [rank][size][T], microseconds */
-};
-
-static double *times_of(struct shared *sh, int rank, int s)
-{
-  return sh->times + ((size_t)rank * (size_t)sh->nsizes + (size_t)s) * (size_t)sh->T;
-}
-
-struct gpu {
-  int dev, rank;
-  ncclComm_t comm;
-  cudaStream_t stream;
-  void *send, *recv;
-  void *hsend, *hrecv;
-  cudaEvent_t ev0[EVENT_CHUNK], ev1[EVENT_CHUNK];
-  int nev;
-  acl_bench_gemm_t *gemm;
-  long long gemm_done0;
-  /* per size */
-  void *in, *out;
-  size_t in_elems, out_elems, check_elems;
-};
-
-static void set_err(struct shared *sh, int rank, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(struct shared *sh, int rank, const char *fmt, ...)
+void acl_bench_set_err(struct shared *sh, int rank, const char *fmt, ...)
 {
   if (sh->errmsg[rank][0])
     return;
@@ -90,26 +45,6 @@ static void set_err(struct shared *sh, int rank, const char *fmt, ...)
   vsnprintf(sh->errmsg[rank], sizeof(sh->errmsg[rank]), fmt, ap);
   va_end(ap);
 }
-
-#define CTRY(rank, call)                                                                           \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      set_err(sh, (rank), "rank %d: %s: %s", (rank), #call, cudaGetErrorString(e_));               \
-      goto fail;                                                                                   \
-    }                                                                                              \
-  } while (0)
-
-#define NTRY(rank, comm, call)                                                                     \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
-    if (r_ != ncclSuccess) {                                                                       \
-      const char *last_ = ncclGetLastError(comm);                                                  \
-      set_err(sh, (rank), "rank %d: %s: %s%s%s", (rank), #call, ncclGetErrorString(r_),            \
-              last_ &&*last_ ? ": " : "", last_ ? last_ : "");                                     \
-      goto fail;                                                                                   \
-    }                                                                                              \
-  } while (0)
 
 static ncclResult_t launch(const acl_bench_cfg_t *c, struct gpu *g, size_t count, int nranks)
 {
@@ -299,8 +234,8 @@ static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gp
 }
 
 /* Runs all sizes on the local GPUs (1 in --procs, all in --single). */
-static int run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
-                     int reporter)
+int acl_bench_run_local(const acl_bench_cfg_t *c, struct shared *sh, struct gpu *gs, int nlocal,
+                        int reporter)
 {
   int n = sh->nranks, T = sh->T;
   size_t maxbytes = sh->sizes[sh->nsizes - 1];
@@ -511,240 +446,6 @@ cleanup:
   return failed ? ACL_BENCH_EXIT_RUNTIME : 0;
 }
 
-static int check_devices(struct shared *sh, int rank, int need)
-{
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    set_err(sh, rank, "no usable CUDA device: %s", cudaGetErrorString(e));
-    return -1;
-  }
-  if (count < need) {
-    set_err(sh, rank, "-g %d needs %d GPUs, but %d %s visible", need, need, count,
-            count == 1 ? "is" : "are");
-    return -1;
-  }
-  return 0;
-}
-
-static void fail_all_sizes(struct shared *sh, int rank)
-{
-  for (int s = 0; s < sh->nsizes; s++)
-    sh->status[rank][s] = 1;
-  atomic_store(&sh->size_done[rank], sh->nsizes);
-}
-
-static int single_run(const acl_bench_cfg_t *c, struct shared *sh)
-{
-  int n = sh->nranks;
-  struct gpu *gs = calloc((size_t)n, sizeof(struct gpu));
-  ncclComm_t comms[ACL_BENCH_MAX_RANKS];
-  int devs[ACL_BENCH_MAX_RANKS];
-  if (!gs)
-    return ACL_BENCH_EXIT_RUNTIME;
-  if (check_devices(sh, 0, n)) {
-    for (int r = 0; r < n; r++)
-      fail_all_sizes(sh, r);
-    free(gs);
-    return ACL_BENCH_EXIT_RUNTIME;
-  }
-  for (int r = 0; r < n; r++)
-    devs[r] = r;
-  ncclResult_t nr = ncclCommInitAll(comms, n, devs);
-  if (nr != ncclSuccess) {
-    set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr),
-            ncclGetLastError(NULL));
-    for (int r = 0; r < n; r++)
-      fail_all_sizes(sh, r);
-    free(gs);
-    return ACL_BENCH_EXIT_RUNTIME;
-  }
-  for (int r = 0; r < n; r++) {
-    gs[r].dev = r;
-    gs[r].rank = r;
-    gs[r].comm = comms[r];
-  }
-  int rc = run_local(c, sh, gs, n, 1);
-  free(gs);
-  return rc;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-  const char *p = buf;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-  char *p = buf;
-  while (len) {
-    ssize_t r = read(fd, p, len);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    p += r;
-    len -= (size_t)r;
-  }
-  return 0;
-}
-
-/* one rank in its own process */
-static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int (*pipes)[2])
-{
-  int n = sh->nranks;
-  ncclUniqueId id;
-  struct gpu *g = calloc(1, sizeof(struct gpu));
-  if (!g)
-    return ACL_BENCH_EXIT_RUNTIME;
-  if (rank == 0) {
-    ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) {
-      set_err(sh, 0, "ncclGetUniqueId: %s", ncclGetErrorString(r));
-      memset(&id, 0, sizeof(id)); /* peers get a zero id and fail their init */
-    }
-    for (int k = 1; k < n; k++)
-      if (write_all(pipes[k][1], &id, sizeof(id)))
-        set_err(sh, 0, "cannot send the NCCL id to rank %d", k);
-    for (int k = 1; k < n; k++)
-      close(pipes[k][1]);
-    if (r != ncclSuccess)
-      goto fail;
-  } else {
-    if (read_all(pipes[rank][0], &id, sizeof(id))) {
-      set_err(sh, rank, "rank %d: no NCCL id from rank 0", rank);
-      goto fail;
-    }
-    close(pipes[rank][0]);
-  }
-  if (check_devices(sh, rank, n))
-    goto fail;
-  {
-    cudaError_t e = cudaSetDevice(rank);
-    if (e != cudaSuccess) {
-      set_err(sh, rank, "rank %d: cudaSetDevice(%d): %s", rank, rank, cudaGetErrorString(e));
-      goto fail;
-    }
-  }
-  g->dev = rank;
-  g->rank = rank;
-  {
-    ncclResult_t r = ncclCommInitRank(&g->comm, n, id, rank);
-    if (r != ncclSuccess) {
-      set_err(sh, rank, "rank %d: ncclCommInitRank: %s: %s", rank, ncclGetErrorString(r),
-              ncclGetLastError(NULL));
-      goto fail;
-    }
-  }
-  {
-    int rc = run_local(c, sh, g, 1, rank == 0);
-    free(g);
-    return rc;
-  }
-fail:
-  fail_all_sizes(sh, rank);
-  free(g);
-  return ACL_BENCH_EXIT_RUNTIME;
-}
-
-static int procs_run(const acl_bench_cfg_t *c, struct shared *sh)
-{
-  int n = sh->nranks;
-  int pipes[ACL_BENCH_MAX_RANKS][2];
-  pid_t pids[ACL_BENCH_MAX_RANKS];
-  memset(pipes, -1, sizeof(pipes));
-  for (int k = 1; k < n; k++)
-    if (pipe(pipes[k])) {
-      set_err(sh, 0, "pipe: %s", strerror(errno));
-      return ACL_BENCH_EXIT_RUNTIME;
-    }
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < n; r++) {
-    pid_t p = fork();
-    if (p < 0) {
-      set_err(sh, r, "fork: %s", strerror(errno));
-      for (int k = 0; k < r; k++)
-        kill(pids[k], SIGKILL);
-      for (int k = 0; k < r; k++)
-        waitpid(pids[k], NULL, 0);
-      return ACL_BENCH_EXIT_RUNTIME;
-    }
-    if (p == 0) {
-      /* child: keep only our pipe ends */
-      for (int k = 1; k < n; k++) {
-        if (r == 0) {
-          close(pipes[k][0]);
-        } else {
-          close(pipes[k][1]);
-          if (k != r)
-            close(pipes[k][0]);
-        }
-      }
-      int rc = rank_main(c, sh, r, pipes);
-      fflush(stdout);
-      fflush(stderr);
-      _exit(rc);
-    }
-    pids[r] = p;
-  }
-  for (int k = 1; k < n; k++) {
-    close(pipes[k][0]);
-    close(pipes[k][1]);
-  }
-  /* wait; once one rank fails, give the others 20 s, then kill them (they
-   * may be stuck in a collective with the dead rank) */
-  int alive = n, rc = 0;
-  int done[ACL_BENCH_MAX_RANKS] = {0};
-  double fail_at = 0;
-  while (alive > 0) {
-    int st = 0;
-    pid_t p = waitpid(-1, &st, WNOHANG);
-    if (p > 0) {
-      for (int r = 0; r < n; r++) {
-        if (pids[r] != p || done[r])
-          continue;
-        done[r] = 1;
-        alive--;
-        int bad = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        if (bad) {
-          if (WIFSIGNALED(st))
-            set_err(sh, r, "rank %d killed by signal %d", r, WTERMSIG(st));
-          else if (!sh->errmsg[r][0])
-            set_err(sh, r, "rank %d exited with status %d", r, WEXITSTATUS(st));
-          rc = ACL_BENCH_EXIT_RUNTIME;
-          if (fail_at == 0)
-            fail_at = acl_mono_s();
-        }
-      }
-    } else if (p == 0) {
-      usleep(20000);
-      if (fail_at > 0 && acl_mono_s() - fail_at > 20.0) {
-        for (int r = 0; r < n; r++)
-          if (!done[r]) {
-            set_err(sh, r, "rank %d killed after a peer failed", r);
-            kill(pids[r], SIGKILL);
-            fail_all_sizes(sh, r);
-          }
-        fail_at = acl_mono_s() + 1e9;
-      }
-    } else if (errno != EINTR) {
-      break;
-    }
-  }
-  return rc;
-}
-
 static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run_summary_t *s)
 {
   memset(s, 0, sizeof(*s));
@@ -773,65 +474,10 @@ static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run
     }
 }
 
-/* --trace: where this run's trace goes, and the plugins that tell what NCCL
- * ran (set before NCCL loads them). Returns the trace path or NULL. */
-static const char *trace_setup(const acl_bench_cfg_t *c, char *path, size_t len, char *probe,
-                               size_t plen)
-{
-  if (c->trace_file[0])
-    snprintf(path, len, "%s", c->trace_file);
-  else if (c->trace_dir[0])
-    snprintf(path, len, "%s/run.jsonl.gz", c->trace_dir);
-  else
-    return NULL;
-  if (c->trace_dir[0] && !c->trace_file[0])
-    acl_bench_mkdirs(c->trace_dir);
-  snprintf(probe, plen, "%s.probe", path);
-  unlink(probe);
-  setenv("AUTOCCL_BENCH_PROBE", probe, 1);
-  char so[ACL_BENCH_PATH_MAX];
-  const char *tp = getenv("NCCL_TUNER_PLUGIN"), *pp = getenv("NCCL_PROFILER_PLUGIN");
-  if (!tp && !pp && !c->fake && !getenv("AUTOCCL_BENCH_NO_PROBE") &&
-      acl_bench_probe_path(so, sizeof(so)) == 0) {
-    setenv("NCCL_TUNER_PLUGIN", so, 1);
-    setenv("NCCL_PROFILER_PLUGIN", so, 1);
-  } else if (tp && !getenv("AUTOCCL_TRACE")) {
-    /* the autoccl plugin records what it sees beside this trace */
-    char at[ACL_BENCH_PATH_MAX + 32];
-    size_t l = strlen(path);
-    size_t cut = l > 9 && !strcmp(path + l - 9, ".jsonl.gz") ? l - 9 : l;
-    snprintf(at, sizeof(at), "%.*s-plugin-r%%r.jsonl.gz", (int)cut, path);
-    setenv("AUTOCCL_TRACE", at, 1);
-  }
-  return path;
-}
-
-static void trace_finish(const acl_bench_cfg_t *c, struct shared *sh, const char *path,
-                         const char *probe)
-{
-  int n = sh->nranks, ns = sh->nsizes;
-  acl_bench_trace_size_t *sz = calloc((size_t)ns, sizeof(*sz));
-  if (!sz)
-    return;
-  for (int s = 0; s < ns; s++) {
-    sz[s].bytes = sh->sizes[s];
-    sz[s].count = sh->sizes[s] / acl_bench_dtype_size(c->dt);
-    for (int r = 0; r < n; r++)
-      if (sh->status[r][s])
-        sz[s].status = sh->status[r][s];
-    sz[s].wall_s = sh->wall_s[0][s];
-    sz[s].gemm_tflops = c->gemm ? sh->gemm_tf[0][s] : -1.0;
-    acl_bench_probe_ran(probe, c, sh->sizes[s], n, sz[s].ran, sizeof(sz[s].ran));
-  }
-  acl_bench_trace_write(path, c, n, ns, sh->T, sz, sh->times, sh->nccl_version);
-  unlink(probe);
-  free(sz);
-}
-
 int acl_bench_worker_main(const acl_bench_cfg_t *c)
 {
   char tpath[ACL_BENCH_PATH_MAX + 32], tprobe[ACL_BENCH_PATH_MAX + 64];
-  const char *trace = trace_setup(c, tpath, sizeof(tpath), tprobe, sizeof(tprobe));
+  const char *trace = acl_bench_trace_setup(c, tpath, sizeof(tpath), tprobe, sizeof(tprobe));
   size_t sizes[ACL_BENCH_MAX_SIZES];
   int n = c->ngpus;
   int nsizes = acl_bench_sizes(c, n, sizes, ACL_BENCH_MAX_SIZES);
@@ -886,9 +532,9 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c)
       }
     }
   } else if (c->procs) {
-    rc = procs_run(c, sh);
+    rc = acl_bench_procs_run(c, sh);
   } else {
-    rc = single_run(c, sh);
+    rc = acl_bench_single_run(c, sh);
   }
 
   acl_bench_run_summary_t *sum = calloc(1, sizeof(*sum));
@@ -898,7 +544,7 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c)
   }
   summarize(c, sh, sum);
   if (trace)
-    trace_finish(c, sh, trace, tprobe);
+    acl_bench_trace_finish(c, sh, trace, tprobe);
   long long wrong = 0;
   int any_fail = 0;
   for (int s = 0; s < nsizes; s++) {

@@ -18,6 +18,7 @@ static const char *const acl_config_level_names[] = {"error", "warn", "info", "d
 static bool acl_config_check_bind(char *s, size_t len);
 static bool acl_config_check_hostport(char *s, size_t len);
 static bool acl_config_check_salt(char *s, size_t len);
+static bool acl_config_check_window(char *s, size_t len);
 
 /* Field sizes each type writes; STR (0) fills any char array. */
 #define ACL_SETSZ_ENUM sizeof(int)
@@ -323,6 +324,31 @@ static bool acl_config_check_salt(char *s, size_t len)
     if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
       return false;
   return true;
+}
+
+bool acl_config_window_ms(const char *s, unsigned *on_ms, unsigned *period_ms)
+{
+  char buf[24];
+  long on, per;
+  const char *slash = s ? strchr(s, '/') : NULL;
+  size_t n = slash ? (size_t)(slash - s) : 0;
+  if (!slash || n >= sizeof(buf))
+    return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  if (!acl_parse_int(buf, 1, ACL_CONFIG_CUPTI_MS_MAX, &on) ||
+      !acl_parse_int(slash + 1, 2, ACL_CONFIG_CUPTI_MS_MAX, &per) || on >= per)
+    return false;
+  *on_ms = (unsigned)on;
+  *period_ms = (unsigned)per;
+  return true;
+}
+
+static bool acl_config_check_window(char *s, size_t len)
+{
+  unsigned on, per;
+  (void)len;
+  return acl_config_window_ms(s, &on, &per);
 }
 
 /* Read after AUTOCCL_LOCAL_RANK when it is unset: the launchers' conventions. */

@@ -16,7 +16,7 @@ typedef enum acl_mode {
 } acl_mode_t;
 
 typedef enum acl_prof_src {
-  ACL_PROF_AUTO = 0, /* NCCL profiler events (CUPTI costs too much to be a default) */
+  ACL_PROF_AUTO = 0, /* CUPTI in windows (AUTOCCL_CUPTI_WINDOW), NCCL events between */
   ACL_PROF_CUPTI = 1,
   ACL_PROF_NCCL = 2,
   ACL_PROF_OFF = 3,
@@ -39,10 +39,17 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_TIMEOUT_MS_DEFAULT 30000
 #define ACL_CONFIG_TIMEOUT_MS_MIN 100
 #define ACL_CONFIG_TIMEOUT_MS_MAX 3600000
+#define ACL_CONFIG_STOCK_CH_MAX 64 /* NCCL 2.28's MAXCHANNELS */
 #define ACL_CONFIG_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per trace file: hours
                                                      * of a busy job (docs/trace.md) */
 #define ACL_CONFIG_TRACE_MAX_MAX (1ull << 50)       /* 1 PiB: a bound, not a limit */
 #define ACL_CONFIG_LOCAL_RANK_MAX 4095              /* far above any host's GPU count */
+/* AUTOCCL_CUPTI_WINDOW=ON/PERIOD (ms): default "100/5000", CUPTI attached
+ * 100 ms every 5 s (2 %). On one H200 attached CUPTI cost 33 % of a loop of
+ * 3 us kernels; this rule measured +1.6 % there and +0.12 % on a loop of
+ * 1 ms kernels (docs/benchmarks-profiler.md), within the 2 % / 0.5 %
+ * targets; 100 ms holds a few steps' collectives. */
+#define ACL_CONFIG_CUPTI_MS_MAX 3600000 /* an hour: a bound, not a limit */
 
 typedef struct acl_config {
   acl_mode_t mode;         /* AUTOCCL_MODE: online | static | off */
@@ -60,7 +67,11 @@ typedef struct acl_config {
   int max_workloads;       /* AUTOCCL_MAX_WORKLOADS: per communicator, 1..1024, default 256 */
   int timeout_ms;          /* AUTOCCL_TIMEOUT_MS: consensus wait bound, 100..3600000,
                               default 30000 */
+  int stock_channels;      /* AUTOCCL_STOCK_CHANNELS: channels NCCL builds as it ships, when
+                              NCCL_MIN_NCHANNELS raised the ceiling; 0 = no ceiling mode
+                              (docs/channels.md) */
   acl_prof_src_t profiler; /* AUTOCCL_PROFILER: auto | cupti | nccl | off */
+  char cupti_window[24];   /* AUTOCCL_CUPTI_WINDOW: "ON/PERIOD" in ms (acl_config_window_ms) */
   int local_rank;          /* AUTOCCL_LOCAL_RANK, else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
                               SLURM_LOCALID, MPI_LOCALRANKID; else 0 */
   char sim_feed[128];      /* AUTOCCL_SIM_FEED: internal, set by autoccl-sim */
@@ -115,6 +126,8 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
                      acl_config_report_fn report, void *report_user);
 /* Process environment; problems go to acl_warn(). */
 int acl_config_from_env(acl_config_t *cfg);
+/* "ON/PERIOD" (AUTOCCL_CUPTI_WINDOW) in ms, 1 <= ON < PERIOD <= an hour. */
+bool acl_config_window_ms(const char *s, unsigned *on_ms, unsigned *period_ms);
 /* One variable from the process environment into cfg (tools that read only
  * their own, e.g. AUTOCCL_SIM_TRACES); problems go to acl_warn(). Returns
  * the number of invalid values (0 or 1); -1 for a name not in the table. */

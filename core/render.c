@@ -117,6 +117,12 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     put_ratio(sb, w->overlap);
   else
     acl_sb_puts(sb, "null");
+  acl_sb_puts(sb, ",\n     \"collective_seconds\": ");
+  put_opt_num(sb, w->has_exposed, w->collective_seconds);
+  acl_sb_puts(sb, ", \"exposed_seconds\": ");
+  put_opt_num(sb, w->has_exposed, w->exposed_seconds);
+  acl_sb_puts(sb, ", \"exposed_share\": ");
+  put_opt_num(sb, w->has_exposed, w->exposed_share);
   acl_sb_puts(sb, ",\n     \"time_saved_seconds\": ");
   put_opt_num(sb, w->has_net, w->time_saved_seconds);
   acl_sb_puts(sb, ", \"exploration_cost_seconds\": ");
@@ -166,6 +172,31 @@ static void put_profiler(acl_strbuf_t *sb, const acl_snap_profiler_t *p)
                 p->cupti_available ? "true" : "false", p->cupti_backed_off ? "true" : "false",
                 p->records, p->records_dropped, p->samples, p->ambiguous, p->mismatches);
   put_ratio(sb, p->sample_latency_seconds);
+  acl_sb_puts(sb, ",\n               \"cupti_window\": ");
+  if (p->cupti_window[0]) {
+    JSTR(sb, p->cupti_window);
+    acl_sb_printf(sb, ", \"cupti_window_ms\": %" PRIu32 ", \"cupti_period_ms\": %" PRIu32
+                      ", \"cupti_windows\": %" PRIu64 ", \"cupti_attached_seconds\": ",
+                  p->cupti_on_ms, p->cupti_period_ms, p->cupti_windows);
+    put_ratio(sb, p->cupti_on_seconds);
+  } else {
+    acl_sb_puts(sb, "null");
+  }
+  acl_sb_puts(sb, "}");
+}
+
+static void put_job(acl_strbuf_t *sb, const acl_snapshot_t *s)
+{
+  acl_snap_job_t j;
+  acl_snap_job_totals(s, &j);
+  acl_sb_puts(sb, "{\"collective_seconds\": ");
+  put_opt_num(sb, j.has_exposed, j.collective_seconds);
+  acl_sb_puts(sb, ", \"exposed_seconds\": ");
+  put_opt_num(sb, j.has_exposed, j.exposed_seconds);
+  acl_sb_puts(sb, ", \"exposed_share\": ");
+  put_opt_num(sb, j.has_exposed, j.exposed_share);
+  acl_sb_puts(sb, ", \"time_saved_seconds\": ");
+  put_opt_num(sb, j.has_net, j.time_saved_seconds);
   acl_sb_puts(sb, "}");
 }
 
@@ -195,6 +226,8 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
   put_ratio(out, s->uptime_seconds);
   acl_sb_puts(out, ",\n  \"profiler\": ");
   put_profiler(out, &s->profiler);
+  acl_sb_puts(out, ",\n  \"job\": ");
+  put_job(out, s);
   acl_sb_puts(out, ",\n  \"communicators\": [");
   int nc = s->ncomms < 0 ? 0 : (s->ncomms > ACL_SNAP_MAX_COMMS ? ACL_SNAP_MAX_COMMS : s->ncomms);
   for (int i = 0; i < nc; i++) {

@@ -217,6 +217,31 @@ static void render_process(mctx_t *m)
   head(m, "autoccl_profiler_cupti_backed_off", "gauge",
        "1 when another CUPTI subscriber holds CUPTI and autoccl backed off.");
   sample_plain(m, "autoccl_profiler_cupti_backed_off", p->cupti_backed_off);
+  if (p->cupti_window[0]) {
+    head(m, "autoccl_profiler_cupti_windows_total", "counter",
+         "CUPTI windows opened (AUTOCCL_CUPTI_WINDOW; 1 when always attached).");
+    sample_plain(m, "autoccl_profiler_cupti_windows_total", (double)p->cupti_windows);
+    head(m, "autoccl_profiler_cupti_attached_seconds_total", "counter",
+         "Time CUPTI was attached in closed windows.");
+    sample_plain(m, "autoccl_profiler_cupti_attached_seconds_total", p->cupti_on_seconds);
+  }
+  acl_snap_job_t j;
+  acl_snap_job_totals(s, &j);
+  if (j.has_exposed) {
+    head(m, "autoccl_job_collective_seconds_total", "counter",
+         "Collective time of every workload in this process.");
+    sample_plain(m, "autoccl_job_collective_seconds_total", j.collective_seconds);
+    head(m, "autoccl_job_exposed_seconds_total", "counter",
+         "Collective time not overlapped by compute, every workload in this process: the most "
+         "that tuning the collectives could give back.");
+    sample_plain(m, "autoccl_job_exposed_seconds_total", j.exposed_seconds);
+  }
+  if (j.has_net) {
+    head(m, "autoccl_job_time_saved_seconds", "gauge",
+         "Net time the tuner saved, every workload in this process (compare with "
+         "autoccl_job_exposed_seconds_total).");
+    sample_plain(m, "autoccl_job_time_saved_seconds", j.time_saved_seconds);
+  }
   static const struct { const char *name, *help; size_t off; } ctr[] = {
       {"autoccl_profiler_records_total", "Kernel records processed.",
        offsetof(acl_snap_profiler_t, records)},
@@ -339,6 +364,13 @@ static const wfam_t k_wfams[] = {
     {"autoccl_compute_overlap_ratio", "gauge",
      "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL, WOFF(overlap),
      WOFF(has_overlap), false},
+    {"autoccl_workload_collective_seconds_total", "counter",
+     "Collective time of this workload's calls (calls x mean sampled duration).", F_DBL,
+     WOFF(collective_seconds), WOFF(has_exposed), false},
+    {"autoccl_workload_exposed_seconds_total", "counter",
+     "Collective time not overlapped by compute kernels (exposed communication), from the "
+     "share measured in CUPTI windows.",
+     F_DBL, WOFF(exposed_seconds), WOFF(has_exposed), false},
     {"autoccl_workload_time_saved_seconds", "gauge",
      "Net time the decision saved against the measured NCCL baseline, minus the exploration cost "
      "(negative until the tuner pays for itself).",

@@ -1,7 +1,29 @@
-/* Snapshot helpers: the duration histogram's fixed buckets. */
+/* Snapshot helpers: the duration histogram's fixed buckets, job totals. */
 #include "core/snapshot.h"
 
 #include <math.h>
+#include <string.h>
+
+void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  int nw = s->nworkloads < 0 ? 0
+           : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
+  for (int i = 0; i < nw; i++) {
+    const acl_snap_workload_t *w = &s->workloads[i];
+    if (w->has_exposed && isfinite(w->collective_seconds) && isfinite(w->exposed_seconds)) {
+      out->collective_seconds += w->collective_seconds;
+      out->exposed_seconds += w->exposed_seconds;
+      out->has_exposed = true;
+    }
+    if (w->has_net && isfinite(w->time_saved_seconds)) {
+      out->time_saved_seconds += w->time_saved_seconds;
+      out->has_net = true;
+    }
+  }
+  if (out->collective_seconds > 0.0)
+    out->exposed_share = out->exposed_seconds / out->collective_seconds;
+}
 
 double acl_hist_bound(int i)
 {

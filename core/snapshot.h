@@ -52,6 +52,14 @@ typedef struct acl_snap_workload {
   bool has_busbw;
   double overlap;            /* 0..1; valid when has_overlap */
   bool has_overlap;
+  /* Exposed communication (profiler/overlap.h acl_exposure): collective time
+   * not overlapped by compute, estimated over all this process's calls from
+   * the share measured on the calls with a known overlap. Valid when
+   * has_exposed. */
+  double collective_seconds; /* calls x mean sampled duration */
+  double exposed_seconds;
+  double exposed_share;      /* 0..1 */
+  bool has_exposed;
   /* Net value (core/netvalue.h), valid when has_net: seconds the decision
    * saved against the NCCL baseline minus what exploration cost (can be < 0),
    * and that exploration cost. */
@@ -83,6 +91,12 @@ typedef struct acl_snap_profiler {
   uint64_t ambiguous;       /* calls not used (fused launches) */
   uint64_t mismatches;      /* NCCL ran something else than decided */
   double sample_latency_seconds; /* median call->sample delay, <0 unknown */
+  /* CUPTI windows (source "cupti"): state "closed" | "lead" | "open" |
+   * "always" (AUTOCCL_PROFILER=cupti); empty when CUPTI is not the source. */
+  char cupti_window[8];
+  uint32_t cupti_on_ms, cupti_period_ms;
+  uint64_t cupti_windows;    /* windows opened */
+  double cupti_on_seconds;   /* time attached, closed windows */
 } acl_snap_profiler_t;
 
 typedef struct acl_snapshot {
@@ -99,6 +113,17 @@ typedef struct acl_snapshot {
   bool workloads_truncated; /* more existed than ACL_SNAP_MAX_WORKLOADS */
   acl_snap_workload_t workloads[ACL_SNAP_MAX_WORKLOADS];
 } acl_snapshot_t;
+
+/* The job's exposed communication, summed over this process's workloads,
+ * and the tuner's net time saved beside it: the exposed time is the most
+ * that any collective tuning could ever give back. */
+typedef struct acl_snap_job {
+  double collective_seconds, exposed_seconds, exposed_share; /* share: 0..1 */
+  bool has_exposed;
+  double time_saved_seconds; /* sum of the workloads' net value */
+  bool has_net;
+} acl_snap_job_t;
+void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out);
 
 /* Histogram bucket index for a duration (ACL_HIST_N = beyond the last bound). */
 int acl_hist_bucket(double seconds);

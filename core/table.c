@@ -122,9 +122,9 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   char *f[MAX_FIELDS];
   const char *const *names = csv ? csv_names : acl_names;
   int n = csv ? split_csv(line, f) : split_ws(line, f);
-  if (csv && n != 10) {
-    snprintf(why, whylen, "expected 10 comma-separated fields (coll,min_bytes,max_bytes,algo,"
-             "proto,channels,nNodes,nRanks,numPipeOps,regBuff), got %d", n);
+  if (csv && (n < 8 || n > 10)) {
+    snprintf(why, whylen, "expected 8 to 10 comma-separated fields (coll,min_bytes,max_bytes,"
+             "algo,proto,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %d", n);
     return -1;
   }
   if (!csv && n != 6 && n != 9) {
@@ -164,30 +164,75 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
     BAD(5, "channels must be 0 (NCCL decides)%s to 64, got '%.32s'", csv ? ", -1" : "", f[5]);
   if (nccl && ch != 0)
     BAD(5, "NCCL's own choice takes no channel count, got '%.32s'", f[5]);
-  if (n >= 9) {
+  if (n >= 8) {
     if (!parse_any(f[6], 1 << 20, &r->nnodes))
       BAD(6, "node count must be a positive number or -1 (any), got '%.32s'", f[6]);
     if (!parse_any(f[7], 1 << 24, &r->nranks))
       BAD(7, "rank count must be a positive number or -1 (any), got '%.32s'", f[7]);
-    if (!parse_any(f[8], 1 << 20, &r->pipe_ops))
-      BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'",
-          f[8]);
   }
-  if (csv && strcmp(f[9], "-1") != 0)
-    BAD(9, "must be -1: decisions never depend on buffer registration (it can differ "
-        "between ranks), got '%.32s'", f[9]);
+  if (n >= 9 && !parse_any(f[8], 1 << 20, &r->pipe_ops))
+    BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'",
+        f[8]);
   r->cand = (acl_candidate_t){.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch};
+  if (n == 10 && strcmp(f[9], "-1") != 0) {
+    if (strcmp(f[9], "0") != 0 && strcmp(f[9], "1") != 0)
+      BAD(9, "must be 0, 1 or -1 (any), got '%.32s'", f[9]);
+    return 1; /* valid, but not honoured: see ACL_TABLE_SKIP_REGBUFF */
+  }
   return 0;
 }
 #undef BAD
 
-/* NCCL's CSV when the first rule line has exactly nine commas. */
+/* NCCL's CSV when the first rule line has seven to nine commas (NCCL's
+ * numPipeOps and regBuff are optional). Eight commas could also be
+ * autoccl's nine fields: they are NCCL's first nine in the same order, and
+ * the CSV reading accepts everything autoccl's does there. */
 static bool looks_csv(const char *line)
 {
   int commas = 0;
   for (const char *q = line; *q; q++)
     commas += *q == ',';
-  return commas == 9;
+  return commas >= 7 && commas <= 9;
+}
+
+/* Notes a rule not honoured on line lineno in t->skipped ("19, 27, ..."). */
+static void note_skip(acl_table_t *t, int lineno)
+{
+  size_t k = strlen(t->skipped);
+  if (k + 16 < sizeof(t->skipped))
+    snprintf(t->skipped + k, sizeof(t->skipped) - k, "%s%d", t->nskipped ? ", " : "", lineno);
+  else if (k + 5 < sizeof(t->skipped) && t->skipped[k - 1] != '.')
+    snprintf(t->skipped + k, sizeof(t->skipped) - k, ", ...");
+  t->nskipped++;
+}
+
+/* "# autoccl-meta: nccl_version=X; gpu=Y" (ACL_TABLE_META_TAG); any other
+ * comment is a comment. */
+static void meta_comment(const char *c, acl_table_t *t)
+{
+  while (*c == ' ' || *c == '\t')
+    c++;
+  if (strncmp(c, ACL_TABLE_META_TAG, strlen(ACL_TABLE_META_TAG)) != 0)
+    return;
+  c += strlen(ACL_TABLE_META_TAG);
+  static const char *const keys[] = {"nccl_version=", "gpu="};
+  char *dst[] = {t->nccl_version, t->gpu};
+  size_t cap[] = {sizeof(t->nccl_version), sizeof(t->gpu)};
+  for (int k = 0; k < 2; k++) {
+    const char *v = strstr(c, keys[k]);
+    if (!v)
+      continue;
+    v += strlen(keys[k]);
+    size_t n = strcspn(v, ";\r\n");
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+      n--;
+    if (n >= cap[k])
+      n = cap[k] - 1;
+    if (n == 1 && v[0] == '-')
+      n = 0; /* unknown */
+    memcpy(dst[k], v, n);
+    dst[k][n] = '\0';
+  }
 }
 
 int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, size_t errlen)
@@ -198,6 +243,18 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
     return -1;
   }
   size_t pos = 0;
+  while (pos < len && isspace((unsigned char)text[pos]))
+    pos++;
+  if (pos < len && text[pos] == '{') {
+    int jrc = acl_table_parse_json(text, len, t, err, errlen);
+    if (jrc == 0) {
+      t->hash = acl_table_hash(t);
+      memcpy(out, t, sizeof(*t));
+    }
+    free(t);
+    return jrc;
+  }
+  pos = 0;
   int lineno = 0, rc = -1;
   bool decided = false, csv = false;
   while (pos < len) {
@@ -219,8 +276,10 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
       goto out;
     }
     char *hash = strchr(line, '#');
-    if (hash)
+    if (hash) {
+      meta_comment(hash + 1, t);
       *hash = '\0';
+    }
     for (char *q = line; *q; q++)
       if (*q == '\r')
         *q = ' ';
@@ -238,9 +297,14 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
       goto out;
     }
     char why[224];
-    if (parse_rule(s, csv, &t->rules[t->nrules], why, sizeof(why)) != 0) {
+    int prc = parse_rule(s, csv, &t->rules[t->nrules], why, sizeof(why));
+    if (prc < 0) {
       snprintf(err, errlen, "line %d: %s", lineno, why);
       goto out;
+    }
+    if (prc > 0) {
+      note_skip(t, lineno);
+      continue;
     }
     t->rules[t->nrules].line = lineno;
     t->nrules++;

@@ -36,10 +36,20 @@
 #define ACL_TABLE_MAX_BYTES (1u << 20) /* files larger than this are refused */
 #define ACL_TABLE_ANY (-1)
 #define ACL_TABLE_VERSION 1 /* of the JSON document */
+/* A text table's comment "# autoccl-meta: nccl_version=2.28.3; gpu=NVIDIA H200"
+ * ("-" unknown) records where it was measured. */
+#define ACL_TABLE_META_TAG "autoccl-meta:"
+/* Why NCCL-CSV rules whose regBuff is 0 or 1 are skipped (the rest of the
+ * table still applies): whether a buffer is registered can differ between
+ * the ranks of one collective, and a decision must be the same on all. */
+#define ACL_TABLE_SKIP_WHY                                                               \
+  "they depend on buffer registration (regBuff 0 or 1), which can differ between the "  \
+  "ranks of one collective, and every rank must run the same decision"
 
 typedef enum acl_table_format {
   ACL_TABLE_FMT_AUTOCCL = 0,
   ACL_TABLE_FMT_NCCL_CSV = 1,
+  ACL_TABLE_FMT_JSON = 2, /* the export's JSON document (core/table_json.c) */
 } acl_table_format_t;
 
 typedef struct acl_table_rule {
@@ -54,6 +64,14 @@ typedef struct acl_table {
   int nrules;
   acl_table_format_t format;
   uint64_t hash; /* of the rules (acl_table_hash), what ranks agree on */
+  /* Where the rules were measured (JSON document, or a text table's
+   * "# autoccl-meta" comment); "" unknown. */
+  char nccl_version[32];
+  char gpu[128];
+  /* Valid rules that are not honoured (ACL_TABLE_SKIP_WHY): how many, and
+   * their line numbers ("19, 27, 33"); the loader warns once. */
+  int nskipped;
+  char skipped[160];
   acl_table_rule_t rules[ACL_TABLE_MAX_RULES];
 } acl_table_t;
 
@@ -64,7 +82,17 @@ typedef struct acl_table_query {
   int32_t nnodes, nranks, pipe_ops;
 } acl_table_query_t;
 
+/* A text table, or the JSON document of the export when the first
+ * non-blank character is '{' (acl_table_parse_json). */
 int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, size_t errlen);
+/* The JSON document (core/table_json.c): its "rules" and its metadata;
+ * refused (err) when autoccl was built without jansson. */
+int acl_table_parse_json(const char *text, size_t len, acl_table_t *t, char *err, size_t errlen);
+/* A table is for the NCCL version and GPU model it was measured on: -1 with
+ * err saying what differs when both sides know a value and they differ;
+ * 0 otherwise (unknown on either side: no evidence against it). */
+int acl_table_meta_check(const acl_table_t *t, const char *nccl_version, const char *gpu,
+                         char *err, size_t errlen);
 /* Reads a regular file only: a FIFO or a device is refused without blocking
  * (opened O_NONBLOCK, checked with fstat). */
 int acl_table_load(const char *path, acl_table_t *out, char *err, size_t errlen);

@@ -118,6 +118,11 @@ void acl_table_render(acl_strbuf_t *sb, const acl_table_t *t, acl_table_format_t
   else
     acl_sb_puts(sb, "# autoccl tuning table: collective min_bytes max_bytes algo proto "
                     "channels nnodes nranks pipe_ops\n");
+  /* Where it was measured, in a comment both readers skip but autoccl's
+   * parser reads back (acl_table_meta_check). */
+  if (t->nccl_version[0] || t->gpu[0])
+    acl_sb_printf(sb, "# " ACL_TABLE_META_TAG " nccl_version=%s; gpu=%s\n",
+                  t->nccl_version[0] ? t->nccl_version : "-", t->gpu[0] ? t->gpu : "-");
   for (int i = 0; i < t->nrules; i++) {
     const acl_table_rule_t *r = &t->rules[i];
     bool nccl = r->cand.algo == ACL_ALGO_NCCL;

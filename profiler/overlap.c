@@ -60,6 +60,44 @@ double acl_prof_overlap_frac(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e)
   return f > 1.0 ? 1.0 : f;
 }
 
+uint64_t acl_prof_exposed_ns(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e)
+{
+  if (e <= s)
+    return 0;
+  size_t m = acl_prof_ival_merge(iv, n);
+  return (e - s) - acl_prof_ival_covered(iv, m, s, e);
+}
+
+bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
+                           double known_coll, double known_exposed, acl_exposure_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  if (dur_count == 0 || !(dur_sum > 0.0) || !(known_coll > 0.0) || known_exposed < 0.0)
+    return false;
+  double share = known_exposed / known_coll;
+  out->share = share > 1.0 ? 1.0 : share;
+  /* Every call was made, only some were timed: scale the mean. */
+  uint64_t n = calls > dur_count ? calls : dur_count;
+  out->collective_seconds = (double)n * (dur_sum / (double)dur_count);
+  out->exposed_seconds = out->collective_seconds * out->share;
+  return true;
+}
+
+bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
+                       double known_coll, double known_exposed)
+{
+  acl_exposure_t e;
+  if (!acl_exposure_estimate(dur_count, dur_count, dur_sum, known_coll, known_exposed, &e))
+    return false;
+  if (calls > acc->calls) {
+    double add = (double)(calls - acc->calls) * (dur_sum / (double)dur_count);
+    acc->collective_seconds += add;
+    acc->exposed_seconds += add * e.share;
+    acc->calls = calls;
+  }
+  return true;
+}
+
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id)
 {
   acl_cwin_rec_t *r = &w->rec[w->head % ACL_CWIN_CAP];

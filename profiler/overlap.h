@@ -4,6 +4,7 @@
 #ifndef ACL_PROFILER_OVERLAP_H
 #define ACL_PROFILER_OVERLAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,32 @@ uint64_t acl_prof_ival_covered(const acl_ival_t *merged, size_t n, uint64_t s, u
 /* Fraction of [s, e) covered by the union of iv (need not be merged; iv is
  * reordered). 0 for an empty [s, e); -1 when e < s (bad clock). */
 double acl_prof_overlap_frac(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e);
+
+/* Exposed communication: ns of the collective [s, e) that no compute kernel
+ * covers (iv: compute kernels of any stream, clipped to [s, e); reordered).
+ * 0 for an empty or reversed [s, e). */
+uint64_t acl_prof_exposed_ns(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e);
+
+/* A workload's exposed time over all its calls, from what was sampled:
+ * durations (dur_count samples summing dur_sum s) give the mean collective
+ * time, the samples with a known overlap (known_coll s, of which known_exposed
+ * s exposed) give the exposed share. false (outputs 0) until both exist. */
+typedef struct acl_exposure {
+  double collective_seconds, exposed_seconds, share;
+} acl_exposure_t;
+bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
+                           double known_coll, double known_exposed, acl_exposure_t *out);
+
+/* Monotonic totals for counters: the calls made since the last fold are
+ * priced at the current estimate (mean duration x share), so the totals
+ * never go down when the share moves. */
+typedef struct acl_exposure_acc {
+  uint64_t calls;
+  double collective_seconds, exposed_seconds;
+} acl_exposure_acc_t;
+/* false (acc unchanged) while no estimate exists. */
+bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
+                       double known_coll, double known_exposed);
 
 /* A per-device window of recent compute kernels (a bounded ring) from which
  * the compute kernels overlapping a collective are picked. */

@@ -23,14 +23,20 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   return NULL;
 }
 void acl_cupti_stop(acl_cupti_t *c, bool at_exit) { (void)c, (void)at_exit; }
+bool acl_cupti_begin(acl_cupti_t *c) { (void)c; return false; }
 void acl_cupti_push(acl_cupti_t *c, uint64_t ext) { (void)c, (void)ext; }
+void acl_cupti_end(acl_cupti_t *c) { (void)c; }
 int acl_cupti_thread_slot(acl_cupti_t *c) { (void)c; return -1; }
 void acl_cupti_kick(acl_cupti_t *c) { (void)c; }
 void acl_cupti_flush(acl_cupti_t *c) { (void)c; }
 bool acl_cupti_backed_off(const acl_cupti_t *c) { (void)c; return false; }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { (void)c; return 0; }
-void acl_cupti_set_active(acl_cupti_t *c, bool active) { (void)c, (void)active; }
-bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
+bool acl_cupti_tagging(const acl_cupti_t *c) { (void)c; return false; }
+void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
+{
+  (void)c;
+  memset(w, 0, sizeof(*w));
+}
 
 #else
 
@@ -39,9 +45,13 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
+#include "profiler/cupti_lib.h"
+
 
 #define BUF_SIZE (256u * 1024u)
 #define BUF_KEEP 8
@@ -53,28 +63,6 @@ bool acl_cupti_suspended(const acl_cupti_t *c) { (void)c; return false; }
  * CUPTI's activity callbacks (far beyond any flush period or kernel). */
 #define BUFFER_STALL_NS (60ull * 1000000000ull)
 
-#define CUPTI_FNS(X)                                                                       \
-  X(cuptiGetVersion, 1)                                                                    \
-  X(cuptiGetResultString, 0)                                                               \
-  X(cuptiSubscribe, 1)                                                                     \
-  X(cuptiUnsubscribe, 1)                                                                   \
-  X(cuptiActivityEnable, 1)                                                                \
-  X(cuptiActivityDisable, 1)                                                               \
-  X(cuptiActivityRegisterCallbacks, 1)                                                     \
-  X(cuptiActivityFlushAll, 1)                                                              \
-  X(cuptiActivityGetNextRecord, 1)                                                         \
-  X(cuptiActivityGetNumDroppedRecords, 1)                                                  \
-  X(cuptiActivityPushExternalCorrelationId, 1)                                             \
-  X(cuptiActivityPopExternalCorrelationId, 1)
-
-static struct {
-  void *lib;
-  char path[512];
-#define X(f, req) __typeof__(&f) f; /* NOLINT(bugprone-macro-parentheses): declarator */
-  CUPTI_FNS(X)
-#undef X
-} cu;
-
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(acl_cupti_t *) g_active;
 static atomic_ulong g_inst; /* instance generation, for thread slots */
@@ -82,7 +70,13 @@ static __thread struct {
   unsigned long inst;
   int slot;
   bool pushed; /* an id of ours is on this thread's CUPTI stack */
+  unsigned long epoch; /* attach generation of that id (a detach empties the stacks) */
 } tls;
+
+/* Detach request (cuptiFinalize from an API exit, as CUPTI asks): */
+enum { FIN_NONE = 0, FIN_ARMED, FIN_FIRING, FIN_DONE };
+/* How long a closing window waits for its tagged calls' kernel records. */
+#define DRAIN_NS 200000000ull
 
 struct acl_cupti {
   acl_attr_t *attr;
@@ -97,7 +91,16 @@ struct acl_cupti {
   atomic_ulong buffers;
   _Atomic uint64_t last_buffer_ns;
   bool driver_all, runtime_all; /* API kinds enabled (external correlation needs them) */
-  atomic_bool suspended;        /* kinds off while the tuner needs no samples */
+  acl_duty_t duty;              /* the window rule; the flush thread's alone */
+  bool detach;                  /* closing detaches CUPTI (else kinds are only disabled) */
+  atomic_int wstate;            /* acl_duty_state_t applied; OPEN/ALWAYS: calls tagged */
+  atomic_bool attached;         /* our activity kinds are enabled */
+  atomic_int inflight;          /* tagging threads between begin and end */
+  atomic_ulong epoch;           /* attach generation */
+  atomic_int fin;               /* FIN_* */
+  CUpti_SubscriberHandle fin_sub;
+  atomic_ulong windows, detaches, attach_failures;
+  _Atomic uint64_t on_ns;       /* attached time, closed windows */
   pthread_t thr;
   bool thr_ok;
   pthread_mutex_t mu;
@@ -106,71 +109,6 @@ struct acl_cupti {
   uint8_t *bufs[BUF_KEEP];
   int nbufs;
 };
-
-static const char *res_str(CUptiResult r)
-{
-  const char *s = NULL;
-  if (cu.cuptiGetResultString)
-    cu.cuptiGetResultString(r, &s);
-  return s ? s : "?";
-}
-
-static bool try_load(const char *path, char *why, size_t whylen)
-{
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(why, whylen, "dlopen(%s): %s", path, e ? e : "failed");
-    return false;
-  }
-#define X(f, req)                                                                           \
-  cu.f = (__typeof__(&f))dlsym(h, #f); /* NOLINT(bugprone-macro-parentheses): a member */ \
-  if ((req) && !cu.f) {                                                                    \
-    snprintf(why, whylen, "%s lacks %s", path, #f);                                        \
-    goto fail;                                                                             \
-  }
-  CUPTI_FNS(X)
-#undef X
-  cu.lib = h;
-  snprintf(cu.path, sizeof(cu.path), "%s", path);
-  return true;
-fail:
-  dlclose(h);
-  memset(&cu, 0, sizeof(cu));
-  return false;
-}
-
-/* The library stays loaded for the process's life (CUPTI keeps per-thread
- * state and our callbacks; unloading it under a live CUDA is not safe). */
-static bool load_cupti(const char *only, char *why, size_t whylen)
-{
-  if (cu.lib)
-    return true;
-  if (only)
-    return try_load(only, why, whylen);
-  const char *home = getenv("CUDA_HOME");
-  char cands[8][512];
-  int n = 0;
-  snprintf(cands[n++], 512, "libcupti.so.13");
-  snprintf(cands[n++], 512, "libcupti.so");
-  if (home && *home) {
-    snprintf(cands[n++], 512, "%s/extras/CUPTI/lib64/libcupti.so.13", home);
-    snprintf(cands[n++], 512, "%s/lib64/libcupti.so.13", home);
-  }
-  snprintf(cands[n++], 512, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
-  snprintf(cands[n++], 512, "/usr/local/cuda/lib64/libcupti.so.13");
-  snprintf(cands[n++], 512, "/usr/local/cuda/lib64/libcupti.so");
-  char first[256] = "";
-  for (int i = 0; i < n; i++) {
-    if (try_load(cands[i], why, whylen))
-      return true;
-    if (!first[0])
-      snprintf(first, sizeof(first), "%s", why);
-  }
-  snprintf(why, whylen, "libcupti not found (%s; also tried CUDA_HOME and /usr/local/cuda)",
-           first);
-  return false;
-}
 
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -196,7 +134,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
   acl_cupti_t *c = atomic_load(&g_active);
   if (c && valid > 0) {
     CUpti_Activity *rec = NULL;
-    while (cu.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (acl_cu.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         acl_krec_t kr = {.start = k->start, .end = k->end, .device = k->deviceId,
@@ -210,7 +148,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
       } /* launch API records: only needed for external correlation */
     }
     size_t dropped = 0;
-    if (cu.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+    if (acl_cu.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
       acl_attr_add_dropped(c->attr, dropped);
     atomic_fetch_add(&c->buffers, 1);
     atomic_store(&c->last_buffer_ns, acl_mono_ns());
@@ -231,44 +169,7 @@ static void back_off(acl_cupti_t *c, const char *what, CUptiResult r)
   if (!atomic_exchange(&c->backed_off, true))
     acl_warn("profiler: CUPTI %s failed (%s): backing off CUPTI, samples now come from NCCL "
              "profiler events",
-             what, res_str(r));
-}
-
-static void *flush_main(void *arg)
-{
-  acl_cupti_t *c = arg;
-  while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
-    pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->stopping) && acl_attr_pending(c->attr) == 0) {
-      atomic_store(&c->idle, true);
-      pthread_cond_wait(&c->cv, &c->mu);
-    }
-    atomic_store(&c->idle, false);
-    pthread_mutex_unlock(&c->mu);
-    if (atomic_load(&c->stopping))
-      break;
-    CUptiResult r = cu.cuptiActivityFlushAll(0);
-    if (r != CUPTI_SUCCESS) {
-      back_off(c, "cuptiActivityFlushAll", r);
-      break;
-    }
-    c->batch(c->u, false);
-    /* Buffers stopped coming for a minute while calls wait: someone else
-     * took CUPTI's activity callbacks. */
-    uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
-    if (acl_attr_pending(c->attr) > 0 && last && now > last + BUFFER_STALL_NS)
-      back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)c->flush_us * 1000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_mutex_lock(&c->mu);
-    if (!atomic_load(&c->stopping))
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    pthread_mutex_unlock(&c->mu);
-  }
-  return NULL;
+             what, acl_cupti_res_str(r));
 }
 
 /* External correlation needs API records. Measured on an H200 (CUDA 13.0,
@@ -278,8 +179,8 @@ static void *flush_main(void *arg)
 static void enable_launch_records(acl_cupti_t *c, bool on)
 {
   if (on) {
-    c->driver_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
-    c->runtime_all = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
+    c->driver_all = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
+    c->runtime_all = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS;
     if (!c->driver_all || !c->runtime_all)
       acl_warn("profiler: CUPTI API records: driver %s, runtime %s; kernels launched "
                "without them cannot be attributed",
@@ -287,9 +188,9 @@ static void enable_launch_records(acl_cupti_t *c, bool on)
     return;
   }
   if (c->driver_all)
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (c->runtime_all)
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   c->driver_all = c->runtime_all = false;
 }
 
@@ -304,37 +205,215 @@ static bool is_multi(CUptiResult r)
   return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 }
 
+
+/* Enables our kinds (a window opens). After a detach CUPTI starts afresh:
+ * callbacks are registered again, and the probe sees a subscriber that
+ * arrived meanwhile (PyTorch's profiler, Nsight), which makes us back off. */
+static bool attach(acl_cupti_t *c, char *why, size_t whylen, bool *other)
+{
+  CUpti_SubscriberHandle sub;
+  CUptiResult r = acl_cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
+  *other = false;
+  if (r != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiSubscribe: %s%s", acl_cupti_res_str(r),
+             *other ? " (another CUPTI subscriber holds CUPTI)" : "");
+    return false;
+  }
+  acl_cu.cuptiUnsubscribe(sub);
+  if ((r = acl_cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", acl_cupti_res_str(r));
+    return false;
+  }
+  if ((r = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", acl_cupti_res_str(r));
+    return false;
+  }
+  if ((r = acl_cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
+    *other = is_multi(r);
+    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", acl_cupti_res_str(r));
+    acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    return false;
+  }
+  enable_launch_records(c, true);
+  atomic_fetch_add(&c->epoch, 1);
+  atomic_store(&c->attached, true);
+  return true;
+}
+
+static void disable_kinds(acl_cupti_t *c)
+{
+  enable_launch_records(c, false);
+  acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  acl_cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  atomic_store(&c->attached, false);
+}
+
+/* The first CUDA API call to return after the request detaches CUPTI:
+ * cuptiFinalize is safe at an API exit (cupti_activity.h). */
+static void CUPTIAPI fin_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+                            const void *data)
+{
+  (void)id;
+  acl_cupti_t *c = u;
+  const CUpti_CallbackData *cb = data;
+  if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
+      cb->callbackSite != CUPTI_API_EXIT)
+    return;
+  int want = FIN_ARMED;
+  if (!atomic_compare_exchange_strong(&c->fin, &want, FIN_FIRING))
+    return;
+  acl_cu.cuptiFinalize();
+  atomic_fetch_add(&c->detaches, 1);
+  atomic_store(&c->fin, FIN_DONE);
+}
+
+static void arm_detach(acl_cupti_t *c)
+{
+  if (c->detach && acl_cu.cuptiFinalize && acl_cu.cuptiEnableDomain &&
+      acl_cu.cuptiSubscribe(&c->fin_sub, (CUpti_CallbackFunc)fin_cb, c) == CUPTI_SUCCESS) {
+    atomic_store(&c->fin, FIN_ARMED);
+    acl_cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    acl_cu.cuptiEnableDomain(1, c->fin_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
+}
+
+/* Before touching CUPTI again: a request nobody fired yet (no CUDA call
+ * since) is withdrawn; one firing is waited for. */
+static void settle_detach(acl_cupti_t *c)
+{
+  int want = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&c->fin, &want, FIN_NONE)) {
+    acl_cu.cuptiUnsubscribe(c->fin_sub);
+    return;
+  }
+  while (atomic_load(&c->fin) == FIN_FIRING)
+    sched_yield();
+  atomic_store(&c->fin, FIN_NONE);
+}
+
+static void flush_round(acl_cupti_t *c)
+{
+  CUptiResult r = acl_cu.cuptiActivityFlushAll(0);
+  if (r != CUPTI_SUCCESS) {
+    back_off(c, "cuptiActivityFlushAll", r);
+    return;
+  }
+  c->batch(c->u, false);
+  /* Buffers stopped coming for a minute while calls wait: someone else
+   * took CUPTI's activity callbacks. */
+  uint64_t last = atomic_load(&c->last_buffer_ns), now = acl_mono_ns();
+  if (acl_attr_pending(c->attr) > 0 && last && now > last + BUFFER_STALL_NS)
+    back_off(c, "buffer delivery (none for 60 s)", CUPTI_SUCCESS);
+}
+
+/* A window closes: no new tags (callers inside begin/end finish first), the
+ * tagged calls' records are drained, then our kinds go off and CUPTI is
+ * detached at the next CUDA API exit. */
+static void close_window(acl_cupti_t *c, uint64_t opened_ns)
+{
+  atomic_store(&c->wstate, ACL_DUTY_CLOSED);
+  while (atomic_load(&c->inflight) > 0)
+    sched_yield();
+  uint64_t t0 = acl_mono_ns();
+  while (acl_attr_pending(c->attr) > 0 && acl_mono_ns() - t0 < DRAIN_NS &&
+         !atomic_load(&c->backed_off) && !atomic_load(&c->stopping)) {
+    flush_round(c);
+    usleep(c->flush_us);
+  }
+  pthread_mutex_lock(&g_mu);
+  if (!atomic_load(&c->backed_off)) {
+    disable_kinds(c);
+    acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    c->batch(c->u, false);
+    arm_detach(c);
+  }
+  pthread_mutex_unlock(&g_mu);
+  atomic_fetch_add(&c->on_ns, acl_mono_ns() - opened_ns);
+}
+
+static void open_window(acl_cupti_t *c)
+{
+  char why[256];
+  bool other = false;
+  pthread_mutex_lock(&g_mu);
+  settle_detach(c);
+  bool ok = attach(c, why, sizeof(why), &other);
+  pthread_mutex_unlock(&g_mu);
+  if (ok) {
+    atomic_fetch_add(&c->windows, 1);
+    return;
+  }
+  atomic_fetch_add(&c->attach_failures, 1);
+  if (other)
+    back_off(c, "attach (another CUPTI subscriber is active)", CUPTI_SUCCESS);
+  else
+    acl_warn("profiler: CUPTI window not opened (%s); this window's samples come from NCCL "
+             "profiler events", why);
+}
+
+static void timed_wait(acl_cupti_t *c, uint64_t ns)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (ns > 3600000000000ull)
+    ns = 3600000000000ull;
+  uint64_t t = (uint64_t)ts.tv_nsec + ns;
+  ts.tv_sec += (time_t)(t / 1000000000u);
+  ts.tv_nsec = (long)(t % 1000000000u);
+  pthread_mutex_lock(&c->mu);
+  if (!atomic_load(&c->stopping))
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The flush thread applies the window rule and flushes while tagged calls
+ * wait for their records. */
+static void *flush_main(void *arg)
+{
+  acl_cupti_t *c = arg;
+  while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
+    uint64_t now = acl_mono_ns();
+    acl_duty_state_t want = acl_duty_step(&c->duty, now);
+    bool attached = atomic_load(&c->attached);
+    if (want == ACL_DUTY_CLOSED && attached)
+      close_window(c, c->duty.opened_ns);
+    else if (want != ACL_DUTY_CLOSED && !attached)
+      open_window(c);
+    if (atomic_load(&c->attached))
+      atomic_store(&c->wstate, want);
+    uint64_t wait = acl_duty_wait_ns(&c->duty, acl_mono_ns());
+    if (atomic_load(&c->attached) && acl_attr_pending(c->attr) > 0) {
+      flush_round(c);
+      if (wait > (uint64_t)c->flush_us * 1000u)
+        wait = (uint64_t)c->flush_us * 1000u;
+    }
+    atomic_store(&c->idle, acl_attr_pending(c->attr) == 0);
+    timed_wait(c, wait);
+  }
+  return NULL;
+}
+
 acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
                              acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
                              bool *backed_off)
 {
   acl_cupti_t *c = NULL;
-  CUptiResult r;
   *backed_off = false;
   pthread_mutex_lock(&g_mu);
   if (atomic_load(&g_active)) {
     snprintf(why, whylen, "CUPTI already in use by another autoccl profiler in this process");
     goto fail_unlock;
   }
-  if (!load_cupti(o ? o->lib : NULL, why, whylen))
+  if (!acl_cupti_load(o ? o->lib : NULL, why, whylen))
     goto fail_unlock;
   uint32_t ver = 0;
-  if (cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS || ver < 130000) {
+  if (acl_cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS || ver < 130000) {
     snprintf(why, whylen, "%s: CUPTI API version %u, need >= 13 (record layouts differ)",
-             cu.path, ver);
+             acl_cu.path, ver);
     goto fail_unlock;
   }
-  /* Probe for another subscriber (PyTorch profiler, Nsight, a sanitizer);
-   * released at once so a later tool can still subscribe. */
-  CUpti_SubscriberHandle sub;
-  r = cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
-  if (r != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiSubscribe: %s%s", res_str(r),
-             *backed_off ? " (another CUPTI subscriber holds CUPTI)" : "");
-    goto fail_unlock;
-  }
-  cu.cuptiUnsubscribe(sub);
   c = calloc(1, sizeof(*c));
   if (!c) {
     snprintf(why, whylen, "out of memory");
@@ -344,39 +423,28 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   c->batch = batch;
   c->u = u;
   c->flush_us = o && o->flush_us ? o->flush_us : FLUSH_US_DEFAULT;
+  c->detach = !(o && o->keep_attached);
   c->inst = atomic_fetch_add(&g_inst, 1) + 1;
+  acl_duty_init(&c->duty, o ? o->on_ms : 0, o ? o->period_ms : 0, acl_mono_ns());
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->bmu, NULL);
   atomic_store(&g_active, c);
-  if ((r = cu.cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
-    snprintf(why, whylen, "cuptiActivityRegisterCallbacks: %s", res_str(r));
+  /* Always on, or the first window: attached here, so that a subscriber
+   * already present is reported at start. */
+  if (!attach(c, why, whylen, backed_off))
     goto fail_active;
-  }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", res_str(r));
-    goto fail_active;
-  }
-  if ((r = cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
-    *backed_off = is_multi(r);
-    snprintf(why, whylen, "cuptiActivityEnable(EXTERNAL_CORRELATION): %s", res_str(r));
-    goto fail_kernel;
-  }
-  enable_launch_records(c, true);
+  atomic_store(&c->wstate, acl_duty_step(&c->duty, acl_mono_ns()));
+  atomic_fetch_add(&c->windows, 1);
   if (pthread_create(&c->thr, NULL, flush_main, c) != 0) {
     snprintf(why, whylen, "cannot start the CUPTI flush thread");
-    goto fail_all;
+    disable_kinds(c);
+    goto fail_active;
   }
   c->thr_ok = true;
   pthread_mutex_unlock(&g_mu);
-  acl_info("profiler: CUPTI loaded from %s (API %u)", cu.path, ver);
+  acl_info("profiler: CUPTI loaded from %s (API %u)", acl_cu.path, ver);
   return c;
-fail_all:
-  enable_launch_records(c, false);
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-fail_kernel:
-  cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 fail_active:
   atomic_store(&g_active, NULL);
   pthread_cond_destroy(&c->cv);
@@ -392,22 +460,26 @@ void acl_cupti_stop(acl_cupti_t *c, bool at_exit)
 {
   if (!c)
     return;
+  atomic_store(&c->wstate, ACL_DUTY_CLOSED);
   pthread_mutex_lock(&c->mu);
   atomic_store(&c->stopping, true);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   if (c->thr_ok)
     pthread_join(c->thr, NULL);
+  while (atomic_load(&c->inflight) > 0)
+    sched_yield();
   pthread_mutex_lock(&g_mu);
   if (!at_exit && !atomic_load(&c->backed_off)) {
     /* Deliver what completed, then stop our kinds so CUPTI holds none of
      * our buffers and never calls into a plugin about to be unloaded. */
-    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    c->batch(c->u, true);
-    enable_launch_records(c, false);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    settle_detach(c);
+    if (atomic_load(&c->attached)) {
+      acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      c->batch(c->u, true);
+      disable_kinds(c);
+      acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
   }
   atomic_store(&g_active, NULL);
   pthread_mutex_unlock(&g_mu);
@@ -431,21 +503,33 @@ int acl_cupti_thread_slot(acl_cupti_t *c)
   return tls.slot;
 }
 
-void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
+static bool tags_now(int st) { return st == ACL_DUTY_OPEN || st == ACL_DUTY_ALWAYS; }
+
+bool acl_cupti_begin(acl_cupti_t *c)
 {
   if (!c || atomic_load(&c->backed_off))
-    return;
-  if (atomic_load(&c->suspended)) {
-    if (tls.pushed)
-      cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+    return false;
+  atomic_fetch_add(&c->inflight, 1); /* before the check: close_window waits for it */
+  if (tags_now(atomic_load(&c->wstate)))
+    return true;
+  atomic_fetch_sub(&c->inflight, 1);
+  return false;
+}
+
+void acl_cupti_end(acl_cupti_t *c) { atomic_fetch_sub(&c->inflight, 1); }
+
+void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
+{
+  unsigned long ep = atomic_load(&c->epoch);
+  if (tls.epoch != ep) { /* a detach emptied this thread's id stack */
+    tls.epoch = ep;
     tls.pushed = false;
-    return;
   }
   /* Keep the id pushed until this thread's next tag: NCCL launches in
    * ncclGroupEnd, after getCollInfo returned. */
   if (tls.pushed)
-    cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
-  tls.pushed = cu.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+    acl_cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+  tls.pushed = acl_cu.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
                                                          ext) == CUPTI_SUCCESS;
 }
 
@@ -462,32 +546,33 @@ void acl_cupti_flush(acl_cupti_t *c)
 {
   if (!c || atomic_load(&c->backed_off))
     return;
-  cu.cuptiActivityFlushAll(0);
+  pthread_mutex_lock(&g_mu);
+  if (atomic_load(&c->attached))
+    acl_cu.cuptiActivityFlushAll(0);
+  pthread_mutex_unlock(&g_mu);
   c->batch(c->u, true);
 }
 
 bool acl_cupti_backed_off(const acl_cupti_t *c) { return c && atomic_load(&c->backed_off); }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { return c ? atomic_load(&c->buffers) : 0; }
 
-void acl_cupti_set_active(acl_cupti_t *c, bool active)
+bool acl_cupti_tagging(const acl_cupti_t *c)
 {
-  if (!c || atomic_load(&c->backed_off))
-    return;
-  pthread_mutex_lock(&g_mu);
-  if (active && atomic_load(&c->suspended)) {
-    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cu.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    enable_launch_records(c, true);
-    atomic_store(&c->suspended, false);
-  } else if (!active && !atomic_load(&c->suspended)) {
-    atomic_store(&c->suspended, true);
-    enable_launch_records(c, false);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cu.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  }
-  pthread_mutex_unlock(&g_mu);
+  return c && !atomic_load(&c->backed_off) && tags_now(atomic_load(&c->wstate));
 }
 
-bool acl_cupti_suspended(const acl_cupti_t *c) { return c && atomic_load(&c->suspended); }
+void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
+{
+  memset(w, 0, sizeof(*w));
+  if (!c)
+    return;
+  w->state = (acl_duty_state_t)atomic_load(&c->wstate);
+  w->on_ms = (unsigned)(c->duty.on_ns / 1000000u);
+  w->period_ms = (unsigned)(c->duty.period_ns / 1000000u);
+  w->windows = atomic_load(&c->windows);
+  w->detaches = atomic_load(&c->detaches);
+  w->attach_failures = atomic_load(&c->attach_failures);
+  w->on_seconds = (double)atomic_load(&c->on_ns) * 1e-9;
+}
 
 #endif

@@ -202,15 +202,28 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
                p->cfg.sim_feed);
     return p;
   }
-  /* CUPTI only on request: on one H200 it cost 39-43% on a launch-bound loop
-   * even while suspended (docs/benchmarks-profiler.md), too much for a guest
-   * in a training job. NCCL's own KernelCh timestamps are the default. */
-  if (p->cfg.profiler == ACL_PROF_CUPTI) {
+  /* CUPTI by default on a duty cycle (docs/profiler.md: its cost on a
+   * launch-bound loop is ~25 % while attached, nothing while detached);
+   * AUTOCCL_PROFILER=cupti keeps it attached, nccl never loads it. */
+  if (p->cfg.profiler == ACL_PROF_AUTO || p->cfg.profiler == ACL_PROF_CUPTI) {
     char why[512] = "";
     bool backed = false;
+    bool always = p->cfg.profiler == ACL_PROF_CUPTI;
     p->attr = acl_attr_create();
-    acl_cupti_opts_t co = {.lib = opts ? opts->cupti_lib : NULL,
-                           .flush_us = opts ? opts->flush_us : 0};
+    unsigned on_ms = 0, period_ms = 0;
+    if (opts && opts->period_ms) {
+      on_ms = opts->on_ms;
+      period_ms = opts->period_ms;
+    } else if (!acl_config_window_ms(p->cfg.cupti_window, &on_ms, &period_ms)) {
+      acl_config_window_ms(acl_setting_find("AUTOCCL_CUPTI_WINDOW")->dstr, &on_ms, &period_ms);
+    }
+    acl_cupti_opts_t co = {
+        .lib = opts ? opts->cupti_lib : NULL,
+        .flush_us = opts ? opts->flush_us : 0,
+        .on_ms = on_ms,
+        .period_ms = always ? 0 : period_ms,
+        .keep_attached = opts && opts->keep_attached,
+    };
     if (p->attr)
       p->cupti = acl_cupti_start(&co, p->attr, cupti_batch, p, why, sizeof(why), &backed);
     if (p->cupti) {
@@ -229,12 +242,15 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     p->attr = NULL;
     if (backed)
       acl_warn("profiler: another CUPTI subscriber is active (%s); backing off CUPTI, "
-               "samples come from NCCL profiler events",
+               "samples come from NCCL profiler events, overlap unknown",
                why);
-    else
+    else if (always)
       acl_warn("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events "
                "(AUTOCCL_PROFILER=nccl silences this)",
                why);
+    else
+      acl_info("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events, "
+               "overlap unknown", why);
   }
   atomic_store(&p->source, SRC_NCCL);
   return p;
@@ -272,16 +288,10 @@ void acl_prof_destroy(acl_prof_t *p)
   free(p);
 }
 
+/* A CUPTI window is open: CUPTI samples the calls, KernelCh waits. */
 static bool cupti_live(const acl_prof_t *p)
 {
-  return atomic_load(&p->source) == SRC_CUPTI && p->cupti && !acl_cupti_backed_off(p->cupti) &&
-         !acl_cupti_suspended(p->cupti);
-}
-
-void acl_prof_set_active(acl_prof_t *p, bool active)
-{
-  if (p && atomic_load(&p->source) == SRC_CUPTI)
-    acl_cupti_set_active(p->cupti, active);
+  return atomic_load(&p->source) == SRC_CUPTI && acl_cupti_tagging(p->cupti);
 }
 
 bool acl_prof_is_cupti(const acl_prof_t *p)
@@ -324,15 +334,15 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
     return;
   uint64_t now = acl_mono_ns();
-  if (atomic_load(&p->source) == SRC_CUPTI && p->cupti && acl_cupti_suspended(p->cupti)) {
-    acl_cupti_push(p->cupti, 0); /* pops a stale id of ours */
-  } else if (cupti_live(p)) {
+  if (atomic_load(&p->source) == SRC_CUPTI && acl_cupti_begin(p->cupti)) {
     int slot = acl_cupti_thread_slot(p->cupti);
     if (slot >= 0) {
       uint64_t ext = acl_attr_tag(p->attr, (unsigned)slot, tag, r, now);
       acl_cupti_push(p->cupti, ext);
-      acl_cupti_kick(p->cupti);
     }
+    acl_cupti_end(p->cupti);
+    if (slot >= 0)
+      acl_cupti_kick(p->cupti);
   }
   /* Coll events are checked for mismatches whatever the source. */
   acl_ncclev_push(p->ev, r->evr, tag, now);
@@ -376,7 +386,7 @@ ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEvent
 
 void acl_prof_flush(acl_prof_t *p)
 {
-  if (p && cupti_live(p))
+  if (p && atomic_load(&p->source) == SRC_CUPTI)
     acl_cupti_flush(p->cupti);
 }
 
@@ -401,6 +411,15 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
   snprintf(out->source, sizeof(out->source), "%s", src_names[src]);
   out->cupti_available = p->cupti_available;
   out->cupti_backed_off = p->cupti_backed_off_at_start || acl_cupti_backed_off(p->cupti);
+  if (src == SRC_CUPTI) {
+    acl_cupti_win_t w;
+    acl_cupti_window_stats(p->cupti, &w);
+    snprintf(out->cupti_window, sizeof(out->cupti_window), "%s", acl_duty_state_name(w.state));
+    out->cupti_on_ms = w.on_ms;
+    out->cupti_period_ms = w.period_ms;
+    out->cupti_windows = w.windows;
+    out->cupti_on_seconds = w.on_seconds;
+  }
   acl_attr_stats_t as;
   acl_ev_stats_t es;
   acl_attr_stats(p->attr, &as);

@@ -79,15 +79,16 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out);
 typedef struct acl_prof_opts {
   const char *cupti_lib; /* dlopen exactly this libcupti (tests); NULL = search */
   unsigned flush_us;     /* CUPTI flush period while calls wait; 0 = 2000 us */
+  unsigned on_ms, period_ms; /* window rule instead of AUTOCCL_CUPTI_WINDOW (period_ms > 0) */
+  bool keep_attached;    /* close windows by disabling kinds only (GPU check) */
 } acl_prof_opts_t;
 acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
                                const acl_prof_opts_t *opts);
 
-/* CUPTI tracing costs CPU time per CUDA API call (docs/benchmarks-profiler.md):
- * the plugin turns it off while no workload needs samples (all converged)
- * and back on when one explores again. While off, KernelCh events (when the
- * plugin refreshes its event mask from acl_prof_nccl_mask) are the source. */
-void acl_prof_set_active(acl_prof_t *p, bool active);
+/* CUPTI (AUTOCCL_PROFILER=auto, the default) is attached in windows
+ * (AUTOCCL_CUPTI_WINDOW, profiler/duty.h) and detached between them; while a
+ * window is open CUPTI samples the tagged calls with their overlap, between
+ * windows KernelCh events supply durations (acl_prof_nccl_mask follows). */
 /* Whether CUPTI is the sample source (its duty cycle is the plugin's). */
 bool acl_prof_is_cupti(const acl_prof_t *p);
 

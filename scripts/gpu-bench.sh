@@ -7,25 +7,43 @@
 #                                   concurrent bf16 GEMM: NCCL default, autoccl
 #                                   (after tuning and including the tuning
 #                                   period) and the sweep oracle
+#   scripts/gpu-bench.sh --part P[,P...]   parts of it, and the runs for the
+#                                   channel ceiling (docs/channels.md), each
+#                                   sized for one call of about 8 minutes:
+#     check          -c 1 on every iteration while the tuner explores
+#     isolated|gemm  the matrix above (default,autoccl + sweep)
+#     long, short    NCCL as it ships against autoccl: long runs (--warmup-time
+#                    2, ~6 min for 3 collectives), 300 + 50 calls (~1 min)
+#     ceiling-long   long runs (--warmup-time 2), default,ceiling,autoccl with
+#                    --ceiling $CEIL (autoccl in ceiling mode); 3 collectives
+#                    take ~9 min: split them with COLLS
+#     ceiling-short  the same, 300 + 50 calls, the whole run counted (~2 min)
+#     ceiling-gemm   1 GiB under a full-duty GEMM, default,ceiling,autoccl (~2 min)
+#     single         one process driving both GPUs (--single), long runs,
+#                    default,autoccl as NCCL ships (~6 min)
+#     advise         --advise on each collective (~4 min)
+#     torch          examples/fsdp_llama.py: nccl, autoccl, autoccl_ceiling (~6 min)
 #   scripts/gpu-bench.sh --smoke    one-GPU checks: arguments, -g 1 runs
 #                                   (--procs and --single), GEMM interference,
 #                                   -c 1 over collectives/types/ops, --compare,
 #                                   --sweep, --json
 #
 # Options: --bin PATH (autoccl-bench), --plugin PATH (libnccl-tuner-autoccl.so),
-#          --out DIR (default $OUT, else ./bench-out), --part check|isolated|gemm|all
-#          (matrix only, to split it over calls; check = -c 1 on every iteration
-#          while the tuner explores), --gpus N (matrix, default 2)
+#          --out DIR (default $OUT, else ./bench-out), --part LIST (above;
+#          default check,isolated,gemm), --gpus N (matrix, default 2)
 # Environment knobs of the matrix: REPS (3), WARMUP (300), ITERS (50),
 #          SIZES ("-b 64K -e 1G -f 4"), SWEEP_CH ("0,32"), SWEEP_ALGOS
 #          ("Ring,Tree,PAT,NVLS,NVLSTree"), COLLS ("all_reduce all_gather reduce_scatter"),
+#          CEIL (32: the raised ceiling), STOCK (24: what NCCL builds as it ships),
+#          WARMUP_S (2: --warmup-time of the long runs), TORCH_REPS (3), TORCH_STEPS (30),
 #          EXTRA (appended to every autoccl-bench command; EXTRA=--fake tests
 #          this script on a machine without a GPU)
 # Files written to the out dir (at most 5, so they fit the device tool's limit):
 #   smoke.log smoke.jsonl smoke-summary.txt | matrix.log matrix.jsonl matrix-summary.md
+#   (matrix-*: every part of the call; torch lines go to matrix.jsonl too)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-MODE=matrix BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/bench-out}" PART=all GPUS=2
+MODE=matrix BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/bench-out}" PART=check,isolated,gemm GPUS=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) MODE=smoke ;;
@@ -39,10 +57,16 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$PART" in check|isolated|gemm|all) ;; *) echo "gpu-bench.sh: --part check|isolated|gemm|all" >&2; exit 2 ;; esac
+[ "$PART" = all ] && PART=check,isolated,gemm
+PARTS=${PART//,/ }
+for p in $PARTS; do
+  case "$p" in check|isolated|gemm|long|short|ceiling-long|ceiling-short|ceiling-gemm|single|advise|torch) ;;
+    *) echo "gpu-bench.sh: --part: unknown part '$p' (check isolated gemm long short ceiling-long ceiling-short ceiling-gemm single advise torch)" >&2; exit 2 ;;
+  esac
+done
 
 if [ -z "$BIN" ]; then
-  for b in "$ROOT/build/bench/autoccl-bench" "$ROOT/build-bench/bench/autoccl-bench"; do
+  for b in "$ROOT/build-gpu/bench/autoccl-bench" "$ROOT/build/bench/autoccl-bench" "$ROOT/build-bench/bench/autoccl-bench"; do
     [ -x "$b" ] && { BIN=$b; break; }
   done
 fi
@@ -57,7 +81,8 @@ mkdir -p "$OUTDIR"
 # NVLink multicast can take shared GPUs out of service: keep it off unless the
 # caller explicitly set it.
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# devlib/: what scripts/prepare-gpu-build.sh copies for a GPU machine that lacks it
+export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 PY=$(command -v python3 || true)
 EXTRA=${EXTRA:-}
 TMO=${TMO:-}  # per-command time limit (s): smoke 90, matrix 900
@@ -174,8 +199,47 @@ nvidia-smi -L 2>&1 | tee -a "$LOG"
 ldd "$BIN" | grep -E 'nccl|cublas|cudart' | tee -a "$LOG"
 NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$NG" -lt "$GPUS" ] && [ "${EXTRA#*--fake}" = "$EXTRA" ]; then log "# only $NG GPU(s) visible, the matrix needs $GPUS: stop"; exit 1; fi
-PARTS="check isolated gemm"; [ "$PART" != all ] && PARTS=$PART
+CEIL=${CEIL:-32} STOCK=${STOCK:-24} WARMUP_S=${WARMUP_S:-2}
+PARGS=(); [ -n "$PLUGIN" ] && PARGS=(--plugin "$PLUGIN")
 for part in $PARTS; do
+  case "$part" in
+    long|short|ceiling-long|ceiling-short|ceiling-gemm)
+      # NCCL as it ships against autoccl (long, short), or also NCCL with the
+      # ceiling alone and autoccl in ceiling mode (ceiling-*)
+      [ -n "$PLUGIN" ] || { log "# no plugin: $part needs the autoccl mode"; FAILS=$((FAILS+1)); continue; }
+      CARGS=(--compare default,ceiling,autoccl "${PARGS[@]}" --ceiling "$CEIL" --stock-channels "$STOCK")
+      case "$part" in long|short) CARGS=(--compare default,autoccl "${PARGS[@]}") ;; esac
+      for c in $COLLS; do
+        case "$part" in
+          long|ceiling-long) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q ;;
+          short|ceiling-short) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --json -q ;;
+          ceiling-gemm) run 0 "$BIN" -g "$GPUS" -b 1G -e 1G -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --interference gemm --json -q ;;
+        esac
+      done
+      continue ;;
+    single)
+      [ -n "$PLUGIN" ] || { log "# no plugin: single needs the autoccl mode"; FAILS=$((FAILS+1)); continue; }
+      for c in $COLLS; do
+        run 0 "$BIN" -g "$GPUS" --single $SIZES -C "$c" --compare default,autoccl "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q
+      done
+      continue ;;
+    advise)
+      for c in $COLLS; do
+        run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" --advise --reps 2 -w "$WARMUP" -n "$ITERS" --json -q
+      done
+      continue ;;
+    torch)
+      [ -n "$PLUGIN" ] || { log "# no plugin: torch needs it"; FAILS=$((FAILS+1)); continue; }
+      if [ "${EXTRA#*--fake}" != "$EXTRA" ]; then log "# --fake: the PyTorch step needs GPUs, skipped"; continue; fi
+      log ""; log "\$ python3 examples/fsdp_llama.py --plugin $PLUGIN --nproc $GPUS --reps ${TORCH_REPS:-3} --steps ${TORCH_STEPS:-30}"
+      t0=$(date +%s)
+      timeout -k 5 "$TMO" "${PY:-python3}" "$ROOT/examples/fsdp_llama.py" --plugin "$PLUGIN" --nproc "$GPUS" \
+          --reps "${TORCH_REPS:-3}" --steps "${TORCH_STEPS:-30}" --ceiling "$CEIL" --stock-channels "$STOCK" \
+          --out "$JSONL" >> "$LOG" 2>&1
+      rc=$?; [ $rc = 0 ] || FAILS=$((FAILS+1))
+      log "# torch: exit $rc, $(( $(date +%s) - t0 )) s"
+      continue ;;
+  esac
   if [ "$part" = check ]; then
     # -c 1 on every iteration while the tuner explores (switches configs mid-run)
     if [ -n "$PLUGIN" ]; then
@@ -190,47 +254,13 @@ for part in $PARTS; do
   fi
   INTF=""; [ "$part" = gemm ] && INTF="--interference gemm"
   for c in $COLLS; do
-    PARGS=(); [ -n "$PLUGIN" ] && PARGS=(--plugin "$PLUGIN")
     run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" --compare "$MODES" "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" \
         --sweep --sweep-algos "$SWEEP_ALGOS" --sweep-channels "$SWEEP_CH" --sweep-warmup 10 $INTF --json -q
   done
 done
 rm -f "$OUTDIR/.run.out" "$OUTDIR/.run.err"
 if [ -n "$PY" ]; then
-  "$PY" - "$JSONL" > "$OUTDIR/matrix-summary.md" <<'EOF'
-import json, sys
-def size(b):
-    for u, s in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
-        if b >= u and b % u == 0: return "%d%s" % (b // u, s)
-    return str(b)
-def f(x, fmt="%.1f"): return fmt % x if x is not None else "-"
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if "default" not in d["modes"]:
-        print("\n- check: %s %s under autoccl, -c 1 on every iteration: %d wrong values, exit %d" % (d["coll"], d["dtype"], d["wrong"], d["exit"]))
-        continue
-    g = d["interference"]
-    print("\n### %s, %d GPUs, %s\n" % (d["coll"], d["nranks"], "GEMM interference (bf16 %d^3, duty %.2f)" % (g["n"], g["duty"]) if g else "isolated"))
-    modes = d["modes"]
-    hdr = ["size", "default busbw"]
-    if "autoccl" in modes: hdr += ["autoccl busbw", "autoccl incl. tuning", "autoccl/default", "incl./default"]
-    if d["oracle"]: hdr += ["oracle busbw", "oracle config"]
-    if "autoccl" in modes and d["oracle"]: hdr += ["autoccl/oracle"]
-    print("| " + " | ".join(hdr) + " |"); print("|" + "---|" * len(hdr))
-    for i, s in enumerate(d["sizes"]):
-        de = modes["default"]["results"][i]
-        row = [size(s), f(de["busbw_gbs"])]
-        r = d["ratios"][i]
-        if "autoccl" in modes:
-            a = modes["autoccl"]["results"][i]
-            row += [f(a["busbw_gbs"]), f(a["busbw_incl_gbs"]), f(r.get("autoccl/default"), "%.3f"), f(r.get("autoccl/default_incl"), "%.3f")]
-        if d["oracle"]:
-            o = d["oracle"][i]
-            row += [f(o["busbw_gbs"]), o["config"] or "-"]
-        if "autoccl" in modes and d["oracle"]: row += [f(r.get("autoccl/oracle"), "%.3f")]
-        print("| " + " | ".join(row) + " |")
-    print("\nbusbw in GB/s (nccl-tests formula); reps %d, warm-up %d, iters %d; exit %d, %.0f s" % (d["reps"], d["warmup"], d["iters"], d["exit"], d["elapsed_s"]))
-EOF
+  "$PY" "$ROOT/scripts/gpu-summary.py" "$JSONL" > "$OUTDIR/matrix-summary.md"
   cat "$OUTDIR/matrix-summary.md" | tee -a "$LOG"
 fi
 log "# matrix: $FAILS unexpected exit statuses"

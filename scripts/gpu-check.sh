@@ -47,12 +47,15 @@ if [ -x "$B/bench/autoccl-bench" ]; then
   fi
 fi
 # Profiler: CUPTI attribution, overlap, timing against CUDA events, overhead
-# (built by scripts/prepare-gpu-build.sh into $B/gpucheck).
-if [ -x "$B/gpucheck/acl-gpucheck-profiler" ]; then
-  check profiler env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run
+# (Meson targets in $B/profiler/gpucheck).
+if [ -x "$B/profiler/gpucheck/acl-gpucheck-profiler" ]; then
+  check profiler env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" scripts/gpu-check-profiler.sh run
   if [ "$ngpu" -ge 2 ]; then
-    check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/gpucheck" scripts/gpu-check-profiler.sh run --nccl
+    check profiler-nccl env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" scripts/gpu-check-profiler.sh run --nccl
   fi
+  # the cost and accuracy of each profiler mode (about 5 minutes)
+  check profiler-cost env ACL_GPUCHECK_DIR="$PWD/$B/profiler/gpucheck" OUT="$OUT" \
+    scripts/gpu-check-profiler.sh cost --reps 3
 fi
 
 # PyTorch (its own NCCL): bit-identical all-reduce results with and without

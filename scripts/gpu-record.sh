@@ -7,7 +7,10 @@
 #     every sample it receives and every decision it changes), and
 #   - the sweep (Ring/Tree x LL/LL128/Simple x channels auto/16/32 with
 #     --procs; Ring x LL/Simple x auto/32 with --single), every rank's time of
-#     every iteration from the first call, plus what NCCL ran (probe plugin).
+#     every iteration from the first call, plus what NCCL ran (probe plugin);
+#     with --procs every config --sweep-reps $SWEEP_REPS times, so that the
+#     same run gives an oracle over what NCCL as it ships can run (channels
+#     0 = NCCL's own, and 16, 24) and over the raised ceiling (32).
 #
 #   scripts/gpu-record.sh [--part iso|gemm|single|all] [--bin PATH] [--plugin PATH] [--out DIR]
 #
@@ -52,11 +55,12 @@ export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SIZES=${SIZES:--b 64K -e 1G -f 4} COLLS=${COLLS:-all_reduce all_gather reduce_scatter}
 WARMUP=${WARMUP:-300} ITERS=${ITERS:-50} SWEEP_WARMUP=${SWEEP_WARMUP:-20} EXTRA=${EXTRA:-}
+SWEEP_CH=${SWEEP_CH:-0,16,24,32} SWEEP_REPS=${SWEEP_REPS:-2}
 TRACES=$(mktemp -d "${TMPDIR:-/tmp}/acl-record.XXXXXX")
 PARTS="iso gemm single"; [ "$PART" != all ] && PARTS=$PART
 for part in $PARTS; do
-  LOG=$OUTDIR/record-$part.log
-  : > "$LOG"
+  LOG=$OUTDIR/record-$part.log JSONL=$OUTDIR/record-$part.jsonl
+  : > "$LOG"; : > "$JSONL"
   echo "# gpu-record.sh --part $part  $(date -u +%FT%TZ)  bin=$BIN  plugin=$PLUGIN" | tee -a "$LOG"
   nvidia-smi -L 2>&1 | tee -a "$LOG"
   ldd "$BIN" "$PLUGIN" | grep -E 'not found|libz|nccl' | tee -a "$LOG"
@@ -68,19 +72,25 @@ for part in $PARTS; do
       if [ "$part" = single ]; then
         L=single; SW=(--sweep-algos Ring --sweep-protos LL,Simple --sweep-channels 0,32)
       else
-        L=procs; SW=(--sweep-algos Ring,Tree --sweep-protos LL,LL128,Simple --sweep-channels 0,16,32)
+        L=procs; SW=(--sweep-algos Ring,Tree --sweep-protos LL,LL128,Simple --sweep-channels "$SWEEP_CH"
+                     --sweep-reps "$SWEEP_REPS")
       fi
       D=$TRACES/$regime-$L-$c
       echo "\$ autoccl-bench -g 2 --$L -C $c ... --trace $D" | tee -a "$LOG"
       s0=$(date +%s)
       timeout -k 5 600 "$BIN" -g 2 --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps 1 \
         -w "$WARMUP" -n "$ITERS" --sweep "${SW[@]}" --sweep-warmup "$SWEEP_WARMUP" $INTF --trace "$D" --json -q $EXTRA \
-        >> "$LOG" 2>&1
-      echo "# exit $?, $(( $(date +%s) - s0 )) s, $(ls "$D" 2>/dev/null | wc -l) trace files" | tee -a "$LOG"
+        > "$TRACES/.out" 2>> "$LOG"
+      rc=$?
+      cat "$TRACES/.out" >> "$LOG"
+      last=$(tail -n 1 "$TRACES/.out")
+      case "$last" in "{"*) echo "$last" >> "$JSONL" ;; esac
+      echo "# exit $rc, $(( $(date +%s) - s0 )) s, $(ls "$D" 2>/dev/null | wc -l) trace files" | tee -a "$LOG"
     done
   done
   echo "# part $part: $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
 done
+rm -f "$TRACES/.out"
 tar -cf "$OUTDIR/record-$PART.tar" -C "$TRACES" .
 du -sh "$OUTDIR/record-$PART.tar" | tee -a "$LOG"
 rm -rf "$TRACES"

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Markdown tables from autoccl-bench --compare --json lines (docs/benchmarks.md).
+"""Markdown tables from autoccl-bench --compare --json lines and the PyTorch
+example's torch_step lines (docs/benchmarks.md).
 
-  scripts/gpu-summary.py RUN.jsonl [--oracle OLD_SWEEP.jsonl]
+  scripts/gpu-summary.py RUN.jsonl... [--oracle OLD_SWEEP.jsonl]
 
-Per size: NCCL default and autoccl times (median over reps of each run's
-median of the timed iterations), autoccl/default on the timed iterations and
-including the whole run (time_incl), and, with --oracle, autoccl against the
-sweep oracle of another run (a single sweep picks lucky minima: indicative)."""
+Compare records: per size, every mode's time (median over reps of each run's
+median of the timed iterations); each mode over NCCL as it ships (default),
+on the timed iterations and including the whole run (time_incl); with a
+ceiling mode, what each plugin mode adds over the ceiling alone; with a
+same-run sweep, each mode over its oracle; with --oracle, autoccl against the
+sweep oracle of another run (a single sweep picks lucky minima: indicative).
+Lines of other kinds (--advise, torch_step) get their own short tables; lines
+that are not JSON objects are skipped with a note on stderr."""
 import json
 import sys
 
@@ -16,6 +21,86 @@ def fmt_size(b):
         if b >= u:
             return "%d%s" % (b // u, s)
     return str(b)
+
+
+def ratio(num, den):
+    return "%.2f" % (num / den) if num and den else "-"
+
+
+def env_of(mode):
+    """The variables a mode set, without the plugin paths and trace files."""
+    return " ".join(e for e in mode.get("env", []) if not e.startswith(("NCCL_TUNER", "NCCL_PROFILER",
+                                                                        "AUTOCCL_TRACE")))
+
+
+def compare_table(d, oracle):
+    modes = d["modes"]
+    names = list(modes)
+    others = [m for m in names if m != "default"]
+    intf = "GEMM" if d.get("interference") else "isolated"
+    envs = "; ".join("%s env: %s" % (m, env_of(modes[m])) for m in others if env_of(modes[m]))
+    print("\n#### %s, %s, %s, reps %d, warm-up %d%s + %d timed%s%s\n" % (
+        d["coll"], intf, d["launch"], d["reps"], d["warmup"],
+        " + %g s" % d["warmup_s"] if d.get("warmup_s") else "", d["iters"],
+        ", NCCL %s" % d["nccl_version"] if d.get("nccl_version") else "",
+        ", " + envs if envs else ""))
+    cols = ["size"] + ["%s us" % m for m in names]
+    if "default" in modes:
+        cols += ["%s/default" % m for m in others] + ["%s incl./default" % m for m in others]
+    plug = [m for m in others if m != "ceiling"]
+    if "ceiling" in modes:
+        cols += ["%s/ceiling" % m for m in plug]
+    if d.get("oracle"):
+        cols += ["oracle (same run)"] + ["%s/oracle" % m for m in names]
+    if oracle and "autoccl" in modes:
+        cols += ["oracle (other run)", "autoccl/other oracle"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    res = {m: {r["size"]: r for r in modes[m]["results"]} for m in names}
+    same = {o["size"]: o for o in d.get("oracle") or []}
+    for s in d["sizes"]:
+        t = {m: res[m].get(s, {}).get("time_us") for m in names}
+        ti = {m: res[m].get(s, {}).get("time_incl_us") for m in names}
+        row = [fmt_size(s)] + ["%.1f" % t[m] if t[m] else "-" for m in names]
+        if "default" in modes:
+            row += [ratio(t["default"], t[m]) for m in others]
+            row += [ratio(ti["default"], ti[m]) for m in others]
+        if "ceiling" in modes:
+            row += [ratio(t["ceiling"], t[m]) for m in plug]
+        if d.get("oracle"):
+            o = same.get(s, {})
+            row += ["%.1f %s" % (o["time_us"], o.get("config")) if o.get("time_us") else "-"]
+            row += [ratio(o.get("time_us"), t[m]) for m in names]
+        if oracle and "autoccl" in modes:
+            o = oracle.get((d["coll"], s))
+            row += ["%.1f %s" % (o["time_us"], o["config"]) if o else "-",
+                    ratio(o["time_us"], t["autoccl"]) if o else "-"]
+        print("| " + " | ".join(row) + " |")
+
+
+def advise_table(a):
+    print("\n#### --advise, %s, %d ranks, reps %d\n" % (a["collective"], a["ranks"], a["reps"]))
+    print("| variable | value | gain | worst size | best size | recommended |")
+    print("|---|---|---|---|---|---|")
+    for v in a["values"]:
+        print("| %s | %s | %s | %s | %s | %s |" % (
+            v["variable"], v["value"], *("%.3f" % v[k] if v[k] else "-" for k in ("gain", "worst", "best")),
+            "yes" if v["recommended"] else ""))
+    if a.get("reproduce"):
+        print("\n`%s`" % a["reproduce"])
+
+
+def torch_table(lines):
+    print("\n#### PyTorch FSDP step\n")
+    print("| mode | median step s | reps x steps | vs nccl | tuner's net time saved s | exposed comm share | env |")
+    print("|---|---|---|---|---|---|---|")
+    for t in lines:
+        print("| %s | %.4f | %d x %d | %s | %s | %s | %s |" % (
+            t["mode"], t["median_step_s"], t["reps"], t["steps"],
+            "%.3f" % t["ratio_vs_nccl"] if t.get("ratio_vs_nccl") else "-",
+            "%.3f" % t["time_saved_s"] if t.get("time_saved_s") is not None else "-",
+            "%.3f" % t["exposed_comm_share"] if t.get("exposed_comm_share") is not None else "-",
+            env_of(t)))
 
 
 def main():
@@ -31,33 +116,23 @@ def main():
     if not args:
         sys.exit(__doc__)
     for path in args:
-        for line in open(path):
-            d = json.loads(line)
-            intf = "GEMM" if d.get("interference") else "isolated"
-            env = " ".join(e for e in d["modes"]["autoccl"]["env"] if not e.startswith("NCCL_TUNER") and
-                           not e.startswith("NCCL_PROFILER") and not e.startswith("AUTOCCL_TRACE"))
-            print("\n#### %s, %s, %s, reps %d, warm-up %d%s + %d timed%s\n" % (
-                d["coll"], intf, d["launch"], d["reps"], d["warmup"],
-                " + %g s" % d["warmup_s"] if d.get("warmup_s") else "", d["iters"],
-                ", autoccl env: " + env if env else ""))
-            head = "| size | default us | autoccl us | autoccl/default | incl. run |"
-            if oracle:
-                head += " oracle (other run) | autoccl/oracle |"
-            print(head)
-            print("|" + "---|" * (head.count("|") - 1))
-            base = {r["size"]: r for r in d["modes"]["default"]["results"]}
-            for r in d["modes"]["autoccl"]["results"]:
-                b = base[r["size"]]
-                if not (r["time_us"] and b["time_us"]):
-                    continue
-                row = "| %s | %.1f | %.1f | %.2f | %.2f |" % (
-                    fmt_size(r["size"]), b["time_us"], r["time_us"], b["time_us"] / r["time_us"],
-                    b["time_incl_us"] / r["time_incl_us"])
-                if oracle:
-                    o = oracle.get((d["coll"], r["size"]))
-                    row += " %s | %s |" % ("%.1f %s" % (o["time_us"], o["config"]) if o else "-",
-                                            "%.2f" % (o["time_us"] / r["time_us"]) if o else "-")
-                print(row)
+        torch = []
+        for n, line in enumerate(open(path), 1):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                print("%s:%d: not JSON, skipped" % (path, n), file=sys.stderr)
+                continue
+            if not isinstance(d, dict):
+                continue
+            if d.get("kind") == "compare":
+                compare_table(d, oracle)
+            elif "advise" in d:
+                advise_table(d["advise"])
+            elif d.get("kind") == "torch_step":
+                torch.append(d)
+        if torch:
+            torch_table(torch)
 
 
 if __name__ == "__main__":

@@ -446,7 +446,7 @@ static void resolve(const acl_landscape_t *l, int coll, uint64_t nbytes, const a
     default_at(l, coll, (double)nbytes, &d);
     *algo = d.algo;
     *proto = d.proto;
-    *nch = d.nchannels;
+    *nch = c->nchannels > 0 ? c->nchannels : d.nchannels; /* capped (ceiling mode) */
   }
 }
 
@@ -568,7 +568,7 @@ double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
   if (algo == ACL_ALGO_NCCL) { /* NCCL's default: same as its explicit pick */
     algo = d.algo;
     proto = d.proto;
-    nch = d.nchannels;
+    nch = c->nchannels > 0 ? c->nchannels : d.nchannels; /* capped (ceiling mode) */
   }
   if (l->kind == ACL_LAND_TRACE)
     return trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, NULL, NULL, 0);

@@ -8,6 +8,20 @@
 
 #include "sim/sim.h"
 
+/* NCCL's version call, exported from the simulator as a host process's
+ * libnccl exports it, so the plugin finds the version it runs under
+ * (tables record it). 2.28.3: the NCCL whose ABIs and cost model the
+ * simulator plays. */
+#define ACL_SIM_NCCL_VERSION 22803
+__attribute__((visibility("default"))) int ncclGetVersion(int *version);
+int ncclGetVersion(int *version)
+{
+  if (!version)
+    return 4; /* ncclInvalidArgument */
+  *version = ACL_SIM_NCCL_VERSION;
+  return 0;
+}
+
 int acl_sim_plugin_load(const char *path, acl_sim_plugin_t *p, char *err, size_t errlen)
 {
   memset(p, 0, sizeof(*p));

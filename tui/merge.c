@@ -76,6 +76,7 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
   v->weighted_speedup = NAN;
   v->consensus_wait_seconds = NAN;
   v->time_saved_seconds = NAN;
+  v->collective_seconds = v->exposed_seconds = NAN;
   int nc = 0, nw = 0;
   for (int s = 0; s < n; s++)
     if (models[s]) {
@@ -143,6 +144,13 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
       if (isfinite(r->w->time_saved_seconds))
         v->time_saved_seconds = (isfinite(v->time_saved_seconds) ? v->time_saved_seconds : 0.0) +
                                 r->w->time_saved_seconds;
+      if (isfinite(r->w->exposed_seconds) && isfinite(r->w->collective_seconds)) {
+        v->exposed_seconds = (isfinite(v->exposed_seconds) ? v->exposed_seconds : 0.0) +
+                             r->w->exposed_seconds;
+        v->collective_seconds =
+            (isfinite(v->collective_seconds) ? v->collective_seconds : 0.0) +
+            r->w->collective_seconds;
+      }
     }
   }
   if (!v->profiler[0])

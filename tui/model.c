@@ -181,6 +181,8 @@ static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
       get_dbl(c, o, "overlap", &w->overlap) < 0 ||
       get_dbl(c, o, "time_saved_seconds", &w->time_saved_seconds) < 0 ||
       get_dbl(c, o, "exploration_cost_seconds", &w->exploration_cost_seconds) < 0 ||
+      get_dbl(c, o, "collective_seconds", &w->collective_seconds) < 0 ||
+      get_dbl(c, o, "exposed_seconds", &w->exposed_seconds) < 0 ||
       get_i64(c, o, "candidates_evaluated", &w->candidates_evaluated, 0) < 0 ||
       get_i64(c, o, "calls_to_converge", &w->calls_to_converge, 0) < 0 ||
       get_i64(c, o, "retunes", &w->retunes, 0) < 0 || get_i64(c, o, "calls", &w->calls, 0) < 0 ||

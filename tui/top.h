@@ -50,6 +50,7 @@ typedef struct acl_top_workload {
   acl_top_cand_t candidate, best, baseline;
   double baseline_seconds, best_seconds, speedup, busbw, overlap; /* NaN unknown */
   double time_saved_seconds, exploration_cost_seconds;            /* NaN unknown */
+  double collective_seconds, exposed_seconds; /* not overlapped by compute; NaN unknown */
   int64_t candidates_evaluated, calls_to_converge, retunes, calls, bytes_total; /* -1 */
   int traj_len;         /* newest ACL_TOP_MAX_TRAJ kept, oldest first */
   acl_top_traj_t traj[ACL_TOP_MAX_TRAJ];
@@ -175,6 +176,7 @@ typedef struct acl_top_view {
   int converged, total;
   double weighted_speedup;       /* NaN when no workload has the inputs */
   double time_saved_seconds;     /* net, summed over rows; NaN when none known */
+  double collective_seconds, exposed_seconds; /* summed over rows; NaN when none known */
   double consensus_wait_seconds; /* NaN when no communicator reports it */
   char profiler[64];             /* distinct sources joined by '+', "-" */
 } acl_top_view_t;

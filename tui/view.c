@@ -122,7 +122,7 @@ static int draw_header(acl_top_ui_t *u, int w)
   const acl_top_view_t *v = &u->view;
   /* Most important first; a part that does not fit whole is left out rather
    * than cut, so the header never ends mid-word. */
-  char part[6][128];
+  char part[7][128], ex[24], exs[24];
   snprintf(part[0], sizeof(part[0]), "converged %d/%d", v->converged, v->total);
   snprintf(part[1], sizeof(part[1]), "speedup %s (time-weighted)",
            acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)));
@@ -132,17 +132,23 @@ static int draw_header(acl_top_ui_t *u, int w)
   snprintf(part[4], sizeof(part[4]), "consensus wait %s",
            acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)));
   snprintf(part[5], sizeof(part[5]), "profiler %s", v->profiler);
-  static const int order[] = {3, 0, 1, 2, 4, 5}; /* display order */
-  bool keep[6];
+  /* Next to the net saved: the most that tuning could ever give back. */
+  snprintf(part[6], sizeof(part[6]), "exposed %s (%s)",
+           acl_top_fmt_seconds(v->exposed_seconds, ex, sizeof(ex)),
+           acl_top_fmt_pct(v->collective_seconds > 0 ? v->exposed_seconds / v->collective_seconds
+                                                     : NAN,
+                           exs, sizeof(exs)));
+  static const int order[] = {3, 0, 1, 2, 6, 4, 5}; /* display order */
+  bool keep[7];
   int used = 0;
-  for (int i = 0; i < 6; i++) { /* importance order */
+  for (int i = 0; i < 7; i++) { /* importance order */
     int len = (int)strlen(part[i]) + (used ? 3 : 0);
     keep[i] = used + len <= w;
     if (keep[i])
       used += len;
   }
   line[0] = '\0';
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < 7; k++) {
     int i = order[k];
     if (!keep[i])
       continue;

@@ -4,7 +4,8 @@
  * named like NCCL's) through acl_prof_on_call, with and without a concurrent
  * GEMM stream; checks attribution (each tagged launch gets exactly its
  * sample), overlap (~0 alone, clearly > 0 with the GEMM), CUPTI durations vs
- * CUDA events (within 5%), and measures overhead and call->sample latency.
+ * CUDA events (within 5%), and measures call->sample latency. The cost of
+ * each profiler mode is cost.c's (acl-gpucheck-profiler-cost).
  * --nccl (2 GPUs): the same with real ncclAllReduce calls, one thread a rank.
  * Prints "RESULT name value" lines and "CHECK name PASS|FAIL detail". */
 #include <cuda_runtime_api.h>
@@ -21,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "profiler/gpucheck/check.h"
 #include "profiler/profiler.h"
 
 #ifdef ACL_CHECK_NCCL
@@ -30,19 +32,8 @@ int acl_check_nccl_allreduce(float *buf, size_t count, void *comm, cudaStream_t 
 void acl_check_nccl_destroy(void *comm);
 #endif
 
-int acl_check_fake_launch(cudaStream_t s, unsigned long long ns);
-int acl_check_compute_launch(cudaStream_t s, float *a, int n, int iters);
-int acl_check_spin_launch(cudaStream_t s, unsigned long long ns);
 
 #define MAXCALLS 4096
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      exit(2);                                                                             \
-    }                                                                                      \
-  } while (0)
 
 static int failures;
 static void check(const char *name, int ok, const char *fmt, ...)
@@ -223,33 +214,6 @@ static void report_phase(const char *tag, const phase_res_t *o, int n)
          o->ratio_med, o->ratio_worst, o->dur_bad);
 }
 
-/* Launch-heavy loop: iters launches of a short kernel; every tag_every-th
- * launch is tagged (0: none). Returns wall seconds including the sync. */
-static double loop(acl_prof_t *p, void *pr, cudaStream_t s, int iters, int tag_every,
-                   uint64_t base)
-{
-  CK(cudaStreamSynchronize(s));
-  double t0 = acl_mono_s();
-  for (int i = 0; i < iters; i++) {
-    /* every tag_every-th launch is a "collective" (NCCL-named, tagged when
-     * the profiler is attached); the rest are compute kernels */
-    if (tag_every && i % tag_every == 0) {
-      if (p) {
-        acl_call_tag_t t = mktag(0, base + (uint64_t)i, 1);
-        t.call_idx = MAXCALLS + 1; /* not recorded */
-        acl_prof_on_call(p, pr, &t);
-      }
-      acl_check_fake_launch(s, 3000);
-    } else {
-      acl_check_spin_launch(s, 3000);
-    }
-  }
-  CK(cudaStreamSynchronize(s));
-  return acl_mono_s() - t0;
-}
-
-static double min3(double a, double b, double c) { return fmin(a, fmin(b, c)); }
-
 static int single_gpu(void)
 {
   const int N = 300;
@@ -267,14 +231,9 @@ static int single_gpu(void)
   gemm_launch(&g);
   CK(cudaDeviceSynchronize());
 
-  /* overhead baseline, before CUPTI is touched */
-  const int L = 20000;
-  double b1 = min3(loop(NULL, NULL, s1, L, 20, 0), loop(NULL, NULL, s1, L, 20, 0),
-                   loop(NULL, NULL, s1, L, 20, 0));
-
   acl_config_t cfg;
   acl_config_defaults(&cfg);
-  cfg.profiler = ACL_PROF_CUPTI; /* opt-in since it is not the default */
+  cfg.profiler = ACL_PROF_CUPTI; /* always attached: every call sampled */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   void *pr = acl_prof_rank_attach(p, &rank_ids[0], 0x1234, 0, 1);
   acl_snap_profiler_t st;
@@ -364,31 +323,10 @@ static int single_gpu(void)
   printf("RESULT on_call_ns %.1f\n", (acl_mono_s() - t0) / 100000 * 1e9);
   acl_prof_flush(p);
 
-  /* overhead with the profiler attached */
-  double w20 = min3(loop(p, pr, s1, L, 20, 0), loop(p, pr, s1, L, 20, 0),
-                    loop(p, pr, s1, L, 20, 0));
-  double w1 = min3(loop(p, pr, s1, L, 1, 0), loop(p, pr, s1, L, 1, 0), loop(p, pr, s1, L, 1, 0));
-  /* the all-collective loop's own baseline comes after destroy (below) */
-  acl_prof_set_active(p, false); /* all converged: CUPTI tracing off */
-  double wsus = min3(loop(p, pr, s1, L, 20, 0), loop(p, pr, s1, L, 20, 0),
-                     loop(p, pr, s1, L, 20, 0));
-  acl_prof_set_active(p, true);
+  /* Cost per mode: acl-gpucheck-profiler-cost (scripts/gpu-profiler-cost.py). */
   acl_prof_flush(p);
   acl_prof_rank_detach(p, pr);
   acl_prof_destroy(p);
-  double b2 = min3(loop(NULL, NULL, s1, L, 20, 0), loop(NULL, NULL, s1, L, 20, 0),
-                   loop(NULL, NULL, s1, L, 20, 0));
-  double base = fmin(b1, b2);
-  double base1 = min3(loop(NULL, NULL, s1, L, 1, 0), loop(NULL, NULL, s1, L, 1, 0),
-                      loop(NULL, NULL, s1, L, 1, 0));
-  printf("RESULT loop_launches %d kernel_us 3\n", L);
-  printf("RESULT loop_1_in_20_base_s %.6f (before %.6f after %.6f)\n", base, b1, b2);
-  printf("RESULT loop_1_in_20_profiled_s %.6f overhead_pct %.2f\n", w20, (w20 / base - 1) * 100);
-  printf("RESULT loop_1_in_20_suspended_s %.6f overhead_pct %.2f\n", wsus,
-         (wsus / base - 1) * 100);
-  printf("RESULT loop_all_colls_base_s %.6f profiled_s %.6f overhead_pct %.2f\n", base1, w1,
-         (w1 / base1 - 1) * 100);
-  check("overhead_1_in_20_le_2pct", w20 / base - 1 <= 0.02, "%.2f%%", (w20 / base - 1) * 100);
   return failures;
 }
 
@@ -458,7 +396,7 @@ static int two_gpu_nccl(void)
   }
   acl_config_t cfg;
   acl_config_defaults(&cfg);
-  cfg.profiler = ACL_PROF_CUPTI; /* opt-in since it is not the default */
+  cfg.profiler = ACL_PROF_CUPTI; /* always attached: every call sampled */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   acl_snap_profiler_t st;
   acl_prof_stats(p, &st);

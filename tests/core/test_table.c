@@ -100,10 +100,10 @@ Test(table, every_csv_error_names_line_and_field)
   const char *ok = "allreduce,0,1M,ring,ll,4,1,8,1,-1\n";
   char err[256];
   cr_assert_eq(parse(ok, err, sizeof(err)), 0, "%s", err);
-  bad("allreduce,0,1M,ring,ll,4,1,8,1,-1\nallreduce,0,1M,ring,ll,4,1,8,1\n", 2, NULL,
-      "expected 10 comma-separated fields");
+  bad("allreduce,0,1M,ring,ll,4,1,8,1,-1\nallreduce,0,1M,ring,ll,4,1\n", 2, NULL,
+      "expected 8 to 10 comma-separated fields");
   bad("allreduce,0,1M,ring,ll,4,1,8,1,-1\nallreduce,0,1M,ring,ll,4,1,8,1,-1,5\n", 2, NULL,
-      "expected 10");
+      "expected 8 to 10");
   bad("sendrecv,0,1M,ring,ll,4,1,8,1,-1\n", 1, "field 1 (coll)", "unknown collective");
   bad("allreduce,a,1M,ring,ll,4,1,8,1,-1\n", 1, "field 2 (min_bytes)", "bad size");
   bad("allreduce,0,,ring,ll,4,1,8,1,-1\n", 1, "field 3 (max_bytes)", "bad size");
@@ -114,7 +114,7 @@ Test(table, every_csv_error_names_line_and_field)
   bad("allreduce,0,1M,ring,ll,4,0,8,1,-1\n", 1, "field 7 (nNodes)", "node count");
   bad("allreduce,0,1M,ring,ll,4,1,q,1,-1\n", 1, "field 8 (nRanks)", "rank count");
   bad("allreduce,0,1M,ring,ll,4,1,8,0,-1\n", 1, "field 9 (numPipeOps)", "pipelined");
-  bad("allreduce,0,1M,ring,ll,4,1,8,1,1\n", 1, "field 10 (regBuff)", "must be -1");
+  bad("allreduce,0,1M,ring,ll,4,1,8,1,2\n", 1, "field 10 (regBuff)", "must be 0, 1 or -1");
 }
 
 Test(table, structural_errors_name_the_line)
@@ -296,4 +296,153 @@ Test(table, atomic_write_replaces_whole)
   cr_assert_eq(acl_table_format_for_path("a.CSV"), ACL_TABLE_FMT_NCCL_CSV);
   cr_assert_eq(acl_table_format_for_path("a.json"), -1);
   cr_assert_eq(acl_table_format_for_path("a.txt"), ACL_TABLE_FMT_AUTOCCL);
+}
+
+/* A file in the format of NCCL's sample nccl_tuner.conf: numPipeOps and
+ * regBuff optional, rules that depend on buffer registration among the
+ * others. Every rule that can be honoured loads; those with regBuff 0/1 are
+ * listed by line, and a later lookup never sees them. */
+Test(table, nccl_sample_format_loads_what_it_can)
+{
+  const char *txt =
+      "# NCCL tuner configuration, CSV\n"                          /* 1 */
+      "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
+      "numPipeOps,regBuff\n"                                       /* 2 */
+      "\n"                                                         /* 3 */
+      "allreduce,0,65536,tree,simple,2,1,-1,-1,1\n"                /* 4: registered only */
+      "allreduce,65537,1048576,ring,simple,4,4,32,1,0\n"           /* 5: unregistered only */
+      "allreduce,1048577,4294967295,ring,ll128,-1,-1,-1,4,-1\n"    /* 6 */
+      "allgather,0,4294967295,ring,simple,4,2,-1\n"                /* 7: 8 fields */
+      "reducescatter,0,131072,ring,simple,2,1,-1,1\n"              /* 8: 9 fields */
+      "reduce,0,4294967295,tree,simple,-1,-1,-1\n";               /* 9 */
+  char err[256];
+  cr_assert_eq(parse(txt, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(T->format, ACL_TABLE_FMT_NCCL_CSV);
+  cr_assert_eq(T->nrules, 4);
+  cr_assert_eq(T->nskipped, 2);
+  cr_assert_str_eq(T->skipped, "4, 5");
+  int lines[] = {6, 7, 8, 9};
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(T->rules[i].line, lines[i]);
+  /* 8 fields: numPipeOps any; 9: as written */
+  cr_assert_eq(T->rules[1].pipe_ops, ACL_TABLE_ANY);
+  cr_assert_eq(T->rules[1].nnodes, 2);
+  cr_assert_eq(T->rules[2].pipe_ops, 1);
+  cr_assert_eq(T->rules[0].cand.nchannels, 0, "channels -1 = NCCL decides");
+  /* AllReduce 1 KiB on one node: only the skipped registered-buffer rule
+   * spoke for it, so nothing does now */
+  acl_table_query_t q = {.coll = 4, .nbytes = 1024, .nnodes = 1, .nranks = 8, .pipe_ops = 1};
+  cr_assert_null(acl_table_find(T, &q));
+  q.nbytes = 4u << 20;
+  q.pipe_ops = 4;
+  const acl_table_rule_t *r = acl_table_find(T, &q);
+  cr_assert(r && r->line == 6);
+  /* the same rules without the skipped ones hash alike: the skipped ones
+   * are no part of what ranks agree on */
+  uint64_t h = T->hash;
+  const char *kept = "allreduce,1048577,4294967295,ring,ll128,-1,-1,-1,4,-1\n"
+                     "allgather,0,4294967295,ring,simple,4,2,-1\n"
+                     "reducescatter,0,131072,ring,simple,2,1,-1,1\n"
+                     "reduce,0,4294967295,tree,simple,-1,-1,-1\n";
+  cr_assert_eq(parse(kept, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(T->hash, h);
+  cr_assert_eq(T->nskipped, 0);
+}
+
+Test(table, many_skipped_lines_are_listed_within_bounds)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  for (int i = 0; i < 200; i++)
+    acl_sb_printf(&sb, "allreduce,%d,%d,ring,simple,4,1,-1,1,%d\n", 2 * i, 2 * i + 1, i % 2);
+  char err[256];
+  cr_assert_eq(acl_table_parse(sb.data, sb.len, T, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(T->nskipped, 200);
+  cr_assert_eq(T->nrules, 0);
+  cr_assert(strncmp(T->skipped, "1, 2, 3, ", 9) == 0, "%s", T->skipped);
+  cr_assert(strstr(T->skipped, "...") != NULL, "%s", T->skipped);
+  acl_sb_free(&sb);
+}
+
+/* The JSON document of the export is a table: the same decisions as the
+ * entries' rules, and the NCCL version and GPU it was measured on. */
+Test(table, json_document_is_read_back)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_table_meta_t m = {.nccl_version = "2.28.3", .gpu = "NVIDIA H200", .host = "h"};
+  acl_table_render_json(&sb, &m, E, NE);
+  cr_assert(acl_sb_ok(&sb));
+  char err[256];
+  cr_assert_eq(acl_table_parse(sb.data, sb.len, T, err, sizeof(err)), 0, "%s\n%s", err, sb.data);
+  acl_table_t *src = calloc(1, sizeof(*src));
+  acl_table_from_entries(E, NE, src);
+  cr_assert_eq(T->format, ACL_TABLE_FMT_JSON);
+  cr_assert_eq(T->nrules, src->nrules);
+  cr_assert_eq(T->hash, src->hash, "same rules, same hash as the text formats");
+  same_decisions(src, T, false);
+  cr_assert_str_eq(T->nccl_version, "2.28.3");
+  cr_assert_str_eq(T->gpu, "NVIDIA H200");
+  free(src);
+  acl_sb_free(&sb);
+}
+
+Test(table, json_errors_are_named)
+{
+  char err[256];
+  cr_assert_neq(parse("{\"version\":1,\"rules\":[", err, sizeof(err)), 0);
+  cr_assert(strstr(err, "not valid JSON"), "%s", err);
+  cr_assert_neq(parse("{\"version\":2,\"rules\":[]}", err, sizeof(err)), 0);
+  cr_assert(strstr(err, "\"version\" must be 1"), "%s", err);
+  cr_assert_neq(parse("{\"version\":1}", err, sizeof(err)), 0);
+  cr_assert(strstr(err, "no \"rules\""), "%s", err);
+  cr_assert_neq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
+                      "\"min_bytes\":0,\"max_bytes\":9,\"algo\":\"RING\",\"proto\":\"LX\"}]}",
+                      err, sizeof(err)), 0);
+  cr_assert(strstr(err, "JSON: rules[0]: unknown algorithm/protocol"), "%s", err);
+  cr_assert_neq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
+                      "\"min_bytes\":5,\"max_bytes\":4,\"algo\":\"NCCL\"}]}",
+                      err, sizeof(err)), 0);
+  cr_assert(strstr(err, "smaller"), "%s", err);
+  cr_assert_eq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
+                     "\"min_bytes\":0,\"max_bytes\":\"max\",\"algo\":\"RING\","
+                     "\"proto\":\"LL\",\"channels\":8,\"nranks\":4}]}", err, sizeof(err)), 0,
+               "%s", err);
+  cr_assert_eq(T->rules[0].max_bytes, UINT64_MAX);
+  cr_assert_eq(T->rules[0].nranks, 4);
+  cr_assert_eq(T->rules[0].nnodes, ACL_TABLE_ANY, "absent = any");
+  cr_assert_eq(T->rules[0].cand.nchannels, 8);
+}
+
+/* The text formats carry the metadata in a comment that NCCL's reader
+ * skips and autoccl's reads back. */
+Test(table, text_meta_round_trip_and_check)
+{
+  acl_table_t *src = calloc(1, sizeof(*src));
+  acl_table_from_entries(E, NE, src);
+  snprintf(src->nccl_version, sizeof(src->nccl_version), "2.28.3");
+  snprintf(src->gpu, sizeof(src->gpu), "NVIDIA H200");
+  char err[256];
+  for (int fmt = 0; fmt < 2; fmt++) {
+    acl_strbuf_t sb;
+    acl_sb_init(&sb);
+    acl_table_render(&sb, src, (acl_table_format_t)fmt);
+    cr_assert(strstr(sb.data, "# autoccl-meta: nccl_version=2.28.3; gpu=NVIDIA H200\n"), "%s",
+              sb.data);
+    cr_assert_eq(acl_table_parse(sb.data, sb.len, T, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(T->nccl_version, "2.28.3");
+    cr_assert_str_eq(T->gpu, "NVIDIA H200");
+    acl_sb_free(&sb);
+  }
+  cr_assert_eq(acl_table_meta_check(T, "2.28.3", "NVIDIA H200", err, sizeof(err)), 0);
+  cr_assert_eq(acl_table_meta_check(T, "", "", err, sizeof(err)), 0, "unknown here: no evidence");
+  cr_assert_eq(acl_table_meta_check(T, "2.28.9", "NVIDIA H200", err, sizeof(err)), -1);
+  cr_assert_str_eq(err, "recorded with NCCL 2.28.3, this process runs NCCL 2.28.9");
+  cr_assert_eq(acl_table_meta_check(T, "2.28.3", "NVIDIA A100-SXM4-80GB", err, sizeof(err)), -1);
+  cr_assert_str_eq(err, "recorded on NVIDIA H200, this process runs on NVIDIA A100-SXM4-80GB");
+  cr_assert_eq(parse("# autoccl-meta: nccl_version=-; gpu=-\nall_reduce 0 1M RING LL 4\n", err,
+                     sizeof(err)), 0);
+  cr_assert_str_eq(T->nccl_version, "");
+  cr_assert_eq(acl_table_meta_check(T, "2.28.9", "X", err, sizeof(err)), 0);
+  free(src);
 }

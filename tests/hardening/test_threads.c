@@ -25,16 +25,6 @@
 
 #include "../plugin/harness.h"
 
-#define CHECK(cond, ...)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n  ", __FILE__, __LINE__, #cond);              \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fputc('\n', stderr);                                                                    \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
-
 #define NCOMM 4
 #define RPC 2 /* ranks per communicator */
 #define NRANK (NCOMM * RPC)

@@ -5,6 +5,8 @@
 #define ACL_TESTS_HARNESS_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "core/abi.h"
 
@@ -45,5 +47,17 @@ void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file
 int acl_h_log_count(const char *needle); /* lines containing needle */
 const char *acl_h_log_text(void);
 void acl_h_log_clear(void);
+
+/* For the tests that are not Criterion executables (under TSan, or
+ * counting their own threads): a failed check prints and exits 1. */
+#define CHECK(cond, ...)                                                                      \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s\n  ", __FILE__, __LINE__, #cond);              \
+      fprintf(stderr, __VA_ARGS__);                                                           \
+      fputc('\n', stderr);                                                                    \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
 
 #endif

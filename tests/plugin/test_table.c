@@ -328,3 +328,32 @@ Test(table, json_export_is_the_api_document)
   unlink(out);
   unlink(path);
 }
+
+/* A file in the format of NCCL's sample nccl_tuner.conf: the rules on
+ * regBuff are skipped with one warning naming their lines, the others
+ * apply (here: AllGather on 2 nodes would not match; the AllReduce rule
+ * with numPipeOps absent and the Broadcast one do). */
+Test(table, nccl_sample_format_skips_regbuff_rules_with_one_warning)
+{
+  char *path = write_table("# coll,min,max,algo,proto,channels,nNodes,nRanks,numPipeOps,regBuff\n"
+                           "allreduce,0,65536,tree,simple,2,1,-1,-1,1\n"
+                           "allreduce,0,4294967295,ring,ll,4,-1,-1\n"
+                           "broadcast,0,32768,ring,simple,2,-1,-1,1,0\n"
+                           "broadcast,0,4294967295,ring,ll128,-1,-1,-1,-1,-1\n");
+  setenv("AUTOCCL_MODE", "static", 1);
+  setenv("AUTOCCL_TABLE", path, 1);
+  acl_h_load(&P);
+  void *ctx = NULL;
+  P.v5->init(&ctx, 0x79, 8, 1, acl_h_logger, NULL, NULL);
+  int a, p, nch;
+  cr_assert_eq(call(ctx, ncclFuncAllReduce, 4096, 8, &a, &p, &nch, NULL), ncclSuccess);
+  cr_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL && nch == 4, "the 8-field rule applies");
+  cr_assert_eq(call(ctx, ncclFuncBroadcast, 4096, 8, &a, &p, &nch, NULL), ncclSuccess);
+  cr_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL128 && nch == 0,
+            "the regBuff 0 rule is skipped, the next applies");
+  cr_assert_eq(acl_h_log_count("2 rules skipped (lines 2, 4)"), 1, "log: %s", acl_h_log_text());
+  cr_assert_eq(acl_h_log_count("buffer registration"), 1, "log: %s", acl_h_log_text());
+  cr_assert_eq(acl_h_log_count("the other 2 apply"), 1, "log: %s", acl_h_log_text());
+  P.v5->finalize(ctx);
+  unlink(path);
+}

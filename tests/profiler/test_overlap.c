@@ -110,3 +110,59 @@ Test(overlap, window_ring_keeps_last)
   cr_assert_eq(r.kernels, 1);
   cr_assert_float_eq(r.frac, 0.5, EPS);
 }
+
+/* Exposed communication: the part of the collective no compute kernel of
+ * any stream covers; kernels of two streams that overlap each other count
+ * once, and kernels across the collective's edges count only inside. */
+Test(exposed, several_streams_merged_and_edges_clipped)
+{
+  /* collective [1000, 2000); stream A: [900, 1200) (crosses the start),
+   * [1500, 1600); stream B: [1550, 1700) (overlaps A's), [1900, 2300)
+   * (crosses the end). Covered: 200 + 200 + 100 = 500. */
+  acl_ival_t iv[] = {{1500, 1600}, {1900, 2300}, {900, 1200}, {1550, 1700}};
+  cr_assert_eq(acl_prof_exposed_ns(iv, 4, 1000, 2000), 500u);
+}
+
+Test(exposed, alone_is_all_and_covered_is_none)
+{
+  acl_ival_t none[1];
+  cr_assert_eq(acl_prof_exposed_ns(none, 0, 10, 60), 50u);
+  acl_ival_t all[] = {{0, 100}};
+  cr_assert_eq(acl_prof_exposed_ns(all, 1, 10, 60), 0u);
+  cr_assert_eq(acl_prof_exposed_ns(all, 1, 60, 10), 0u); /* reversed: nothing */
+}
+
+Test(exposed, estimate_scales_the_sampled_share_to_all_calls)
+{
+  acl_exposure_t e;
+  /* 10 samples of 2 ms (20 ms), 1000 calls; 4 with overlap known: 8 ms of
+   * collective, 2 ms exposed (share 0.25). */
+  cr_assert(acl_exposure_estimate(1000, 10, 0.020, 0.008, 0.002, &e));
+  cr_assert_float_eq(e.collective_seconds, 2.0, 1e-12);
+  cr_assert_float_eq(e.share, 0.25, 1e-12);
+  cr_assert_float_eq(e.exposed_seconds, 0.5, 1e-12);
+  /* nothing with a known overlap yet: no estimate */
+  cr_assert_not(acl_exposure_estimate(1000, 10, 0.020, 0.0, 0.0, &e));
+  cr_assert_float_eq(e.exposed_seconds, 0.0, 0.0);
+  /* rounding can put exposed a hair above the collective: clamped */
+  cr_assert(acl_exposure_estimate(1, 1, 1.0, 1.0, 1.0000001, &e));
+  cr_assert_leq(e.share, 1.0);
+}
+
+Test(exposed, fold_never_goes_down)
+{
+  acl_exposure_acc_t a = {0};
+  cr_assert_not(acl_exposure_fold(&a, 100, 10, 0.010, 0.0, 0.0));
+  cr_assert_eq(a.calls, 0u);
+  /* share 0.5, 1 ms a call: 100 calls -> 0.1 s, 0.05 s exposed */
+  cr_assert(acl_exposure_fold(&a, 100, 10, 0.010, 0.004, 0.002));
+  cr_assert_float_eq(a.collective_seconds, 0.1, 1e-12);
+  cr_assert_float_eq(a.exposed_seconds, 0.05, 1e-12);
+  /* the share drops to 0.1: only the 100 new calls are priced at it */
+  cr_assert(acl_exposure_fold(&a, 200, 20, 0.020, 0.010, 0.001));
+  cr_assert_float_eq(a.collective_seconds, 0.2, 1e-12);
+  cr_assert_float_eq(a.exposed_seconds, 0.06, 1e-12);
+  /* no new calls: unchanged */
+  cr_assert(acl_exposure_fold(&a, 200, 20, 0.020, 0.010, 0.0));
+  cr_assert_float_eq(a.exposed_seconds, 0.06, 1e-12);
+}

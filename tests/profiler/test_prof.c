@@ -67,11 +67,36 @@ Test(prof, bogus_cupti_path_falls_back_to_nccl)
   acl_prof_destroy(p);
 }
 
-Test(prof, auto_never_loads_cupti)
+Test(prof, auto_tries_cupti_and_falls_back_quietly)
 {
   acl_config_t cfg;
   acl_config_defaults(&cfg);
   cr_assert_eq(cfg.profiler, ACL_PROF_AUTO);
+  acl_log_set_level(ACL_LOG_WARN); /* the fallback of the default is no warning */
+  acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
+  acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  cr_assert_not_null(p);
+  acl_snap_profiler_t st;
+  acl_prof_stats(p, &st);
+  cr_assert_str_eq(st.source, "nccl");
+  cr_assert_str_eq(st.cupti_window, "");
+  cr_assert_eq(logbuf[0], 0, "warned: %s", logbuf);
+  acl_prof_destroy(p);
+  acl_log_set_level(ACL_LOG_INFO);
+  logbuf[0] = 0;
+  p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  cr_assert_not_null(strstr(logbuf, "overlap unknown"), "log: %s", logbuf);
+#ifdef ACL_HAVE_CUPTI
+  cr_assert_not_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "log: %s", logbuf);
+#endif
+  acl_prof_destroy(p);
+}
+
+Test(prof, nccl_never_loads_cupti)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_NCCL;
   acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   cr_assert_not_null(p);

@@ -18,7 +18,7 @@ import sys
 WARMUP = 5
 
 
-def run(sim, plugin, env_extra, steps, shape):
+def run(sim, plugin, env_extra, steps, shape, log=None):
     env = dict(os.environ, AUTOCCL_HTTP_PORT="", AUTOCCL_WARMUP=str(WARMUP))
     env.pop("AUTOCCL_TABLE", None)
     env.pop("AUTOCCL_TABLE_OUT", None)
@@ -27,6 +27,8 @@ def run(sim, plugin, env_extra, steps, shape):
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         sys.exit("FAIL: sim exit %d\n%s\n%s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    if log is not None:
+        log.append(p.stderr)
     rep = json.loads(p.stdout.strip().splitlines()[-1])
     if rep.get("divergent_decisions") or rep.get("plugin_errors"):
         sys.exit("FAIL: divergent or errors: %s" % p.stdout[-2000:])
@@ -38,8 +40,12 @@ def key(w):
 
 
 def rules(path):
-    """(collective, min, max, algo) of each rule of either format."""
+    """(collective, min, max, algo) of each rule of any of the three formats."""
     out = []
+    if path.endswith(".json"):
+        doc = json.load(open(path))
+        return [(r["collective"].replace("_", "").lower(), r["min_bytes"], r["max_bytes"],
+                 r["algo"].upper()) for r in doc["rules"]]
     for line in open(path):
         line = line.split("#")[0].strip()
         if not line:
@@ -61,11 +67,45 @@ def covered_by(table, w):
     return False
 
 
+def refused_elsewhere(sim, plugin, work, table, ext, shape, cold_final):
+    """The same table, recorded with another NCCL version: refused with one
+    warning per process, and every workload it covered explores again."""
+    text = open(table).read()
+    if "2.28.3" not in text:
+        print("FAIL: %s: the table does not record the NCCL version (2.28.3)" % ext)
+        return 1
+    other = os.path.join(work, "other." + ext)
+    with open(other, "w") as f:
+        f.write(text.replace("2.28.3", "2.27.7"))
+    log = []
+    rep = run(sim, plugin, {"AUTOCCL_TABLE": other}, 2000, shape, log)
+    warns = [l for l in log[0].splitlines() if "recorded with NCCL 2.27.7" in l]
+    procs = int(shape[1])
+    # the workloads the cold run found by exploring (first decision after
+    # warm-up) must not start on the table's decision again
+    explored = [k for k, c in cold_final.items() if c["first_decision_call"] > WARMUP + 1]
+    early = ["%s %d: first_decision_call %d" % (w["collective"], w["bytes"], w["first_decision_call"])
+             for w in rep["workloads"] if key(w) in explored and w["first_decision_call"] <= WARMUP + 1]
+    print("%s refused (NCCL 2.27.7 table on 2.28.3): %d warnings for %d processes; of %d explored "
+          "workloads, on the table's decision from call 1: %s" % (ext, len(warns), procs, len(explored),
+                                                                 early or "none"))
+    if not explored:
+        print("FAIL: %s: the cold run explored nothing to check against" % ext)
+        return 1
+    if len(warns) != procs or early:
+        print("FAIL: a table of another NCCL version must be refused once per process:\n" +
+              "\n".join(warns))
+        return 1
+    return 0
+
+
 def main():
     sim, plugin, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     failures = 0
     runs = [("txt", ["--ranks", "2", "--workload", "mixed"]),
+            # the JSON document a run exports is a table its restart reads
+            ("json", ["--ranks", "2", "--workload", "mixed"]),
             ("csv", ["--ranks", "2", "--workload", "mixed"]),
             # two hosts: the leader host seeds and exports, the other follows
             ("txt", ["--ranks", "4", "--hosts", "2", "--workload", "ddp"])]
@@ -99,6 +139,7 @@ def main():
                 failures += 1
         if covered == 0:
             sys.exit("FAIL: %s: no workload covered by the table" % ext)
+        failures += refused_elsewhere(sim, plugin, work, table, ext, shape, cold_final)
     sys.exit(1 if failures else 0)
 
 

@@ -46,12 +46,18 @@ def workloads(rank, evolve):
 
     def add(comm, coll, nbytes, state, sub, c, best, bs, bests, sp, bw, ov, calls, tr,
             ev=0, ctc=None, retunes=0, net=(None, None)):
+        # exposed time as the plugin estimates it: calls at the best time,
+        # the share the overlap leaves (unknown with the overlap)
+        coll_s = None if ov is None or bests is None else (calls + grow) * bests
         w.append({"comm": comm, "rank": rank, "collective": coll, "bytes": nbytes,
                   "pipe_ops": 1, "state": state, "subspace": sub, "candidate": c,
                   "best": best, "baseline": NCCL, "baseline_seconds": bs,
                   "best_seconds": bests, "speedup": sp,
                   "busbw": None if bw is None else bw * f, "overlap": ov,
                   "time_saved_seconds": net[0], "exploration_cost_seconds": net[1],
+                  "collective_seconds": coll_s,
+                  "exposed_seconds": None if coll_s is None else coll_s * (1.0 - ov),
+                  "exposed_share": None if coll_s is None else 1.0 - ov,
                   "candidates_evaluated": ev, "calls_to_converge": ctc,
                   "retunes": retunes, "calls": calls + grow,
                   "bytes_total": (calls + grow) * nbytes, "trajectory": tr})

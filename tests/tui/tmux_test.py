@@ -296,6 +296,9 @@ def test_tui(port, url):
               if w.get("time_saved_seconds") is not None)
     check("header: net time saved", "net saved %s" % fmt_signed_seconds(net) in scr,
           scr.split("\n")[0])
+    exp = [w["exposed_seconds"] for w in st["workloads"] if w.get("exposed_seconds") is not None]
+    check("header: exposed time (sim overlap)", bool(exp) and
+          "exposed %s" % fmt_seconds(sum(exp)) in scr, scr.split("\n")[0])
     check("a workload that kept NCCL's choice says how many were tried",
           "NCCL, 10 tried" in scr, scr)
     mism = []
@@ -431,6 +434,7 @@ def test_tui(port, url):
     check("80x24: header not cut (ends with a whole part)",
           top.startswith("converged") and "net saved" in top and
           re.search(r"(\(time-weighted\)|net saved [+-]?[0-9.]+ [mun]?s|profiler \S+|"
+                    r"exposed [0-9.]+ [mun]?s \([0-9.]+%\)|"
                     r"consensus wait [0-9.]+ [mun]?s)$", top) is not None, top)
     title = next((l for l in lines if "trajectory:" in l), "")
     check("80x24: trajectory title not cut",

@@ -186,3 +186,20 @@ Test(landscape, noise_statistics)
   uint64_t r1 = 7, r2 = 7;
   cr_assert_float_eq(acl_land_noise(&r1, 0.2), acl_land_noise(&r2, 0.2), 0.0, "deterministic");
 }
+
+/* Ceiling mode's baseline, NCCL's own pair capped at a channel count,
+ * runs NCCL's default pair at that count (not its own count). */
+Test(landscape, nccl_choice_capped_runs_the_cap)
+{
+  acl_landscape_t *l = acl_land_create_h200(NULL, 0);
+  cr_assert_not_null(l);
+  for (uint64_t b = 1u << 16; b <= (1u << 30); b <<= 4) {
+    acl_candidate_t d, capped = {.algo = ACL_ALGO_NCCL, .proto = -1, .nchannels = 8};
+    acl_land_nccl_default(l, 4, b, 2, &d);
+    acl_candidate_t same = {.algo = d.algo, .proto = d.proto, .nchannels = 8};
+    double tc = acl_land_time(l, 4, b, 2, &capped, 0.0), ts = acl_land_time(l, 4, b, 2, &same, 0.0);
+    cr_assert_float_eq(tc, ts, 1e-12 * ts, "%llu B: capped %g s, pair at 8 channels %g s",
+                       (unsigned long long)b, tc, ts);
+  }
+  acl_land_destroy(l);
+}

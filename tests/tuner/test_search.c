@@ -188,6 +188,19 @@ static void converge_simple(acl_search_t *s, model_t *m)
   cr_assert(drive(s, model_time, m, &o) > 0);
 }
 
+/* Converged, then the decision's next call: its id and noise-free time. */
+static int converged_decision(acl_search_t *s, model_t *m, double *t)
+{
+  converge_simple(s, m);
+  acl_candidate_t c;
+  uint32_t len;
+  int id = acl_search_next(s, &c, &len);
+  if (id == ACL_SEARCH_CAND_NCCL) /* a validation block: the decision's comes next */
+    id = acl_search_next(s, &c, &len);
+  *t = model_time(m, &c, 0);
+  return id;
+}
+
 Test(search, drift_retunes_but_not_on_one_outlier)
 {
   acl_search_t s;
@@ -225,6 +238,33 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0);
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+}
+
+/* Overlap comes in CUPTI's windows (the default source) and is unknown
+ * (< 0) between them: unknown is no evidence of a shift. */
+Test(search, unknown_overlap_between_windows_never_retunes)
+{
+  acl_search_t s;
+  model_t m;
+  double t;
+  int id = converged_decision(&s, &m, &t); /* converged with overlap 0 known */
+  for (int i = 0; i < 2000; i++)
+    acl_search_add_sample(&s, id, t, -1.0f);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+}
+
+/* A new interference regime seen only in windows (20 samples with overlap
+ * every 100) still re-tunes: the drift rule works from duty-cycled samples. */
+Test(search, windowed_overlap_shift_retunes)
+{
+  acl_search_t s;
+  model_t m;
+  double t;
+  int id = converged_decision(&s, &m, &t);
+  int i = 0;
+  for (; i < 5000 && acl_search_phase(&s) == ACL_PHASE_CONVERGED; i++)
+    acl_search_add_sample(&s, id, t, i % 100 < 20 ? 0.7f : -1.0f);
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "after %d samples", i);
 }
 
 Test(search, deterministic_state_bytes)

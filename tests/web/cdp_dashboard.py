@@ -116,7 +116,9 @@ HEADLINE_JS = """(async () => {
   const cv = document.getElementById('trajectory');
   const w = st.workloads.find((x) => [x.comm, x.rank, x.collective, x.bytes, x.pipe_ops].join('|')
                                      === cv.dataset.workload);
-  return {st: st, net: ns.dataset.value, netText: ns.textContent, sp: sp.dataset.value,
+  return {st: st, exposed: document.getElementById('exposed').dataset.value,
+          exposedText: document.getElementById('exposed-detail').textContent,
+          net: ns.dataset.value, netText: ns.textContent, sp: sp.dataset.value,
           spText: sp.textContent, ymin: Number(cv.dataset.ymin), ymax: Number(cv.dataset.ymax),
           bws: w ? w.trajectory.filter((p) => typeof p.busbw === 'number').map((p) => p.busbw) : [],
           saved: [...document.querySelectorAll('#workloads tbody tr.workload')].map(
@@ -145,6 +147,13 @@ def check_headline_and_axis(ws):
           f"{h['spText']!r} (state {num / den:.4f})")
     if not h["net"] or abs(float(h["net"]) - net) > 1e-9 * max(1, abs(net)):
         raise SystemExit(f"FAIL: headline net saved {h['net']} != sum of time_saved_seconds {net}")
+    job = h["st"]["job"]
+    if job["exposed_seconds"] is None or not h["exposed"] or \
+            abs(float(h["exposed"]) - job["exposed_seconds"]) > 1e-9 * max(1, job["exposed_seconds"]) \
+            or "% of collective time" not in h["exposedText"]:
+        raise SystemExit(f"FAIL: headline exposed {h['exposed']!r} ({h['exposedText']!r}) != "
+                         f"state job {job}")
+    print(f"cdp: headline exposed {float(h['exposed']):.6g} s ({h['exposedText']})")
     if not h["sp"] or abs(float(h["sp"]) - num / den) > 1e-9 or h["spText"] != "%.3f\u00d7" % (num / den):
         raise SystemExit(f"FAIL: overall speedup {h['sp']!r}/{h['spText']!r} != {num / den}")
     if not any(s.startswith("\u2212") for s in h["saved"]) or not any(s.startswith("+") for s in h["saved"]):

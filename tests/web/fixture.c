@@ -111,6 +111,12 @@ static void price(acl_snap_workload_t *w, uint64_t decided)
   w->has_net = nv.priced;
   w->time_saved_seconds = acl_nv_net(&nv);
   w->exploration_cost_seconds = nv.cost_seconds;
+  /* Exposed time as the plugin estimates it: the calls at the best time,
+   * the share the overlap leaves (unknown when the overlap is). */
+  w->has_exposed = w->has_overlap && w->has_best;
+  w->collective_seconds = w->has_exposed ? (double)(n + decided) * w->best_seconds : 0.0;
+  w->exposed_share = w->has_exposed ? 1.0 - w->overlap : 0.0;
+  w->exposed_seconds = w->collective_seconds * w->exposed_share;
 }
 
 /* Next candidate of a toy coordinate descent: channels 8..32 over the subspaces. */

@@ -521,3 +521,72 @@ Test(util, utf8_sequences)
   cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
   cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xf4\x90\x80\x80", 4), 0, "> U+10FFFF");
 }
+
+/* Exposed communication: per workload and for the job, beside the net time
+ * saved; absent (null, no series) while no overlap was measured. */
+Test(render, exposed_time_per_workload_and_job)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x1a2b3c4d5e6f7081ULL, "dp", 0);
+  acl_snap_workload_t *w = add_wl(s, 0, 4, 33554432);
+  w->has_exposed = true;
+  w->collective_seconds = 2.0;
+  w->exposed_seconds = 0.5;
+  w->exposed_share = 0.25;
+  w->has_net = true;
+  w->time_saved_seconds = 0.125;
+  acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
+  u->has_exposed = true;
+  u->collective_seconds = 1.0;
+  u->exposed_seconds = 1.0;
+  u->exposed_share = 1.0;
+  acl_snap_workload_t *x = add_wl(s, 0, 3, 4096); /* overlap never measured */
+  (void)x;
+  snprintf(s->profiler.source, sizeof(s->profiler.source), "cupti");
+  snprintf(s->profiler.cupti_window, sizeof(s->profiler.cupti_window), "closed");
+  s->profiler.cupti_on_ms = 100;
+  s->profiler.cupti_period_ms = 5000;
+  s->profiler.cupti_windows = 7;
+  s->profiler.cupti_on_seconds = 0.7;
+  char *text = state_of(s);
+  json_t *j = parse(text);
+  json_t *ws = json_object_get(j, "workloads");
+  json_t *a = json_array_get(ws, 0);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "exposed_seconds")), 0.5, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "exposed_share")), 0.25, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "collective_seconds")), 2.0, 1e-12);
+  cr_assert(json_is_null(json_object_get(json_array_get(ws, 2), "exposed_seconds")));
+  json_t *job = json_object_get(j, "job");
+  cr_assert_float_eq(json_number_value(json_object_get(job, "collective_seconds")), 3.0, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_seconds")), 1.5, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_share")), 0.5, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(job, "time_saved_seconds")), 0.125, 1e-12);
+  json_t *p = json_object_get(j, "profiler");
+  cr_assert_str_eq(json_string_value(json_object_get(p, "cupti_window")), "closed");
+  cr_assert_eq(json_integer_value(json_object_get(p, "cupti_windows")), 7);
+  json_decref(j);
+  free(text);
+  char *m = metrics_of(s);
+  cr_assert(strstr(m, "autoccl_workload_exposed_seconds_total{comm=\"dp\",rank=\"0\","));
+  cr_assert(strstr(m, "# TYPE autoccl_workload_exposed_seconds_total counter"));
+  cr_assert(strstr(m, "autoccl_job_exposed_seconds_total 1.5\n"), "%s", m);
+  cr_assert(strstr(m, "autoccl_job_time_saved_seconds 0.125\n"));
+  cr_assert(strstr(m, "autoccl_profiler_cupti_windows_total 7\n"));
+  free(m);
+  /* nothing measured: no job series, job fields null */
+  for (int i = 0; i < s->nworkloads; i++)
+    s->workloads[i].has_exposed = s->workloads[i].has_net = false;
+  s->profiler.cupti_window[0] = 0;
+  m = metrics_of(s);
+  cr_assert_null(strstr(m, "autoccl_job_exposed_seconds_total"));
+  cr_assert_null(strstr(m, "autoccl_workload_exposed_seconds_total{"));
+  cr_assert_null(strstr(m, "autoccl_profiler_cupti_windows_total"));
+  free(m);
+  text = state_of(s);
+  j = parse(text);
+  cr_assert(json_is_null(json_object_get(json_object_get(j, "job"), "exposed_seconds")));
+  cr_assert(json_is_null(json_object_get(json_object_get(j, "profiler"), "cupti_window")));
+  json_decref(j);
+  free(text);
+  free(s);
+}

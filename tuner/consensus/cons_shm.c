@@ -106,7 +106,7 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
     snprintf(msg, len, "search drift/prune ratios differ");
     return 1;
   }
-  DIFF_I(search.reserved, "search reserved field")
+  DIFF_I(search.stock_channels, "AUTOCCL_STOCK_CHANNELS")
 #undef DIFF_I
   return 0;
 }

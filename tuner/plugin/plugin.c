@@ -55,13 +55,24 @@ static void proc_start_locked(ncclDebugLogger_t log)
                online ? "every workload explores" : "leaving NCCL's choices");
       free(acl_proc.table);
       acl_proc.table = NULL;
+    } else if (acl_table_meta_refused_locked(err, sizeof(err))) {
+      acl_warn("cannot use tuning table (AUTOCCL_TABLE): %s: %s: its %d rules are not "
+               "used; %s", acl_proc.cfg.table_path, err, acl_proc.table->nrules,
+               online ? "every workload explores" : "leaving NCCL's choices");
+      free(acl_proc.table);
+      acl_proc.table = NULL;
     } else {
+      static const char *const fmt_names[] = {"autoccl", "NCCL CSV", "JSON"};
       acl_proc.table_failed = false;
       acl_info("%s: %d rules from %s (%s format, hash %016llx)",
                online ? "warm start" : "static mode", acl_proc.table->nrules,
-               acl_proc.cfg.table_path,
-               acl_proc.table->format == ACL_TABLE_FMT_NCCL_CSV ? "NCCL CSV" : "autoccl",
+               acl_proc.cfg.table_path, fmt_names[acl_proc.table->format % 3],
                (unsigned long long)acl_proc.table->hash);
+      if (acl_proc.table->nskipped > 0)
+        acl_warn("AUTOCCL_TABLE %s: %d rule%s skipped (line%s %s): %s; the other %d apply",
+                 acl_proc.cfg.table_path, acl_proc.table->nskipped,
+                 acl_proc.table->nskipped > 1 ? "s" : "", acl_proc.table->nskipped > 1 ? "s" : "",
+                 acl_proc.table->skipped, ACL_TABLE_SKIP_WHY, acl_proc.table->nrules);
     }
   }
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
@@ -73,8 +84,6 @@ static void proc_start_locked(ncclDebugLogger_t log)
                                         .max_bytes = acl_proc.cfg.trace_max,
                                         .mode = acl_mode_name(acl_proc.cfg.mode),
                                         .profiler = acl_prof_src_name(acl_proc.cfg.profiler)});
-    atomic_store(&acl_proc.prof_active, true);
-    atomic_store(&acl_proc.last_explore_ns, acl_mono_ns());
   }
   acl_obs_start_locked();
 }
@@ -98,6 +107,7 @@ static void proc_stop_locked(bool at_exit)
   free(acl_proc.out);
   acl_proc.out = NULL;
   acl_proc.nout = acl_proc.nout_cap = 0;
+  acl_proc.out_full_warned = false;
   atomic_store(&acl_proc.table_warned, 0);
   free(acl_proc.table);
   acl_proc.table = NULL; /* a later communicator loads it again */
@@ -287,56 +297,6 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
-/* CUPTI tracing costs host time on every CUDA call, so CUPTI runs
- * only while some workload explores, plus a 1 s window every 20 s once all
- * have converged (drift detection needs samples). Checked every 1024 calls
- * of a rank; transitions also refresh the event mask NCCL rereads. */
-#define ACL_PROF_CHECK_CALLS 1024u
-#define ACL_PROF_QUIET_NS 2000000000ull
-#define ACL_PROF_DUTY_PERIOD_NS 20000000000ull
-#define ACL_PROF_DUTY_ON_NS 1000000000ull
-
-static void prof_set_active(bool on)
-{
-  if (atomic_exchange(&acl_proc.prof_active, on) == on)
-    return;
-  pthread_mutex_lock(&acl_proc.lock);
-  if (acl_proc.prof) {
-    acl_prof_set_active(acl_proc.prof, on);
-    int m = acl_prof_nccl_mask(acl_proc.prof);
-    if (m & ncclProfileKernelCh)
-      m = 0; /* KernelCh is the source again: events_gate decides per call */
-    for (acl_rank_t *q = acl_proc.ranks; q; q = q->next) {
-      if (q->nccl_mask) {
-        __atomic_store_n(q->nccl_mask, m, __ATOMIC_RELAXED);
-        q->events_left = m != 0;
-      }
-    }
-  }
-  pthread_mutex_unlock(&acl_proc.lock);
-}
-
-static void prof_duty(acl_rank_t *r, acl_phase_t phase)
-{
-  if (!acl_prof_is_cupti(acl_proc.prof))
-    return; /* the NCCL-event source is gated per call instead */
-  if (phase != ACL_PHASE_CONVERGED && phase != ACL_PHASE_DISABLED) {
-    atomic_store_explicit(&acl_proc.explore_seen, true, memory_order_relaxed);
-    if (!atomic_load_explicit(&acl_proc.prof_active, memory_order_relaxed))
-      prof_set_active(true);
-  }
-  if (++r->ncalls % ACL_PROF_CHECK_CALLS)
-    return;
-  uint64_t now = acl_mono_ns();
-  if (atomic_exchange(&acl_proc.explore_seen, false)) {
-    atomic_store(&acl_proc.last_explore_ns, now);
-    return;
-  }
-  uint64_t quiet = now - atomic_load(&acl_proc.last_explore_ns);
-  prof_set_active(quiet < ACL_PROF_QUIET_NS ||
-                  (quiet - ACL_PROF_QUIET_NS) % ACL_PROF_DUTY_PERIOD_NS < ACL_PROF_DUTY_ON_NS);
-}
-
 /* NCCL's profiler events cost several us of host time per call, so with
  * KernelCh as the source they are on only for the calls the search samples.
  * NCCL stamps the mask on a collective when it is enqueued, before the tuner
@@ -448,10 +408,10 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       return ncclInternalError;
     }
     apply_choice(t, d.cand.algo, d.cand.proto);
-    if (d.cand.nchannels > 0)
-      *nch = d.cand.nchannels;
   }
-  prof_duty(r, (acl_phase_t)d.phase);
+  if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
+    *nch = d.cand.nchannels;
+  acl_stall_note(r, coll, nbytes, &d);
   bool sampled = events_gate(r, &d);
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
@@ -536,6 +496,13 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
       atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_ns, (uint64_t)(s->seconds * 1e9), memory_order_relaxed);
+    if (s->overlap >= 0.0f && s->overlap <= 1.0f) { /* CUPTI window or simulator */
+      atomic_fetch_add_explicit(&st->ov_exposed_ns,
+                                (uint64_t)(s->seconds * (1.0 - s->overlap) * 1e9),
+                                memory_order_relaxed);
+      atomic_fetch_add_explicit(&st->ov_coll_ns, (uint64_t)(s->seconds * 1e9),
+                                memory_order_relaxed);
+    }
     if (acl_nv_class((acl_phase_t)s->tag.phase, s->tag.cand.algo == ACL_ALGO_NCCL) ==
         ACL_NV_EXPLORE) {
       /* ns first: a fold that sees the count also sees its time. */

@@ -13,6 +13,7 @@
 #include "core/netvalue.h"
 #include "core/snapshot.h"
 #include "core/table.h"
+#include "profiler/overlap.h"
 #include "tuner/plugin/plugin.h"
 
 /* This process's view of one workload of one rank (the search state itself
@@ -24,6 +25,8 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t hist[ACL_HIST_N];
   _Atomic uint64_t dur_count;
   _Atomic uint64_t dur_ns;
+  /* Samples with a known overlap: their collective ns and exposed ns. */
+  _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
   _Atomic int nccl_nch;  /* channels NCCL's own choice ran, 0 unknown */
   atomic_bool hinted;    /* nccl_nch handed to the search */
   /* Event gating (plugin.c events_gate), touched by the rank's own calls
@@ -32,11 +35,20 @@ typedef struct acl_rank_stats {
   uint64_t next_call;
   uint8_t sample_shift;
   uint32_t succ;
+  /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
+   * rank's stall_calls at this workload's last call and what it ran. */
+  uint32_t last_call;
+  uint8_t last_phase;
+  uint8_t coll;
+  bool stall_warned;
+  size_t nbytes;
+  acl_candidate_t last_cand;
   /* Net value (core/netvalue.h): calls made by class (getCollInfo), the
    * sampled exploration calls and their time (sample sink), and their
    * pricing, which only snapshot builds touch (under acl_proc.lock). */
   _Atomic uint64_t explore_calls, decided_calls, explore_sampled, explore_ns;
   acl_netvalue_t nv;
+  acl_exposure_acc_t exposure; /* snapshot builds only, under acl_proc.lock */
 } acl_rank_stats_t;
 
 enum {
@@ -61,6 +73,7 @@ struct acl_rank {
   bool events_left; /* this rank left the mask on: its next call carries events */
   uint32_t last_widx; /* workload of this rank's previous call */
   uint32_t ncalls; /* this rank's calls, for the profiler duty check */
+  uint32_t stall_calls; /* this rank's calls, for the stopped-workload check */
   acl_rank_stats_t *stats; /* indexed by workload index */
   int nstats;
   _Atomic unsigned logged;
@@ -74,6 +87,7 @@ typedef struct acl_proc {
   acl_table_t *table;   /* AUTOCCL_TABLE: static mode, online warm start */
   acl_table_entry_t *out; /* decisions of communicators gone (AUTOCCL_TABLE_OUT) */
   int nout, nout_cap;
+  bool out_full_warned; /* ACL_TABLE_KEEP_MAX reached (plugin_table.c) */
   _Atomic unsigned table_warned; /* bit per unavailable (algo, proto): warned once */
   bool table_failed;    /* reported; not retried until the last rank goes */
   uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
@@ -86,19 +100,22 @@ typedef struct acl_proc {
   atomic_bool watcher_stop;
   struct acl_rank *ranks;
   int nranks_live;
-  /* Profiler duty cycle (plugin.c): on while anything explores, then a
-   * short window every ACL_PROF_DUTY_PERIOD_NS so drift is still seen. */
-  atomic_bool prof_active;
-  atomic_bool explore_seen;
-  _Atomic uint64_t last_explore_ns;
 } acl_proc_t;
 
 extern acl_proc_t acl_proc;
+
+/* plugin_stall.c: after each online decision of r's own calls; warns once
+ * per workload whose calls stopped while its search explored. */
+struct acl_decision;
+void acl_stall_note(struct acl_rank *r, int coll, size_t nbytes, const struct acl_decision *d);
 
 /* plugin_table.c; called with acl_proc.lock held. */
 void acl_table_keep_locked(struct acl_rank *r); /* r's decisions outlive it */
 void acl_table_write_out_locked(void);         /* AUTOCCL_TABLE_OUT, atomically */
 void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
+/* acl_proc.table was measured with another NCCL version or GPU model than
+ * this process has (acl_table_meta_check): true, with err saying which. */
+bool acl_table_meta_refused_locked(char *err, size_t errlen);
 
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);

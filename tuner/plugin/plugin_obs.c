@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/render.h"
 #include "core/text.h"
+#include "profiler/overlap.h"
 #include "profiler/profiler.h"
 #include "tuner/consensus/consensus.h"
 #include "tuner/plugin/plugin_int.h"
@@ -29,6 +30,15 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
     w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
   w->dur_sum = (double)atomic_load_explicit(&st->dur_ns, memory_order_relaxed) * 1e-9;
+  /* Exposed time (profiler/overlap.h): the calls since the last snapshot at
+   * the current share, so the counters never go down. */
+  acl_exposure_fold(&st->exposure, w->calls, w->dur_count, w->dur_sum,
+                    (double)atomic_load_explicit(&st->ov_coll_ns, memory_order_relaxed) * 1e-9,
+                    (double)atomic_load_explicit(&st->ov_exposed_ns, memory_order_relaxed) * 1e-9);
+  w->has_exposed = st->exposure.collective_seconds > 0.0;
+  w->collective_seconds = st->exposure.collective_seconds;
+  w->exposed_seconds = st->exposure.exposed_seconds;
+  w->exposed_share = w->has_exposed ? w->exposed_seconds / w->collective_seconds : 0.0;
   /* Samples before calls: every sampled call read is also counted as made. */
   uint64_t esamp = atomic_load_explicit(&st->explore_sampled, memory_order_acquire);
   double esec = (double)atomic_load_explicit(&st->explore_ns, memory_order_relaxed) * 1e-9;

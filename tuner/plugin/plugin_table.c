@@ -27,37 +27,48 @@ static bool same_key(const acl_table_entry_t *a, const acl_table_entry_t *b)
          a->nranks == b->nranks && a->pipe_ops == b->pipe_ops;
 }
 
-/* Adds or replaces (a later look at the same workload knows more). */
-static void put(acl_table_entry_t **v, int *n, int *cap, const acl_table_entry_t *e)
+/* Decisions kept from communicators gone: one per (collective, size,
+ * shape), whatever the communicator, so a job that creates and destroys
+ * communicators of the same shape keeps the same entries; more distinct
+ * workloads than a table can hold rules are not kept (warned once). */
+#define ACL_TABLE_KEEP_MAX ACL_TABLE_MAX_RULES
+
+/* Adds or replaces (a later look at the same workload knows more); false
+ * when the entry is new and *n has reached max. */
+static bool put(acl_table_entry_t **v, int *n, int *cap, const acl_table_entry_t *e, int max)
 {
   for (int i = 0; i < *n; i++)
     if (same_key(&(*v)[i], e)) {
       (*v)[i] = *e;
-      return;
+      return true;
     }
+  if (*n >= max)
+    return false;
   if (*n == *cap) {
     int nc = *cap ? 2 * *cap : 64;
     acl_table_entry_t *nv = realloc(*v, (size_t)nc * sizeof(*nv));
     if (!nv)
-      return;
+      return true; /* out of memory: not a bound to report */
     *v = nv;
     *cap = nc;
   }
   (*v)[(*n)++] = *e;
+  return true;
 }
 
 /* Rank r's workloads as entries (lock held). */
-static void rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap)
+static int rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap, int max)
 {
+  int dropped = 0;
   if (!r->cons)
-    return;
-  int max = acl_proc.cfg.max_workloads;
-  acl_snap_workload_t *ws = calloc((size_t)max, sizeof(*ws));
+    return 0;
+  int nw = acl_proc.cfg.max_workloads;
+  acl_snap_workload_t *ws = calloc((size_t)nw, sizeof(*ws));
   acl_snap_comm_t comm;
   if (!ws)
-    return;
+    return 0;
   memset(&comm, 0, sizeof(comm));
-  int k = acl_cons_snapshot(r->cons, &comm, ws, max);
+  int k = acl_cons_snapshot(r->cons, &comm, ws, nw);
   if (strcmp(comm.role, "decider") != 0)
     k = 0; /* a follower host holds blocks, not the search: the leader host exports */
   double t = now_unix();
@@ -73,9 +84,10 @@ static void rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap)
         .measured_unix = t};
     if (!conv && !w->has_best)
       e.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL, .proto = -1};
-    put(v, n, cap, &e);
+    dropped += !put(v, n, cap, &e, max);
   }
   free(ws);
+  return dropped;
 }
 
 /* Kept entries plus every live rank's; the caller frees *out. */
@@ -84,9 +96,9 @@ static int all_entries_locked(acl_table_entry_t **out)
   acl_table_entry_t *v = NULL;
   int n = 0, cap = 0;
   for (int i = 0; i < acl_proc.nout; i++)
-    put(&v, &n, &cap, &acl_proc.out[i]);
+    put(&v, &n, &cap, &acl_proc.out[i], INT32_MAX);
   for (acl_rank_t *r = acl_proc.ranks; r; r = r->next)
-    rank_entries(r, &v, &n, &cap);
+    rank_entries(r, &v, &n, &cap, INT32_MAX);
   *out = v;
   return n;
 }
@@ -136,16 +148,24 @@ static void gpu_model(char *out, size_t len)
   closedir(d);
 }
 
+bool acl_table_meta_refused_locked(char *err, size_t errlen)
+{
+  char ver[32], gpu[128];
+  nccl_version(ver, sizeof(ver));
+  gpu_model(gpu, sizeof(gpu));
+  return acl_proc.table && acl_table_meta_check(acl_proc.table, ver, gpu, err, errlen) != 0;
+}
+
 static void render_locked(acl_strbuf_t *sb, int fmt)
 {
   acl_table_entry_t *v = NULL;
   int n = all_entries_locked(&v);
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
+  char ver[32], gpu[128];
+  nccl_version(ver, sizeof(ver));
+  gpu_model(gpu, sizeof(gpu));
   if (fmt < 0) {
-    char ver[32], gpu[128];
-    nccl_version(ver, sizeof(ver));
-    gpu_model(gpu, sizeof(gpu));
     acl_table_meta_t m = {.nccl_version = ver[0] ? ver : NULL, .gpu = gpu[0] ? gpu : NULL,
                           .host = host, .generated_unix = now_unix()};
     acl_table_render_json(sb, &m, v, n);
@@ -153,6 +173,8 @@ static void render_locked(acl_strbuf_t *sb, int fmt)
     acl_table_t *t = calloc(1, sizeof(*t));
     if (t) {
       acl_table_from_entries(v, n, t);
+      snprintf(t->nccl_version, sizeof(t->nccl_version), "%s", ver);
+      snprintf(t->gpu, sizeof(t->gpu), "%s", gpu);
       acl_table_render(sb, t, (acl_table_format_t)fmt);
       free(t);
     } else {
@@ -169,8 +191,15 @@ void acl_table_keep_locked(acl_rank_t *r)
   if (acl_proc.cfg.mode != ACL_MODE_ONLINE)
     return;
   int cap = acl_proc.nout_cap;
-  rank_entries(r, &acl_proc.out, &acl_proc.nout, &cap);
+  int dropped = rank_entries(r, &acl_proc.out, &acl_proc.nout, &cap, ACL_TABLE_KEEP_MAX);
   acl_proc.nout_cap = cap;
+  if (dropped > 0 && !acl_proc.out_full_warned) {
+    acl_proc.out_full_warned = true;
+    acl_warn("comm %016llx: %d decisions not kept after finalize: the decisions of "
+             "communicators gone already cover %d distinct workloads (the most a table "
+             "holds); AUTOCCL_TABLE_OUT and /api/v1/table leave them out (warned once)",
+             (unsigned long long)r->comm_id, dropped, ACL_TABLE_KEEP_MAX);
+  }
 }
 
 void acl_table_write_out_locked(void)

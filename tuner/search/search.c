@@ -42,6 +42,7 @@ void acl_search_params_from_config(acl_search_params_t *p, const acl_config_t *c
   p->samples_per_cand = cfg->samples_per_cand;
   p->budget = cfg->explore_budget_pct / 100.0;
   p->nranks = nranks;
+  p->stock_channels = cfg->stock_channels;
 }
 
 /* One out-of-range value: counted, the first described. */
@@ -76,7 +77,7 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
   FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
   FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
-  FIX(reserved, p->reserved != 0, 0)
+  FIX(stock_channels, p->stock_channels < 0 || p->stock_channels > ACL_SEARCH_MAX_CHANNELS, 0)
 #undef FIX
   return n;
 }
@@ -148,6 +149,26 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   s->cands[0].sub = ACL_SEARCH_NONE;
 }
 
+/* Ceiling mode (docs/channels.md): with NCCL_MIN_NCHANNELS above what NCCL
+ * builds as it ships, NCCL 2.28 keeps its stock pair (its cost model reads
+ * the topology graphs' channels, not the raised count) and cuts channels for
+ * small sizes as before, so its own choice is NCCL as it ships wherever it
+ * runs at most the stock count. Where its Coll events show more, the
+ * baseline becomes its pair capped at the stock count, measured afresh;
+ * grid points above the stock count are what the ceiling adds. */
+static void ceiling_cap(acl_search_t *s, int nch)
+{
+  int stock = s->params.stock_channels;
+  acl_search_cand_t *c0 = &s->cands[0];
+  if (stock <= 0 || stock >= s->params.max_channels || nch <= stock || c0->cand.nchannels > 0)
+    return;
+  c0->cand.nchannels = (int16_t)stock;
+  /* samples of the uncapped runs are not the baseline */
+  c0->nsamples = c0->ntotal_lo = c0->planned = c0->got = 0;
+  c0->judged = 0;
+  c0->robust_seconds = 0.0;
+}
+
 void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
 {
   if (!s || !cost)
@@ -172,6 +193,9 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
     return;
   if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
+  ceiling_cap(s, nch);
+  if (s->cands[0].cand.nchannels > 0 && nch > s->cands[0].cand.nchannels)
+    nch = s->cands[0].cand.nchannels; /* what the capped baseline runs */
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
 

@@ -31,7 +31,8 @@
 #define ACL_SEARCH_MAX_CANDS 96 /* candidates tracked per workload */
 #define ACL_SEARCH_TRAJ 64      /* trajectory ring length */
 #define ACL_SEARCH_MAX_SAMPLES ACL_CONFIG_SAMPLES_MAX /* samples kept per candidate */
-#define ACL_SEARCH_CAND_NCCL 0  /* cand id 0 is always NCCL's own choice */
+#define ACL_SEARCH_CAND_NCCL 0  /* cand id 0 is always NCCL's own choice (in ceiling
+                                 * mode capped at the stock channel count) */
 #define ACL_SEARCH_MAX_CHANNELS 64 /* highest max_channels */
 #define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
 
@@ -49,7 +50,9 @@ typedef struct acl_search_params {
   int32_t samples_per_cand; /* samples before a candidate is judged (AUTOCCL_SAMPLES) */
   int32_t max_channels;     /* top of the channel axis (NCCL's ceiling), e.g. 32 */
   int32_t nranks;           /* communicator size (for bus bandwidth) */
-  int32_t reserved;         /* 0 */
+  int32_t stock_channels;   /* ceiling mode (AUTOCCL_STOCK_CHANNELS): the channels NCCL
+                             * builds as it ships, below max_channels; cand 0 runs
+                             * NCCL's pair capped there. 0 = cand 0 is NCCL's own */
 } acl_search_params_t;
 _Static_assert(sizeof(acl_search_params_t) == 48, "acl_search_params_t has no padding");
 

@@ -342,9 +342,14 @@ static void drift_check(acl_search_t *s, double seconds)
   bool slow = robust * s->params.drift_ratio > s->converged_seconds;
   bool shift = false;
   const acl_search_cand_t *c = &s->cands[s->current];
-  if (s->overlap_conv >= 0.0 && c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
-    double ov = acl_search_mean_overlap(c); /* the ring holds recent samples only */
-    shift = fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
+  if (c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
+    /* The ring holds recent samples only; overlap is known on those from
+     * CUPTI's windows (< 0 between them: no evidence either way). The
+     * first known reading after convergence is the reference. */
+    double ov = acl_search_mean_overlap(c);
+    if (ov >= 0.0 && s->overlap_conv < 0.0)
+      s->overlap_conv = ov;
+    shift = ov >= 0.0 && fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
   }
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */

@@ -133,6 +133,15 @@ function renderHeadline() {
   sp.textContent = t.speedup === null ? '—' : t.speedup.toFixed(3) + '×';
   sp.dataset.value = t.speedup === null ? '' : String(t.speedup);
   $('speedup-detail').textContent = 'weighted by calls × NCCL time';
+  // Exposed communication: the job totals the server computes (state.job).
+  const job = state.job || {}, ex = $('exposed');
+  ex.textContent = isNum(job.exposed_seconds) ? fmtSecs(job.exposed_seconds) : '—';
+  ex.dataset.value = isNum(job.exposed_seconds) ? String(job.exposed_seconds) : '';
+  $('exposed-detail').textContent = !isNum(job.exposed_seconds) ? 'no overlap measured yet'
+    : (job.exposed_share * 100).toFixed(0) + '% of collective time' +
+      (isNum(job.time_saved_seconds) && job.exposed_seconds > 0
+        ? '; net saved is ' + (job.time_saved_seconds / job.exposed_seconds * 100).toFixed(1) +
+          '% of it' : '');
   $('converged').textContent = t.conv + ' / ' + ws.length;
   $('converged-detail').textContent = t.keptNccl ? t.keptNccl + ' kept NCCL\'s choice' : '';
 }

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""examples/fsdp_llama.py without PyTorch or a GPU: it compiles; its
+exposed-communication measure is right on hand-made kernel traces; its
+summary reports a mode only from runs that happened, with the ratio to NCCL
+as it ships; bad arguments are refused; the driver refuses the autoccl
+modes without a plugin and writes nothing.
+
+usage: check_fsdp_llama.py PATH/TO/fsdp_llama.py"""
+import importlib.util
+import json
+import os
+import py_compile
+import subprocess
+import sys
+import tempfile
+
+path = sys.argv[1]
+fails = []
+
+
+def check(cond, what):
+    if not cond:
+        fails.append(what)
+
+
+py_compile.compile(path, doraise=True)
+spec = importlib.util.spec_from_file_location("fsdp_llama", path)
+ex = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ex)  # PyTorch is imported only by the worker
+
+
+def trace(kernels):
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump({"traceEvents": [{"cat": "kernel", "name": n, "ts": t, "dur": d} for n, t, d in kernels]
+               + [{"cat": "cpu_op", "name": "ncclAllGather", "ts": 0, "dur": 1000}]}, f)
+    f.close()
+    return f.name
+
+
+# 0..100 compute, 80..130 NCCL (50 us, 30 exposed), 150..160 NCCL alone, 160..200 compute
+p = trace([("gemm", 0, 100), ("ncclDevKernel_AllGather", 80, 50), ("ncclKernel_x", 150, 10),
+           ("gemm2", 160, 40)])
+s = ex.exposed_share(p)
+check(s is not None and abs(s - 40.0 / 200.0) < 1e-9, "exposed share %s, want 0.2" % s)
+os.unlink(p)
+p = trace([("gemm", 0, 100), ("ncclDevKernel_AllReduce", 10, 50)])
+check(ex.exposed_share(p) == 0.0, "a hidden collective exposes nothing")
+os.unlink(p)
+p = trace([("gemm", 0, 100)])
+check(ex.exposed_share(p) is None, "no NCCL kernel: no figure")
+os.unlink(p)
+
+a = ex.parse(["--plugin", "/x.so", "--reps", "2"])
+runs = [{"mode": m, "median_step_s": t, "steps": 30, "time_saved_s": sv, "exposed_comm_share": 0.1}
+        for m, t, sv in (("nccl", 1.0, None), ("autoccl", 0.98, 0.5), ("nccl", 1.02, None),
+                         ("autoccl", 0.99, 0.7))]
+lines = {x["mode"]: x for x in ex.summarize(runs, a)}
+check(set(lines) == {"nccl", "autoccl"}, "modes without runs get no line: %s" % sorted(lines))
+au = lines.get("autoccl", {})
+check(au.get("kind") == "torch_step" and au.get("reps") == 2 and au.get("steps") == 30,
+      "autoccl line %s" % au)
+check(abs(au.get("median_step_s", 0) - 0.985) < 1e-12, "median of the rep medians")
+check(abs(au.get("ratio_vs_nccl", 0) - 1.01 / 0.985) < 1e-12, "ratio vs nccl %s" % au.get("ratio_vs_nccl"))
+check(au.get("time_saved_s") == 0.6 and lines["nccl"]["time_saved_s"] is None, "time saved")
+check("NCCL_TUNER_PLUGIN=/x.so" in au.get("env", []) and lines["nccl"]["env"] == [], "env per mode")
+ce = ex.mode_env("autoccl_ceiling", a)
+check("NCCL_MIN_NCHANNELS=32" in ce and "AUTOCCL_STOCK_CHANNELS=24" in ce, "ceiling env %s" % ce)
+
+for bad in (["--modes", "nccl,fast"], ["--modes", ""], ["--ceiling", "24"], ["--reps", "x"]):
+    r = subprocess.run([sys.executable, path] + bad, capture_output=True, text=True)
+    check(r.returncode == 2, "%s: exit %d, wanted 2" % (bad, r.returncode))
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "t.jsonl")
+    r = subprocess.run([sys.executable, path, "--modes", "nccl,autoccl", "--out", out],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "--plugin" in r.stderr and not os.path.exists(out),
+          "autoccl without a plugin: exit %d, %s" % (r.returncode, r.stderr.strip()))
+
+for f in fails:
+    print("FAIL:", f)
+print("%d checks failed" % len(fails) if fails else "ok")
+sys.exit(1 if fails else 0)

@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""FSDP training steps of a Llama-style model with random weights (nothing
+downloaded), timed as NCCL ships, with autoccl, and with autoccl plus a
+raised channel ceiling.
+
+NCCL reads its plugin and channel variables once per process, so every
+(mode, repetition) is its own torchrun launch; the modes are interleaved
+and their order rotates each repetition so that drift cancels.
+
+  python3 examples/fsdp_llama.py --plugin build/tuner/libnccl-tuner-autoccl.so \\
+      --nproc 2 --reps 3 --steps 30 --out torch.jsonl
+
+Modes (--modes, default all three):
+  nccl             NCCL as it ships: no plugin, no NCCL_* channel variables
+  autoccl          NCCL_TUNER_PLUGIN = NCCL_PROFILER_PLUGIN = --plugin
+  autoccl_ceiling  autoccl plus NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=--ceiling
+                   and AUTOCCL_STOCK_CHANNELS=--stock-channels (ceiling mode,
+                   docs/channels.md)
+
+Output (--out, JSON lines): one "torch_step_run" line per launch, then one
+line per mode:
+  {"kind": "torch_step", "mode": ..., "median_step_s": ..., "reps": ...,
+   "steps": ..., "env": [...], "rep_median_step_s": [...],
+   "ratio_vs_nccl": ..., "time_saved_s": ..., "exposed_comm_share": ...}
+time_saved_s is the tuner's own net time saved (the sum of its workloads'
+time_saved_seconds from its /api/v1/state endpoint at the end of the run; null
+where the plugin is off or does not report one). exposed_comm_share is the
+share of a step in which an NCCL kernel runs and no other kernel does, from a
+torch.profiler trace of a few extra steps after the timed ones (--no-overlap
+skips it). A mode whose launches all failed gets no line: nothing is
+reported without a run.
+
+The worker side (--worker, started by torchrun) needs PyTorch with CUDA;
+the driver needs only Python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+MODES = ("nccl", "autoccl", "autoccl_ceiling")
+# NCCL variables a mode sets or must not inherit (the baseline is NCCL as it ships).
+STRIP = ("NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+         "NCCL_ALGO", "NCCL_PROTO", "NCCL_NTHREADS", "NCCL_BUFFSIZE", "AUTOCCL_STOCK_CHANNELS")
+HTTP_PORT_BASE = 9464  # autoccl's documented default port; rank 0 serves it
+
+
+def mode_env(mode, args):
+    """The variables one mode sets (shown in its JSON line)."""
+    env = []
+    if mode in ("autoccl", "autoccl_ceiling"):
+        env += ["NCCL_TUNER_PLUGIN=%s" % args.plugin, "NCCL_PROFILER_PLUGIN=%s" % args.plugin,
+                "AUTOCCL_HTTP_PORT=%d" % args.http_port]
+    if mode == "autoccl_ceiling":
+        env += ["NCCL_MIN_NCHANNELS=%d" % args.ceiling, "NCCL_MAX_NCHANNELS=%d" % args.ceiling,
+                "AUTOCCL_STOCK_CHANNELS=%d" % args.stock_channels]
+    return env
+
+
+# ---- worker (one rank, under torchrun) ----------------------------------------
+
+def build_model(torch, cfg):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        """Pre-norm attention + SwiGLU MLP, Llama's shape."""
+
+        def __init__(self):
+            super().__init__()
+            d, ff = cfg["d"], cfg["ff"]
+            self.n1 = nn.RMSNorm(d)
+            self.attn = nn.MultiheadAttention(d, cfg["heads"], batch_first=True, bias=False)
+            self.n2 = nn.RMSNorm(d)
+            self.w1 = nn.Linear(d, ff, bias=False)
+            self.w3 = nn.Linear(d, ff, bias=False)
+            self.w2 = nn.Linear(ff, d, bias=False)
+
+        def forward(self, x):
+            y = self.n1(x)
+            x = x + self.attn(y, y, y, need_weights=False, is_causal=False)[0]
+            y = self.n2(x)
+            return x + self.w2(nn.functional.silu(self.w1(y)) * self.w3(y))
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(cfg["vocab"], cfg["d"])
+            self.blocks = nn.ModuleList(Block() for _ in range(cfg["layers"]))
+            self.norm = nn.RMSNorm(cfg["d"])
+            self.head = nn.Linear(cfg["d"], cfg["vocab"], bias=False)
+
+        def forward(self, tok):
+            x = self.emb(tok)
+            for b in self.blocks:
+                x = b(x)
+            return self.head(self.norm(x))
+
+    return Llama, Block
+
+
+def exposed_share(trace_path):
+    """Share of the profiled time in which an NCCL kernel runs with no other
+    kernel: the communication compute does not hide."""
+    with open(trace_path) as f:
+        ev = json.load(f).get("traceEvents", [])
+    comm, comp = [], []
+    for e in ev:
+        if e.get("cat") != "kernel" or "dur" not in e:
+            continue
+        iv = (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        (comm if "nccl" in e.get("name", "").lower() else comp).append(iv)
+    if not comm:
+        return None
+
+    def union(ivs):
+        out = []
+        for a, b in sorted(ivs):
+            if out and a <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], b)
+            else:
+                out.append([a, b])
+        return out
+
+    cu, pu = union(comm), union(comp)
+    exposed, j = 0.0, 0
+    for a, b in cu:  # comm minus compute, both sorted
+        t = a
+        while j < len(pu) and pu[j][1] <= t:
+            j += 1
+        k = j
+        while k < len(pu) and pu[k][0] < b:
+            if pu[k][0] > t:
+                exposed += pu[k][0] - t
+            t = max(t, pu[k][1])
+            k += 1
+        if t < b:
+            exposed += b - t
+    lo = min(x[0] for x in cu + pu)
+    hi = max(x[1] for x in cu + pu)
+    return exposed / (hi - lo) if hi > lo else None
+
+
+def tuner_saved(port):
+    """Sum of the plugin's time_saved_seconds, None when it does not report."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=5) as r:
+            st = json.load(r)
+    except (OSError, ValueError):
+        return None
+    vals = [w.get("time_saved_seconds") for w in st.get("workloads", [])]
+    vals = [v for v in vals if isinstance(v, (int, float))]
+    return sum(vals) if vals else None
+
+
+def worker(args):
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp import MixedPrecision
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    rank = int(os.environ["RANK"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    cfg = dict(vocab=32000, d=args.dim, heads=args.dim // 128, ff=int(args.dim * 8 / 3) // 64 * 64,
+               layers=args.layers, seq=args.seq, batch=args.batch)
+    torch.manual_seed(0)  # random weights, the same on every rank and mode
+    Llama, Block = build_model(torch, cfg)
+    model = FSDP(Llama().cuda(), auto_wrap_policy=ModuleWrapPolicy({Block}),
+                 mixed_precision=MixedPrecision(param_dtype=torch.bfloat16,
+                                                reduce_dtype=torch.bfloat16),
+                 device_id=local, use_orig_params=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator(device="cuda").manual_seed(1 + rank)
+
+    def step():
+        tok = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device="cuda", generator=g)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(tok)
+        loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), tok.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    # slowest rank per step: what the job waits for
+    tt = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(tt, op=dist.ReduceOp.MAX)
+    times = tt.tolist()
+    share = None
+    if args.overlap_steps > 0:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.overlap_steps):
+                step()
+            torch.cuda.synchronize()
+        if rank == 0:
+            with tempfile.TemporaryDirectory() as d:
+                p = os.path.join(d, "trace.json")
+                prof.export_chrome_trace(p)
+                share = exposed_share(p)
+    saved = tuner_saved(int(os.environ["AUTOCCL_HTTP_PORT"])) \
+        if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
+    if rank == 0:
+        rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep,
+               "median_step_s": statistics.median(times), "steps": len(times),
+               "step_s": times, "time_saved_s": saved, "exposed_comm_share": share,
+               "world": dist.get_world_size(), "torch": torch.__version__,
+               "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
+        with open(args.result, "w") as f:
+            f.write(json.dumps(rec) + "\n")
+    dist.destroy_process_group()
+
+
+# ---- driver -------------------------------------------------------------------
+
+def launch(mode, rep, args, out):
+    env = {k: v for k, v in os.environ.items() if k not in STRIP and not k.startswith("AUTOCCL_")}
+    for kv in mode_env(mode, args):
+        k, v = kv.split("=", 1)
+        env[k] = v
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
+        result = tf.name
+    cmd = [args.torchrun, "--standalone", "--nproc-per-node", str(args.nproc), __file__, "--worker",
+           "--mode", mode, "--rep", str(rep), "--result", result, "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--overlap-steps", str(args.overlap_steps),
+           "--dim", str(args.dim), "--layers", str(args.layers), "--seq", str(args.seq),
+           "--batch", str(args.batch)]
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, timeout=args.timeout)
+    rec = None
+    try:
+        with open(result) as f:
+            rec = json.loads(f.read())
+    except (OSError, ValueError):
+        pass
+    finally:
+        if os.path.exists(result):
+            os.unlink(result)
+    if p.returncode != 0 or rec is None:
+        print("fsdp_llama: %s rep %d failed (exit %d)" % (mode, rep, p.returncode), file=sys.stderr)
+        return None
+    rec["env"] = mode_env(mode, args)
+    rec["wall_s"] = round(time.time() - t0, 1)
+    out.write(json.dumps(rec) + "\n")
+    out.flush()
+    return rec
+
+
+def summarize(runs, args):
+    lines, base = [], None
+    for mode in args.modes:
+        rs = [r for r in runs if r["mode"] == mode]
+        if not rs:
+            continue
+        med = [r["median_step_s"] for r in rs]
+        saved = [r["time_saved_s"] for r in rs if r.get("time_saved_s") is not None]
+        share = [r["exposed_comm_share"] for r in rs if r.get("exposed_comm_share") is not None]
+        line = {"kind": "torch_step", "mode": mode, "median_step_s": statistics.median(med),
+                "reps": len(rs), "steps": rs[0]["steps"], "env": mode_env(mode, args),
+                "rep_median_step_s": med,
+                "time_saved_s": statistics.median(saved) if saved else None,
+                "exposed_comm_share": statistics.median(share) if share else None,
+                "nccl_version": rs[0].get("nccl_version"), "world": rs[0].get("world")}
+        if mode == "nccl":
+            base = line["median_step_s"]
+        lines.append(line)
+    for line in lines:
+        line["ratio_vs_nccl"] = base / line["median_step_s"] if base else None
+    return lines
+
+
+def driver(args):
+    if any(m != "nccl" for m in args.modes) and not (args.plugin and os.path.isfile(args.plugin)):
+        sys.exit("fsdp_llama: modes %s need --plugin PATH (libnccl-tuner-autoccl.so)" % args.modes)
+    args.plugin = os.path.abspath(args.plugin) if args.plugin else ""
+    runs = []
+    with open(args.out, "a") as out:
+        for rep in range(args.reps):
+            order = args.modes[rep % len(args.modes):] + args.modes[:rep % len(args.modes)]
+            for mode in order:
+                r = launch(mode, rep, args, out)
+                if r:
+                    runs.append(r)
+        lines = summarize(runs, args)
+        for line in lines:
+            out.write(json.dumps(line) + "\n")
+    for line in lines:
+        print("%-16s median step %.4f s over %d reps x %d steps  x%s vs nccl  saved %s  exposed %s"
+              % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
+                 "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-",
+                 line["time_saved_s"], line["exposed_comm_share"]))
+    return 0 if len(lines) == len(args.modes) else 1
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--plugin", default="")
+    ap.add_argument("--ceiling", type=int, default=32)
+    ap.add_argument("--stock-channels", type=int, default=24)
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--overlap-steps", type=int, default=5)
+    ap.add_argument("--no-overlap", action="store_true")
+    ap.add_argument("--dim", type=int, default=2048)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--http-port", type=int, default=HTTP_PORT_BASE)
+    ap.add_argument("--torchrun", default="torchrun")
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--out", default="torch.jsonl")
+    # worker side (started by torchrun)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="nccl", help=argparse.SUPPRESS)
+    ap.add_argument("--rep", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    a.modes = [m for m in a.modes.split(",") if m]
+    bad = [m for m in a.modes if m not in MODES]
+    if bad or not a.modes:
+        ap.error("--modes: %s (choose from %s)" % (bad or "empty", ", ".join(MODES)))
+    if a.ceiling <= a.stock_channels:
+        ap.error("--ceiling must be above --stock-channels")
+    if a.no_overlap:
+        a.overlap_steps = 0
+    return a
+
+
+if __name__ == "__main__":
+    a = parse(sys.argv[1:])
+    sys.exit(worker(a) or 0 if a.worker else driver(a))

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""CUDA-graph check on two GPUs through PyTorch, one process per GPU.
+
+  run:     all_reduce of 4 MiB and 256 MiB, eager for --eager calls (with the
+           plugin on, its search is exploring by then), then captured into
+           one torch.cuda.graph and replayed --replays times. Writes the
+           digest of the results (integers in float32 sum exactly in any
+           order, so any algorithm gives the same bits) and the median replay
+           time per rank, as JSON.
+  compare: two run files (plugin off, plugin on): bit-identical digests and
+           replay time on >= --min-ratio x off (median over ranks of the
+           per-rank medians). Writes the verdict as JSON; exit 1 if it fails.
+
+Usage: cuda_graph.py run --out FILE [--eager N] [--replays N] [--port P]
+       cuda_graph.py compare OFF.json ON.json --out FILE [--min-ratio 0.99]
+"""
+import argparse, hashlib, json, os, statistics, sys
+
+SIZES = [4 << 20, 256 << 20]
+
+
+def worker(rank, world, args, q):
+    import torch
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(args.port))
+    os.environ["LOCAL_RANK"] = str(rank)
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+    g = torch.Generator(device="cpu").manual_seed(4321 + rank)
+    src = [torch.randint(-1000, 1000, (s // 4,), generator=g).float().cuda(rank) for s in SIZES]
+    buf = [torch.empty_like(x) for x in src]
+    # Eager calls: the tuner sees these workloads and starts exploring.
+    for _ in range(args.eager):
+        for x, b in zip(src, buf):
+            b.copy_(x)
+            dist.all_reduce(b)
+    torch.cuda.synchronize()
+    # Capture (side-stream warm-up as torch.cuda.graph's documentation asks).
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for x, b in zip(src, buf):
+            b.copy_(x)
+            dist.all_reduce(b)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for x, b in zip(src, buf):
+            b.copy_(x)
+            dist.all_reduce(b)
+    torch.cuda.synchronize()
+    h = hashlib.sha256()
+    times = []
+    for i in range(args.replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+        if i in (0, args.replays // 2, args.replays - 1):
+            for b in buf:
+                h.update(b.cpu().numpy().tobytes())
+    dist.barrier()
+    dist.destroy_process_group()
+    warm = times[min(10, len(times) // 10):]
+    q.put((rank, {"digest": h.hexdigest(), "replay_median_ms": statistics.median(warm),
+                  "replay_mean_ms": statistics.mean(warm), "replays": args.replays,
+                  "eager_calls": args.eager}))
+
+
+def run(args):
+    import torch
+    import torch.multiprocessing as mp
+    world = 2
+    if torch.cuda.device_count() < world:
+        sys.exit("needs 2 GPUs, found %d" % torch.cuda.device_count())
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, world, args, q)) for r in range(world)]
+    for p in procs:
+        p.start()
+    res = dict(q.get(timeout=900) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    bad = [p.exitcode for p in procs if p.exitcode != 0]
+    out = {"mode": "run", "world": world, "sizes": SIZES,
+           "plugin": os.environ.get("NCCL_TUNER_PLUGIN", ""),
+           "nccl": ".".join(map(str, torch.cuda.nccl.version())), "ranks": res}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps(out))
+    sys.exit(1 if bad else 0)
+
+
+def compare(args):
+    off, on = (json.load(open(p)) for p in (args.off, args.on))
+    same = ({r: v["digest"] for r, v in off["ranks"].items()} ==
+            {r: v["digest"] for r, v in on["ranks"].items()})
+    t_off = statistics.median(v["replay_median_ms"] for v in off["ranks"].values())
+    t_on = statistics.median(v["replay_median_ms"] for v in on["ranks"].values())
+    ratio = t_off / t_on if t_on > 0 else 0.0
+    ok = same and ratio >= args.min_ratio
+    out = {"mode": "compare", "identical": same, "replay_median_ms_off": t_off,
+           "replay_median_ms_on": t_on, "speed_on_over_off": ratio, "min_ratio": args.min_ratio,
+           "pass": ok, "nccl": on.get("nccl")}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps(out))
+    sys.exit(0 if ok else 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--eager", type=int, default=40)
+    r.add_argument("--replays", type=int, default=1000)
+    r.add_argument("--port", type=int, default=29621)
+    c = sub.add_parser("compare")
+    c.add_argument("off")
+    c.add_argument("on")
+    c.add_argument("--out", required=True)
+    c.add_argument("--min-ratio", type=float, default=0.99)
+    args = ap.parse_args()
+    run(args) if args.cmd == "run" else compare(args)
+
+
+if __name__ == "__main__":
+    main()
