@@ -58,6 +58,7 @@ typedef struct acl_config {
   int log_level;           /* AUTOCCL_LOG: error | warn | info (default) | debug */
   char table_path[512];    /* AUTOCCL_TABLE: tuning table (static mode; online: warm start) */
   char table_out[512];     /* AUTOCCL_TABLE_OUT: where the decisions are written at finalize */
+  char report_path[512];   /* AUTOCCL_REPORT: the job report at exit (JSON; text in .txt) */
   char coordinator[256];   /* AUTOCCL_COORDINATOR: host:port for multi-host relay */
   int warmup_calls;        /* AUTOCCL_WARMUP: 0..1000, default 5 */
   int samples_per_cand;    /* AUTOCCL_SAMPLES: 2..16, default 5 */

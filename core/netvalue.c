@@ -36,7 +36,13 @@ void acl_nv_fold(acl_netvalue_t *nv, uint64_t explore_calls, uint64_t explore_sa
         explore_calls > nv->seen_explore_calls ? explore_calls - nv->seen_explore_calls : 0;
     double n = (double)(dcalls > dsamp ? dcalls : dsamp);
     double ds = explore_seconds - nv->seen_explore_seconds;
-    nv->cost_seconds += (ds / (double)dsamp - baseline_seconds) * n;
+    double excess = (ds / (double)dsamp - baseline_seconds) * n;
+    /* Candidates that ran faster than the baseline saved time: a saving,
+     * not a negative cost (the cost is what trying cost, never below 0). */
+    if (excess > 0.0)
+      nv->cost_seconds += excess;
+    else
+      nv->saved_seconds -= excess;
     nv->seen_explore_calls = explore_calls > nv->seen_explore_calls + dsamp
                                  ? explore_calls
                                  : nv->seen_explore_calls + dsamp;

@@ -7,10 +7,14 @@
  *                      (d - b), d their measured durations: what trying
  *                      candidates cost. Only some calls carry profiler
  *                      events (the search samples 1 in 2^k), so the sampled
- *                      ones are priced and scaled to the calls made;
+ *                      ones are priced, per fold, at their mean and scaled
+ *                      to the calls made. A fold whose candidates ran
+ *                      faster than b adds its gain to the saving instead:
+ *                      the cost is never negative;
  *   gross saving     = calls that ran the converged decision x (b - best),
- *                      best the decision's robust duration (so it agrees
- *                      with the speedup shown beside it);
+ *                      best the decision's duration as its speedup states
+ *                      (b / speedup, so it agrees with the speedup shown
+ *                      beside it), plus the gains of exploration above;
  *   net saved        = gross saving - exploration cost (negative while the
  *                      tuner has not earned back its exploration).
  * Calls that ran NCCL's own choice (warm-up, baseline, a kept NCCL choice,
@@ -44,7 +48,7 @@ typedef struct acl_netvalue {
   uint64_t seen_explore_calls, seen_explore_sampled, seen_decided_calls;
   double seen_explore_seconds;
   /* Priced so far. */
-  double cost_seconds;  /* exploration cost, seconds (can be < 0: candidates faster than b) */
+  double cost_seconds;  /* exploration cost, seconds, >= 0 */
   double saved_seconds; /* gross saving of the decision, seconds */
   bool priced;          /* at least one fold had a baseline */
 } acl_netvalue_t;

@@ -45,22 +45,6 @@ static void put_comm_id(acl_strbuf_t *sb, uint64_t id)
   acl_render_json_str(sb, acl_render_comm_hex(id, hex, sizeof(hex)), sizeof(hex));
 }
 
-/* "algo": .., "proto": .., "channels": .. (no braces). */
-static void put_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
-{
-  acl_sb_puts(sb, "\"algo\": ");
-  acl_render_json_str(sb, acl_algo_name(c->algo), 32);
-  acl_sb_puts(sb, ", \"proto\": ");
-  if (c->algo == ACL_ALGO_NCCL)
-    acl_sb_puts(sb, "null");
-  else
-    acl_render_json_str(sb, acl_proto_name(c->proto), 32);
-  acl_sb_puts(sb, ", \"channels\": ");
-  acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
-  /* Chunk size as a scale of NCCL's own, 0 = NCCL's (tuner v6, NCCL 2.30). */
-  acl_sb_printf(sb, ", \"chunk_log2\": %d", (int)c->chunk_log2);
-}
-
 static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)
 {
   if (!valid) {
@@ -68,7 +52,7 @@ static void put_cand(acl_strbuf_t *sb, bool valid, const acl_candidate_t *c)
     return;
   }
   acl_sb_puts(sb, "{");
-  put_cand_fields(sb, c);
+  acl_render_cand_fields(sb, c);
   acl_sb_puts(sb, "}");
 }
 
@@ -84,7 +68,7 @@ static void put_subspace(acl_strbuf_t *sb, const acl_candidate_t *c)
   acl_render_json_str(sb, buf, sizeof(buf));
 }
 
-static void put_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
+void acl_render_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
                               const acl_snap_workload_t *w)
 {
   const acl_snap_comm_t *c = comm_of(s, w);
@@ -104,7 +88,7 @@ static int clamp_traj(int n) { return n < 0 ? 0 : (n > ACL_SNAP_TRAJ ? ACL_SNAP_
 
 static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_snap_workload_t *w)
 {
-  put_workload_head(sb, s, w);
+  acl_render_workload_head(sb, s, w);
   acl_sb_printf(sb, ", \"pipe_ops\": %d", (int)w->key.num_pipe_ops);
   acl_sb_puts(sb, ",\n     \"state\": ");
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
@@ -122,6 +106,10 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   put_opt_num(sb, w->has_best, w->best_seconds);
   acl_sb_puts(sb, ", \"speedup\": ");
   put_opt_num(sb, w->has_speedup, w->speedup);
+  acl_sb_puts(sb, ", \"speedup_low\": ");
+  put_opt_num(sb, w->has_speedup_ci, w->speedup_lo);
+  acl_sb_puts(sb, ", \"speedup_high\": ");
+  put_opt_num(sb, w->has_speedup_ci, w->speedup_hi);
   acl_sb_puts(sb, ", \"busbw\": ");
   put_opt_num(sb, w->has_busbw, w->busbw);
   acl_sb_puts(sb, ", \"overlap\": ");
@@ -155,7 +143,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_sb_puts(sb, i ? ",\n       {\"step\": " : "\n       {\"step\": ");
     acl_render_u64(sb, t->step);
     acl_sb_puts(sb, ", ");
-    put_cand_fields(sb, &t->cand);
+    acl_render_cand_fields(sb, &t->cand);
     acl_sb_puts(sb, ", \"busbw\": ");
     if (t->busbw >= 0)
       acl_render_json_float(sb, t->busbw); /* null when NaN/Inf */
@@ -262,7 +250,7 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
 void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w,
                            acl_strbuf_t *out)
 {
-  put_workload_head(out, s, w);
+  acl_render_workload_head(out, s, w);
   acl_sb_puts(out, ", \"state\": ");
   acl_render_json_str(out, acl_phase_name(w->phase), 32);
   acl_sb_puts(out, ", \"step\": ");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/render_util.h"
+#include "core/report.h"
 
 #ifndef ACL_VERSION
 #define ACL_VERSION "unknown"
@@ -150,6 +151,40 @@ static void build_workload_labels(mctx_t *m)
   for (int i = 1; i < m->nw; i++)
     if (strcmp(lbl(m, m->wl_lbl[idx[i]]), lbl(m, m->wl_lbl[idx[i - 1]])) == 0)
       m->skip[idx[i]] = true;
+}
+
+/* Totals first: what a user scrapes for ("did it pay?"). Per process, with
+ * the host as a label, so that sum by (host) gives the host and sum() over
+ * the job's targets the job (docs/api.md). */
+static void render_totals(mctx_t *m)
+{
+  acl_report_totals_t t;
+  acl_report_totals(m->s, &t);
+  acl_strbuf_t l;
+  acl_sb_init(&l);
+  acl_sb_puts(&l, "host=\"");
+  acl_render_prom_label(&l, m->s->hostname, sizeof(m->s->hostname));
+  acl_sb_puts(&l, "\"");
+  if (!acl_sb_ok(&l)) {
+    m->out->failed = true;
+    acl_sb_free(&l);
+    return;
+  }
+  static const struct { const char *name, *help; } fam[] = {
+      {"autoccl_total_time_saved_seconds",
+       "Net seconds the decisions saved, summed over this process's ranks, after exploration."},
+      {"autoccl_total_exploration_cost_seconds",
+       "Seconds exploration cost (never negative), summed over this process's ranks."},
+      {"autoccl_total_nccl_seconds",
+       "Seconds the calls take with NCCL's own choice (calls x its measured time), summed."},
+      {"autoccl_total_ranks", "Ranks this process serves (divide the sums by it: per rank)."},
+  };
+  double v[] = {t.net_saved_seconds, t.exploration_cost_seconds, t.nccl_seconds, t.ranks};
+  for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+    head(m, fam[i].name, "gauge", fam[i].help);
+    sample_f(m, fam[i].name, l.data, v[i]);
+  }
+  acl_sb_free(&l);
 }
 
 static void render_process(mctx_t *m)
@@ -332,7 +367,7 @@ static const wfam_t k_wfams[] = {
      WOFF(bytes), -1, false},
     {"autoccl_collective_bus_bandwidth_bytes_per_second", "gauge",
      "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw), false},
-    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL-default time divided by the best time, measured.",
+    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL's time divided by the decision's, measured interleaved once converged.",
      F_DBL, WOFF(speedup), WOFF(has_speedup), false},
     {"autoccl_tuner_baseline_duration_seconds", "gauge", "Measured duration under NCCL's own choice.",
      F_DBL, WOFF(baseline_seconds), WOFF(has_baseline), false},
@@ -457,6 +492,7 @@ void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
     out->failed = true;
     goto done;
   }
+  render_totals(m);
   render_process(m);
   render_comms(m);
   render_histograms(m);

@@ -112,3 +112,18 @@ char *acl_render_comm_hex(uint64_t id, char *buf, size_t len)
   snprintf(buf, len, "0x%016" PRIx64, id);
   return buf;
 }
+
+void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
+{
+  acl_sb_puts(sb, "\"algo\": ");
+  acl_render_json_str(sb, acl_algo_name(c->algo), 32);
+  acl_sb_puts(sb, ", \"proto\": ");
+  if (c->algo == ACL_ALGO_NCCL)
+    acl_sb_puts(sb, "null");
+  else
+    acl_render_json_str(sb, acl_proto_name(c->proto), 32);
+  acl_sb_puts(sb, ", \"channels\": ");
+  acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
+  /* Chunk size as a scale of NCCL's own, 0 = NCCL's (tuner v6, NCCL 2.30). */
+  acl_sb_printf(sb, ", \"chunk_log2\": %d", (int)c->chunk_log2);
+}

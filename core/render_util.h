@@ -26,6 +26,15 @@ void acl_render_prom_float(acl_strbuf_t *sb, double v);
 /* Decimal integer, without printf. */
 void acl_render_u64(acl_strbuf_t *sb, uint64_t v);
 
+/* "algo": .., "proto": .., "channels": .. of a candidate (no braces): the one
+ * spelling of a candidate in every JSON document. */
+void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c);
+
+/* {"comm": .., "rank": .., "collective": .., "bytes": .. (open: the caller
+ * adds fields and the closing brace); the head of every workload object. */
+void acl_render_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
+                              const acl_snap_workload_t *w);
+
 /* "0x%016llx" of a communicator id into buf (>= 19 bytes). */
 char *acl_render_comm_hex(uint64_t id, char *buf, size_t len);
 

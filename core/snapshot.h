@@ -44,8 +44,12 @@ typedef struct acl_snap_workload {
   bool has_best, has_baseline;
   double baseline_seconds;   /* measured, robust; valid when has_baseline */
   double best_seconds;       /* valid when has_best */
-  double speedup;            /* baseline/best; valid when has_speedup */
+  double speedup;            /* NCCL's time / the decision's; valid when has_speedup */
   bool has_speedup;
+  /* speedup's interval, valid when has_speedup_ci: the decision and NCCL's
+   * choice measured interleaved (docs/tuner.md), or exactly 1 for NCCL's own */
+  double speedup_lo, speedup_hi;
+  bool has_speedup_ci;
   double busbw;              /* bytes/s, latest robust; valid when has_busbw */
   bool has_busbw;
   double overlap;            /* 0..1; valid when has_overlap */

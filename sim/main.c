@@ -86,7 +86,9 @@ static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double e
     for (int i = 0; i < 30; i++)
       bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
-    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs%s ", bar, frac * 100,
+    /* \033[K: erase the rest of the line, a longer earlier line's tail
+     * ("no interference 0") included */
+    fprintf(stderr, "\r[%s] %3.0f%%  step %llu  %llu calls  %.1fs%s\033[K", bar, frac * 100,
             (unsigned long long)lo, (unsigned long long)calls, el, busy);
   } else if (el - *last_line >= 5.0) {
     *last_line = el;
@@ -191,6 +193,10 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
     return;
   if (off) {
     fprintf(f, "  endpoint off: %s; the report uses the time inside getCollInfo\n", off);
+    if (o->port > 0)
+      fprintf(f, "  nothing to watch: is another autoccl-sim (a demo) running? Stop it, or pass\n"
+                 "  --port P with P..P+%d free (e.g. --port %d)%s\n",
+              nprocs - 1, o->port + 100, o->demo ? "; Ctrl-C stops this run" : "");
     fflush(f);
     return;
   }
@@ -199,7 +205,9 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
   if (o->demo)
     fprintf(f, "Open a second terminal and watch:\n");
   fprintf(f, "  live tuning:  %s --url http://127.0.0.1:%d", top, o->port);
-  if (nprocs > 1)
+  if (nprocs > 1 && o->nhosts <= 1)
+    fprintf(f, " --local-ranks %d", nprocs);
+  else if (nprocs > 1)
     fprintf(f, " --url http://127.0.0.1:%d", o->port + 1);
   fprintf(f,
           "\n"
@@ -210,7 +218,8 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
     fprintf(f, "  (rank processes serve ports %d..%d)\n", o->port, o->port + nprocs - 1);
   if (o->demo)
     fprintf(f, "  Look for: STATE exploring -> converged, SPEEDUP, SAVED (net time saved after\n"
-               "  exploration cost); when interference starts, re-tuning, then converged again.\n");
+               "  exploration cost); when interference starts, retuning, then converged again;\n"
+               "  Ctrl-C prints the job report.\n");
   fflush(f);
 }
 
@@ -236,6 +245,7 @@ int main(int argc, char **argv)
   char err[512] = "";
   int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
   pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
+  char **states = NULL; /* per rank process: its last /api/v1/state */
   int feed_fd = -1;
   acl_simfeed_t *feed = MAP_FAILED;
   acl_sim_step_t *step = NULL;
@@ -410,8 +420,10 @@ int main(int argc, char **argv)
   }
   /* Read the plugin's own consensus figure while the ranks are still up. */
   double ep_wait = 0;
+  /* ... and the state they show last: the job report must say the same. */
+  states = calloc((size_t)nprocs, sizeof(*states));
   for (int p = 0; !ep_off && p < nprocs; p++) {
-    double v = acl_sim_fetch_wait(o.port + p, 2.0, (int)pids[p]);
+    double v = acl_sim_fetch_state(o.port + p, 2.0, (int)pids[p], states ? &states[p] : NULL);
     if (v < 0)
       ep_off = v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
     else
@@ -444,8 +456,12 @@ int main(int argc, char **argv)
     kill_all(pids, nprocs);
     goto out;
   }
-  status = acl_sim_report(&w, wall, ep_wait, ep_off);
+  status = acl_sim_report(&w, wall, ep_wait, ep_off, states);
+  acl_sim_job_copy(&w, getenv("AUTOCCL_REPORT")); /* the user's: ranks got the sim's own */
 out:
+  for (int p = 0; states && p < nprocs; p++)
+    free(states[p]);
+  free(states);
   if (pids)
     kill_all(pids, nprocs);
   if (feed != MAP_FAILED)

@@ -594,6 +594,9 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
     setenv("AUTOCCL_COORDINATOR", coord, 1);
   }
   setenv("AUTOCCL_SIM_FEED", w->feed_name, 1);
+  char report[320];
+  acl_sim_report_path(w, proc, true, report, sizeof(report));
+  setenv("AUTOCCL_REPORT", report, 1); /* the simulator's report is the plugin's */
   acl_sim_logger_setup(o->verbose, first);
   feed = feed_open(w->feed_name);
   if (acl_sim_plugin_load(o->plugin, o->nccl230 ? 6 : 5, &pl, err, sizeof(err)) != 0)

@@ -56,7 +56,7 @@ static void num_json(acl_strbuf_t *sb, double v)
 }
 
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
-                   const char *endpoint_off)
+                   const char *endpoint_off, char *const *states)
 {
   bool endpoint_ok = !endpoint_off;
   const acl_sim_opts_t *o = w->o;
@@ -143,14 +143,21 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   double wait = endpoint_ok ? endpoint_wait_s : gci;
 
   FILE *out = stdout;
+  /* The text is the plugin's own job report (what the live views show);
+   * the simulator's table of what NCCL ran only where the plugin wrote none. */
+  bool table = false;
   if (!o->json || o->verbose) {
     fprintf(out,
-            "\nautoccl-sim report: %s on %s, %d ranks (%d hosts, %d comms), %llu steps, "
-            "%llu calls per rank, %.1f s\n",
-            acl_sim_mix_name(o->mix), acl_land_name(w->land), n, o->nhosts, o->ncomms,
+            "\nautoccl-sim report: workload %s on %s, %d ranks (%d host%s, %d communicator%s), "
+            "%llu steps, %llu calls per rank, %.1f s\n",
+            acl_sim_mix_name(o->mix), acl_land_name(w->land), n, o->nhosts,
+            o->nhosts == 1 ? "" : "s", o->ncomms, o->ncomms == 1 ? "" : "s",
             (unsigned long long)steps, (unsigned long long)(idx), wall_s);
-    fprintf(out, "%-4s %-13s %-13s %10s  %-10s %-22s %8s %8s %9s\n", "comm", "workload",
-            "collective", "bytes", "state", "final (NCCL ran)", "speedup", "vs-orcl", "converge");
+    table = !acl_sim_job_text(w, out);
+    if (table)
+      fprintf(out, "%-4s %-13s %-13s %10s  %-10s %-22s %8s %8s %9s\n", "comm", "workload",
+              "collective", "bytes", "held", "final (NCCL ran)", "speedup", "vs-orcl",
+              "converge");
   }
   acl_sb_printf(&sb, "{\"version\":1,\"nccl_version\":\"%s\",\"landscape\":",
                 o->nccl230 ? "2.30" : "2.28");
@@ -176,6 +183,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     acl_sb_puts(&sb, "null");
   acl_sb_puts(&sb, ",\"getcollinfo_seconds\":");
   num_json(&sb, gci);
+  acl_sim_job_json(w, states, &sb);
   acl_sb_puts(&sb, ",\"workloads\":[");
   for (size_t i = 0; i < st->nworkloads; i++) {
     wstat_t *s = &ws[i];
@@ -194,7 +202,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     uint64_t held = s->n - s->last_change, need = s->n / 5 > 10 ? s->n / 5 : 10;
     const char *state = s->n == 0 ? "idle" : !ok ? "error" : held >= need ? "converged" : "exploring";
     char cs[48];
-    if (!o->json || o->verbose)
+    if (table)
       fprintf(out, "%-4d %-13s %-13s %10llu  %-10s %-22s %8.3f %8.3f %9llu\n", c->comm,
               acl_sim_group_name(c->group), acl_coll_name(c->coll),
               (unsigned long long)c->nbytes, state,
@@ -266,6 +274,13 @@ out:
  * communicator). */
 double acl_sim_fetch_wait(int port, double timeout_s, int pid)
 {
+  return acl_sim_fetch_state(port, timeout_s, pid, NULL);
+}
+
+double acl_sim_fetch_state(int port, double timeout_s, int pid, char **body_out)
+{
+  if (body_out)
+    *body_out = NULL;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -1;
@@ -343,6 +358,8 @@ double acl_sim_fetch_wait(int port, double timeout_s, int pid)
     if (e != p && isfinite(v) && v >= 0)
       total += v;
   }
+  if (body_out)
+    *body_out = strdup(body + 4);
 out:
   free(buf);
   close(fd);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/abi.h"
+#include "core/strbuf.h"
 #include "core/types.h"
 #include "sim/landscape.h"
 #include "sim/workload.h"
@@ -142,8 +143,25 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc);
 /* Reads the decision logs and prints the report; returns the exit status. */
 /* endpoint_off: NULL when endpoint_wait_s came from the ranks' own
  * endpoints, else why not (the report then uses the time in getCollInfo). */
+/* states: per rank process, its /api/v1/state body read after the ranks
+ * stopped and before they finalized (NULL entries where none was read). */
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
-                   const char *endpoint_off);
+                   const char *endpoint_off, char *const *states);
+
+/* report_job.c: the plugin's job report (AUTOCCL_REPORT, which each rank
+ * process gets as <logdir>/report-<proc>.%r.json). The path of process
+ * proc's: the template (tmpl) or the file. */
+void acl_sim_report_path(const acl_sim_world_t *w, int proc, bool tmpl, char *buf, size_t len);
+/* Prints rank process 0's report text and the job's totals over every
+ * process's report to out; false when no report was written (a plugin
+ * without one: the caller prints its own table). */
+bool acl_sim_job_text(const acl_sim_world_t *w, FILE *out);
+/* Copies every process's report (and its .txt) to the user's AUTOCCL_REPORT
+ * template, %r or %p replaced by the process index (the simulator gives its
+ * ranks their own template). */
+void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl);
+/* ,"job_totals":{..},"job_reports":[..],"final_states":[..] into sb. */
+void acl_sim_job_json(const acl_sim_world_t *w, char *const *states, acl_strbuf_t *sb);
 
 /* Sum of consensus_wait_seconds over /api/v1/state of 127.0.0.1:port; -1 on
  * failure. */
@@ -151,6 +169,9 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
  * state there is process pid's: -2 when another process serves the port,
  * -1 when none answers. */
 double acl_sim_fetch_wait(int port, double timeout_s, int pid);
+/* The same, and the body of that state (malloc'ed, NULL on failure) in
+ * *body when body is not NULL. */
+double acl_sim_fetch_state(int port, double timeout_s, int pid, char **body);
 
 
 #endif

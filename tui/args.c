@@ -16,6 +16,9 @@ const char acl_top_usage[] =
     "  -u, --url URL        endpoint to watch (repeatable: several ranks/processes\n"
     "                       are merged by communicator); default " ACL_TOP_DEFAULT_URL "\n"
     "                       \"host:port\" means http://host:port\n"
+    "  -l, --local-ranks N  each URL is local rank 0 of a host whose N processes\n"
+    "                       serve port, port+1, ... (AUTOCCL_HTTP_PORT + local rank):\n"
+    "                       watch them all from one URL; 1..64 (default 1)\n"
     "  -d, --delay SECONDS  refresh interval, 0.1..3600 (default 1)\n"
     "  -b, --batch          print plain text tables instead of the full-screen view\n"
     "  -n, --iterations N   stop after N refreshes\n"
@@ -135,6 +138,42 @@ static int take_value(int argc, char *const *argv, int *i, const char *arg, cons
   return 0;
 }
 
+/* --local-ranks N: every URL (normalised: http://host:port[/prefix]) gets
+ * the N-1 ports after its own, as the plugin serves a host's processes. */
+static int expand_local_ranks(acl_top_opts_t *o, char *err, size_t errlen)
+{
+  int given = o->nurls;
+  if (o->local_ranks <= 1)
+    return 0;
+  if (given * o->local_ranks > ACL_TOP_MAX_URLS)
+    return fail(err, errlen, "%d URLs x %d local ranks is more than %d endpoints", given,
+                o->local_ranks, ACL_TOP_MAX_URLS);
+  for (int k = 0; k < given; k++) {
+    const char *u = o->urls[k];
+    const char *hs = u + strlen("http://");
+    const char *colon = *hs == '[' ? strchr(hs, ']') : hs;
+    colon = colon ? strchr(colon, ':') : NULL;
+    if (!colon)
+      return fail(err, errlen, "URL %s: no port to count local ranks from", u);
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (port + o->local_ranks - 1 > 65535)
+      return fail(err, errlen, "URL %s: ports %ld..%ld go past 65535", u, port,
+                  port + o->local_ranks - 1);
+    for (int r = 1; r < o->local_ranks; r++) {
+      char *dst = o->urls[o->nurls];
+      int n = snprintf(dst, sizeof(o->urls[0]), "%.*s:%ld%s", (int)(colon - u), u, port + r, end);
+      if (n < 0 || (size_t)n >= sizeof(o->urls[0]))
+        return fail(err, errlen, "URL %s too long", u);
+      for (int j = 0; j < o->nurls; j++)
+        if (strcmp(o->urls[j], dst) == 0)
+          return fail(err, errlen, "URL %s given twice (--local-ranks overlaps --url)", dst);
+      o->nurls++;
+    }
+  }
+  return 0;
+}
+
 int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err, size_t errlen)
 {
   memset(o, 0, sizeof(*o));
@@ -169,6 +208,14 @@ int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err
         if (strcmp(o->urls[k], o->urls[o->nurls]) == 0)
           return fail(err, errlen, "URL %s given twice", o->urls[k]);
       o->nurls++;
+    } else if ((r = take_value(argc, argv, &i, a, "--local-ranks", 'l', &v))) {
+      char *end;
+      errno = 0;
+      long n = r < 0 ? 0 : strtol(v, &end, 10);
+      if (r < 0 || end == v || *end || errno || n < 1 || n > ACL_TOP_MAX_URLS)
+        return fail(err, errlen, "%s needs a count of local ranks from 1 to %d", a,
+                    ACL_TOP_MAX_URLS);
+      o->local_ranks = (int)n;
     } else if ((r = take_value(argc, argv, &i, a, "--delay", 'd', &v))) {
       if (r < 0)
         return fail(err, errlen, "%s needs a number of seconds", a);
@@ -199,5 +246,5 @@ int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err
     snprintf(o->urls[0], sizeof(o->urls[0]), "%s", ACL_TOP_DEFAULT_URL);
     o->nurls = 1;
   }
-  return 0;
+  return expand_local_ranks(o, err, errlen);
 }

@@ -119,12 +119,10 @@ const char *acl_top_fmt_int(int64_t v, char *buf, size_t len)
 
 const char *acl_top_state_label(const char *s)
 {
+  /* The plugin's own names (acl_phase_name), as the dashboard, the JSON
+   * and the job report spell them: one name per state everywhere. */
   if (!s || !s[0])
     return "-";
-  if (strcmp(s, "warmup") == 0)
-    return "warm-up";
-  if (strcmp(s, "retuning") == 0)
-    return "re-tuning";
   return s;
 }
 

@@ -204,7 +204,7 @@ const char *acl_top_fmt_pct(double x, char *buf, size_t len);         /* "12%" *
 const char *acl_top_fmt_seconds(double s, char *buf, size_t len);     /* "1.2 ms" */
 const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len); /* "+1.2 ms", "-3.0 us" */
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len);
-const char *acl_top_state_label(const char *state);                 /* "warm-up" */
+const char *acl_top_state_label(const char *state);                 /* as sent, "-" if none */
 /* One cell of the table for row r and column c. */
 const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, size_t len);
 
@@ -233,6 +233,7 @@ typedef struct acl_top_opts {
   bool batch;
   long iterations;  /* -n; -1 = until quit */
   bool once, json, no_color, help, version;
+  int local_ranks;  /* --local-ranks N: each URL stands for ports port..port+N-1 */
 } acl_top_opts_t;
 
 /* Normalises "host:port", "http://host[:port][/prefix]" into a base URL

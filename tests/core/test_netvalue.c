@@ -4,7 +4,11 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/netvalue.h"
+#include "core/report.h"
 
 typedef struct replay {
   acl_netvalue_t nv;
@@ -151,14 +155,22 @@ Test(netvalue, baseline_changes_price_only_new_calls)
   NEAR(acl_nv_net(&r.nv), 2e-3);
 }
 
-/* Candidates faster than NCCL while exploring make the cost negative. */
-Test(netvalue, fast_exploration_is_negative_cost)
+/* Candidates faster than NCCL while exploring saved time: a saving, never
+ * a negative cost; the net is the same either way. */
+Test(netvalue, fast_exploration_is_a_saving_not_a_negative_cost)
 {
   replay_t r = {0};
   calls(&r, ACL_PHASE_EXPLORING, 3, 0.8e-3);
   fold(&r, true, 1e-3, true, 0.8e-3);
-  NEAR(r.nv.cost_seconds, -0.6e-3);
+  NEAR(r.nv.cost_seconds, 0.0);
+  NEAR(r.nv.saved_seconds, 0.6e-3);
   NEAR(acl_nv_net(&r.nv), 0.6e-3);
+  /* A later slower fold adds cost; the earlier gain stays a saving. */
+  calls(&r, ACL_PHASE_EXPLORING, 2, 1.5e-3);
+  fold(&r, true, 1e-3, true, 0.8e-3);
+  NEAR(r.nv.cost_seconds, 1e-3);
+  NEAR(r.nv.saved_seconds, 0.6e-3);
+  NEAR(acl_nv_net(&r.nv), -0.4e-3);
 }
 
 /* Nonsense inputs price nothing; totals that went backwards start over. */
@@ -173,6 +185,68 @@ Test(netvalue, bad_inputs)
   NEAR(nv.cost_seconds, 2.0);
   NEAR(nv.saved_seconds, 0.0);
   acl_nv_fold(&nv, 1, 1, 0.5, 1, true, 1.0, true, 0.5); /* reset: 1 call at 0.5 s, 1 decided */
-  NEAR(nv.cost_seconds, 2.0 - 0.5);
-  NEAR(nv.saved_seconds, 0.5);
+  NEAR(nv.cost_seconds, 2.0);        /* the fast call is a saving ... */
+  NEAR(nv.saved_seconds, 0.5 + 0.5); /* ... beside the decided call's */
+}
+
+/* The job report (core/report.h): totals are the rows' sums, the decision is
+ * absent while searching, state names come from acl_phase_name. */
+Test(report, totals_rows_and_text)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  strcpy(s->hostname, "node-1");
+  s->ncomms = 1;
+  s->comms[0].id = 0x11;
+  strcpy(s->comms[0].name, "dp-0");
+  s->comms[0].rank = 3;
+  s->nworkloads = 2;
+  for (int i = 0; i < 2; i++) {
+    acl_snap_workload_t *w = &s->workloads[i];
+    w->rank = 3;
+    w->key.coll = 2;
+    w->key.nbytes = 1u << (20 + i);
+    w->calls = 100;
+    w->has_baseline = true;
+    w->baseline_seconds = 1e-3;
+    w->has_net = true;
+    w->time_saved_seconds = i ? -0.002 : 0.01;
+    w->exploration_cost_seconds = i ? 0.003 : 0.0;
+    w->current = (acl_candidate_t){.algo = 1, .proto = 2, .nchannels = 32};
+  }
+  s->workloads[0].phase = ACL_PHASE_CONVERGED;
+  s->workloads[0].has_speedup = s->workloads[0].has_speedup_ci = true;
+  s->workloads[0].speedup = 1.1;
+  s->workloads[0].speedup_lo = 1.05;
+  s->workloads[0].speedup_hi = 1.15;
+  s->workloads[1].phase = ACL_PHASE_EXPLORING;
+  acl_report_totals_t t;
+  acl_report_totals(s, &t);
+  cr_expect_eq(t.ranks, 1);
+  cr_expect_eq(t.workloads, 2);
+  cr_expect_eq(t.converged, 1);
+  NEAR(t.net_saved_seconds, 0.008);
+  NEAR(t.exploration_cost_seconds, 0.003);
+  NEAR(t.nccl_seconds, 0.2);
+  NEAR(t.per_rank_seconds, 0.008);
+  cr_expect_not_null(acl_report_decision(&s->workloads[0]));
+  cr_expect_null(acl_report_decision(&s->workloads[1]), "no decision while exploring");
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_report_text(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "converged RING/SIMPLE/32ch"), "%s", sb.data);
+  cr_expect(strstr(sb.data, "1.100x (1.050-1.150)"), "%s", sb.data);
+  cr_expect(strstr(sb.data, acl_phase_name(ACL_PHASE_EXPLORING)), "%s", sb.data);
+  cr_expect(strstr(sb.data, "total: net saved +8.0 ms of 200.0 ms NCCL time (+4.00 %)"), "%s",
+            sb.data);
+  acl_sb_free(&sb);
+  acl_sb_init(&sb);
+  acl_report_json(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "\"decision\": null"), "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"speedup_low\": 1.05"), "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"totals\": {\"ranks\": 1"), "%s", sb.data);
+  acl_sb_free(&sb);
+  free(s);
 }

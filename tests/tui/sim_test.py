@@ -107,6 +107,22 @@ def main():
         scr = t.wait_for("sim", lambda s: len(t.table(s)) > 0)
         t.check("rows on screen", len(t.table(scr)) > 0, scr[:600])
         t.keys("sim", "q")
+        # One URL for the host: --local-ranks N finds every rank process.
+        one = [t.TOP, "--url", urls[0], "--local-ranks", str(len(ports))]
+        r1 = subprocess.run(one + ["--once", "--json"], capture_output=True, text=True,
+                            timeout=30, env=t.ENV)
+        doc1 = json.loads(r1.stdout) if r1.returncode == 0 else {}
+        t.check("one URL with --local-ranks %d: workloads of every rank process" % len(ports),
+                r1.returncode == 0 and len(ports) == 4 and
+                {w["source"] for w in doc1.get("workloads", [])} == set(urls), r1.stderr[-300:])
+        t.session("one", " ".join(one + ["-d", "0.5"]))
+
+        def ranks_on(scr):
+            return {c.get("RANK", "").strip() for _, c in t.table(scr)}
+        scr = t.wait_for("one", lambda s: len(ranks_on(s) - {""}) >= 4)
+        t.check("the screen shows the 4 ranks from one URL",
+                ranks_on(scr) >= {"0", "1", "2", "3"}, scr[:800])
+        t.keys("one", "q")
     finally:
         t.tmux("kill-server", check_rc=False)
         if proc.poll() is None:

@@ -104,3 +104,23 @@ Test(args, urls)
   url_bad("x@y", "unexpected '@'");
   url_bad("[zz]:1", "IPv6");
 }
+
+/* One URL for a host: --local-ranks N adds the ports of local ranks 1..N-1
+ * (AUTOCCL_HTTP_PORT + local rank), prefix and IPv6 kept. */
+Test(args, local_ranks_from_one_url)
+{
+  char err[256];
+  cr_assert_eq(PARSE(&o, err, "--url", "127.0.0.1:9464", "--local-ranks", "4"), 0, "%s", err);
+  cr_assert_eq(o.nurls, 4);
+  cr_expect_str_eq(o.urls[0], "http://127.0.0.1:9464");
+  cr_expect_str_eq(o.urls[3], "http://127.0.0.1:9467");
+  cr_assert_eq(PARSE(&o, err, "-u", "http://[::1]:9000/p", "-l2"), 0, "%s", err);
+  cr_assert_eq(o.nurls, 2);
+  cr_expect_str_eq(o.urls[1], "http://[::1]:9001/p");
+  cr_assert_eq(PARSE(&o, err, "-l", "3"), 0, "%s", err); /* the default URL */
+  cr_expect_str_eq(o.urls[2], "http://127.0.0.1:9466");
+  bad(ARGC("-l", "0"), ARGV("-l", "0"), "count of local ranks");
+  bad(ARGC("-u", "h:65535", "-l", "2"), ARGV("-u", "h:65535", "-l", "2"), "past 65535");
+  bad(ARGC("-u", "h:1", "-u", "h:2", "-l", "2"), ARGV("-u", "h:1", "-u", "h:2", "-l", "2"),
+      "given twice");
+}

@@ -144,7 +144,7 @@ def fmt_cand(c):
 
 
 def fmt_state(s):
-    return {"warmup": "warm-up", "retuning": "re-tuning"}.get(s, s or "-")
+    return s or "-"  # the plugin's names, unchanged (acl_phase_name)
 
 
 def label_of(state, comm_id):

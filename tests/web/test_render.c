@@ -177,6 +177,38 @@ Test(metrics, families_grouped_with_help_and_type)
   free(s);
 }
 
+/* The totals come first, before any other family, and are the sums of the
+ * workloads' figures; the ranks are the distinct rank numbers. */
+Test(metrics, totals_first)
+{
+  acl_snapshot_t *s = snap_new();
+  add_comm(s, 0x11, "dp", 0);
+  add_comm(s, 0x22, "tp", 1);
+  double saved[] = {0.5, -0.25, 2.0}, cost[] = {0.1, 0.0, 0.3};
+  for (int i = 0; i < 3; i++) {
+    acl_snap_workload_t *w = add_wl(s, i % 2, 4, 1024u << i);
+    w->has_net = true;
+    w->time_saved_seconds = saved[i];
+    w->exploration_cost_seconds = cost[i];
+    w->has_baseline = true;
+    w->baseline_seconds = 1e-3;
+    w->calls = 1000;
+  }
+  char *m = metrics_of(s);
+  const char *first = m;
+  while (*first == '#')
+    first = strchr(first, '\n') + 1;
+  cr_assert(strncmp(first, "autoccl_total_time_saved_seconds{host=\"node-1\"} 2.25\n",
+                    strlen("autoccl_total_time_saved_seconds{host=\"node-1\"} 2.25\n")) == 0,
+            "first sample: %.80s", first);
+  cr_assert(strstr(m, "autoccl_total_exploration_cost_seconds{host=\"node-1\"} 0.4\n"));
+  cr_assert(strstr(m, "autoccl_total_nccl_seconds{host=\"node-1\"} 3\n"));
+  cr_assert(strstr(m, "autoccl_total_ranks{host=\"node-1\"} 2\n"));
+  cr_assert(strstr(m, "autoccl_total_ranks") < strstr(m, "autoccl_build_info"));
+  free(m);
+  free(s);
+}
+
 Test(metrics, histogram_cumulative_and_inf_equals_count)
 {
   acl_snapshot_t *s = snap_new();

@@ -132,6 +132,9 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     o->best_seconds = r.best_seconds;
     o->has_speedup = r.speedup > 0;
     o->speedup = r.speedup;
+    o->has_speedup_ci = r.speedup_paired && r.speedup_lo > 0;
+    o->speedup_lo = r.speedup_lo;
+    o->speedup_hi = r.speedup_hi;
     o->has_busbw = r.busbw > 0;
     o->busbw = r.busbw;
     o->has_overlap = r.overlap >= 0;

@@ -99,6 +99,7 @@ static void proc_stop_locked(bool at_exit)
   }
   if (at_exit)
     acl_table_write_out_locked(); /* ranks NCCL never finalized */
+  acl_report_write_locked(at_exit);
   acl_prof_destroy(acl_proc.prof);
   if (acl_proc.prof)
     acl_trace_stop(); /* after the profiler: no sample arrives any more */
@@ -154,6 +155,7 @@ static void rank_unref_locked(acl_rank_t *r)
     /* finalize: this communicator's decisions go into AUTOCCL_TABLE_OUT */
     acl_table_keep_locked(r);
     acl_table_write_out_locked();
+    acl_report_keep_locked(r); /* before its segment goes */
   }
   acl_cons_destroy(r->cons);
   free(r->stats);

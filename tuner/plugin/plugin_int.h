@@ -142,5 +142,15 @@ void acl_chunk_choose(acl_chunk_pending_t *pe, const acl_candidate_t *c);
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);
 void acl_obs_stop_locked(void);
+/* The snapshot of /api/v1/state, built in two steps: the process's fields,
+ * then one rank at a time (the job report keeps ranks as they finalize). */
+void acl_obs_snap_head_locked(acl_snapshot_t *s);
+void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, struct acl_rank *r);
+
+/* plugin_report.c (AUTOCCL_REPORT); called with acl_proc.lock held. */
+void acl_report_keep_locked(struct acl_rank *r); /* r's rows outlive it */
+/* Writes the job report of the ranks kept (at_exit: and of those still live,
+ * which NCCL never finalized); then forgets them. */
+void acl_report_write_locked(bool at_exit);
 
 #endif

@@ -44,15 +44,21 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
   double esec = (double)atomic_load_explicit(&st->explore_ns, memory_order_relaxed) * 1e-9;
   uint64_t ecalls = atomic_load_explicit(&st->explore_calls, memory_order_relaxed);
   uint64_t dcalls = atomic_load_explicit(&st->decided_calls, memory_order_relaxed);
+  /* The decision's calls are priced at the speedup shown (measured
+   * interleaved with NCCL's choice), not at two robust times that may come
+   * from different interference regimes. */
+  bool paired = w->has_speedup_ci && w->has_baseline && w->speedup > 0;
+  double best = paired ? w->baseline_seconds / w->speedup : w->best_seconds;
   acl_nv_fold(&st->nv, ecalls, esamp, esec, dcalls, w->has_baseline, w->baseline_seconds,
-              w->has_best, w->best_seconds);
+              paired || w->has_best, best);
   w->has_net = st->nv.priced;
   w->time_saved_seconds = acl_nv_net(&st->nv);
   w->exploration_cost_seconds = st->nv.cost_seconds;
 }
 
-/* Fills s from every live rank. Takes acl_proc.lock. */
-static void snapshot_build(acl_snapshot_t *s)
+/* The process fields of s (hostname, pid, mode, profiler), no rank yet.
+ * acl_proc.lock held. */
+void acl_obs_snap_head_locked(acl_snapshot_t *s)
 {
   s->version = ACL_SNAPSHOT_VERSION;
   gethostname(s->hostname, sizeof(s->hostname) - 1);
@@ -61,8 +67,6 @@ static void snapshot_build(acl_snapshot_t *s)
   s->ncomms = 0;
   s->nworkloads = 0;
   s->workloads_truncated = false;
-
-  pthread_mutex_lock(&acl_proc.lock);
   s->local_rank = acl_proc.cfg.local_rank;
   snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
   s->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
@@ -71,42 +75,54 @@ static void snapshot_build(acl_snapshot_t *s)
     acl_prof_stats(acl_proc.prof, &s->profiler);
   else
     snprintf(s->profiler.source, sizeof(s->profiler.source), "none");
+}
 
-  for (acl_rank_t *r = acl_proc.ranks; r && s->ncomms < ACL_SNAP_MAX_COMMS; r = r->next) {
-    if (!r->has_tuner)
-      continue;
-    acl_snap_comm_t *c = &s->comms[s->ncomms];
-    memset(c, 0, sizeof(*c));
-    int room = ACL_SNAP_MAX_WORKLOADS - s->nworkloads;
-    acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
-    int n = 0;
-    if (r->cons) {
-      n = acl_cons_snapshot(r->cons, c, ws, room);
-      if (n < 0)
-        n = 0;
-    } else {
-      snprintf(c->role, sizeof(c->role), "%s",
-               acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
-    }
-    c->id = r->comm_id;
-    if (r->name[0])
-      snprintf(c->name, sizeof(c->name), "%s", r->name);
-    else
-      snprintf(c->name, sizeof(c->name), "%016llx", (unsigned long long)r->comm_id);
-    c->rank = r->rank;
-    c->nranks = r->nranks;
-    c->nnodes = r->nnodes;
-    for (int i = 0; i < n; i++) {
-      ws[i].comm = s->ncomms;
-      ws[i].rank = r->rank;
-      if (ws[i].widx < (uint32_t)r->nstats)
-        fill_stats(&ws[i], &r->stats[ws[i].widx]);
-    }
-    if (n == room && room > 0)
-      s->workloads_truncated = true;
-    s->nworkloads += n;
-    s->ncomms++;
+/* Appends rank r's communicator and workloads to s. acl_proc.lock held. */
+void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, acl_rank_t *r)
+{
+  if (s->ncomms >= ACL_SNAP_MAX_COMMS)
+    return;
+  acl_snap_comm_t *c = &s->comms[s->ncomms];
+  memset(c, 0, sizeof(*c));
+  int room = ACL_SNAP_MAX_WORKLOADS - s->nworkloads;
+  acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
+  int n = 0;
+  if (r->cons) {
+    n = acl_cons_snapshot(r->cons, c, ws, room);
+    if (n < 0)
+      n = 0;
+  } else {
+    snprintf(c->role, sizeof(c->role), "%s",
+             acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
   }
+  c->id = r->comm_id;
+  if (r->name[0])
+    snprintf(c->name, sizeof(c->name), "%s", r->name);
+  else
+    snprintf(c->name, sizeof(c->name), "%016llx", (unsigned long long)r->comm_id);
+  c->rank = r->rank;
+  c->nranks = r->nranks;
+  c->nnodes = r->nnodes;
+  for (int i = 0; i < n; i++) {
+    ws[i].comm = s->ncomms;
+    ws[i].rank = r->rank;
+    if (ws[i].widx < (uint32_t)r->nstats)
+      fill_stats(&ws[i], &r->stats[ws[i].widx]);
+  }
+  if (n == room && room > 0)
+    s->workloads_truncated = true;
+  s->nworkloads += n;
+  s->ncomms++;
+}
+
+/* Fills s from every live rank. Takes acl_proc.lock. */
+static void snapshot_build(acl_snapshot_t *s)
+{
+  pthread_mutex_lock(&acl_proc.lock);
+  acl_obs_snap_head_locked(s);
+  for (acl_rank_t *r = acl_proc.ranks; r; r = r->next)
+    if (r->has_tuner)
+      acl_obs_snap_add_rank_locked(s, r);
   pthread_mutex_unlock(&acl_proc.lock);
 }
 

@@ -143,6 +143,12 @@ typedef struct acl_search {
   double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
   uint64_t decision_call;   /* calls since tuning began when the decision was taken */
   uint64_t verdict_call;    /* ... when validation ended, 0 = not yet */
+  /* The decision against NCCL's own choice measured interleaved (same
+   * interference regime): log(t_nccl / t_decision) and its standard error,
+   * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
+  uint32_t pair_n;
+  uint32_t pad_p;
+  double pair_log, pair_se;
   /* Exploration budget (search_budget.c, docs/tuner.md): the extra time
    * spent on candidates other than the incumbent, on profiler events and on
    * first uses of a config, never above params.budget x the time the
@@ -183,7 +189,17 @@ typedef struct acl_search_report {
   uint32_t merged, outliers;
   uint8_t source;             /* ACL_SEARCH_SRC_*: where the decision came from */
   uint64_t samples;           /* samples the search has used */
+  /* speedup's interval (ACL_SEARCH_SPEEDUP_Z standard errors), 0 = none:
+   * only when speedup comes from the decision and NCCL's own choice measured
+   * interleaved (background validation), or is exactly 1 (the decision is
+   * NCCL's own choice). */
+  double speedup_lo, speedup_hi;
+  uint8_t speedup_paired;     /* 1 = speedup measured interleaved (or exactly 1) */
 } acl_search_report_t;
+/* The interval's width in standard errors: the bar at which validation
+ * reverts a decision (ACL_VAL_Z_DROP), so a converged decision's interval
+ * never lies wholly below 1. */
+#define ACL_SEARCH_SPEEDUP_Z 2.0
 
 /* Where a workload's decision comes from (acl_search_report_t.source). */
 #define ACL_SEARCH_SRC_NCCL 0     /* NCCL's own choice (also while exploring) */

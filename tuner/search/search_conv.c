@@ -37,6 +37,8 @@ static void adopt(acl_search_t *s, int id)
   s->drift_head = 0;
   s->drift_run = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
+  if (id == ACL_SEARCH_CAND_NCCL)
+    s->pair_n = 0; /* NCCL's own choice: its speedup is 1 by definition */
 }
 
 /* Validation is over (the caller fires the event that says why). */
@@ -155,8 +157,18 @@ void acl_search_converge(acl_search_t *s, int id)
 }
 
 /* The challenger wins: it becomes the decision, its samples the decision's. */
-static void promote(acl_search_t *s)
+static void promote(acl_search_t *s, double gain, double se)
 {
+  /* A refinement challenger faster than the decision by -gain (log): its
+   * speedup over NCCL's own choice composes with the decision's. */
+  if (s->challenger != ACL_SEARCH_CAND_NCCL && acl_search_is_nccl(s, s->current)) {
+    s->pair_log = -gain;
+    s->pair_se = se;
+    s->pair_n = s->val_n[1];
+  } else if (s->challenger != ACL_SEARCH_CAND_NCCL && s->pair_n > 0) {
+    s->pair_log -= gain;
+    s->pair_se = hypot(s->pair_se, se);
+  }
   adopt(s, s->challenger);
   s->val_n[0] = s->val_n[1];
   s->val_sum[0] = s->val_sum[1];
@@ -187,6 +199,18 @@ static void seed_failed(acl_search_t *s)
   retune(s);
 }
 
+/* The decision lost against NCCL's own choice: back to it (a table's
+ * decision: the workload explores as if the table were silent). */
+static void revert(acl_search_t *s, double gain, double se)
+{
+  if (s->from_table) {
+    seed_failed(s);
+    return;
+  }
+  promote(s, gain, se);
+  next_challenger(s);
+}
+
 /* Sequential test, looked at once per challenger block. Against NCCL's
  * choice (challenger 0): keep the decision when it is faster by
  * ACL_VAL_Z_KEEP standard errors, revert when it is slower by ACL_VAL_Z_DROP,
@@ -207,6 +231,13 @@ static void val_check(acl_search_t *s)
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
   if (acl_sm_base(s) == SM_VALIDATING) { /* against NCCL's own choice */
+    /* The speedup shown is this interleaved estimate, updated at the looks
+     * only: a decision measured slower (by ACL_VAL_Z_DROP standard errors)
+     * goes back to NCCL's choice at the same look, so no converged row
+     * shows a loss its interval confirms, and the test keeps its looks. */
+    s->pair_log = gain;
+    s->pair_se = se;
+    s->pair_n = nc;
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
@@ -217,12 +248,7 @@ static void val_check(acl_search_t *s)
         next_challenger(s);
       }
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
-      if (s->from_table) {
-        seed_failed(s);
-        return;
-      }
-      promote(s); /* back to NCCL's own choice */
-      next_challenger(s);
+      revert(s, gain, se);
     }
     return;
   }
@@ -231,7 +257,7 @@ static void val_check(acl_search_t *s)
   bool base = acl_search_is_nccl(s, s->current);
   double z = base ? ACL_REF_Z_BASE : ACL_REF_Z;
   if (-gain - z * se > (base ? ACL_SEARCH_PROV_MARGIN : 0.0)) {
-    promote(s);
+    promote(s, gain, se);
     next_challenger(s);
   } else if (-gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_REF_MAX) {
     next_challenger(s);
@@ -291,6 +317,7 @@ static void retune(acl_search_t *s)
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val_refines = 0;
+  s->pair_n = 0;
   for (int i = 0; i < s->ncands; i++)
     s->cands[i].tried = 0;
   val_reset(s);
@@ -464,8 +491,22 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   } else {
     r->best = s->cands[0].cand;
   }
-  if (r->baseline_seconds > 0.0 && r->best_seconds > 0.0)
+  if (decided && acl_search_is_nccl(s, cur)) {
+    r->speedup = r->speedup_lo = r->speedup_hi = 1.0;
+    r->speedup_paired = 1;
+  } else if (decided && s->pair_n >= ACL_VAL_MIN) {
+    /* measured interleaved with NCCL's own choice, never against a
+     * baseline from another interference regime */
+    r->speedup = exp(s->pair_log);
+    r->speedup_lo = exp(s->pair_log - ACL_SEARCH_SPEEDUP_Z * s->pair_se);
+    r->speedup_hi = exp(s->pair_log + ACL_SEARCH_SPEEDUP_Z * s->pair_se);
+    r->speedup_paired = 1;
+  } else if (!decided && r->baseline_seconds > 0.0 &&
+             r->best_seconds > 0.0) {
+    /* exploring: the best so far against the baseline, no interval */
     r->speedup = r->baseline_seconds / r->best_seconds;
+  }
+  /* else a decision not yet measured against NCCL's choice: unknown */
   const acl_search_cand_t *c = &s->cands[cur];
   if (c->nsamples > 0)
     r->busbw = acl_search_busbw(s, acl_search_trimmed_mean(c->seconds, c->nsamples));
