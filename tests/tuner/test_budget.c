@@ -99,7 +99,7 @@ Test(budget, long_run_explores_within_budget)
   run_calls(&s, 200000, &t, &worst);
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.current.algo, 1);
   cr_assert_eq(r.current.proto, 0);
   cr_assert_geq(r.current.nchannels, 32);
@@ -125,7 +125,7 @@ Test(budget, sampling_rule)
   run_calls(&s, 2000000, &t, NULL);
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.validating, 0);
   acl_search_next(&s, &c, &len);
   uint8_t shift = acl_search_sample_shift(&s);
@@ -166,7 +166,7 @@ Test(budget, clamped_candidates_are_merged)
   int sampled[ACL_NUM_ALGO][ACL_NUM_PROTO][65];
   memset(sampled, 0, sizeof sampled);
   uint64_t k = 0;
-  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+  while (k < 200000 && !acl_phase_decided(acl_search_phase(&s))) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(&s, &c, &len);
@@ -182,7 +182,7 @@ Test(budget, clamped_candidates_are_merged)
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_gt(r.merged, 0u, "nothing merged");
   /* At most one candidate per executed (algo, proto, channels) beyond the
    * first clamped one ran: count executed configs that two ids ran. */
@@ -212,7 +212,7 @@ Test(budget, nccl_pair_is_what_nccl_ran)
   acl_search_init(&s, &p, &small_key, cost);
   acl_search_hint_nccl(&s, 1, 0, 22); /* NCCL ran RING/LL/22 */
   uint64_t k = 0;
-  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+  while (k < 200000 && !acl_phase_decided(acl_search_phase(&s))) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(&s, &c, &len);
@@ -225,9 +225,48 @@ Test(budget, nccl_pair_is_what_nccl_ran)
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_neq(r.current.algo, 0, "converged on TREE, 2.4x slower than what NCCL ran");
   for (int i = 1; i < s.ncands; i++)
     if (s.cands[i].cand.algo == 0 && s.cands[i].judged)
       cr_assert_gt(s.cands[i].robust_seconds, 10e-6, "TREE credited with the baseline's samples");
+}
+
+/* The state the search reports is the real one: at the default budget a
+ * 64 KiB workload waits for the budget (NCCL's choice runs unsampled) before
+ * it measures, validates or refines; each wait lasts one block; the
+ * transition table covers every step (an event it lacks would turn the
+ * search off). */
+Test(budget, waiting_states_are_reported)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  int seen[ACL_PHASE_COUNT] = {0};
+  uint64_t k = 0;
+  while (k < 400000) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(&s, &c, &len);
+    acl_phase_t ph = acl_search_phase(&s);
+    seen[ph]++;
+    uint8_t shift = acl_search_sample_shift(&s);
+    if (ph == ACL_PHASE_WAIT_BUDGET || ph == ACL_PHASE_PAUSED) {
+      cr_assert_eq(shift, ACL_SEARCH_SAMPLE_NEVER, "a budget wait samples nothing");
+      cr_assert(ph == ACL_PHASE_PAUSED || c.algo == ACL_ALGO_NCCL, "NCCL's choice waits");
+    }
+    for (uint32_t j = 0; j < len; j++, k++)
+      if (shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0)
+        acl_search_add_sample(&s, id, small_time(NULL, &c, k), 0.0f);
+  }
+  cr_assert_eq(seen[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
+  cr_assert_gt(seen[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
+  cr_assert_gt(seen[ACL_PHASE_EXPLORING], 0);
+  cr_assert_gt(seen[ACL_PHASE_VALIDATING] + seen[ACL_PHASE_REFINING], 0);
+  cr_assert_gt(seen[ACL_PHASE_CONVERGED], 0, "never settled");
+  cr_assert_str_eq(acl_phase_name(ACL_PHASE_WAIT_BUDGET), "waiting-budget");
+  cr_assert_eq(acl_phase_parse("paused"), ACL_PHASE_PAUSED);
 }

@@ -316,7 +316,7 @@ static void prof_duty(acl_rank_t *r, acl_phase_t phase)
 {
   if (!acl_prof_is_cupti(acl_proc.prof))
     return; /* the NCCL-event source is gated per call instead */
-  if (phase != ACL_PHASE_CONVERGED && phase != ACL_PHASE_DISABLED) {
+  if (!acl_phase_decided(phase) && phase != ACL_PHASE_DISABLED) {
     atomic_store_explicit(&acl_proc.explore_seen, true, memory_order_relaxed);
     if (!atomic_load_explicit(&acl_proc.prof_active, memory_order_relaxed))
       prof_set_active(true);

@@ -102,7 +102,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
-  s->state = SM_WARMUP;
+  s->state = ACL_PHASE_WARMUP;
   s->cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
   s->overlap_conv = -1.0;
@@ -160,7 +160,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
     s->cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
-      acl_sm_decided(acl_sm_base(s)))
+      acl_phase_decided(acl_sm_base(s)))
     acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
   int b = acl_search_best_judged(s, true);
   s->best = (uint16_t)(b >= 0 ? b : 0);
@@ -170,7 +170,7 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
 {
   if (!s || nch <= 0 || nch > 4096)
     return;
-  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
+  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
@@ -181,7 +181,7 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
   if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
     return;
-  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
+  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return;
   s->nccl_algo = (int8_t)algo;
   s->nccl_proto = (int8_t)proto;
@@ -233,15 +233,15 @@ static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   acl_sm_fire(s, EV_NEXT_BLOCK);
-  if (s->state == SM_WARMUP) {
+  if (s->state == ACL_PHASE_WARMUP) {
     if (s->calls_planned < (uint64_t)s->params.warmup_calls)
       return warmup_block(s, out, len);
     acl_sm_fire(s, EV_WARMED);
   }
-  if (s->state == SM_BASELINE && s->cands[0].judged)
+  if (s->state == ACL_PHASE_BASELINE && s->cands[0].judged)
     acl_sm_fire(s, EV_MEASURED);
-  bool measuring = s->state == SM_EXPLORING || s->state == SM_RETUNING;
-  if (s->state == SM_BASELINE || (measuring && !s->cands[0].judged)) {
+  bool measuring = s->state == ACL_PHASE_EXPLORING || s->state == ACL_PHASE_RETUNING;
+  if (s->state == ACL_PHASE_BASELINE || (measuring && !s->cands[0].judged)) {
     double need = acl_search_baseline_need(s);
     if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
       return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
@@ -256,7 +256,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
      * ACL_SEARCH_PROV_MARGIN; validation then confirms or reverts it. */
     acl_search_converge(s, acl_search_explored_pick(s));
   }
-  if (acl_sm_decided(s->state))
+  if (acl_phase_decided(s->state))
     return acl_search_next_converged(s, out, len);
   /* Off: NCCL's own choice. */
   if (out)
@@ -278,14 +278,14 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
    * source that samples them anyway (CUPTI) has them dropped here, and the
    * consensus layer drops late ones by call index. */
   int st = acl_sm_base(s);
-  if (cand_id == ACL_SEARCH_CAND_NCCL && st == SM_WARMUP)
+  if (cand_id == ACL_SEARCH_CAND_NCCL && st == ACL_PHASE_WARMUP)
     return;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
   if (c->nsamples >= 3 && seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
   /* What exploring costs beyond the incumbent is charged to the budget. */
-  if (!acl_sm_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
+  if (!acl_phase_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
     acl_search_charge_sample(s, seconds, acl_search_ref_seconds(s));
   int slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples
                                                   : (int)(c->ntotal_lo % ACL_SEARCH_MAX_SAMPLES);
@@ -297,7 +297,7 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   if (c->got < 0xffff)
     c->got++;
 
-  if (acl_sm_decided(st)) {
+  if (acl_phase_decided(st)) {
     acl_search_converged_sample(s, cand_id, seconds, overlap);
     return;
   }

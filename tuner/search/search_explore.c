@@ -306,7 +306,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   s->current = (uint16_t)id;
   s->calls_planned += l;
   int st = acl_sm_base(s);
-  if ((st == SM_EXPLORING || st == SM_RETUNING) && !wait)
+  if ((st == ACL_PHASE_EXPLORING || st == ACL_PHASE_RETUNING) && !wait)
     s->explore_calls += l;
   if (wait)
     acl_sm_fire(s, EV_LATE);

@@ -60,24 +60,9 @@
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 
-/* search_sm.c: the state machine. acl_search_t.state changes only in
- * acl_sm_fire(); the states and the events are listed there with the
- * transition table (docs/tuner.md draws it). */
-typedef enum acl_sm_state {
-  SM_WARMUP = 0,    /* NCCL's choice runs, samples dropped */
-  SM_BASELINE,      /* NCCL's choice measured */
-  SM_EXPLORING,     /* candidates under test */
-  SM_CONVERGED,     /* decision applied, validation over (settled) */
-  SM_RETUNING,      /* drift: the baseline and candidates measured again */
-  SM_OFF,           /* NCCL's choice only */
-  SM_WAIT_BUDGET,   /* measuring waits for the budget: NCCL's choice, unsampled */
-  SM_WAIT_SAMPLES,  /* measuring waits for late samples: NCCL's choice, one probe */
-  SM_VALIDATING,    /* a decision interleaved with NCCL's choice until proven */
-  SM_REFINING,      /* a challenger interleaved with the proven decision */
-  SM_PAUSED,        /* validating or refining waits for the budget */
-  SM_COUNT
-} acl_sm_state_t;
-
+/* search_sm.c: the state machine. Its states are acl_phase_t (core/types.h,
+ * with their names); acl_search_t.state changes only in acl_sm_fire(), by
+ * the transition table there (docs/tuner.md draws it). */
 typedef enum acl_sm_event {
   EV_WARMED = 0,   /* the warm-up calls are handed out */
   EV_SEED_TABLE,   /* a tuning table's decision is taken (warm start) */
@@ -100,15 +85,11 @@ typedef enum acl_sm_event {
  * state turns the search off (NCCL's choice): a bug, never a crash. */
 void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev);
 /* The state the search is in when no block is waiting. */
-acl_sm_state_t acl_sm_base(const acl_search_t *s);
+acl_phase_t acl_sm_base(const acl_search_t *s);
 bool acl_sm_is_wait(int st);
-/* A decision is applied: converged, validating, refining (paused or not). */
-bool acl_sm_decided(int st);
 /* The validation runs: a challenger (NCCL's choice or a neighbour) is
  * interleaved with the decision. */
 bool acl_sm_validating(int st);
-/* The coarse phase other modules see (acl_search_phase). */
-acl_phase_t acl_sm_phase(const acl_search_t *s);
 
 /* search_budget.c: the exploration budget (docs/tuner.md). */
 double acl_search_budget_left(const acl_search_t *s);
