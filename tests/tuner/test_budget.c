@@ -33,10 +33,19 @@ static void small_cost(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
   table_only(cost, 6, a, p, us);
 }
 
+/* Blocks seen per state, and the budget waits that broke a rule (sampled,
+ * or ran other than NCCL's choice while measuring). */
+typedef struct seen {
+  int blocks[ACL_PHASE_COUNT];
+  int bad_waits;
+} seen_t;
+
 /* Drives whole blocks until at least n calls ran; returns how many calls
  * ran something other than NCCL's choice. *worst is the largest overspend
- * (spent - 3 % of the time so far) seen after any block. */
-static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+ * (spent - 3 % of the time so far) seen after any block; *seen (may be
+ * NULL) counts the states the blocks ran in. */
+static uint64_t run_calls_seen(acl_search_t *s, uint64_t n, double *time, double *worst,
+                               seen_t *seen)
 {
   uint64_t k = 0, other = 0;
   while (k < n) {
@@ -44,6 +53,14 @@ static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *wor
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
     uint8_t shift = acl_search_sample_shift(s);
+    acl_phase_t ph = acl_search_phase(s);
+    if (seen) {
+      seen->blocks[ph]++;
+      if ((ph == ACL_PHASE_WAIT_BUDGET || ph == ACL_PHASE_PAUSED) &&
+          (shift != ACL_SEARCH_SAMPLE_NEVER ||
+           (ph == ACL_PHASE_WAIT_BUDGET && c.algo != ACL_ALGO_NCCL)))
+        seen->bad_waits++;
+    }
     for (uint32_t j = 0; j < len; j++, k++) {
       double t = small_time(NULL, &c, k);
       *time += t;
@@ -58,6 +75,11 @@ static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *wor
       *worst = r.exploration_spent_seconds - 0.03 * *time;
   }
   return other;
+}
+
+static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+{
+  return run_calls_seen(s, n, time, worst, NULL);
 }
 
 /* A short run (300 warm-up + 50 timed calls, as nccl-tests or autoccl-bench
@@ -245,28 +267,15 @@ Test(budget, waiting_states_are_reported)
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
   small_cost(cost);
   acl_search_init(&s, &p, &small_key, cost);
-  int seen[ACL_PHASE_COUNT] = {0};
-  uint64_t k = 0;
-  while (k < 400000) {
-    acl_candidate_t c;
-    uint32_t len = 0;
-    int id = acl_search_next(&s, &c, &len);
-    acl_phase_t ph = acl_search_phase(&s);
-    seen[ph]++;
-    uint8_t shift = acl_search_sample_shift(&s);
-    if (ph == ACL_PHASE_WAIT_BUDGET || ph == ACL_PHASE_PAUSED) {
-      cr_assert_eq(shift, ACL_SEARCH_SAMPLE_NEVER, "a budget wait samples nothing");
-      cr_assert(ph == ACL_PHASE_PAUSED || c.algo == ACL_ALGO_NCCL, "NCCL's choice waits");
-    }
-    for (uint32_t j = 0; j < len; j++, k++)
-      if (shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0)
-        acl_search_add_sample(&s, id, small_time(NULL, &c, k), 0.0f);
-  }
-  cr_assert_eq(seen[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
-  cr_assert_gt(seen[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
-  cr_assert_gt(seen[ACL_PHASE_EXPLORING], 0);
-  cr_assert_gt(seen[ACL_PHASE_VALIDATING] + seen[ACL_PHASE_REFINING], 0);
-  cr_assert_gt(seen[ACL_PHASE_CONVERGED], 0, "never settled");
+  seen_t seen = {0};
+  double time = 0.0;
+  run_calls_seen(&s, 400000, &time, NULL, &seen);
+  cr_assert_eq(seen.bad_waits, 0, "a budget wait sampled, or ran other than NCCL's choice");
+  cr_assert_eq(seen.blocks[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
+  cr_assert_gt(seen.blocks[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
+  cr_assert_gt(seen.blocks[ACL_PHASE_EXPLORING], 0);
+  cr_assert_gt(seen.blocks[ACL_PHASE_VALIDATING] + seen.blocks[ACL_PHASE_REFINING], 0);
+  cr_assert_gt(seen.blocks[ACL_PHASE_CONVERGED], 0, "never settled");
   cr_assert_str_eq(acl_phase_name(ACL_PHASE_WAIT_BUDGET), "waiting-budget");
   cr_assert_eq(acl_phase_parse("paused"), ACL_PHASE_PAUSED);
 }

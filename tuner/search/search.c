@@ -27,11 +27,11 @@ void acl_search_params_default(acl_search_params_t *p)
   memset(p, 0, sizeof *p);
   p->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
   p->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
-  p->max_channels = 32;
-  p->nranks = 2;
-  p->drift_ratio = 0.8;
-  p->drift_window = 16;
-  p->prune_ratio = 1.15;
+  p->max_channels = ACL_SEARCH_DEFAULT_MAX_CHANNELS;
+  p->nranks = ACL_SEARCH_DEFAULT_NRANKS;
+  p->drift_ratio = ACL_SEARCH_DEFAULT_DRIFT_RATIO;
+  p->drift_window = ACL_SEARCH_DEFAULT_DRIFT_WINDOW;
+  p->prune_ratio = ACL_SEARCH_DEFAULT_PRUNE_RATIO;
   p->budget = ACL_CONFIG_BUDGET_PCT_DEFAULT / 100.0;
 }
 
@@ -72,10 +72,11 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(max_channels, p->max_channels > ACL_SEARCH_MAX_CHANNELS, ACL_SEARCH_MAX_CHANNELS)
   FIX(nranks, p->nranks < 1, 1)
   FIX(drift_ratio, !(p->drift_ratio > 0.0 && p->drift_ratio < 1.0), d.drift_ratio)
-  FIX(drift_window, p->drift_window < 4, 4)
+  FIX(drift_window, p->drift_window < ACL_SEARCH_MIN_DRIFT_WINDOW, ACL_SEARCH_MIN_DRIFT_WINDOW)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
-  FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
-  FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
+  FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < ACL_SEARCH_MAX_PRUNE_RATIO),
+      d.prune_ratio)
+  FIX(budget, !(p->budget >= 0.0 && p->budget <= ACL_SEARCH_MAX_BUDGET), d.budget)
   FIX(reserved, p->reserved != 0, 0)
 #undef FIX
   return n;
@@ -168,7 +169,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
 
 void acl_search_hint_channels(acl_search_t *s, int nch)
 {
-  if (!s || nch <= 0 || nch > 4096)
+  if (!s || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
   if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
@@ -189,7 +190,8 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
 
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
 {
-  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > 4096)
+  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 ||
+      nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
   acl_search_cand_t *c = &s->cands[cand_id];
   c->ran_ch = (int16_t)nch;
@@ -282,7 +284,8 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     return;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
-  if (c->nsamples >= 3 && seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
+  if (c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N &&
+      seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
   /* What exploring costs beyond the incumbent is charged to the budget. */
   if (!acl_phase_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)

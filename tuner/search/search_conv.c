@@ -76,7 +76,7 @@ static int pick_challenger(acl_search_t *s)
   int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
   /* Around NCCL's own choice one grid step is a few percent at most, too
    * little to prove against it: look two steps away. */
-  int reach = acl_search_is_nccl(s, s->current) ? 2 : 1;
+  int reach = acl_search_is_nccl(s, s->current) ? ACL_REF_REACH_NCCL : ACL_REF_REACH;
   for (int dir = 1; dir >= -1; dir -= 2) {
     int at = dc->axis_idx[0] + dir * reach;
     if (at < 0 || at >= n)
@@ -242,7 +242,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (acl_sm_validating(s->state) && s->val_handed / 2 >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK) {
+  if (acl_sm_validating(s->state) && s->val_handed / 2 >= ACL_VAL_MAX_BLOCKS) {
     /* samples are not arriving: NCCL's choice is the safe one */
     adopt(s, ACL_SEARCH_CAND_NCCL);
     val_over(s);

@@ -13,50 +13,15 @@
 
 #include "tuner/search/search.h"
 
-/* Tuning constants (documented in docs/tuner.md). */
-#define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */
-#define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
-#define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
-#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.15x best so far: judged early */
-#define ACL_SEARCH_EARLY2_N 2        /* first look at a candidate: 2 samples ... */
-#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.40x best so far: judged at once */
-#define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped */
-#define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning */
-#define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
-#define ACL_SEARCH_CONVERGED_BLOCK 1024u
-#define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
-#define ACL_SEARCH_NONE 0xff
+#include "tuner/search/search_tunables.h"
 
-/* Exploration budget (docs/tuner.md, measured on 2xH200 in
- * docs/benchmarks.md; the share itself is params.budget, AUTOCCL_EXPLORE_BUDGET):
- * what one call with NCCL's profiler events costs the host, and the one-time
- * cost charged for a config's first call. */
-#define ACL_SEARCH_EVENT_COST_S 5e-6
-#define ACL_SEARCH_SETUP_COST_S 5e-4
-/* NCCL's first calls of a size with profiler events cost milliseconds once
- * (2xH200: 5-11 ms, overhead.jsonl): charged before the baseline. */
-#define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
-#define ACL_SEARCH_WAIT_MIN 16u
-#define ACL_SEARCH_WAIT_MAX 8192u
-#define ACL_SEARCH_SAMPLE_WAITS 64 /* wait blocks for late samples before re-running */
-#define ACL_SEARCH_PROBE_SHIFT 4   /* a wait block (ACL_SEARCH_WAIT_MIN calls) samples one */
-#define ACL_SEARCH_OUTLIER 4.0 /* a sample > 4x its candidate's median */
-#define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped */
-
-/* Background validation (search_conv.c). */
-#define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks */
-#define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
-#define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
-#define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
-#define ACL_VAL_Z_KEEP 3.5   /* keep: gain > 3 standard errors */
-#define ACL_VAL_Z_LAST 2.5   /* keep at the last look (ACL_VAL_MAX samples) */
-#define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
-#define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
-#define ACL_REF_MAX 48u      /* samples of a refinement challenger */
-#define ACL_REF_Z 2.5        /* promote a challenger: faster by 2.5 standard errors */
-#define ACL_REF_Z_BASE 4.0   /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
-#define ACL_REF_MAX_TRIES 6  /* refinement challengers per tuning */
-#define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
+#define ACL_SEARCH_NONE 0xff /* no subspace / no grid index */
+/* Statistics work on a copy of at most this many samples (a candidate's
+ * ring, the drift window). */
+#define ACL_SEARCH_STAT_MAX 64
+_Static_assert(ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_STAT_MAX &&
+                   ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX,
+               "statistics see every kept sample");
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 
