@@ -8,21 +8,168 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/table.h"
+
+/* The choices of the ENUM rows, in the order of their enums. */
+static const char *const acl_config_mode_names[] = {"online", "static", "off", NULL};
+static const char *const acl_config_prof_names[] = {"auto", "cupti", "nccl", "off", NULL};
+static const char *const acl_config_level_names[] = {"error", "warn", "info", "debug", NULL};
+
+static bool acl_config_check_bind(char *s, size_t len);
+static bool acl_config_check_hostport(char *s, size_t len);
+static bool acl_config_check_salt(char *s, size_t len);
+
+/* Field sizes each type writes; STR (0) fills any char array. */
+#define ACL_SETSZ_ENUM sizeof(int)
+#define ACL_SETSZ_INT sizeof(int)
+#define ACL_SETSZ_BYTES sizeof(uint64_t)
+#define ACL_SETSZ_FLAG sizeof(bool)
+#define ACL_SETSZ_STR 0
+
+#define ACL_SETTING(NAME, TYPE, FIELD, DNUM, DSTR, LO, HI, CHOICES, CHECK, ACCEPTED, UNSET, UNIT, \
+                    READER, DOC)                                                               \
+  {#NAME,       ACL_SETTING_##TYPE,                                                            \
+   (long)offsetof(acl_config_t, FIELD), sizeof(((acl_config_t *)0)->FIELD),                     \
+   (long long)(DNUM), DSTR, (long long)(LO), (long long)(HI), CHOICES, CHECK, ACCEPTED, UNSET,  \
+   UNIT,        READER,                                                                        \
+   DOC},
+#define ACL_SETTING_DOC(NAME, TYPE, DSTR, ACCEPTED, UNIT, READER, DOC)                          \
+  {#NAME, ACL_SETTING_##TYPE, -1, 0, 0, DSTR, 0, 0, NULL, NULL, ACCEPTED, NULL, UNIT, READER, DOC},
+const acl_setting_t acl_settings[] = {
+#include "core/settings.def"
+};
+#undef ACL_SETTING
+#undef ACL_SETTING_DOC
+const size_t acl_nsettings = sizeof(acl_settings) / sizeof(acl_settings[0]);
+
+/* A row's type writes exactly its field's width. */
+#define ACL_SETTING(NAME, TYPE, FIELD, ...)                                                     \
+  _Static_assert(ACL_SETSZ_##TYPE == 0 || sizeof(((acl_config_t *)0)->FIELD) == ACL_SETSZ_##TYPE, \
+                 #NAME ": field width does not match its type");
+#define ACL_SETTING_DOC(...)
+#include "core/settings.def"
+#undef ACL_SETTING
+#undef ACL_SETTING_DOC
+
+static int nchoices(const char *const *c)
+{
+  int n = 0;
+  while (c && c[n])
+    n++;
+  return n;
+}
+
+const char *acl_mode_name(acl_mode_t m)
+{
+  return (unsigned)m < (unsigned)nchoices(acl_config_mode_names) ? acl_config_mode_names[m] : "?";
+}
+
+const char *acl_prof_src_name(acl_prof_src_t s)
+{
+  return (unsigned)s < (unsigned)nchoices(acl_config_prof_names) ? acl_config_prof_names[s] : "?";
+}
+
+const acl_setting_t *acl_setting_find(const char *name)
+{
+  for (size_t i = 0; name && i < acl_nsettings; i++)
+    if (strcmp(acl_settings[i].name, name) == 0)
+      return &acl_settings[i];
+  return NULL;
+}
+
+static void bytes_str(unsigned long long v, char *out, size_t len)
+{
+  static const char sfx[] = "KMGT";
+  int i = -1;
+  while (v && v % 1024 == 0 && i < 3) {
+    v /= 1024;
+    i++;
+  }
+  if (i < 0)
+    snprintf(out, len, "%llu", v);
+  else
+    snprintf(out, len, "%llu%c", v, sfx[i]);
+}
+
+void acl_setting_accepted(const acl_setting_t *s, char *out, size_t len)
+{
+  if (s->accepted) {
+    snprintf(out, len, "%s", s->accepted);
+    return;
+  }
+  char lo[32], hi[32];
+  switch (s->type) {
+  case ACL_SETTING_ENUM:
+    out[0] = '\0';
+    for (int i = 0; s->choices[i]; i++)
+      snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? ", " : "", s->choices[i]);
+    return;
+  case ACL_SETTING_INT:
+    snprintf(out, len, "integers from %lld to %lld", s->lo, s->hi);
+    return;
+  case ACL_SETTING_BYTES:
+    bytes_str((unsigned long long)s->lo, lo, sizeof(lo));
+    bytes_str((unsigned long long)s->hi, hi, sizeof(hi));
+    snprintf(out, len, "byte counts from %s to %s (suffix K, M, G or T)", lo, hi);
+    return;
+  case ACL_SETTING_STR:
+  case ACL_SETTING_FLAG:
+    snprintf(out, len, "any value");
+    return;
+  }
+  snprintf(out, len, "?");
+}
+
+void acl_setting_default(const acl_setting_t *s, char *out, size_t len)
+{
+  switch (s->type) {
+  case ACL_SETTING_ENUM:
+    snprintf(out, len, "%s", s->dnum >= 0 && s->dnum < nchoices(s->choices) ? s->choices[s->dnum]
+                                                                            : "?");
+    return;
+  case ACL_SETTING_INT:
+    if (s->unset)
+      snprintf(out, len, "%s", s->unset);
+    else
+      snprintf(out, len, "%lld", s->dnum);
+    return;
+  case ACL_SETTING_BYTES:
+    bytes_str((unsigned long long)s->dnum, out, len);
+    return;
+  case ACL_SETTING_STR:
+    snprintf(out, len, "%s", s->dstr && s->dstr[0] ? s->dstr : s->unset ? s->unset : "unset");
+    return;
+  case ACL_SETTING_FLAG:
+    snprintf(out, len, "unset");
+    return;
+  }
+  snprintf(out, len, "?");
+}
 
 void acl_config_defaults(acl_config_t *cfg)
 {
   memset(cfg, 0, sizeof(*cfg));
-  cfg->mode = ACL_MODE_ONLINE;
-  cfg->http_port = -1;
-  snprintf(cfg->http_bind, sizeof(cfg->http_bind), "127.0.0.1");
-  cfg->log_level = ACL_LOG_INFO; /* NCCL_DEBUG filters further */
-  cfg->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
-  cfg->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
-  cfg->explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
-  cfg->max_workloads = ACL_CONFIG_MAX_WORKLOADS_DEFAULT;
-  cfg->timeout_ms = ACL_CONFIG_TIMEOUT_MS_DEFAULT;
-  cfg->profiler = ACL_PROF_AUTO;
-  cfg->local_rank = 0;
+  for (size_t i = 0; i < acl_nsettings; i++) {
+    const acl_setting_t *s = &acl_settings[i];
+    if (s->offset < 0)
+      continue;
+    char *f = (char *)cfg + s->offset;
+    switch (s->type) {
+    case ACL_SETTING_ENUM:
+    case ACL_SETTING_INT:
+      *(int *)(void *)f = (int)s->dnum;
+      break;
+    case ACL_SETTING_BYTES:
+      *(uint64_t *)(void *)f = (uint64_t)s->dnum;
+      break;
+    case ACL_SETTING_FLAG:
+      *(bool *)(void *)f = s->dnum != 0;
+      break;
+    case ACL_SETTING_STR:
+      snprintf(f, s->size, "%s", s->dstr);
+      break;
+    }
+  }
 }
 
 bool acl_parse_int(const char *s, long lo, long hi, long *out)
@@ -57,59 +204,95 @@ static void bad(parser_t *p, const char *name, const char *value, const char *ac
     p->report(p->report_user, msg);
 }
 
-static int parse_enum(parser_t *p, const char *name, const char *const *names, int n, int dflt,
-                      const char *accepted)
+/* What the field holds now, in words, for "using ..." in a message. */
+static void current_str(const acl_setting_t *s, const char *f, char *out, size_t len)
 {
-  const char *v = p->get(p->get_user, name);
-  if (!v || !*v)
-    return dflt;
-  for (int i = 0; i < n; i++)
-    if (strcasecmp(v, names[i]) == 0)
-      return i;
-  bad(p, name, v, accepted, names[dflt]);
-  return dflt;
-}
-
-static int parse_intvar(parser_t *p, const char *name, long lo, long hi, int dflt)
-{
-  const char *v = p->get(p->get_user, name);
-  long out;
-  if (!v || !*v)
-    return dflt;
-  if (acl_parse_int(v, lo, hi, &out))
-    return (int)out;
-  char accepted[96], d[32];
-  snprintf(accepted, sizeof(accepted), "integers from %ld to %ld", lo, hi);
-  snprintf(d, sizeof(d), "%d", dflt);
-  bad(p, name, v, accepted, d);
-  return dflt;
-}
-
-static void parse_str(parser_t *p, const char *name, char *dst, size_t len)
-{
-  const char *v = p->get(p->get_user, name);
-  if (!v || !*v)
-    return;
-  if (strlen(v) >= len) {
-    char accepted[64];
-    snprintf(accepted, sizeof(accepted), "strings shorter than %zu bytes", len);
-    bad(p, name, v, accepted, dst[0] ? dst : "unset");
+  switch (s->type) {
+  case ACL_SETTING_ENUM: {
+    int v = *(const int *)(const void *)f;
+    snprintf(out, len, "%s", v >= 0 && v < nchoices(s->choices) ? s->choices[v] : "?");
     return;
   }
-  memcpy(dst, v, strlen(v) + 1);
+  case ACL_SETTING_INT: {
+    int v = *(const int *)(const void *)f;
+    if (s->unset && v == s->dnum)
+      snprintf(out, len, "%s", s->unset);
+    else
+      snprintf(out, len, "%d", v);
+    return;
+  }
+  case ACL_SETTING_BYTES:
+    bytes_str((unsigned long long)*(const uint64_t *)(const void *)f, out, len);
+    return;
+  case ACL_SETTING_STR:
+    snprintf(out, len, "%s", f[0] ? f : s->unset ? s->unset : "unset");
+    return;
+  case ACL_SETTING_FLAG:
+    snprintf(out, len, "%s", *(const bool *)(const void *)f ? "set" : "unset");
+    return;
+  }
 }
 
-static const char *const mode_names[] = {"online", "static", "off"};
-static const char *const prof_names[] = {"auto", "cupti", "nccl", "off"};
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
-
-const char *acl_mode_name(acl_mode_t m) { return (unsigned)m < 3 ? mode_names[m] : "?"; }
-const char *acl_prof_src_name(acl_prof_src_t s) { return (unsigned)s < 4 ? prof_names[s] : "?"; }
+/* One row: the variable's value, if set, into its field; an invalid value
+ * is reported and leaves the field as it was. */
+static void parse_row(parser_t *p, const acl_setting_t *s, acl_config_t *cfg)
+{
+  const char *v = p->get(p->get_user, s->name);
+  if (!v || !*v || s->offset < 0)
+    return;
+  char *f = (char *)cfg + s->offset;
+  char accepted[160], was[128];
+  long iv;
+  uint64_t bv;
+  switch (s->type) {
+  case ACL_SETTING_ENUM:
+    for (int i = 0; s->choices[i]; i++)
+      if (strcasecmp(v, s->choices[i]) == 0) {
+        *(int *)(void *)f = i;
+        return;
+      }
+    break;
+  case ACL_SETTING_INT:
+    if (acl_parse_int(v, (long)s->lo, (long)s->hi, &iv)) {
+      *(int *)(void *)f = (int)iv;
+      return;
+    }
+    break;
+  case ACL_SETTING_BYTES:
+    if (acl_parse_size(v, &bv) && bv >= (uint64_t)s->lo && bv <= (uint64_t)s->hi) {
+      *(uint64_t *)(void *)f = bv;
+      return;
+    }
+    break;
+  case ACL_SETTING_FLAG:
+    *(bool *)(void *)f = true;
+    return;
+  case ACL_SETTING_STR: {
+    char tmp[1024];
+    if (strlen(v) < s->size && strlen(v) < sizeof(tmp)) {
+      memcpy(tmp, v, strlen(v) + 1);
+      if (!s->check || s->check(tmp, s->size)) {
+        memcpy(f, tmp, strlen(tmp) + 1);
+        return;
+      }
+      acl_setting_accepted(s, accepted, sizeof(accepted));
+    } else {
+      snprintf(accepted, sizeof(accepted), "strings shorter than %zu bytes", s->size);
+    }
+    current_str(s, f, was, sizeof(was));
+    bad(p, s->name, v, accepted, was);
+    return;
+  }
+  }
+  acl_setting_accepted(s, accepted, sizeof(accepted));
+  current_str(s, f, was, sizeof(was));
+  bad(p, s->name, v, accepted, was);
+}
 
 /* The endpoint binds numeric addresses only; "localhost" is the one name
  * taken, as 127.0.0.1, so that a name is never resolved differently later.
  * "[::1]" is stored as "::1". false: not an address. */
-static bool normalise_bind(char *s, size_t len)
+static bool acl_config_check_bind(char *s, size_t len)
 {
   if (strcasecmp(s, "localhost") == 0) {
     snprintf(s, len, "127.0.0.1");
@@ -124,84 +307,52 @@ static bool normalise_bind(char *s, size_t len)
   return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
 }
 
-static bool valid_hostport(const char *s)
+static bool acl_config_check_hostport(char *s, size_t len)
 {
+  (void)len;
   const char *colon = strrchr(s, ':');
   long port;
   return colon && colon != s && acl_parse_int(colon + 1, 1, 65535, &port);
 }
 
+/* Part of a shared-memory name: nothing that could leave /dev/shm. */
+static bool acl_config_check_salt(char *s, size_t len)
+{
+  (void)len;
+  for (const char *c = s; *c; c++)
+    if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+      return false;
+  return true;
+}
+
+/* Read after AUTOCCL_LOCAL_RANK when it is unset: the launchers' conventions. */
+static const char *const local_rank_fallbacks[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                   "SLURM_LOCALID", "MPI_LOCALRANKID"};
+
 int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
                      acl_config_report_fn report, void *report_user)
 {
   parser_t p = {get, get_user, report, report_user, 0};
-  cfg->mode = (acl_mode_t)parse_enum(&p, "AUTOCCL_MODE", mode_names, 3, cfg->mode,
-                                     "online, static, off");
-  cfg->log_level = parse_enum(&p, "AUTOCCL_LOG", level_names, 4, cfg->log_level,
-                              "error, warn, info, debug");
-  cfg->profiler = (acl_prof_src_t)parse_enum(&p, "AUTOCCL_PROFILER", prof_names, 4,
-                                             cfg->profiler, "auto, cupti, nccl, off");
+  for (size_t i = 0; i < acl_nsettings; i++)
+    parse_row(&p, &acl_settings[i], cfg);
 
-  const char *port = get(get_user, "AUTOCCL_HTTP_PORT");
+  /* The launchers' local rank when ours is unset or invalid. */
+  const acl_setting_t *lr = acl_setting_find("AUTOCCL_LOCAL_RANK");
+  const char *own = get(get_user, lr->name);
   long v;
-  if (port && *port) {
-    if (acl_parse_int(port, 0, 65535, &v))
-      cfg->http_port = (int)v;
-    else
-      bad(&p, "AUTOCCL_HTTP_PORT", port, "a port number from 0 to 65535 (0 = any free port)",
-          "no HTTP endpoint");
-  }
-  char bind[sizeof(cfg->http_bind)];
-  memcpy(bind, cfg->http_bind, sizeof(bind));
-  parse_str(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind, sizeof(cfg->http_bind));
-  if (!normalise_bind(cfg->http_bind, sizeof(cfg->http_bind))) {
-    bad(&p, "AUTOCCL_HTTP_BIND", cfg->http_bind,
-        "a numeric IPv4 or IPv6 address, or localhost (= 127.0.0.1)", bind);
-    memcpy(cfg->http_bind, bind, sizeof(bind));
-  }
-  parse_str(&p, "AUTOCCL_TABLE", cfg->table_path, sizeof(cfg->table_path));
-  parse_str(&p, "AUTOCCL_TABLE_OUT", cfg->table_out, sizeof(cfg->table_out));
-  char coord[sizeof(cfg->coordinator)];
-  memcpy(coord, cfg->coordinator, sizeof(coord));
-  parse_str(&p, "AUTOCCL_COORDINATOR", cfg->coordinator, sizeof(cfg->coordinator));
-  if (cfg->coordinator[0] && !valid_hostport(cfg->coordinator)) {
-    bad(&p, "AUTOCCL_COORDINATOR", cfg->coordinator, "host:port with a port from 1 to 65535",
-        coord[0] ? coord : "MASTER_ADDR/MASTER_PORT");
-    memcpy(cfg->coordinator, coord, sizeof(coord));
-  }
-  cfg->warmup_calls =
-      parse_intvar(&p, "AUTOCCL_WARMUP", 0, ACL_CONFIG_WARMUP_MAX, cfg->warmup_calls);
-  cfg->samples_per_cand = parse_intvar(&p, "AUTOCCL_SAMPLES", ACL_CONFIG_SAMPLES_MIN,
-                                       ACL_CONFIG_SAMPLES_MAX, cfg->samples_per_cand);
-  cfg->explore_budget_pct = parse_intvar(&p, "AUTOCCL_EXPLORE_BUDGET", 0,
-                                         ACL_CONFIG_BUDGET_PCT_MAX, cfg->explore_budget_pct);
-  cfg->max_workloads = parse_intvar(&p, "AUTOCCL_MAX_WORKLOADS", 1, ACL_CONFIG_MAX_WORKLOADS_MAX,
-                                    cfg->max_workloads);
-  cfg->timeout_ms = parse_intvar(&p, "AUTOCCL_TIMEOUT_MS", ACL_CONFIG_TIMEOUT_MS_MIN,
-                                 ACL_CONFIG_TIMEOUT_MS_MAX, cfg->timeout_ms);
-
-  /* Local rank: ours first, then the launchers' conventions. */
-  static const char *const lr_vars[] = {"AUTOCCL_LOCAL_RANK", "LOCAL_RANK",
-                                        "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                        "MPI_LOCALRANKID"};
-  for (size_t i = 0; i < sizeof(lr_vars) / sizeof(lr_vars[0]); i++) {
-    const char *s = get(get_user, lr_vars[i]);
+  if (own && *own && acl_parse_int(own, (long)lr->lo, (long)lr->hi, &v))
+    return p.errors;
+  char accepted[64];
+  acl_setting_accepted(lr, accepted, sizeof(accepted));
+  for (size_t i = 0; i < sizeof(local_rank_fallbacks) / sizeof(*local_rank_fallbacks); i++) {
+    const char *s = get(get_user, local_rank_fallbacks[i]);
     if (!s || !*s)
       continue;
-    if (acl_parse_int(s, 0, 4095, &v)) {
+    if (acl_parse_int(s, (long)lr->lo, (long)lr->hi, &v)) {
       cfg->local_rank = (int)v;
       break;
     }
-    bad(&p, lr_vars[i], s, "integers from 0 to 4095", "the next source, else 0");
-  }
-  parse_str(&p, "AUTOCCL_SIM_FEED", cfg->sim_feed, sizeof(cfg->sim_feed));
-  parse_str(&p, "AUTOCCL_SHM_SALT", cfg->shm_salt, sizeof(cfg->shm_salt));
-  for (const char *c = cfg->shm_salt; *c; c++) {
-    if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
-      bad(&p, "AUTOCCL_SHM_SALT", cfg->shm_salt, "letters and digits", "unset");
-      cfg->shm_salt[0] = '\0';
-      break;
-    }
+    bad(&p, local_rank_fallbacks[i], s, accepted, "the next source, else 0");
   }
   return p.errors;
 }
@@ -222,4 +373,14 @@ int acl_config_from_env(acl_config_t *cfg)
 {
   acl_config_defaults(cfg);
   return acl_config_parse(cfg, env_get, NULL, env_report, NULL);
+}
+
+int acl_config_env_one(acl_config_t *cfg, const char *name)
+{
+  const acl_setting_t *s = acl_setting_find(name);
+  if (!s)
+    return -1;
+  parser_t p = {env_get, NULL, env_report, NULL, 0};
+  parse_row(&p, s, cfg);
+  return p.errors;
 }

@@ -1,11 +1,13 @@
-/* Every AUTOCCL_* environment variable, parsed in one place. An invalid value
- * is reported once (naming the variable and what it accepts) and the default
- * is used instead; nothing else changes. Documented in README.md. */
+/* Every AUTOCCL_* environment variable, parsed in one place from one table
+ * (core/settings.def). An invalid value is reported once (naming the
+ * variable and what it accepts) and the default is used instead; nothing
+ * else changes. README.md's table is generated from the same rows. */
 #ifndef ACL_CORE_CONFIG_H
 #define ACL_CORE_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum acl_mode {
   ACL_MODE_ONLINE = 0, /* tune during the job (default) */
@@ -37,6 +39,10 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_TIMEOUT_MS_DEFAULT 30000
 #define ACL_CONFIG_TIMEOUT_MS_MIN 100
 #define ACL_CONFIG_TIMEOUT_MS_MAX 3600000
+#define ACL_CONFIG_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per trace file: hours
+                                                     * of a busy job (docs/trace.md) */
+#define ACL_CONFIG_TRACE_MAX_MAX (1ull << 50)       /* 1 PiB: a bound, not a limit */
+#define ACL_CONFIG_LOCAL_RANK_MAX 4095              /* far above any host's GPU count */
 
 typedef struct acl_config {
   acl_mode_t mode;         /* AUTOCCL_MODE: online | static | off */
@@ -59,7 +65,44 @@ typedef struct acl_config {
   char sim_feed[128];      /* AUTOCCL_SIM_FEED: internal, set by autoccl-sim */
   char shm_salt[32];       /* AUTOCCL_SHM_SALT: internal, gives simulated hosts on one
                               machine their own consensus segments */
+  char trace_path[512];    /* AUTOCCL_TRACE: trace file template; "" = not recorded */
+  uint64_t trace_max;      /* AUTOCCL_TRACE_MAX: bytes per trace file */
+  char sim_traces[512];    /* AUTOCCL_SIM_TRACES: autoccl-sim's trace folder */
 } acl_config_t;
+
+/* One row of core/settings.def, for tools that list or check the settings. */
+typedef enum acl_setting_type {
+  ACL_SETTING_ENUM,  /* a name from a list, stored as its index (int) */
+  ACL_SETTING_INT,   /* a decimal integer in [lo, hi] (int) */
+  ACL_SETTING_STR,   /* a string shorter than the field, optionally checked */
+  ACL_SETTING_BYTES, /* a byte count with an optional K/M/G/T suffix (uint64_t) */
+  ACL_SETTING_FLAG,  /* set (any non-empty value) or not */
+} acl_setting_type_t;
+
+typedef struct acl_setting {
+  const char *name;
+  acl_setting_type_t type;
+  long offset;                /* into acl_config_t; -1: not parsed by core (documented only) */
+  size_t size;                /* of the field */
+  long long dnum;             /* default of ENUM/INT/BYTES/FLAG */
+  const char *dstr;           /* default of STR */
+  long long lo, hi;           /* INT/BYTES range */
+  const char *const *choices; /* ENUM, NULL-terminated */
+  bool (*check)(char *value, size_t len);
+  const char *accepted; /* NULL: generated from the type */
+  const char *unset;    /* what unset means, when the default is no value */
+  const char *unit, *reader, *doc;
+} acl_setting_t;
+
+extern const acl_setting_t acl_settings[];
+extern const size_t acl_nsettings;
+
+/* The row of a variable, or NULL. */
+const acl_setting_t *acl_setting_find(const char *name);
+/* What the row accepts, in words ("integers from 2 to 16", "online, static, off"). */
+void acl_setting_accepted(const acl_setting_t *s, char *out, size_t len);
+/* Its default, in words ("5", "online", "256M", or the UNSET text). */
+void acl_setting_default(const acl_setting_t *s, char *out, size_t len);
 
 typedef const char *(*acl_getenv_fn)(void *user, const char *name);
 /* Called once per problem with a complete human-readable message. */
@@ -71,6 +114,10 @@ int acl_config_parse(acl_config_t *cfg, acl_getenv_fn get, void *get_user,
                      acl_config_report_fn report, void *report_user);
 /* Process environment; problems go to acl_warn(). */
 int acl_config_from_env(acl_config_t *cfg);
+/* One variable from the process environment into cfg (tools that read only
+ * their own, e.g. AUTOCCL_SIM_TRACES); problems go to acl_warn(). Returns
+ * the number of invalid values (0 or 1); -1 for a name not in the table. */
+int acl_config_env_one(acl_config_t *cfg, const char *name);
 
 const char *acl_mode_name(acl_mode_t m);
 const char *acl_prof_src_name(acl_prof_src_t s);

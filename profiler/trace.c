@@ -16,6 +16,7 @@
 #endif
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 
 enum { REC_SAMPLE = 1, REC_DECISION = 2 };
@@ -382,27 +383,17 @@ void acl_trace_start(const acl_trace_opts_t *in)
 {
   acl_trace_opts_t o = in ? *in : (acl_trace_opts_t){0};
   const acl_trace_opts_t *opts = &o;
-  if (!o.path)
-    o.path = getenv("AUTOCCL_TRACE");
-  const char *m = getenv("AUTOCCL_TRACE_MAX");
-  if (!o.max_bytes && m && *m && o.path && *o.path) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(m, &end, 10);
-    int sh = 0;
-    if (*end == 'K' || *end == 'k')
-      sh = 10;
-    else if (*end == 'M' || *end == 'm')
-      sh = 20;
-    else if (*end == 'G' || *end == 'g')
-      sh = 30;
-    if (sh)
-      end++;
-    if (errno || end == m || *end || v == 0 || v > (1ull << 50) >> sh)
-      acl_warn("AUTOCCL_TRACE_MAX=%s: expected bytes > 0 (suffix K, M or G); using %llu", m,
-               (unsigned long long)ACL_TRACE_MAX_DEFAULT);
-    else
-      o.max_bytes = v << sh;
+  /* What the caller left out comes from the environment, through the one
+   * settings table (core/settings.def): same parser, same messages. */
+  acl_config_t env;
+  acl_config_defaults(&env);
+  if (!o.path) {
+    acl_config_env_one(&env, "AUTOCCL_TRACE");
+    o.path = env.trace_path;
+  }
+  if (!o.max_bytes && o.path && *o.path) {
+    acl_config_env_one(&env, "AUTOCCL_TRACE_MAX");
+    o.max_bytes = env.trace_max;
   }
   pthread_mutex_lock(&g_mu);
   if (g_refs++ > 0 || !opts->path || !*opts->path)

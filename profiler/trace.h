@@ -21,7 +21,7 @@
 
 #define ACL_TRACE_FORMAT "autoccl-trace"
 #define ACL_TRACE_VERSION 1
-#define ACL_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per file */
+#define ACL_TRACE_MAX_DEFAULT ACL_CONFIG_TRACE_MAX_DEFAULT /* bytes of text per file */
 #define ACL_TRACE_RING 16384                 /* records */
 #define ACL_TRACE_MAX_FILES 64               /* distinct files (%r: ranks) */
 

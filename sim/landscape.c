@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/config.h"
 #include "sim/landscape_int.h"
 
 extern const unsigned char acl_sim_h200_csv[];
@@ -84,6 +87,28 @@ fail:
 #define ACL_SIM_TRACE_DIR "sim/data/traces"
 #endif
 
+/* The shipped traces: beside the executable in the build tree (sim/meson.build
+ * copies them there), else where `meson install` put them (ACL_SIM_TRACE_DIR,
+ * under the install prefix). */
+static void shipped_traces(char *out, size_t len)
+{
+  char exe[1024];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *slash = NULL;
+  if (n > 0) {
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+  }
+  struct stat st;
+  if (slash) {
+    *slash = '\0';
+    int w = snprintf(out, len, "%.900s/traces", exe);
+    if (w > 0 && (size_t)w < len && stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+      return;
+  }
+  snprintf(out, len, "%s", ACL_SIM_TRACE_DIR);
+}
+
 acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, char *err,
                                         size_t errlen)
 {
@@ -124,18 +149,22 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
              spec);
     return NULL;
   }
-  const char *env = getenv("AUTOCCL_SIM_TRACES");
-  char dir[1024];
-  if (env && *env) {
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  acl_config_env_one(&cfg, "AUTOCCL_SIM_TRACES");
+  const char *env = cfg.sim_traces;
+  char dir[1100], base[1024];
+  if (*env) {
     snprintf(dir, sizeof dir, "%s", env);
   } else {
     /* recorded traces when shipped, else the ones derived from medians */
-    snprintf(dir, sizeof dir, "%s/h200x2", ACL_SIM_TRACE_DIR);
+    shipped_traces(base, sizeof base);
+    snprintf(dir, sizeof dir, "%s/h200x2", base);
     FILE *probe = fopen(dir, "r");
     if (probe)
       fclose(probe);
     else
-      snprintf(dir, sizeof dir, "%s/derived", ACL_SIM_TRACE_DIR);
+      snprintf(dir, sizeof dir, "%s/derived", base);
   }
   return acl_land_create_traces(dir, launch, err, errlen);
 }

@@ -105,6 +105,59 @@ Test(config, samples_range_is_the_searchs)
             reports[0]);
 }
 
+/* The settings table (core/settings.def): byte counts with suffixes, the
+ * range refused with the range named, tool variables, names not in it. */
+Test(config, table_types_and_tool_rows)
+{
+  kv_t ok[] = {{"AUTOCCL_TRACE_MAX", "64K"}, {"AUTOCCL_TRACE", "/tmp/t-%r.jsonl"},
+               {"AUTOCCL_SIM_TRACES", "/data/traces"}, {"AUTOCCL_SHM_SALT", "h1"},
+               {NULL, NULL}};
+  acl_config_t c;
+  cr_assert_eq(parse(ok, &c), 0, "%s", reports[0]);
+  cr_assert_eq(c.trace_max, 65536);
+  cr_assert_str_eq(c.trace_path, "/tmp/t-%r.jsonl");
+  cr_assert_str_eq(c.sim_traces, "/data/traces");
+  cr_assert_str_eq(c.shm_salt, "h1");
+  kv_t bad[] = {{"AUTOCCL_TRACE_MAX", "0"}, {"AUTOCCL_SHM_SALT", "../x"},
+                {"AUTOCCL_LOG", "loud"}, {NULL, NULL}};
+  cr_assert_eq(parse(bad, &c), 3);
+  cr_assert_eq(c.trace_max, ACL_CONFIG_TRACE_MAX_DEFAULT);
+  cr_assert_str_eq(c.shm_salt, "");
+  cr_assert(strstr(reports[0], "AUTOCCL_LOG") && strstr(reports[0], "error, warn, info, debug") &&
+                strstr(reports[0], "using info"),
+            "%s", reports[0]);
+  cr_assert(strstr(reports[1], "AUTOCCL_TRACE_MAX") && strstr(reports[1], "1 to 1024T") &&
+                strstr(reports[1], "using 256M"),
+            "%s", reports[1]);
+  cr_assert(strstr(reports[2], "AUTOCCL_SHM_SALT") && strstr(reports[2], "letters and digits"),
+            "%s", reports[2]);
+  cr_assert_eq(acl_config_env_one(&c, "AUTOCCL_NOT_A_SETTING"), -1);
+  cr_assert_null(acl_setting_find("AUTOCCL_NOT_A_SETTING"));
+}
+
+/* Every row: its default, in words, is what acl_config_defaults stores. */
+Test(config, every_row_has_a_default_and_wording)
+{
+  acl_config_t c;
+  acl_config_defaults(&c);
+  cr_assert_gt(acl_nsettings, 15);
+  for (size_t i = 0; i < acl_nsettings; i++) {
+    const acl_setting_t *s = &acl_settings[i];
+    char d[256], a[256];
+    acl_setting_default(s, d, sizeof(d));
+    acl_setting_accepted(s, a, sizeof(a));
+    cr_assert(d[0] && a[0] && s->doc[0] && s->reader[0], "%s", s->name);
+    cr_assert_eq(strncmp(s->name, "AUTOCCL_", 8), 0, "%s", s->name);
+    cr_assert_eq(acl_setting_find(s->name), s, "%s is listed twice", s->name);
+    if (s->type == ACL_SETTING_INT && s->offset >= 0)
+      cr_assert_eq(*(const int *)(const void *)((const char *)&c + s->offset), (int)s->dnum, "%s",
+                   s->name);
+  }
+  cr_assert_eq(c.warmup_calls, ACL_CONFIG_WARMUP_DEFAULT);
+  cr_assert_eq(c.trace_max, ACL_CONFIG_TRACE_MAX_DEFAULT);
+  cr_assert_eq(c.http_port, -1);
+}
+
 Test(config, local_rank_sources_in_order)
 {
   kv_t env[] = {{"OMPI_COMM_WORLD_LOCAL_RANK", "5"}, {"SLURM_LOCALID", "6"}, {NULL, NULL}};

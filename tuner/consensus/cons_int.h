@@ -1,5 +1,6 @@
-/* Internals of rank consensus, shared by consensus.c (decisions, samples),
- * cons_shm.c (segment lifetime, robust lock) and cons_obs.c (statistics).
+/* Internals of rank consensus, shared by consensus.c (decisions),
+ * cons_ring.c (published blocks), cons_shm.c (segment lifetime), cons_lock.c
+ * (robust lock, liveness) and cons_obs.c (samples, statistics).
  * The relay (relay.c) does not see them: consensus registers a serve
  * callback with it. Not used outside tuner/consensus/ (and its tests).
  * Layout notes: docs/consensus.md. */
@@ -216,9 +217,20 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
 /* Maps and joins (attached++); NULL with err on failure. */
 cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t errlen);
 void cons_seg_detach(acl_cons_t *c);
+
+/* cons_lock.c */
 /* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c. */
 int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen);
 void cons_unlock(cons_hdr_t *h);
+/* The lock without accounting: 0, or the pthread error (ETIMEDOUT). */
+int cons_lock_raw(cons_hdr_t *h, int timeout_ms);
+int cons_robust_lock_init(pthread_mutex_t *m);
+/* /proc/<pid>/stat start time; 0 unknown. */
+uint64_t cons_proc_start_time(pid_t pid);
+/* pid runs and (start != 0) is the same process that recorded start. */
+bool cons_proc_alive(int32_t pid, uint64_t start);
+/* Drops the entries (and attached ranks) of processes that are gone. */
+void cons_prune_dead_locked(cons_hdr_t *h);
 
 /* consensus.c: the decider step, shared with the relay server. Called with
  * the lock held. Finds or creates the workload (ACL_CONS_WIDX_NONE when the
@@ -235,6 +247,7 @@ int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *
  * it (the caller is then killed); with widx valid, also mark that workload
  * as being mutated. 0 on success. */
 int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
+/* cons_ring.c */
 /* Lock-free read of the block covering call: 0 hit, 1 not yet published,
  * -2 overwritten (call too old). */
 int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);
@@ -244,5 +257,9 @@ bool cons_ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b);
 bool cons_leader_here(acl_cons_t *c);
 /* Appends blk to w's ring (lock held), unless it is already there. */
 void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk);
+/* Publishes blk as the ring's next block (lock held). */
+void cons_ring_publish(cons_wl_t *w, const cons_blk_t *b);
+/* First call not covered by this host's blocks (lock-free). */
+uint64_t cons_ring_end(cons_wl_t *w);
 
 #endif

@@ -142,130 +142,6 @@ static uint64_t job_identity(void)
   return h;
 }
 
-static uint64_t proc_start_time(pid_t pid)
-{
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return 0;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')'); /* comm may contain spaces */
-  if (!p)
-    return 0;
-  /* after ")": state is field 3; starttime is field 22 */
-  int field = 2;
-  for (; *p && field < 22; p++)
-    if (*p == ' ')
-      field++;
-  return strtoull(p, NULL, 10);
-}
-
-static bool proc_alive(int32_t pid, uint64_t start)
-{
-  if (pid <= 0)
-    return false;
-  if (kill(pid, 0) != 0 && errno == ESRCH)
-    return false;
-  uint64_t now = proc_start_time(pid);
-  /* a recycled pid has another start time; unknown counts as alive */
-  return !(start && now && now != start);
-}
-
-static int robust_lock_init(pthread_mutex_t *m)
-{
-  pthread_mutexattr_t a;
-  if (pthread_mutexattr_init(&a))
-    return -1;
-  int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-  rc = rc ? rc : pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-  rc = rc ? rc : pthread_mutex_init(m, &a);
-  pthread_mutexattr_destroy(&a);
-  return rc ? -1 : 0;
-}
-
-/* Drops the entries (and attached ranks) of processes that are gone. */
-static void prune_dead_locked(cons_hdr_t *h)
-{
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++) {
-    if (h->procs[i].pid == getpid() || proc_alive(h->procs[i].pid, h->procs[i].start_time))
-      h->procs[k++] = h->procs[i];
-    else
-      h->attached = h->attached >= h->procs[i].refs ? h->attached - h->procs[i].refs : 0;
-  }
-  h->nprocs = k;
-}
-
-/* A dead holder may have left a workload half-updated: such a workload is
- * disabled (NCCL default, published consistently to every rank). */
-static void recover_locked(cons_hdr_t *h)
-{
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
-  if (n > (uint32_t)h->set.max_workloads)
-    n = (uint32_t)h->set.max_workloads;
-  for (uint32_t i = 0; i < n; i++) {
-    cons_wl_t *w = cons_wl(h, i);
-    if (w->dirty) {
-      w->dirty = 0;
-      w->disabled = 1;
-    }
-  }
-  prune_dead_locked(h);
-  h->recoveries++;
-}
-
-static int lock_raw(cons_hdr_t *h, int timeout_ms)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += timeout_ms / 1000;
-  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  int rc = pthread_mutex_trylock(&h->lock);
-  if (rc == EBUSY)
-    rc = pthread_mutex_timedlock(&h->lock, &ts);
-  if (rc == EOWNERDEAD) {
-    acl_warn("consensus: a process died holding the lock of comm %016llx; recovering",
-             (unsigned long long)h->comm_id);
-    recover_locked(h);
-    if (pthread_mutex_consistent(&h->lock) != 0)
-      return ENOTRECOVERABLE;
-    rc = 0;
-  }
-  return rc;
-}
-
-int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen)
-{
-  uint64_t t0 = acl_mono_ns();
-  int rc = lock_raw(h, timeout_ms);
-  uint64_t dt = acl_mono_ns() - t0;
-  if (c) {
-    atomic_fetch_add_explicit(&c->wait_ns, dt, memory_order_relaxed);
-    if (rc == 0)
-      atomic_fetch_add_explicit(&c->lock_acq, 1, memory_order_relaxed);
-  }
-  if (rc == 0)
-    return 0;
-  if (err)
-    snprintf(err, errlen, "consensus lock of comm %016llx %s", (unsigned long long)h->comm_id,
-             rc == ETIMEDOUT ? "not obtained within the timeout (AUTOCCL_TIMEOUT_MS): "
-                               "another rank holds it and does not progress"
-                             : "unusable (not recoverable)");
-  return -1;
-}
-
-void cons_unlock(cons_hdr_t *h)
-{
-  pthread_mutex_unlock(&h->lock);
-}
-
 /* alt > 0: the alternatives, tried in order when a name is not ours. */
 static void seg_name(char *out, size_t len, uint64_t comm_id, const char *ns, int alt)
 {
@@ -328,10 +204,10 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
   h->comm_id = c->comm_id;
   h->job_id = job_identity();
   h->generation = acl_mono_ns() ^ ((uint64_t)getpid() << 32);
-  h->creator_start = proc_start_time(getpid());
+  h->creator_start = cons_proc_start_time(getpid());
   h->set = c->set;
   cons_table_join_locked(h, c, true);
-  if (robust_lock_init(&h->lock) != 0) {
+  if (cons_robust_lock_init(&h->lock) != 0) {
     snprintf(err, errlen, "cannot initialise the robust process-shared mutex");
     munmap(p, size);
     return NULL;
@@ -349,12 +225,12 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
   uint64_t magic;
   while ((magic = atomic_load_explicit(&h->magic, memory_order_acquire)) != ACL_CONS_MAGIC) {
     int32_t cp = h->creator_pid;
-    if (magic != 0 && cp > 0 && proc_alive(cp, 0)) {
+    if (magic != 0 && cp > 0 && cons_proc_alive(cp, 0)) {
       snprintf(err, errlen, "consensus segment %s is corrupt (magic %016llx); not used; "
                "remove /dev/shm%s if no job uses it", name, (unsigned long long)magic, name);
       return JOIN_FAIL;
     }
-    if (cp > 0 && !proc_alive(cp, 0)) {
+    if (cp > 0 && !cons_proc_alive(cp, 0)) {
       /* crashed during init: nobody can have joined it */
       if (atomic_exchange(&h->retired, 1) == 0)
         shm_unlink(name);
@@ -383,7 +259,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
     return JOIN_FAIL;
   }
   char ebuf[200];
-  if (lock_raw(h, c->timeout_ms) != 0) {
+  if (cons_lock_raw(h, c->timeout_ms) != 0) {
     snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
              c->timeout_ms);
     return JOIN_FAIL;
@@ -394,7 +270,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
   }
   bool any_alive = false;
   for (uint32_t i = 0; i < h->nprocs && !any_alive; i++)
-    any_alive = proc_alive(h->procs[i].pid, h->procs[i].start_time);
+    any_alive = cons_proc_alive(h->procs[i].pid, h->procs[i].start_time);
   bool same_job = h->job_id == job_identity();
   if (!any_alive) {
     /* every process that ever attached is gone: a crashed job's leftover */
@@ -422,7 +298,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
              (unsigned long long)c->comm_id, ebuf);
     return JOIN_FAIL;
   }
-  proc_add_locked(h, getpid(), proc_start_time(getpid()));
+  proc_add_locked(h, getpid(), cons_proc_start_time(getpid()));
   h->attached++;
   cons_table_join_locked(h, c, false);
   cons_unlock(h);
@@ -497,11 +373,11 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, bool
  * never locked (nor recovered) by a process that is not theirs. */
 static bool any_alive_unlocked(const cons_hdr_t *h)
 {
-  if (atomic_load(&h->retired) || proc_alive(h->creator_pid, h->creator_start))
+  if (atomic_load(&h->retired) || cons_proc_alive(h->creator_pid, h->creator_start))
     return true;
   uint32_t n = h->nprocs < ACL_CONS_MAX_PROCS ? h->nprocs : ACL_CONS_MAX_PROCS;
   for (uint32_t i = 0; i < n; i++)
-    if (proc_alive(h->procs[i].pid, h->procs[i].start_time))
+    if (cons_proc_alive(h->procs[i].pid, h->procs[i].start_time))
       return true;
   return false;
 }
@@ -531,13 +407,13 @@ static void reclaim_one(void *user, const char *name)
   bool gone = false;
   if (magic != ACL_CONS_MAGIC) {
     /* never initialised: only its creator could finish it */
-    gone = h->creator_pid > 0 && !proc_alive(h->creator_pid, 0) &&
+    gone = h->creator_pid > 0 && !cons_proc_alive(h->creator_pid, 0) &&
            atomic_exchange(&h->retired, 1) == 0;
   } else if (h->layout == ACL_CONS_LAYOUT && h->hdr_size == sizeof(cons_hdr_t) &&
-             !any_alive_unlocked(h) && lock_raw(h, 200) == 0) {
-    bool alive = !atomic_load(&h->retired) && proc_alive(h->creator_pid, h->creator_start);
+             !any_alive_unlocked(h) && cons_lock_raw(h, 200) == 0) {
+    bool alive = !atomic_load(&h->retired) && cons_proc_alive(h->creator_pid, h->creator_start);
     for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && !alive; i++)
-      alive = proc_alive(h->procs[i].pid, h->procs[i].start_time);
+      alive = cons_proc_alive(h->procs[i].pid, h->procs[i].start_time);
     gone = !alive && atomic_exchange(&h->retired, 1) == 0;
     cons_unlock(h);
   }
@@ -620,7 +496,7 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
       m = NULL;
       goto out;
     }
-    if (lock_raw(m->hdr, c->timeout_ms) != 0) {
+    if (cons_lock_raw(m->hdr, c->timeout_ms) != 0) {
       snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
                c->timeout_ms);
       m = NULL;
@@ -644,8 +520,8 @@ void cons_seg_detach(acl_cons_t *c)
     return;
   pthread_mutex_lock(&maps_mu);
   cons_hdr_t *h = m->hdr;
-  if (lock_raw(h, c->timeout_ms) == 0) {
-    prune_dead_locked(h); /* a crashed rank must not keep the segment alive */
+  if (cons_lock_raw(h, c->timeout_ms) == 0) {
+    cons_prune_dead_locked(h); /* a crashed rank must not keep the segment alive */
     proc_del_locked(h, getpid());
     if (h->attached > 0)
       h->attached--;

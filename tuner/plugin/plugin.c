@@ -69,7 +69,9 @@ static void proc_start_locked(ncclDebugLogger_t log)
   if (!acl_proc.prof) {
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
     acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
-    acl_trace_start(&(acl_trace_opts_t){.mode = acl_mode_name(acl_proc.cfg.mode),
+    acl_trace_start(&(acl_trace_opts_t){.path = acl_proc.cfg.trace_path,
+                                        .max_bytes = acl_proc.cfg.trace_max,
+                                        .mode = acl_mode_name(acl_proc.cfg.mode),
                                         .profiler = acl_prof_src_name(acl_proc.cfg.profiler)});
     atomic_store(&acl_proc.prof_active, true);
     atomic_store(&acl_proc.last_explore_ns, acl_mono_ns());
