@@ -18,7 +18,8 @@
 #define MAX_SRC_LINES 4
 
 /* Each fits its header name plus the sort marker. */
-static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 10, 12, 18, 18, 8, 9, 8, 11, 9, 9};
+/* STATE fits "validating"; SUBSPACE "RING/SIMPLE": 160 columns show all but SOURCE */
+static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 10, 11, 18, 18, 8, 9, 8, 11, 9, 9};
 /* Narrow terminals drop these first; COMM, RANK, COLLECTIVE, SIZE, STATE and
  * SPEEDUP (66 columns with the marker) always stay, so two ranks' rows never
  * look alike, and SAVED still fits at 80. */
