@@ -7,12 +7,9 @@ acl_nv_class_t acl_nv_class(acl_phase_t ph, bool nccl_choice)
 {
   if (nccl_choice)
     return ACL_NV_FREE;
-  switch (ph) {
-  case ACL_PHASE_EXPLORING:
-  case ACL_PHASE_RETUNING: return ACL_NV_EXPLORE;
-  case ACL_PHASE_CONVERGED: return ACL_NV_DECIDED;
-  default: return ACL_NV_FREE;
-  }
+  if (acl_phase_decided(ph))
+    return ACL_NV_DECIDED;
+  return ph == ACL_PHASE_EXPLORING || ph == ACL_PHASE_RETUNING ? ACL_NV_EXPLORE : ACL_NV_FREE;
 }
 
 void acl_nv_fold(acl_netvalue_t *nv, uint64_t explore_calls, uint64_t explore_sampled,

@@ -92,6 +92,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   acl_sb_printf(sb, ", \"pipe_ops\": %d", (int)w->key.num_pipe_ops);
   acl_sb_puts(sb, ",\n     \"state\": ");
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
+  acl_sb_printf(sb, ", \"decided\": %s", acl_phase_decided(w->phase) ? "true" : "false");
   acl_sb_puts(sb, ", \"subspace\": ");
   put_subspace(sb, &w->current);
   acl_sb_puts(sb, ",\n     \"candidate\": ");
@@ -253,6 +254,7 @@ void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w
   acl_render_workload_head(out, s, w);
   acl_sb_puts(out, ", \"state\": ");
   acl_render_json_str(out, acl_phase_name(w->phase), 32);
+  acl_sb_printf(out, ", \"decided\": %s", acl_phase_decided(w->phase) ? "true" : "false");
   acl_sb_puts(out, ", \"step\": ");
   int n = clamp_traj(w->traj_len);
   if (n > 0)

@@ -35,7 +35,7 @@ void acl_report_totals(const acl_snapshot_t *s, acl_report_totals_t *t)
   for (int i = 0; i < nw; i++) {
     const acl_snap_workload_t *w = &s->workloads[i];
     t->workloads++;
-    t->converged += w->phase == ACL_PHASE_CONVERGED;
+    t->converged += acl_phase_decided(w->phase);
     t->calls += w->calls;
     double ns = acl_report_nccl_seconds(w);
     if (ns > 0)

@@ -13,8 +13,10 @@ static const char *const coll_short[ACL_NUM_COLL] = {
 static const char *const algo_names[ACL_NUM_ALGO] = {
     "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
 static const char *const proto_names[ACL_NUM_PROTO] = {"LL", "LL128", "SIMPLE"};
+/* Views and metric labels show these; the first six keep their meaning. */
 static const char *const phase_names[ACL_PHASE_COUNT] = {
-    "warmup", "baseline", "exploring", "converged", "retuning", "disabled"};
+    "warmup",         "baseline",        "exploring",  "converged", "retuning", "disabled",
+    "waiting-budget", "waiting-samples", "validating", "refining",  "paused"};
 
 const char *acl_coll_name(int c) { return c >= 0 && c < ACL_NUM_COLL ? coll_names[c] : "?"; }
 const char *acl_coll_short(int c) { return c >= 0 && c < ACL_NUM_COLL ? coll_short[c] : "unknown"; }
@@ -33,6 +35,11 @@ const char *acl_proto_name(int p) { return p >= 0 && p < ACL_NUM_PROTO ? proto_n
 const char *acl_phase_name(acl_phase_t ph)
 {
   return (unsigned)ph < ACL_PHASE_COUNT ? phase_names[ph] : "?";
+}
+bool acl_phase_decided(acl_phase_t ph)
+{
+  return ph == ACL_PHASE_CONVERGED || ph == ACL_PHASE_VALIDATING || ph == ACL_PHASE_REFINING ||
+         ph == ACL_PHASE_PAUSED;
 }
 
 static int find_name(const char *s, const char *const *names, int n)
@@ -61,6 +68,7 @@ int acl_algo_parse(const char *s)
   return find_name(s, algo_names, ACL_NUM_ALGO);
 }
 int acl_proto_parse(const char *s) { return find_name(s, proto_names, ACL_NUM_PROTO); }
+int acl_phase_parse(const char *s) { return find_name(s, phase_names, ACL_PHASE_COUNT); }
 
 bool acl_candidate_eq(const acl_candidate_t *a, const acl_candidate_t *b)
 {

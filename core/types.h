@@ -60,9 +60,14 @@ typedef enum acl_phase {
   ACL_PHASE_WARMUP = 0,    /* samples dropped, NCCL's choice runs */
   ACL_PHASE_BASELINE = 1,  /* NCCL's choice measured */
   ACL_PHASE_EXPLORING = 2, /* candidates under test */
-  ACL_PHASE_CONVERGED = 3, /* final decision applied */
-  ACL_PHASE_RETUNING = 4,  /* drift detected, exploring again */
+  ACL_PHASE_CONVERGED = 3, /* decision applied, validation over (settled) */
+  ACL_PHASE_RETUNING = 4,  /* drift detected, measuring again */
   ACL_PHASE_DISABLED = 5,  /* mode off or fallback to NCCL after a failure */
+  ACL_PHASE_WAIT_BUDGET = 6,  /* measuring waits for the exploration budget */
+  ACL_PHASE_WAIT_SAMPLES = 7, /* measuring waits for late samples */
+  ACL_PHASE_VALIDATING = 8,   /* a new decision runs against NCCL's choice */
+  ACL_PHASE_REFINING = 9,     /* a challenger runs against the proven decision */
+  ACL_PHASE_PAUSED = 10,      /* validating or refining waits for the budget */
   ACL_PHASE_COUNT
 } acl_phase_t;
 
@@ -80,7 +85,11 @@ const char *acl_coll_name(int coll);   /* "AllReduce" ... or "?" */
 const char *acl_coll_short(int coll);  /* "all_reduce" ... (metric labels) */
 const char *acl_algo_name(int algo);   /* "RING" ...; "NCCL" for ACL_ALGO_NCCL */
 const char *acl_proto_name(int proto); /* "SIMPLE" ... */
-const char *acl_phase_name(acl_phase_t ph); /* "warmup", "exploring", ... */
+/* "warmup", "exploring", "waiting-budget", ...: the one name table. */
+const char *acl_phase_name(acl_phase_t ph);
+/* A decision is applied (converged, validating, refining, paused). */
+bool acl_phase_decided(acl_phase_t ph);
+int acl_phase_parse(const char *s); /* a name above -> acl_phase_t; -1 when unknown */
 /* Where a workload's decision comes from (snapshot "source"): 0 NCCL's own
  * choice, 1 this run's exploration, 2 a tuning table (warm start). */
 #define ACL_NUM_SOURCES 3

@@ -71,6 +71,7 @@ void acl_sim_usage(FILE *f)
       "  -q, --quiet            no progress output\n"
       "  -v, --verbose          also print the plugin's INFO lines\n"
       "  --bench [ARGS]         run the landscape benchmark (--bench --help for its usage)\n"
+      "  --dump-states          print the search's state machine (Mermaid) and exit\n"
       "  -h, --help             this text\n"
       "\n"
       "Exit status: 0 all ranks agreed on every call and the plugin returned no error;\n"

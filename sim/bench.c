@@ -211,7 +211,7 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
     if (len == 0)
       len = 1;
     uint8_t shift = acl_search_sample_shift(s);
-    if (!prov_seen && acl_search_phase(s) == ACL_PHASE_CONVERGED) {
+    if (!prov_seen && acl_phase_decided(acl_search_phase(s))) {
       acl_search_report_t pr;
       acl_search_report(s, &pr);
       prov_seen = true;
@@ -245,11 +245,11 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   r->calls = k;
   acl_search_report_t rep;
   acl_search_report(s, &rep);
-  r->converged = rep.phase == ACL_PHASE_CONVERGED;
+  r->converged = acl_phase_decided(rep.phase);
   /* Not converged by the end: the exploration budget had it wait, which
    * runs NCCL's own choice, so that is what the job gets (the best measured
    * so far is only a guess, unvalidated). */
-  r->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : r->deflt;
+  r->final = r->converged ? rep.current : r->deflt;
   r->calls_to_converge = (uint32_t)rep.calls_to_converge;
   r->calls_to_final = (uint32_t)rep.calls_to_decision;
   r->calls_to_verdict = (uint32_t)rep.calls_to_verdict;

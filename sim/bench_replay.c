@@ -110,7 +110,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   }
   acl_search_report_t rep;
   acl_search_report(s, &rep);
-  out->final = rep.phase == ACL_PHASE_CONVERGED ? rep.current : rep.best;
+  out->final = acl_phase_decided(rep.phase) ? rep.current : rep.best;
   if (out->final.algo == ACL_ALGO_NCCL)
     out->final = def;
   double t_fin = acl_land_time(l, coll, nbytes, nranks, &out->final, interf);

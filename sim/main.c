@@ -25,6 +25,7 @@
 #include "sim/bench.h"
 #include "sim/nccl_model.h"
 #include "sim/sim.h"
+#include "tuner/search/search.h"
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig)
@@ -223,11 +224,46 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
   fflush(f);
 }
 
+/* The search's state machine as a Mermaid state diagram, from its
+ * transition table (docs/tuner.md holds a copy, checked by a test). */
+static void mermaid_id(char *buf, size_t len, acl_phase_t ph)
+{
+  snprintf(buf, len, "%s", acl_phase_name(ph));
+  for (char *p = buf; *p; p++)
+    if (*p == '-')
+      *p = '_';
+}
+
+static int dump_states(void)
+{
+  char a[32], b[32];
+  acl_phase_t from, to;
+  const char *ev;
+  puts("stateDiagram-v2");
+  for (int ph = 0; ph < ACL_PHASE_COUNT; ph++)
+    if (strchr(acl_phase_name((acl_phase_t)ph), '-')) {
+      mermaid_id(a, sizeof a, (acl_phase_t)ph);
+      printf("  state \"%s\" as %s\n", acl_phase_name((acl_phase_t)ph), a);
+    }
+  printf("  [*] --> %s\n", acl_phase_name(ACL_PHASE_WARMUP));
+  for (int i = 0; acl_search_transition(i, &from, &ev, &to) == 0; i++) {
+    mermaid_id(a, sizeof a, from);
+    mermaid_id(b, sizeof b, to);
+    printf("  %s --> %s: %s\n", a, b, ev);
+    if (acl_search_phase_waits(to)) /* a wait returns where it came from */
+      printf("  %s --> %s: next-block\n", b, a);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
-  for (int i = 1; i < argc; i++)
+  for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--bench") == 0)
       return acl_sim_bench_main(argc, argv);
+    if (strcmp(argv[i], "--dump-states") == 0)
+      return dump_states();
+  }
   acl_sim_opts_t o;
   int code = ACL_SIM_EXIT_USAGE;
   int rc = acl_sim_parse_args(argc, argv, &o, &code);

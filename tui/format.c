@@ -117,12 +117,23 @@ const char *acl_top_fmt_int(int64_t v, char *buf, size_t len)
   return buf;
 }
 
+bool acl_top_state_decided(const char *s)
+{
+  int ph = acl_phase_parse(s);
+  return ph >= 0 && acl_phase_decided((acl_phase_t)ph);
+}
+
 const char *acl_top_state_label(const char *s)
 {
   /* The plugin's own names (acl_phase_name), as the dashboard, the JSON
    * and the job report spell them: one name per state everywhere. */
   if (!s || !s[0])
     return "-";
+  /* the STATE column is 10 wide: the two longest names are shortened */
+  if (strcmp(s, "waiting-budget") == 0)
+    return "wait-budg";
+  if (strcmp(s, "waiting-samples") == 0)
+    return "wait-smpl";
   return s;
 }
 
@@ -159,7 +170,7 @@ const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, siz
   case ACL_TOP_COL_CAND: return acl_top_fmt_cand(&w->candidate, buf, len);
   case ACL_TOP_COL_BEST:
     /* NCCL's choice kept after a search: say how much was tried. */
-    if (w->best.known && !strcmp(w->best.algo, "NCCL") && !strcmp(w->state, "converged") &&
+    if (w->best.known && !strcmp(w->best.algo, "NCCL") && acl_top_state_decided(w->state) &&
         w->candidates_evaluated > 0) {
       snprintf(buf, len, "NCCL, %" PRId64 " tried", w->candidates_evaluated);
       return buf;

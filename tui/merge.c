@@ -139,7 +139,7 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
       else
         acl_top_comm_label(r->w->comm, NULL, r->comm_label, sizeof(r->comm_label));
       v->total++;
-      if (strcmp(r->w->state, "converged") == 0)
+      if (acl_top_state_decided(r->w->state))
         v->converged++;
       if (isfinite(r->w->time_saved_seconds))
         v->time_saved_seconds = (isfinite(v->time_saved_seconds) ? v->time_saved_seconds : 0.0) +
@@ -181,14 +181,19 @@ static int merged_order(const void *pa, const void *pb)
   return ua < ub ? -1 : ua > ub;
 }
 
+/* Sorting by state follows a workload's life, not the enum's numbering. */
 static int state_rank(const char *s)
 {
-  static const char *const order[] = {"warmup", "baseline", "exploring", "retuning",
-                                      "converged", "disabled"};
-  for (int i = 0; i < 6; i++)
-    if (strcmp(s, order[i]) == 0)
+  static const acl_phase_t order[] = {
+      ACL_PHASE_WARMUP,     ACL_PHASE_BASELINE,   ACL_PHASE_WAIT_BUDGET, ACL_PHASE_EXPLORING,
+      ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING, ACL_PHASE_VALIDATING,  ACL_PHASE_PAUSED,
+      ACL_PHASE_REFINING,   ACL_PHASE_CONVERGED,  ACL_PHASE_DISABLED};
+  _Static_assert(sizeof order / sizeof order[0] == ACL_PHASE_COUNT, "every state ranked");
+  int ph = acl_phase_parse(s);
+  for (int i = 0; i < ACL_PHASE_COUNT; i++)
+    if (ph >= 0 && order[i] == (acl_phase_t)ph)
       return i;
-  return s[0] ? 6 : -1; /* unknown spelling after known ones; empty = unknown */
+  return s[0] ? ACL_PHASE_COUNT : -1; /* unknown spelling after known ones; empty = unknown */
 }
 
 typedef struct sortctx {

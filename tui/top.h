@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "core/strbuf.h"
+#include "core/types.h"
 
 #define ACL_TOP_SCHEMA_VERSION 1
 #define ACL_TOP_MAX_TRAJ 64         /* server ring size; older points dropped */
@@ -205,6 +206,8 @@ const char *acl_top_fmt_seconds(double s, char *buf, size_t len);     /* "1.2 ms
 const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len); /* "+1.2 ms", "-3.0 us" */
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len);
 const char *acl_top_state_label(const char *state);                 /* as sent, "-" if none */
+/* A state name whose workload has a decision applied (core/types.h). */
+bool acl_top_state_decided(const char *state);
 /* One cell of the table for row r and column c. */
 const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, size_t len);
 

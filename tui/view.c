@@ -19,7 +19,8 @@
 #define MAX_SRC_LINES 4
 
 /* Each fits its header name plus the sort marker. */
-static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9, 9};
+/* STATE fits "validating"; SUBSPACE "RING/SIMPLE": 160 columns show all but SOURCE */
+static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 10, 11, 18, 18, 8, 9, 8, 11, 9, 9};
 /* Narrow terminals drop these first; COMM, RANK, COLLECTIVE, SIZE, STATE and
  * SPEEDUP (66 columns with the marker) always stay, so two ranks' rows never
  * look alike, and SAVED still fits at 80. */
@@ -89,17 +90,20 @@ static attr_t state_attr(const acl_top_ui_t *u, const char *st)
 {
   if (!u->color)
     return 0;
-  if (!strcmp(st, "converged"))
-    return COLOR_PAIR(ACL_TOP_PAIR_GOOD);
-  if (!strcmp(st, "exploring"))
-    return COLOR_PAIR(ACL_TOP_PAIR_BUSY);
-  if (!strcmp(st, "retuning"))
-    return COLOR_PAIR(ACL_TOP_PAIR_RETUNE);
-  if (!strcmp(st, "warmup") || !strcmp(st, "baseline"))
-    return COLOR_PAIR(ACL_TOP_PAIR_WARM);
-  if (!strcmp(st, "disabled"))
-    return COLOR_PAIR(ACL_TOP_PAIR_BAD);
-  return 0;
+  switch (acl_phase_parse(st)) {
+  case ACL_PHASE_CONVERGED: return COLOR_PAIR(ACL_TOP_PAIR_GOOD);
+  case ACL_PHASE_EXPLORING:
+  case ACL_PHASE_VALIDATING:
+  case ACL_PHASE_REFINING: return COLOR_PAIR(ACL_TOP_PAIR_BUSY);
+  case ACL_PHASE_RETUNING: return COLOR_PAIR(ACL_TOP_PAIR_RETUNE);
+  case ACL_PHASE_WARMUP:
+  case ACL_PHASE_BASELINE:
+  case ACL_PHASE_WAIT_BUDGET:
+  case ACL_PHASE_WAIT_SAMPLES:
+  case ACL_PHASE_PAUSED: return COLOR_PAIR(ACL_TOP_PAIR_WARM);
+  case ACL_PHASE_DISABLED: return COLOR_PAIR(ACL_TOP_PAIR_BAD);
+  default: return 0;
+  }
 }
 
 /* Which columns fit in w, in table order. */

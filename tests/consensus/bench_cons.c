@@ -69,7 +69,7 @@ int main(int argc, char **argv)
   acl_snap_workload_t *ws = calloc(NW, sizeof(*ws));
   int n = acl_cons_snapshot(c[0], NULL, ws, NW), conv = 0;
   for (int i = 0; i < n; i++)
-    conv += ws[i].phase == ACL_PHASE_CONVERGED;
+    conv += acl_phase_decided(ws[i].phase);
 
   /* converged path: batches of 1000 calls of one converged workload */
   acl_wkey_t k = th_key(id, 4, 4096u);

@@ -58,6 +58,12 @@ Test(netvalue, classes)
   /* NCCL's own choice is the baseline whatever the phase. */
   cr_expect_eq(acl_nv_class(ACL_PHASE_EXPLORING, true), ACL_NV_FREE);
   cr_expect_eq(acl_nv_class(ACL_PHASE_CONVERGED, true), ACL_NV_FREE);
+  /* the states a decision is applied in count as decided; waits as free */
+  cr_expect_eq(acl_nv_class(ACL_PHASE_VALIDATING, false), ACL_NV_DECIDED);
+  cr_expect_eq(acl_nv_class(ACL_PHASE_REFINING, false), ACL_NV_DECIDED);
+  cr_expect_eq(acl_nv_class(ACL_PHASE_PAUSED, false), ACL_NV_DECIDED);
+  cr_expect_eq(acl_nv_class(ACL_PHASE_WAIT_BUDGET, true), ACL_NV_FREE);
+  cr_expect_eq(acl_nv_class(ACL_PHASE_WAIT_SAMPLES, true), ACL_NV_FREE);
 }
 
 /* Sampling: 40 exploration calls of which 1 in 4 measured (10 samples at

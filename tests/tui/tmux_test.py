@@ -19,7 +19,7 @@ SOCK = "acltop%d" % os.getpid()
 ENV = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8")
 for k in ("NO_COLOR", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
     ENV.pop(k, None)
-COLW = [16, 5, 13, 9, 9, 12, 18, 18, 8, 9, 8, 11, 9]
+COLW = [16, 5, 13, 9, 10, 11, 18, 18, 8, 9, 8, 11, 9]
 COLS = ["COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE", "BEST",
         "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS"]
 KEEP80 = ["COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SPEEDUP"]

@@ -50,7 +50,7 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
-    if (acl_search_phase(s) == ACL_PHASE_CONVERGED) {
+    if (acl_phase_decided(acl_search_phase(s))) {
       acl_search_report_t r;
       acl_search_report(s, &r);
       if (!o->settle || !r.validating)

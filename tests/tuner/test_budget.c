@@ -33,10 +33,19 @@ static void small_cost(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
   table_only(cost, 6, a, p, us);
 }
 
+/* Blocks seen per state, and the budget waits that broke a rule (sampled,
+ * or ran other than NCCL's choice while measuring). */
+typedef struct seen {
+  int blocks[ACL_PHASE_COUNT];
+  int bad_waits;
+} seen_t;
+
 /* Drives whole blocks until at least n calls ran; returns how many calls
  * ran something other than NCCL's choice. *worst is the largest overspend
- * (spent - 3 % of the time so far) seen after any block. */
-static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+ * (spent - 3 % of the time so far) seen after any block; *seen (may be
+ * NULL) counts the states the blocks ran in. */
+static uint64_t run_calls_seen(acl_search_t *s, uint64_t n, double *time, double *worst,
+                               seen_t *seen)
 {
   uint64_t k = 0, other = 0;
   while (k < n) {
@@ -44,6 +53,14 @@ static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *wor
     uint32_t len = 0;
     int id = acl_search_next(s, &c, &len);
     uint8_t shift = acl_search_sample_shift(s);
+    acl_phase_t ph = acl_search_phase(s);
+    if (seen) {
+      seen->blocks[ph]++;
+      if ((ph == ACL_PHASE_WAIT_BUDGET || ph == ACL_PHASE_PAUSED) &&
+          (shift != ACL_SEARCH_SAMPLE_NEVER ||
+           (ph == ACL_PHASE_WAIT_BUDGET && c.algo != ACL_ALGO_NCCL)))
+        seen->bad_waits++;
+    }
     for (uint32_t j = 0; j < len; j++, k++) {
       double t = small_time(NULL, &c, k);
       *time += t;
@@ -58,6 +75,11 @@ static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *wor
       *worst = r.exploration_spent_seconds - 0.03 * *time;
   }
   return other;
+}
+
+static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+{
+  return run_calls_seen(s, n, time, worst, NULL);
 }
 
 /* A short run (300 warm-up + 50 timed calls, as nccl-tests or autoccl-bench
@@ -99,7 +121,7 @@ Test(budget, long_run_explores_within_budget)
   run_calls(&s, 200000, &t, &worst);
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.current.algo, 1);
   cr_assert_eq(r.current.proto, 0);
   cr_assert_geq(r.current.nchannels, 32);
@@ -125,7 +147,7 @@ Test(budget, sampling_rule)
   run_calls(&s, 2000000, &t, NULL);
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.validating, 0);
   acl_search_next(&s, &c, &len);
   uint8_t shift = acl_search_sample_shift(&s);
@@ -166,7 +188,7 @@ Test(budget, clamped_candidates_are_merged)
   int sampled[ACL_NUM_ALGO][ACL_NUM_PROTO][65];
   memset(sampled, 0, sizeof sampled);
   uint64_t k = 0;
-  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+  while (k < 200000 && !acl_phase_decided(acl_search_phase(&s))) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(&s, &c, &len);
@@ -182,7 +204,7 @@ Test(budget, clamped_candidates_are_merged)
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_gt(r.merged, 0u, "nothing merged");
   /* At most one candidate per executed (algo, proto, channels) beyond the
    * first clamped one ran: count executed configs that two ids ran. */
@@ -212,7 +234,7 @@ Test(budget, nccl_pair_is_what_nccl_ran)
   acl_search_init(&s, &p, &small_key, cost);
   acl_search_hint_nccl(&s, 1, 0, 22); /* NCCL ran RING/LL/22 */
   uint64_t k = 0;
-  while (k < 200000 && acl_search_phase(&s) != ACL_PHASE_CONVERGED) {
+  while (k < 200000 && !acl_phase_decided(acl_search_phase(&s))) {
     acl_candidate_t c;
     uint32_t len = 0;
     int id = acl_search_next(&s, &c, &len);
@@ -225,9 +247,35 @@ Test(budget, nccl_pair_is_what_nccl_ran)
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_neq(r.current.algo, 0, "converged on TREE, 2.4x slower than what NCCL ran");
   for (int i = 1; i < s.ncands; i++)
     if (s.cands[i].cand.algo == 0 && s.cands[i].judged)
       cr_assert_gt(s.cands[i].robust_seconds, 10e-6, "TREE credited with the baseline's samples");
+}
+
+/* The state the search reports is the real one: at the default budget a
+ * 64 KiB workload waits for the budget (NCCL's choice runs unsampled) before
+ * it measures, validates or refines; each wait lasts one block; the
+ * transition table covers every step (an event it lacks would turn the
+ * search off). */
+Test(budget, waiting_states_are_reported)
+{
+  acl_search_t s;
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  small_cost(cost);
+  acl_search_init(&s, &p, &small_key, cost);
+  seen_t seen = {0};
+  double time = 0.0;
+  run_calls_seen(&s, 400000, &time, NULL, &seen);
+  cr_assert_eq(seen.bad_waits, 0, "a budget wait sampled, or ran other than NCCL's choice");
+  cr_assert_eq(seen.blocks[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
+  cr_assert_gt(seen.blocks[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
+  cr_assert_gt(seen.blocks[ACL_PHASE_EXPLORING], 0);
+  cr_assert_gt(seen.blocks[ACL_PHASE_VALIDATING] + seen.blocks[ACL_PHASE_REFINING], 0);
+  cr_assert_gt(seen.blocks[ACL_PHASE_CONVERGED], 0, "never settled");
+  cr_assert_str_eq(acl_phase_name(ACL_PHASE_WAIT_BUDGET), "waiting-budget");
+  cr_assert_eq(acl_phase_parse("paused"), ACL_PHASE_PAUSED);
 }

@@ -115,7 +115,7 @@ Test(search, phases_in_order_and_warmup_dropped)
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0, "did not converge");
   acl_search_report(&s, &r);
-  cr_assert_eq(r.phase, ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.best.algo, 1);
   cr_assert_eq(r.best.proto, 2);
   cr_assert_eq(r.best.nchannels, 24);
@@ -216,15 +216,15 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   /* One huge outlier among normal samples: stays converged. */
   for (int i = 0; i < 100; i++)
     acl_search_add_sample(&s, id, i == 50 ? 100.0 * t : t, 0.0f);
-  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(acl_search_phase(&s)));
   /* Mildly slower (10%), sustained: below the drift threshold, stays. */
   for (int i = 0; i < 100; i++)
     acl_search_add_sample(&s, id, 1.1 * t, 0.0f);
-  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(acl_search_phase(&s)));
   /* Sustained 2x slower: re-tunes once the rule held over a second window
    * (the median flips after half a window, then a window of evidence). */
   int i = 0;
-  for (; i < 128 && acl_search_phase(&s) == ACL_PHASE_CONVERGED; i++)
+  for (; i < 128 && acl_phase_decided(acl_search_phase(&s)); i++)
     acl_search_add_sample(&s, id, 2.0 * t, 0.0f);
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING);
   cr_assert_gt(i, s.params.drift_window, "re-tuned after %d samples: one window is no proof", i);
@@ -237,7 +237,7 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0);
-  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(acl_search_phase(&s)));
 }
 
 /* Overlap comes in CUPTI's windows (the default source) and is unknown
@@ -482,7 +482,7 @@ static double fooled_time(void *user, const acl_candidate_t *c, uint64_t call)
   fooled_t *f = user;
   /* While exploring, the tuner's candidates look 20% faster than they are. */
   double t = model_time(&f->m, c, call);
-  bool exploring = acl_search_phase(f->s) != ACL_PHASE_CONVERGED;
+  bool exploring = !acl_phase_decided(acl_search_phase(f->s));
   return c->algo != ACL_ALGO_NCCL && exploring ? 0.8 * t : t;
 }
 
@@ -650,7 +650,7 @@ Test(search, heavy_tailed_noise_never_retunes)
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+  cr_assert(acl_phase_decided(acl_search_phase(&s)));
   cr_assert_eq(r.retunes, 0);
   cr_assert_gt(r.outliers, 600u, "outliers classified: %u", r.outliers);
 }
@@ -671,13 +671,13 @@ Test(search, retunes_back_off)
       id = acl_search_next(&s, &c, &len);
     double t = s.converged_seconds;
     int i = 0;
-    for (; i < 4096 && acl_search_phase(&s) == ACL_PHASE_CONVERGED; i++)
+    for (; i < 4096 && acl_phase_decided(acl_search_phase(&s)); i++)
       acl_search_add_sample(&s, s.current, 3.0 * t, 0.0f);
     cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "round %d", k);
     needed[k] = i;
     drive_opts_t o = {.max_calls = 4000};
     cr_assert(drive(&s, model_time, &m, &o) > 0);
-    cr_assert_eq(acl_search_phase(&s), ACL_PHASE_CONVERGED);
+    cr_assert(acl_phase_decided(acl_search_phase(&s)));
   }
   cr_assert_gt(needed[1], needed[0] + s.params.drift_window / 2, "%d then %d", needed[0],
                needed[1]);

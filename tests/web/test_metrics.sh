@@ -43,10 +43,10 @@ check_one() { # label, fixture args...
 }
 
 check_one base
-# A full table: 512 workloads x (17 histogram + 6 state + 3 source + <= 14 other series:
+# A full table: 512 workloads x (17 histogram + 11 state + 3 source + <= 14 other series:
 # 12, and the collective and exposed time)
 # + comm/process ones.
-MAXS=$((512 * 40 + 64 * 8 + 32)) check_one full --workloads 512
+MAXS=$((512 * 45 + 64 * 8 + 32)) check_one full --workloads 512
 n=$(grep -c '^autoccl_collective_calls_total{' "$TMP/full.prom")
 [ "$n" -eq 512 ] || fail "expected 512 workloads at the cap, got $n"
 

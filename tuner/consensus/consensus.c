@@ -52,7 +52,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.phase = ACL_PHASE_DISABLED;
     b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
   } else if (w->nrestricted < (uint32_t)h->set.nranks &&
-             acl_search_phase(&w->search) != ACL_PHASE_CONVERGED) {
+             !acl_phase_decided(acl_search_phase(&w->search))) {
     b.len = ACL_CONS_WARM_SPAN;
     b.cand_id = ACL_SEARCH_CAND_NCCL;
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};

@@ -74,7 +74,7 @@ static int rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap, 
   double t = now_unix();
   for (int i = 0; i < k; i++) {
     const acl_snap_workload_t *w = &ws[i];
-    bool conv = w->phase == ACL_PHASE_CONVERGED;
+    bool conv = acl_phase_decided(w->phase);
     acl_table_entry_t e = {
         .coll = w->key.coll, .nbytes = w->key.nbytes, .nnodes = r->nnodes,
         .nranks = r->nranks, .pipe_ops = w->key.num_pipe_ops,

@@ -27,11 +27,11 @@ void acl_search_params_default(acl_search_params_t *p)
   memset(p, 0, sizeof *p);
   p->warmup_calls = ACL_CONFIG_WARMUP_DEFAULT;
   p->samples_per_cand = ACL_CONFIG_SAMPLES_DEFAULT;
-  p->max_channels = 32;
-  p->nranks = 2;
-  p->drift_ratio = 0.8;
-  p->drift_window = 16;
-  p->prune_ratio = 1.15;
+  p->max_channels = ACL_SEARCH_DEFAULT_MAX_CHANNELS;
+  p->nranks = ACL_SEARCH_DEFAULT_NRANKS;
+  p->drift_ratio = ACL_SEARCH_DEFAULT_DRIFT_RATIO;
+  p->drift_window = ACL_SEARCH_DEFAULT_DRIFT_WINDOW;
+  p->prune_ratio = ACL_SEARCH_DEFAULT_PRUNE_RATIO;
   p->budget = ACL_CONFIG_BUDGET_PCT_DEFAULT / 100.0;
 }
 
@@ -73,10 +73,11 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(max_channels, p->max_channels > ACL_SEARCH_MAX_CHANNELS, ACL_SEARCH_MAX_CHANNELS)
   FIX(nranks, p->nranks < 1, 1)
   FIX(drift_ratio, !(p->drift_ratio > 0.0 && p->drift_ratio < 1.0), d.drift_ratio)
-  FIX(drift_window, p->drift_window < 4, 4)
+  FIX(drift_window, p->drift_window < ACL_SEARCH_MIN_DRIFT_WINDOW, ACL_SEARCH_MIN_DRIFT_WINDOW)
   FIX(drift_window, p->drift_window > ACL_SEARCH_MAX_DRIFT_WINDOW, ACL_SEARCH_MAX_DRIFT_WINDOW)
-  FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < 1e6), d.prune_ratio)
-  FIX(budget, !(p->budget >= 0.0 && p->budget <= 1e9), d.budget)
+  FIX(prune_ratio, !(p->prune_ratio >= 1.0 && p->prune_ratio < ACL_SEARCH_MAX_PRUNE_RATIO),
+      d.prune_ratio)
+  FIX(budget, !(p->budget >= 0.0 && p->budget <= ACL_SEARCH_MAX_BUDGET), d.budget)
   FIX(stock_channels, p->stock_channels < 0 || p->stock_channels > ACL_SEARCH_MAX_CHANNELS, 0)
   FIX(chunk_axis, p->chunk_axis != 0 && p->chunk_axis != 1, 0)
   FIX(reserved, p->reserved != 0, 0)
@@ -105,7 +106,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
-  s->state = SM_WARMUP;
+  s->state = ACL_PHASE_WARMUP;
   s->cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
   s->overlap_conv = -1.0;
@@ -183,7 +184,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
     s->cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
-      acl_sm_decided(acl_sm_base(s)))
+      acl_phase_decided(acl_sm_base(s)))
     acl_search_converge(s, ACL_SEARCH_CAND_NCCL);
   int b = acl_search_best_judged(s, true);
   s->best = (uint16_t)(b >= 0 ? b : 0);
@@ -191,9 +192,9 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
 
 void acl_search_hint_channels(acl_search_t *s, int nch)
 {
-  if (!s || nch <= 0 || nch > 4096)
+  if (!s || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
-  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
+  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
   ceiling_cap(s, nch);
   if (s->cands[0].cand.nchannels > 0 && nch > s->cands[0].cand.nchannels)
@@ -207,7 +208,7 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
   if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
     return;
-  if (acl_sm_base(s) != SM_WARMUP && acl_sm_base(s) != SM_BASELINE)
+  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return;
   s->nccl_algo = (int8_t)algo;
   s->nccl_proto = (int8_t)proto;
@@ -215,7 +216,8 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
 
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
 {
-  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > 4096)
+  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 ||
+      nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
   acl_search_cand_t *c = &s->cands[cand_id];
   c->ran_ch = (int16_t)nch;
@@ -259,15 +261,15 @@ static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   acl_sm_fire(s, EV_NEXT_BLOCK);
-  if (s->state == SM_WARMUP) {
+  if (s->state == ACL_PHASE_WARMUP) {
     if (s->calls_planned < (uint64_t)s->params.warmup_calls)
       return warmup_block(s, out, len);
     acl_sm_fire(s, EV_WARMED);
   }
-  if (s->state == SM_BASELINE && s->cands[0].judged)
+  if (s->state == ACL_PHASE_BASELINE && s->cands[0].judged)
     acl_sm_fire(s, EV_MEASURED);
-  bool measuring = s->state == SM_EXPLORING || s->state == SM_RETUNING;
-  if (s->state == SM_BASELINE || (measuring && !s->cands[0].judged)) {
+  bool measuring = s->state == ACL_PHASE_EXPLORING || s->state == ACL_PHASE_RETUNING;
+  if (s->state == ACL_PHASE_BASELINE || (measuring && !s->cands[0].judged)) {
     double need = acl_search_baseline_need(s);
     if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
       return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
@@ -282,7 +284,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
      * ACL_SEARCH_PROV_MARGIN; validation then confirms or reverts it. */
     acl_search_converge(s, acl_search_explored_pick(s));
   }
-  if (acl_sm_decided(s->state))
+  if (acl_phase_decided(s->state))
     return acl_search_next_converged(s, out, len);
   /* Off: NCCL's own choice. */
   if (out)
@@ -304,14 +306,15 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
    * source that samples them anyway (CUPTI) has them dropped here, and the
    * consensus layer drops late ones by call index. */
   int st = acl_sm_base(s);
-  if (cand_id == ACL_SEARCH_CAND_NCCL && st == SM_WARMUP)
+  if (cand_id == ACL_SEARCH_CAND_NCCL && st == ACL_PHASE_WARMUP)
     return;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
-  if (c->nsamples >= 3 && seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
+  if (c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N &&
+      seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
   /* What exploring costs beyond the incumbent is charged to the budget. */
-  if (!acl_sm_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
+  if (!acl_phase_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
     acl_search_charge_sample(s, seconds, acl_search_ref_seconds(s));
   int slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples
                                                   : (int)(c->ntotal_lo % ACL_SEARCH_MAX_SAMPLES);
@@ -323,7 +326,7 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
   if (c->got < 0xffff)
     c->got++;
 
-  if (acl_sm_decided(st)) {
+  if (acl_phase_decided(st)) {
     acl_search_converged_sample(s, cand_id, seconds, overlap);
     return;
   }

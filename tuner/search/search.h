@@ -249,7 +249,14 @@ void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
  * calls are dropped. Returns 0, or -1 when cand cannot run here (its pair is
  * not in the cost table): the search explores as without a table. */
 int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand);
+/* The search's state (acl_phase_name gives its name). */
 acl_phase_t acl_search_phase(const acl_search_t *s);
+/* Transition i of the state machine (docs/tuner.md draws them): the state
+ * it leaves, the event's name and the state it enters. Returns -1 past the
+ * last. A waiting state (ACL_PHASE_WAIT_BUDGET, ACL_PHASE_WAIT_SAMPLES,
+ * ACL_PHASE_PAUSED) returns at the next block to the state it came from. */
+int acl_search_transition(int i, acl_phase_t *from, const char **event, acl_phase_t *to);
+bool acl_search_phase_waits(acl_phase_t ph); /* one of those waiting states */
 /* Which calls need profiler events (each costs NCCL several us of host
  * time): 1 call in 2^shift, ACL_SEARCH_SAMPLE_NEVER for none. Every call
  * while measuring or validating; once settled, about one call per

@@ -49,7 +49,7 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
                : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
                                          : (uint32_t)l;
-  if (!acl_sm_decided(acl_sm_base(s)))
+  if (!acl_phase_decided(acl_sm_base(s)))
     s->current = (uint16_t)id; /* decided: current stays the decision */
   acl_sm_fire(s, EV_NO_BUDGET);
   s->calls_planned += n;

@@ -78,7 +78,7 @@ static int pick_challenger(acl_search_t *s)
   int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
   /* Around NCCL's own choice one grid step is a few percent at most, too
    * little to prove against it: look two steps away. */
-  int reach = acl_search_is_nccl(s, s->current) ? 2 : 1;
+  int reach = acl_search_is_nccl(s, s->current) ? ACL_REF_REACH_NCCL : ACL_REF_REACH;
   for (int dir = 1; dir >= -1; dir -= 2) {
     int at = dc->axis_idx[0] + dir * reach;
     if (at < 0 || at >= n)
@@ -128,7 +128,7 @@ static void next_challenger(acl_search_t *s)
 
 void acl_search_converge(acl_search_t *s, int id)
 {
-  bool first = !acl_sm_decided(acl_sm_base(s));
+  bool first = !acl_phase_decided(acl_sm_base(s));
   if (!first && s->from_table && s->current == s->seed_id && id != s->seed_id) {
     /* the table's decision cannot run on some rank (acl_search_restrict):
      * as if the table were silent, the workload explores */
@@ -230,7 +230,7 @@ static void val_check(acl_search_t *s)
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
-  if (acl_sm_base(s) == SM_VALIDATING) { /* against NCCL's own choice */
+  if (acl_sm_base(s) == ACL_PHASE_VALIDATING) { /* against NCCL's own choice */
     /* The speedup shown is this interleaved estimate, updated at the looks
      * only: a decision measured slower (by ACL_VAL_Z_DROP standard errors)
      * goes back to NCCL's choice at the same look, so no converged row
@@ -268,7 +268,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (acl_sm_validating(s->state) && s->val_handed / 2 >= 2 * ACL_VAL_MAX / ACL_VAL_BLOCK) {
+  if (acl_sm_validating(s->state) && s->val_handed / 2 >= ACL_VAL_MAX_BLOCKS) {
     /* samples are not arriving: NCCL's choice is the safe one */
     adopt(s, ACL_SEARCH_CAND_NCCL);
     val_over(s);
@@ -280,7 +280,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
    * just explored and not yet proven against NCCL's own choice does not run
    * meanwhile (it may be slower): NCCL's does. A proven one being refined,
    * or a table's (measured before: warm start), runs. */
-  bool unproven = s->state == SM_VALIDATING && !s->from_table;
+  bool unproven = s->state == ACL_PHASE_VALIDATING && !s->from_table;
   if (acl_sm_validating(s->state) && acl_search_budget_left(s) < 0.0)
     return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
   if (acl_sm_validating(s->state)) {
@@ -398,7 +398,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
 
 int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
 {
-  if (!s || !cand || s->calls_planned > 0 || acl_sm_base(s) != SM_WARMUP)
+  if (!s || !cand || s->calls_planned > 0 || acl_sm_base(s) != ACL_PHASE_WARMUP)
     return -1;
   int id = ACL_SEARCH_CAND_NCCL;
   if (cand->algo != ACL_ALGO_NCCL) {
@@ -453,17 +453,17 @@ const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
-acl_phase_t acl_search_phase(const acl_search_t *s) { return acl_sm_phase(s); }
+acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->state; }
 
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
   switch (s->state) {
-  case SM_WAIT_SAMPLES: return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
-  case SM_WAIT_BUDGET:
-  case SM_PAUSED:
-  case SM_WARMUP:
-  case SM_OFF: return ACL_SEARCH_SAMPLE_NEVER;
-  case SM_CONVERGED: break;
+  case ACL_PHASE_WAIT_SAMPLES: return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
+  case ACL_PHASE_WAIT_BUDGET:
+  case ACL_PHASE_PAUSED:
+  case ACL_PHASE_WARMUP:
+  case ACL_PHASE_DISABLED: return ACL_SEARCH_SAMPLE_NEVER;
+  case ACL_PHASE_CONVERGED: break;
   default: return 0; /* measuring or validating: every call */
   }
   double t = s->converged_seconds;
@@ -477,8 +477,8 @@ uint8_t acl_search_sample_shift(const acl_search_t *s)
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
 {
   memset(r, 0, sizeof *r);
-  r->phase = acl_sm_phase(s);
-  bool decided = acl_sm_decided(acl_sm_base(s));
+  r->phase = (acl_phase_t)s->state;
+  bool decided = acl_phase_decided(acl_sm_base(s));
   int cur = s->current < s->ncands ? s->current : 0;
   r->current = s->cands[cur].cand;
   r->baseline = s->cands[0].cand;

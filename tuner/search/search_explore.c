@@ -105,7 +105,7 @@ static void sub_begin(acl_search_t *s, int si)
   sub->lo = -1;
   sub->hi = (int8_t)acl_search_axis_count(s, 0);
   /* Near a known optimum refine locally; from scratch take big steps. */
-  sub->step = b > 0 ? 1 : 3;
+  sub->step = b > 0 ? ACL_SEARCH_NEAR_STEP : ACL_SEARCH_FIRST_STEP;
   sub->dir = 0;
   sub->checked = 0;
   s->cur_sub = (uint8_t)si;
@@ -131,7 +131,7 @@ static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
     sub->lo = -1;
     sub->hi = (int8_t)(sub->axis == ACL_SEARCH_AXIS_CHUNK ? acl_search_chunk_hi(s, sub->algo)
                                                           : acl_search_axis_count(s, sub->axis));
-    sub->step = 2;
+    sub->step = ACL_SEARCH_AXIS_STEP;
     sub->dir = 0;
   }
 }
@@ -203,7 +203,7 @@ static void sub_move(acl_search_t *s, acl_search_sub_t *sub, int c, int nc, int 
     else
       sub->hi = (int8_t)center;
     sub->center[sub->axis] = (uint8_t)next;
-    if (sub->step < 64)
+    if (sub->step < ACL_SEARCH_MAX_STEP)
       sub->step = (uint8_t)(sub->step * 2);
   } else if (sub->dir == 0) {
     sub->hi = (int8_t)next;
@@ -216,7 +216,7 @@ static void sub_move(acl_search_t *s, acl_search_sub_t *sub, int c, int nc, int 
 int acl_search_plan(acl_search_t *s)
 {
   uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
-  for (int guard = 0; guard < 1024; guard++) {
+  for (int guard = 0; guard < ACL_SEARCH_PLAN_GUARD; guard++) {
     if (s->steps - s->tune_start_step >= ACL_SEARCH_MAX_STEPS || s->explore_calls >= cap)
       return -1;
     acl_search_sub_t *sub = active_sub(s);
@@ -312,7 +312,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   s->current = (uint16_t)id;
   s->calls_planned += l;
   int st = acl_sm_base(s);
-  if ((st == SM_EXPLORING || st == SM_RETUNING) && !wait)
+  if ((st == ACL_PHASE_EXPLORING || st == ACL_PHASE_RETUNING) && !wait)
     s->explore_calls += l;
   if (wait)
     acl_sm_fire(s, EV_LATE);

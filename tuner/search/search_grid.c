@@ -113,11 +113,11 @@ static void sort_floats(float *v, int n)
 /* Mean of the fastest 75% (rounded up): slow outliers never count. */
 double acl_search_trimmed_mean(const float *src, int n)
 {
-  float v[64];
+  float v[ACL_SEARCH_STAT_MAX];
   if (n <= 0)
     return 0.0;
-  if (n > 64)
-    n = 64;
+  if (n > ACL_SEARCH_STAT_MAX)
+    n = ACL_SEARCH_STAT_MAX;
   memcpy(v, src, (size_t)n * sizeof v[0]);
   sort_floats(v, n);
   int k = (3 * n + 3) / 4;
@@ -129,11 +129,11 @@ double acl_search_trimmed_mean(const float *src, int n)
 
 double acl_search_median(const float *src, int n)
 {
-  float v[64]; /* a candidate's ring or the drift window */
+  float v[ACL_SEARCH_STAT_MAX]; /* a candidate's ring or the drift window */
   if (n <= 0)
     return 0.0;
-  if (n > 64)
-    n = 64;
+  if (n > ACL_SEARCH_STAT_MAX)
+    n = ACL_SEARCH_STAT_MAX;
   memcpy(v, src, (size_t)n * sizeof v[0]);
   sort_floats(v, n);
   return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);

@@ -13,78 +13,21 @@
 
 #include "tuner/search/search.h"
 
-/* Tuning constants (documented in docs/tuner.md). */
-#define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2% */
-#define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
-#define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
-#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.15x best so far: judged early */
-#define ACL_SEARCH_EARLY2_N 2        /* first look at a candidate: 2 samples ... */
-#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.40x best so far: judged at once */
-#define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped */
-#define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning */
-#define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
-#define ACL_SEARCH_CONVERGED_BLOCK 1024u
-#define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
-#define ACL_SEARCH_NONE 0xff
-/* Chunk axis (search_chunk.c): descended only in subspaces whose best
- * channel point is within 10% of the best so far. The chunk-sensitive
- * synthetic landscapes (sim/landscape_chunk.c) move a subspace by up to
- * ~1.7x, but the search's budget goes further on the near ones: 1.10 gave
- * the best oracle ratio at the smallest overhead growth of 1.05-1.25
- * (docs/benchmarks-tuner.md). */
-#define ACL_SEARCH_CHUNK_NEAR 1.10
+#include "tuner/search/search_tunables.h"
 
-/* Exploration budget (docs/tuner.md, measured on 2xH200 in
- * docs/benchmarks.md; the share itself is params.budget, AUTOCCL_EXPLORE_BUDGET):
- * what one call with NCCL's profiler events costs the host, and the one-time
- * cost charged for a config's first call. */
-#define ACL_SEARCH_EVENT_COST_S 5e-6
-#define ACL_SEARCH_SETUP_COST_S 5e-4
-/* NCCL's first calls of a size with profiler events cost milliseconds once
- * (2xH200: 5-11 ms, docs/benchmarks.md): charged before the baseline. */
-#define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
-#define ACL_SEARCH_WAIT_MIN 16u
-#define ACL_SEARCH_WAIT_MAX 8192u
-#define ACL_SEARCH_SAMPLE_WAITS 64 /* wait blocks for late samples before re-running */
-#define ACL_SEARCH_PROBE_SHIFT 4   /* a wait block (ACL_SEARCH_WAIT_MIN calls) samples one */
-#define ACL_SEARCH_OUTLIER 4.0 /* a sample > 4x its candidate's median */
-#define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped */
-
-/* Background validation (search_conv.c). */
-#define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks */
-#define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
-#define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
-#define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
-#define ACL_VAL_Z_KEEP 3.5   /* keep: gain > 3 standard errors */
-#define ACL_VAL_Z_LAST 2.5   /* keep at the last look (ACL_VAL_MAX samples) */
-#define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
-#define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
-#define ACL_REF_MAX 48u      /* samples of a refinement challenger */
-#define ACL_REF_Z 2.5        /* promote a challenger: faster by 2.5 standard errors */
-#define ACL_REF_Z_BASE 4.0   /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
-#define ACL_REF_MAX_TRIES 6  /* refinement challengers per tuning */
-#define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
+#define ACL_SEARCH_NONE 0xff /* no subspace / no grid index */
+/* Statistics work on a copy of at most this many samples (a candidate's
+ * ring, the drift window). */
+#define ACL_SEARCH_STAT_MAX 64
+_Static_assert(ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_STAT_MAX &&
+                   ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX,
+               "statistics see every kept sample");
 
 enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 
-/* search_sm.c: the state machine. acl_search_t.state changes only in
- * acl_sm_fire(); the states and the events are listed there with the
- * transition table (docs/tuner.md draws it). */
-typedef enum acl_sm_state {
-  SM_WARMUP = 0,    /* NCCL's choice runs, samples dropped */
-  SM_BASELINE,      /* NCCL's choice measured */
-  SM_EXPLORING,     /* candidates under test */
-  SM_CONVERGED,     /* decision applied, validation over (settled) */
-  SM_RETUNING,      /* drift: the baseline and candidates measured again */
-  SM_OFF,           /* NCCL's choice only */
-  SM_WAIT_BUDGET,   /* measuring waits for the budget: NCCL's choice, unsampled */
-  SM_WAIT_SAMPLES,  /* measuring waits for late samples: NCCL's choice, one probe */
-  SM_VALIDATING,    /* a decision interleaved with NCCL's choice until proven */
-  SM_REFINING,      /* a challenger interleaved with the proven decision */
-  SM_PAUSED,        /* validating or refining waits for the budget */
-  SM_COUNT
-} acl_sm_state_t;
-
+/* search_sm.c: the state machine. Its states are acl_phase_t (core/types.h,
+ * with their names); acl_search_t.state changes only in acl_sm_fire(), by
+ * the transition table there (docs/tuner.md draws it). */
 typedef enum acl_sm_event {
   EV_WARMED = 0,   /* the warm-up calls are handed out */
   EV_SEED_TABLE,   /* a tuning table's decision is taken (warm start) */
@@ -107,15 +50,11 @@ typedef enum acl_sm_event {
  * state turns the search off (NCCL's choice): a bug, never a crash. */
 void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev);
 /* The state the search is in when no block is waiting. */
-acl_sm_state_t acl_sm_base(const acl_search_t *s);
+acl_phase_t acl_sm_base(const acl_search_t *s);
 bool acl_sm_is_wait(int st);
-/* A decision is applied: converged, validating, refining (paused or not). */
-bool acl_sm_decided(int st);
 /* The validation runs: a challenger (NCCL's choice or a neighbour) is
  * interleaved with the decision. */
 bool acl_sm_validating(int st);
-/* The coarse phase other modules see (acl_search_phase). */
-acl_phase_t acl_sm_phase(const acl_search_t *s);
 
 /* search_budget.c: the exploration budget (docs/tuner.md). */
 double acl_search_budget_left(const acl_search_t *s);

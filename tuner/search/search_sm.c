@@ -16,52 +16,63 @@ typedef struct sm_edge {
 /* The transition table. EV_NEXT_BLOCK out of a waiting state is not listed:
  * it returns to the state the wait came from. */
 static const sm_edge_t sm_edges[] = {
-    {SM_WARMUP, EV_WARMED, SM_BASELINE},
-    {SM_WARMUP, EV_SEED_TABLE, SM_VALIDATING},
-    {SM_WARMUP, EV_SEED_NCCL, SM_CONVERGED},
-    {SM_BASELINE, EV_MEASURED, SM_EXPLORING},
-    {SM_BASELINE, EV_NO_BUDGET, SM_WAIT_BUDGET},
-    {SM_BASELINE, EV_LATE, SM_WAIT_SAMPLES},
-    {SM_EXPLORING, EV_NO_BUDGET, SM_WAIT_BUDGET},
-    {SM_EXPLORING, EV_LATE, SM_WAIT_SAMPLES},
-    {SM_EXPLORING, EV_PROVISIONAL, SM_VALIDATING},
-    {SM_EXPLORING, EV_CHALLENGE, SM_REFINING},
-    {SM_EXPLORING, EV_SETTLED, SM_CONVERGED},
-    {SM_RETUNING, EV_NO_BUDGET, SM_WAIT_BUDGET},
-    {SM_RETUNING, EV_LATE, SM_WAIT_SAMPLES},
-    {SM_RETUNING, EV_PROVISIONAL, SM_VALIDATING},
-    {SM_RETUNING, EV_CHALLENGE, SM_REFINING},
-    {SM_RETUNING, EV_SETTLED, SM_CONVERGED},
-    {SM_VALIDATING, EV_NO_BUDGET, SM_PAUSED},
-    {SM_VALIDATING, EV_CHALLENGE, SM_REFINING},
-    {SM_VALIDATING, EV_SETTLED, SM_CONVERGED},
-    {SM_VALIDATING, EV_FALLBACK, SM_CONVERGED},
-    {SM_VALIDATING, EV_DRIFT, SM_RETUNING},
-    {SM_REFINING, EV_NO_BUDGET, SM_PAUSED},
-    {SM_REFINING, EV_CHALLENGE, SM_REFINING},
-    {SM_REFINING, EV_SETTLED, SM_CONVERGED},
-    {SM_REFINING, EV_FALLBACK, SM_CONVERGED},
-    {SM_REFINING, EV_DRIFT, SM_RETUNING},
-    {SM_CONVERGED, EV_FALLBACK, SM_CONVERGED},
-    {SM_CONVERGED, EV_DRIFT, SM_RETUNING},
+    {ACL_PHASE_WARMUP, EV_WARMED, ACL_PHASE_BASELINE},
+    {ACL_PHASE_WARMUP, EV_SEED_TABLE, ACL_PHASE_VALIDATING},
+    {ACL_PHASE_WARMUP, EV_SEED_NCCL, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_BASELINE, EV_MEASURED, ACL_PHASE_EXPLORING},
+    {ACL_PHASE_BASELINE, EV_NO_BUDGET, ACL_PHASE_WAIT_BUDGET},
+    {ACL_PHASE_BASELINE, EV_LATE, ACL_PHASE_WAIT_SAMPLES},
+    {ACL_PHASE_EXPLORING, EV_NO_BUDGET, ACL_PHASE_WAIT_BUDGET},
+    {ACL_PHASE_EXPLORING, EV_LATE, ACL_PHASE_WAIT_SAMPLES},
+    {ACL_PHASE_EXPLORING, EV_PROVISIONAL, ACL_PHASE_VALIDATING},
+    {ACL_PHASE_EXPLORING, EV_CHALLENGE, ACL_PHASE_REFINING},
+    {ACL_PHASE_EXPLORING, EV_SETTLED, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_RETUNING, EV_NO_BUDGET, ACL_PHASE_WAIT_BUDGET},
+    {ACL_PHASE_RETUNING, EV_LATE, ACL_PHASE_WAIT_SAMPLES},
+    {ACL_PHASE_RETUNING, EV_PROVISIONAL, ACL_PHASE_VALIDATING},
+    {ACL_PHASE_RETUNING, EV_CHALLENGE, ACL_PHASE_REFINING},
+    {ACL_PHASE_RETUNING, EV_SETTLED, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_VALIDATING, EV_NO_BUDGET, ACL_PHASE_PAUSED},
+    {ACL_PHASE_VALIDATING, EV_CHALLENGE, ACL_PHASE_REFINING},
+    {ACL_PHASE_VALIDATING, EV_SETTLED, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_VALIDATING, EV_FALLBACK, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_VALIDATING, EV_DRIFT, ACL_PHASE_RETUNING},
+    {ACL_PHASE_REFINING, EV_NO_BUDGET, ACL_PHASE_PAUSED},
+    {ACL_PHASE_REFINING, EV_CHALLENGE, ACL_PHASE_REFINING},
+    {ACL_PHASE_REFINING, EV_SETTLED, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_REFINING, EV_FALLBACK, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_REFINING, EV_DRIFT, ACL_PHASE_RETUNING},
+    {ACL_PHASE_CONVERGED, EV_FALLBACK, ACL_PHASE_CONVERGED},
+    {ACL_PHASE_CONVERGED, EV_DRIFT, ACL_PHASE_RETUNING},
 };
 #define SM_NEDGES ((int)(sizeof sm_edges / sizeof sm_edges[0]))
 
+static const char *const sm_event_names[EV_COUNT] = {
+    "warmed",      "seeded",    "seeded-nccl", "measured", "no-budget", "late",
+    "next-block", "provisional", "challenge",  "settled",  "fallback",  "drift"};
+
+bool acl_search_phase_waits(acl_phase_t ph) { return acl_sm_is_wait(ph); }
+
+int acl_search_transition(int i, acl_phase_t *from, const char **event, acl_phase_t *to)
+{
+  if (i < 0 || i >= SM_NEDGES)
+    return -1;
+  *from = (acl_phase_t)sm_edges[i].from;
+  *event = sm_event_names[sm_edges[i].ev];
+  *to = (acl_phase_t)sm_edges[i].to;
+  return 0;
+}
+
 bool acl_sm_is_wait(int st)
 {
-  return st == SM_WAIT_BUDGET || st == SM_WAIT_SAMPLES || st == SM_PAUSED;
+  return st == ACL_PHASE_WAIT_BUDGET || st == ACL_PHASE_WAIT_SAMPLES || st == ACL_PHASE_PAUSED;
 }
 
-bool acl_sm_decided(int st)
-{
-  return st == SM_CONVERGED || st == SM_VALIDATING || st == SM_REFINING || st == SM_PAUSED;
-}
+bool acl_sm_validating(int st) { return st == ACL_PHASE_VALIDATING || st == ACL_PHASE_REFINING; }
 
-bool acl_sm_validating(int st) { return st == SM_VALIDATING || st == SM_REFINING; }
-
-acl_sm_state_t acl_sm_base(const acl_search_t *s)
+acl_phase_t acl_sm_base(const acl_search_t *s)
 {
-  return (acl_sm_state_t)(acl_sm_is_wait(s->state) ? s->resume : s->state);
+  return (acl_phase_t)(acl_sm_is_wait(s->state) ? s->resume : s->state);
 }
 
 static int sm_target(int from, int ev)
@@ -82,7 +93,7 @@ void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev)
   int from = acl_sm_base(s);
   int to = sm_target(from, ev);
   if (to < 0) {
-    s->state = SM_OFF; /* not in the table: a bug; NCCL's choice is safe */
+    s->state = ACL_PHASE_DISABLED; /* not in the table: a bug; NCCL's choice is safe */
     return;
   }
   if (acl_sm_is_wait(to)) {
@@ -92,19 +103,5 @@ void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev)
     s->resume = (uint8_t)to; /* the waiting block runs on; the next starts there */
   } else {
     s->state = (uint8_t)to;
-  }
-}
-
-acl_phase_t acl_sm_phase(const acl_search_t *s)
-{
-  switch (acl_sm_base(s)) {
-  case SM_WARMUP: return ACL_PHASE_WARMUP;
-  case SM_BASELINE: return ACL_PHASE_BASELINE;
-  case SM_EXPLORING: return ACL_PHASE_EXPLORING;
-  case SM_RETUNING: return ACL_PHASE_RETUNING;
-  case SM_CONVERGED:
-  case SM_VALIDATING:
-  case SM_REFINING: return ACL_PHASE_CONVERGED;
-  default: return ACL_PHASE_DISABLED;
   }
 }

@@ -53,14 +53,14 @@ function totals(ws) {
       num += w.calls * w.baseline_seconds * w.speedup;
       den += w.calls * w.baseline_seconds;
     }
-    if (w.state === 'converged') conv++;
+    if (w.decided) conv++;
     if (keptNccl_(w)) keptNccl++;
   }
   return { saved, cost, speedup: den > 0 ? num / den : null, conv, keptNccl };
 }
 // A finished search that kept NCCL's own choice.
 function keptNccl_(w) {
-  return w.state === 'converged' && w.best && w.best.algo === 'NCCL' && w.candidates_evaluated > 0;
+  return w.decided && w.best && w.best.algo === 'NCCL' && w.candidates_evaluated > 0;
 }
 function subspaceOf(c) { return !c || c.algo === 'NCCL' ? 'NCCL default' : c.algo + '/' + c.proto; }
 function fmtCand(c) {
@@ -276,7 +276,7 @@ function render() {
     ' · mode ' + state.mode + ' · up ' + dash(state.uptime_seconds, (v) => v.toFixed(0) + ' s');
   const ws = state.workloads || [];
   if (!ws.some((w) => wkey(w) === selectedKey)) {
-    const pick = ws.find((w) => w.state === 'exploring' || w.state === 'retuning') || ws[0];
+    const pick = ws.find((w) => !w.decided && w.state !== 'warmup' && w.state !== 'disabled') || ws[0];
     selectedKey = pick ? wkey(pick) : null;
   }
   renderHeadline();

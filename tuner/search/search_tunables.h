@@ -1,0 +1,122 @@
+/* Every tuning number of the search, in one place, with where its value
+ * came from. "tunerbench" = `autoccl-sim --bench` (docs/benchmarks-tuner.md
+ * has the measured alternatives); "2xH200" = docs/benchmarks.md. The
+ * user-settable ones (AUTOCCL_WARMUP, AUTOCCL_SAMPLES, AUTOCCL_EXPLORE_BUDGET)
+ * come from core/config.h. Private to tuner/search/ (via search_int.h). */
+#ifndef ACL_TUNER_SEARCH_TUNABLES_H
+#define ACL_TUNER_SEARCH_TUNABLES_H
+
+/* ---- defaults of acl_search_params_t (docs/tuner.md, "Parameters") ---- */
+/* Top of the channel axis when the caller gives no ceiling; the sweeps on
+ * 2xH200 cover 1..32 channels. */
+#define ACL_SEARCH_DEFAULT_MAX_CHANNELS 32
+/* Communicator size when not given: it only scales bus bandwidth. */
+#define ACL_SEARCH_DEFAULT_NRANKS 2
+/* Drift: bandwidth below 80% of the converged one (median of the window). */
+#define ACL_SEARCH_DEFAULT_DRIFT_RATIO 0.8
+/* Drift window: 16 samples; its median ignores up to 7 outliers. */
+#define ACL_SEARCH_DEFAULT_DRIFT_WINDOW 16
+/* Prune a subspace whose first point is > 1.15x the best (tunerbench: 1.10
+ * lost H200 p5 0.9415 vs 0.9418, not kept). */
+#define ACL_SEARCH_DEFAULT_PRUNE_RATIO 1.15
+/* Limits acl_search_params_fix enforces: a median of fewer than 4 samples is
+ * one or two samples; a prune ratio or budget beyond these is a typo (tests
+ * of the descent alone lift the budget to 1e9). */
+#define ACL_SEARCH_MIN_DRIFT_WINDOW 4
+#define ACL_SEARCH_MAX_PRUNE_RATIO 1e6
+#define ACL_SEARCH_MAX_BUDGET 1e9
+/* Channel counts from profiler events above this are garbage (NCCL builds
+ * at most 64 channels). */
+#define ACL_SEARCH_MAX_SEEN_CHANNELS 4096
+
+/* ---- exploration (search_explore.c, docs/tuner.md "Exploration") ---- */
+#define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2%: about the noise
+                                      * of a 5-sample trimmed mean at 10% per-call noise */
+#define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
+#define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
+#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.15x best so far: judged early
+                                      * (tunerbench: p5 0.9446 vs 0.9424 at 1.25) */
+#define ACL_SEARCH_EARLY2_N 2        /* first look at a candidate: 2 samples ... */
+#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.40x best so far: judged at once
+                                       * (tunerbench: 1 run < 0.99x vs 2 at 1.25) */
+#define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped
+                                      * (its model errs by tens of percent, not 3x) */
+#define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning: the grid has 12
+                                      * channel points, a few subspaces survive pruning */
+#define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
+/* First step of a descent in grid units: from scratch 3 (x2.8 channels),
+ * near a known optimum 1 (tunerbench: H200 p5 0.9418 with 3 vs 0.8250 with
+ * 2 and 0.8253 with 4); later axes start at 2. */
+#define ACL_SEARCH_FIRST_STEP 3
+#define ACL_SEARCH_NEAR_STEP 1
+#define ACL_SEARCH_AXIS_STEP 2
+#define ACL_SEARCH_MAX_STEP 64 /* doubling stops here: more than any axis has points */
+/* Bound on plan()'s loop: each turn judges, narrows a bracket or ends a
+ * subspace, far fewer than 1024 on a 12-point axis x 21 subspaces. */
+#define ACL_SEARCH_PLAN_GUARD 1024
+/* Outliers: a sample > 4x its candidate's median, once 3 samples give a
+ * median (counted only; the trimmed mean drops them). */
+#define ACL_SEARCH_OUTLIER 4.0
+#define ACL_SEARCH_OUTLIER_MIN_N 3
+
+/* ---- decision, drift (search_conv.c) ---- */
+/* Once settled, one consensus block covers 1024 calls: the per-call cost of
+ * agreeing vanishes, and drift still shows within a block. */
+#define ACL_SEARCH_CONVERGED_BLOCK 1024u
+#define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
+#define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped at x64 */
+
+/* ---- exploration budget (search_budget.c, docs/tuner.md; the share itself
+ * is params.budget, AUTOCCL_EXPLORE_BUDGET) ---- */
+/* A call with NCCL's profiler events costs the host 3-7 us (2xH200). */
+#define ACL_SEARCH_EVENT_COST_S 5e-6
+/* A config's first call sets it up (protocol buffers, channels). */
+#define ACL_SEARCH_SETUP_COST_S 5e-4
+/* NCCL's first profiled calls of a size cost 5-11 ms once (2xH200):
+ * charged before the baseline. */
+#define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
+/* Waiting blocks: at least 16 calls (one probe sample per block at shift
+ * 4), at most 8192 (a budget that grows slowly is looked at again). */
+#define ACL_SEARCH_WAIT_MIN 16u
+#define ACL_SEARCH_WAIT_MAX 8192u
+#define ACL_SEARCH_PROBE_SHIFT 4   /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
+/* Wait blocks for a candidate's late samples before running it again: a
+ * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
+#define ACL_SEARCH_SAMPLE_WAITS 64
+
+/* ---- background validation and refinement (search_conv.c) ---- */
+#define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks: the
+                              * challenger (maybe slower) runs 1 call in 4 */
+#define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
+#define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
+#define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
+/* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
+ * validation ends on NCCL's choice. */
+#define ACL_VAL_MAX_BLOCKS (2u * ACL_VAL_MAX / ACL_VAL_BLOCK)
+/* Keep: gain > 3.5 standard errors at every look; at the last look (one
+ * test, ACL_VAL_MAX samples) 2.5 (tunerbench: 0 runs < 0.99x, p5 0.9478;
+ * 3.0 at every look left 2 runs at 0.9813 and 0.9868). */
+#define ACL_VAL_Z_KEEP 3.5
+#define ACL_VAL_Z_LAST 2.5
+#define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
+#define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
+#define ACL_REF_MAX 48u      /* samples of a refinement challenger */
+#define ACL_REF_Z 2.5        /* promote a challenger: faster by 2.5 standard errors */
+#define ACL_REF_Z_BASE 4.0   /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
+#define ACL_REF_MAX_TRIES 6  /* refinement challengers per tuning */
+#define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
+/* Around NCCL's own choice one grid step is a few percent at most, too
+ * little to prove against it: challengers two steps away (tunerbench, kept:
+ * p5 0.9459 vs 0.9457, H200 p5 0.9374 vs 0.9424). */
+#define ACL_REF_REACH_NCCL 2
+#define ACL_REF_REACH 1
+
+/* Chunk axis (search_chunk.c, tuner v6): descended only in subspaces whose
+ * best channel point is within 10% of the best so far. The chunk-sensitive
+ * synthetic landscapes (sim/landscape_chunk.c) move a subspace by up to
+ * ~1.7x, but the search's budget goes further on the near ones: 1.10 gave
+ * the best oracle ratio at the smallest overhead growth of 1.05-1.25
+ * (docs/benchmarks-tuner.md). */
+#define ACL_SEARCH_CHUNK_NEAR 1.10
+
+#endif
