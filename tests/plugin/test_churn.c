@@ -170,7 +170,13 @@ int main(void)
   CHECK(b.shm == a.shm, "shared-memory segments leaked");
   CHECK(b.fds == a.fds, "file descriptors leaked");
   CHECK(b.threads == a.threads, "threads leaked");
+#ifndef __SANITIZE_ADDRESS__
   CHECK(a.rss > 0 && b.rss - a.rss <= RSS_SLACK_KB, "RSS grew by %ld KiB", b.rss - a.rss);
+#else
+  /* ASan's quarantine holds freed memory (up to 256 MiB), so RSS says
+   * nothing here; LeakSanitizer checks for leaks at exit instead. */
+  printf("churn: RSS bound not checked under AddressSanitizer\n");
+#endif
   /* The decisions kept from communicators gone are bounded (a table's
    * 1,024 rules): 5 communicators of 250 distinct workloads each. */
   CHECK(acl_h_log_count("decisions not kept") == 0, "%s", acl_h_log_text());
