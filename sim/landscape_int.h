@@ -1,4 +1,4 @@
-/* Private layout of landscapes (sim/landscape.c, sim/landscape_h200.c). */
+/* Private layout of landscapes (sim/landscape*.c). */
 #ifndef ACL_SIM_LANDSCAPE_INT_H
 #define ACL_SIM_LANDSCAPE_INT_H
 
@@ -124,6 +124,13 @@ extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];
 /* Uniform draw in [0, 1) advancing *s (landscape.c's stream; the chunk
  * model draws from its own seed with it). */
 double acl_land_unif(uint64_t *s);
+/* Standard normal draw advancing *s (same stream). */
+double acl_land_gauss(uint64_t *s);
+
+/* Synthetic time (us, 2 ranks, no interference) with the shape of anchor k
+ * (sim/landscape_synth.c). */
+double acl_land_syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo,
+                       int proto, int nch);
 
 /* Parses the embedded CSV into l (kind H200). 0 or -1 with err. */
 int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t errlen);
