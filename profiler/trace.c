@@ -52,8 +52,8 @@ typedef struct tracer {
   _Atomic uint64_t tail; /* producers */
   uint64_t head;         /* the writer only */
   atomic_bool stop;
-  atomic_bool done;      /* the writer closed its files and ends */
-  _Atomic int inflight;  /* producers inside push() */
+  atomic_bool done;     /* the writer closed its files and ends */
+  _Atomic int inflight; /* producers inside push() */
   pthread_t thr;
   char tmpl[512];
   uint64_t max_bytes;
@@ -150,8 +150,8 @@ static tfile_t *file_for(tracer_t *t, int rank)
   tfile_t *f = &t->files[t->nfiles++];
   memset(f, 0, sizeof(*f));
   f->rank = key;
-  if (acl_trace_expand(t->tmpl, (int)getpid(), per_rank ? rank : -1, f->path,
-                       sizeof(f->path)) != 0) {
+  if (acl_trace_expand(t->tmpl, (int)getpid(), per_rank ? rank : -1, f->path, sizeof(f->path)) !=
+      0) {
     acl_warn("AUTOCCL_TRACE=%s: the expanded path is too long; not recording", t->tmpl);
     f->failed = true;
     return f;
@@ -168,8 +168,7 @@ static tfile_t *file_for(tracer_t *t, int rank)
   }
 #else
   if (ends_with(f->path, ".gz"))
-    acl_warn("AUTOCCL_TRACE=%s: built without zlib, writing plain text to a .gz name",
-             f->path);
+    acl_warn("AUTOCCL_TRACE=%s: built without zlib, writing plain text to a .gz name", f->path);
 #endif
   int fd = open_safe(f);
   if (fd >= 0 && !(f->f = fdopen(fd, "w"))) {
@@ -193,8 +192,8 @@ header:
                    "\"host\":\"%s\",\"mode\":\"%s\",\"profiler\":\"%s\",\"clock\":\"monotonic_ns\","
                    "\"t0_ns\":%llu,\"max_bytes\":%llu}\n",
                    ACL_TRACE_FORMAT, ACL_TRACE_VERSION, ACL_VERSION, (int)getpid(),
-                   per_rank ? rank : -1, host, t->mode, t->profiler,
-                   (unsigned long long)t->t0_ns, (unsigned long long)t->max_bytes);
+                   per_rank ? rank : -1, host, t->mode, t->profiler, (unsigned long long)t->t0_ns,
+                   (unsigned long long)t->max_bytes);
   if (n > 0 && (size_t)n < sizeof(line) && raw_write(f, line, (size_t)n) == 0)
     f->bytes += (uint64_t)n;
   return f;
@@ -396,10 +395,7 @@ void acl_trace_stop(void)
   pthread_mutex_unlock(&g_mu);
 }
 
-bool acl_trace_on(void)
-{
-  return atomic_load_explicit(&g_tr, memory_order_relaxed) != NULL;
-}
+bool acl_trace_on(void) { return atomic_load_explicit(&g_tr, memory_order_relaxed) != NULL; }
 
 static void push(tracer_t *t, const rec_t *r, _Atomic uint64_t *counter)
 {
@@ -411,9 +407,8 @@ static void push(tracer_t *t, const rec_t *r, _Atomic uint64_t *counter)
   for (;;) {
     sl = &t->ring[pos % ACL_TRACE_RING];
     int64_t dif = (int64_t)(atomic_load_explicit(&sl->seq, memory_order_acquire) - pos);
-    if (dif == 0 && atomic_compare_exchange_weak_explicit(&t->tail, &pos, pos + 1,
-                                                          memory_order_relaxed,
-                                                          memory_order_relaxed))
+    if (dif == 0 && atomic_compare_exchange_weak_explicit(
+                        &t->tail, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
       break;
     if (dif < 0) { /* full: the writer is behind */
       atomic_fetch_add_explicit(&t->dropped_ring, 1, memory_order_relaxed);

@@ -6,10 +6,14 @@
 static const char *src_name(int s)
 {
   switch (s) {
-  case 1: return "cupti";
-  case 2: return "nccl";
-  case 3: return "sim";
-  default: return "?";
+  case 1:
+    return "cupti";
+  case 2:
+    return "nccl";
+  case 3:
+    return "sim";
+  default:
+    return "?";
   }
 }
 

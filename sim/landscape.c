@@ -193,7 +193,10 @@ static int nearest_point(double bytes)
   return k < 0 ? 0 : (k > ACL_LAND_H200_NSIZE - 1 ? ACL_LAND_H200_NSIZE - 1 : k);
 }
 
-static bool ranks_ok(int coll, int nranks) { return coll >= 0 && coll < ACL_NUM_COLL && nranks > 1; }
+static bool ranks_ok(int coll, int nranks)
+{
+  return coll >= 0 && coll < ACL_NUM_COLL && nranks > 1;
+}
 
 /* Broadcast and Reduce reuse AllGather and ReduceScatter (stated assumption):
  * a ring Broadcast of N bytes moves N over each link, like an AllGather of
@@ -201,11 +204,18 @@ static bool ranks_ok(int coll, int nranks) { return coll >= 0 && coll < ACL_NUM_
 static int h200_mcoll(int coll, double *bytes)
 {
   switch (coll) {
-  case 0: *bytes *= 2.0; return 0;
-  case 1: *bytes *= 2.0; return 1;
-  case 2: return 0;
-  case 3: return 1;
-  default: return 2;
+  case 0:
+    *bytes *= 2.0;
+    return 0;
+  case 1:
+    *bytes *= 2.0;
+    return 1;
+  case 2:
+    return 0;
+  case 3:
+    return 1;
+  default:
+    return 2;
   }
 }
 
@@ -261,9 +271,9 @@ static double base_time(const acl_landscape_t *l, int coll, double bytes, int al
  * channels); interference blends the isolated and under-GEMM medians
  * log-linearly. With regime >= 0 only that regime, and *src / *scale say
  * where draws come from. */
-static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
-                         int algo, int proto, int asked, double interference,
-                         const acl_tr_cfg_t **src, double *scale, int regime)
+static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks, int algo,
+                         int proto, int asked, double interference, const acl_tr_cfg_t **src,
+                         double *scale, int regime)
 {
   double b = (double)nbytes;
   int mc = h200_mcoll(coll, &b);
@@ -291,8 +301,8 @@ int acl_land_traces(const acl_landscape_t *l)
 
 bool acl_land_is_replay(const acl_landscape_t *l) { return l && l->kind == ACL_LAND_TRACE; }
 
-int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo,
-                           int proto, int asked)
+int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo, int proto,
+                           int asked)
 {
   if (!l)
     return asked;
@@ -325,8 +335,7 @@ static void resolve(const acl_landscape_t *l, int coll, uint64_t nbytes, const a
 }
 
 double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
-                     const acl_candidate_t *c, double interference, uint64_t seed,
-                     double *per_rank)
+                     const acl_candidate_t *c, double interference, uint64_t seed, double *per_rank)
 {
   double t = acl_land_time(l, coll, nbytes, nranks, c, interference);
   if (!l || !c || l->kind != ACL_LAND_TRACE || !isfinite(t)) {
@@ -340,8 +349,8 @@ double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
   int regime = unif(&s) < interference ? 1 : 0;
   const acl_tr_cfg_t *src = NULL;
   double scale = NAN;
-  double tr = trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, &scale,
-                         regime);
+  double tr =
+      trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, &scale, regime);
   if (!src || !src->n || !isfinite(scale) || !isfinite(tr)) {
     for (int r = 0; per_rank && r < nranks; r++)
       per_rank[r] = t;

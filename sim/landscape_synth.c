@@ -27,7 +27,7 @@ static void syn_valid_pairs(uint64_t *rng, int coll, bool v[ACL_NUM_ALGO][ACL_NU
     v[1][p] = true; /* Ring everywhere */
   if (coll == 4) {
     for (int p = 0; p < ACL_NUM_PROTO; p++)
-      v[0][p] = true; /* Tree */
+      v[0][p] = true;                   /* Tree */
     v[4][2] = acl_land_unif(rng) < 0.5; /* NVLS (Simple only) on NVSwitch systems */
   } else if (coll == 2 || coll == 3) {
     v[4][2] = acl_land_unif(rng) < 0.3;
@@ -66,7 +66,8 @@ static void syn_anchor(acl_landscape_t *l, uint64_t *rng, int coll, int k)
         continue;
       /* Offsets: one winner at 1, the others 1.0x-3x slower. */
       pt->factor[a][p] = idx++ == winner ? 1.0f : (float)exp(fabs(acl_land_gauss(rng)) * 0.45);
-      double lp = log2((double)l->max_channels) - acl_land_unif(rng) * 1.5 - (1.0 - wf) * acl_land_unif(rng) * 3.0;
+      double lp = log2((double)l->max_channels) - acl_land_unif(rng) * 1.5 -
+                  (1.0 - wf) * acl_land_unif(rng) * 3.0;
       pt->peak[a][p] = (float)(lp < 0.0 ? 1.0 : exp2(lp));
       pt->al[a][p] = (float)(0.05 + 0.35 * acl_land_unif(rng));
       pt->ar[a][p] = (float)(0.01 + 0.14 * acl_land_unif(rng));
@@ -79,7 +80,8 @@ static void syn_anchor(acl_landscape_t *l, uint64_t *rng, int coll, int k)
     for (int p = 0; p < ACL_NUM_PROTO; p++) {
       if (pt->factor[a][p] <= 0.0f)
         continue;
-      double c = acl_land_syn_at(l, coll, k, anchor_bytes(k), a, p, pt->def_ch) * pt->pred_err[a][p];
+      double c =
+          acl_land_syn_at(l, coll, k, anchor_bytes(k), a, p, pt->def_ch) * pt->pred_err[a][p];
       if (c < bestc) {
         bestc = c;
         pt->def_algo = a;

@@ -22,7 +22,6 @@
 
 #include "sim/rank_int.h"
 
-
 static void sleep_s(double s)
 {
   if (s <= 0)
@@ -38,7 +37,6 @@ void acl_sim_rank_note_error(rank_drv_t *d, const char *fmt, const char *what, i
   if (!d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), fmt, d->rank, what, rc);
 }
-
 
 /* getCollInfo and NCCL's choice: sets d->ran / d->failed_call. */
 static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
@@ -88,8 +86,8 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
       break;
     default:
       rc = d->pl->t2->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 0,
-                                  (valid & ACL_AP_BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)) != 0,
-                                  1, &v2_algo, &v2_proto, &nch);
+                                  (valid & ACL_AP_BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)) != 0, 1,
+                                  &v2_algo, &v2_proto, &nch);
       break;
     }
     d->slot->gci_seconds += acl_mono_s() - t0;
@@ -106,28 +104,30 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
     a = v2_algo;
     p = v2_proto;
   } else if (!acl_sim_select(table, &a, &p)) {
-    acl_sim_rank_note_error(d, "rank %d: %s left no usable algorithm/protocol (%d)", "getCollInfo", 0);
+    acl_sim_rank_note_error(d, "rank %d: %s left no usable algorithm/protocol (%d)", "getCollInfo",
+                            0);
     d->failed_call = true;
     return;
   }
   d->ran.algo = (int8_t)a;
   d->ran.proto = (int8_t)p;
   /* Replay: what NCCL ran (built channels, its own cut for LL at small sizes). */
-  d->ran.nchannels = (int16_t)(acl_land_is_replay(land)
-                                   ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
-                                   : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
+  d->ran.nchannels =
+      (int16_t)(acl_land_is_replay(land)
+                    ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
+                    : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
   d->ran.chunk_log2 = 0;
   if (d->pl->t6 && cr->tinit && o->nranks > 1 && d->pl->t6->getChunkSize) {
     /* NCCL 2.30 sizes the chunks after choosing: its own chunk in, the
      * tuner's out, clamped to the buffer (enqueue.cc calcCollChunking). */
     size_t own = acl_sim_nccl_chunk(a, p), got = own;
     int8_t k = 0;
-    rc = d->pl->t6->getChunkSize(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, a, p,
-                                 d->ran.nchannels > 0 ? d->ran.nchannels : acl_sim_rank_channels_used(d, call),
-                                 &got);
+    rc = d->pl->t6->getChunkSize(
+        cr->tctx, (ncclFunc_t)call->coll, call->nbytes, a, p,
+        d->ran.nchannels > 0 ? d->ran.nchannels : acl_sim_rank_channels_used(d, call), &got);
     if (rc != ncclSuccess || acl_sim_chunk_ran(a, p, own, got, &k) != 0) {
       acl_sim_rank_note_error(d, "rank %d: tuner %s returned %d (or a chunk that rounds to 0)",
-                 "getChunkSize", rc);
+                              "getChunkSize", rc);
       d->failed_call = true;
       return;
     }
@@ -148,8 +148,8 @@ static void log_call(rank_drv_t *d)
     e.chunk_log2 = (int8_t)d->ran.chunk_log2;
   }
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
-    snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s",
-             d->rank, strerror(errno));
+    snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s", d->rank,
+             strerror(errno));
   atomic_fetch_add(&d->slot->calls, 1);
 }
 
@@ -176,8 +176,8 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
       cr->connected = true;
       cr->conn[a] = (int16_t)need;
     } else if (need > cr->conn[a]) {
-      extra += acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a],
-                                        need);
+      extra +=
+          acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a], need);
       cr->conn[a] = (int16_t)need;
     }
     if (cr->mask & (ncclProfileColl | ncclProfileKernelCh))
@@ -433,8 +433,7 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
   }
   for (int i = 0; i < n; i++)
     if (fflush(ds[i].log) != 0) {
-      snprintf(err, sizeof(err), "rank %d: writing decision log: %s", ds[i].rank,
-               strerror(errno));
+      snprintf(err, sizeof(err), "rank %d: writing decision log: %s", ds[i].rank, strerror(errno));
       goto fail_comms;
     }
   /* Keep the plugin (and its endpoint) alive until the parent has read it. */
@@ -448,8 +447,7 @@ fail_comms:
 fail_ranks:
   for (int i = 0; i < inited; i++) {
     if (ds[i].log && fclose(ds[i].log) != 0 && status == ACL_SIM_EXIT_OK) {
-      snprintf(err, sizeof(err), "rank %d: closing decision log: %s", ds[i].rank,
-               strerror(errno));
+      snprintf(err, sizeof(err), "rank %d: closing decision log: %s", ds[i].rank, strerror(errno));
       status = ACL_SIM_EXIT_FAILED;
     }
     free(ds[i].comms);

@@ -17,7 +17,7 @@ typedef struct comm_rank {
   int mask;
   int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
-  uint64_t ncalls; /* calls on this communicator (same on every rank) */
+  uint64_t ncalls;            /* calls on this communicator (same on every rank) */
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
   bool connected;             /* replay: the first call connected (comm set-up) */
 } comm_rank_t;

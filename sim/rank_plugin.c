@@ -88,11 +88,21 @@ void acl_sim_rank_comm_fini(rank_drv_t *d, int c)
   if (cr->tinit) {
     ncclResult_t rc;
     switch (d->pl->tuner_version) {
-    case 6: rc = d->pl->t6->finalize(cr->tctx); break;
-    case 5: rc = d->pl->t5->finalize(cr->tctx); break;
-    case 4: rc = d->pl->t4->destroy(cr->tctx); break;
-    case 3: rc = d->pl->t3->destroy(cr->tctx); break;
-    default: rc = d->pl->t2->destroy(cr->tctx); break;
+    case 6:
+      rc = d->pl->t6->finalize(cr->tctx);
+      break;
+    case 5:
+      rc = d->pl->t5->finalize(cr->tctx);
+      break;
+    case 4:
+      rc = d->pl->t4->destroy(cr->tctx);
+      break;
+    case 3:
+      rc = d->pl->t3->destroy(cr->tctx);
+      break;
+    default:
+      rc = d->pl->t2->destroy(cr->tctx);
+      break;
     }
     if (rc != ncclSuccess)
       acl_sim_rank_note_error(d, "rank %d: tuner %s returned %d", "finalize", rc);
@@ -114,8 +124,7 @@ static const char *const nccl_proto_str[ACL_NUM_PROTO] = {"LL", "LL128", "Simple
 
 /* Profiler v6 (NCCL 2.30) or v5: v6's descriptor holds v5's members at v5's
  * offsets (core/abi.h), so NCCL 2.30 hands the same bytes in a v6 one. */
-static ncclResult_t prof_start(rank_drv_t *d, void *ctx, void **h,
-                               ncclProfilerEventDescr_v5_t *e)
+static ncclResult_t prof_start(rank_drv_t *d, void *ctx, void **h, ncclProfilerEventDescr_v5_t *e)
 {
   if (!d->pl->prof6)
     return d->pl->prof->startEvent(ctx, h, e);
@@ -130,7 +139,7 @@ static ncclResult_t (*prof_stop(rank_drv_t *d))(void *)
 }
 
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
-                        uint64_t dur_ns)
+                              uint64_t dur_ns)
 {
   comm_rank_t *cr = &d->comms[call->comm];
   if (!cr->pinit)
@@ -146,8 +155,8 @@ void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_
     e.rank = d->rank;
     e.coll.seqNumber = seq;
     e.coll.func = acl_coll_name(call->coll);
-    e.coll.count = acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks,
-                                            ACL_SIM_DTYPE_BYTES);
+    e.coll.count =
+        acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks, ACL_SIM_DTYPE_BYTES);
     e.coll.datatype = "ncclFloat32"; /* ncclDatatypeToString spelling */
     e.coll.nChannels = (uint8_t)nch;
     e.coll.nWarps = 16;
@@ -185,7 +194,8 @@ void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_
     a.kernelCh.pTimer = t;
     if ((rc = (d->pl->prof6 ? d->pl->prof6->recordEventState : d->pl->prof->recordEventState)(
              h, ncclProfilerKernelChStop, &a)) != ncclSuccess)
-      acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "recordEventState(KernelChStop)", rc);
+      acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d",
+                              "recordEventState(KernelChStop)", rc);
     if ((rc = prof_stop(d)(h)) != ncclSuccess)
       acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "stopEvent(KernelCh)", rc);
   }
