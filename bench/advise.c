@@ -50,10 +50,10 @@ static void run_args(const acl_bench_cfg_t *c, char *buf, size_t len)
   char lo[32], hi[32];
   acl_bench_format_size(c->minbytes, lo, sizeof(lo));
   acl_bench_format_size(c->maxbytes, hi, sizeof(hi));
-  int n = snprintf(buf, len, "-g %d -b %s -e %s -f %g -C %s -d %s -w %d -n %d --reps %d %s",
-                   c->ngpus, lo, hi, c->factor, acl_bench_coll_name(c->coll),
-                   acl_bench_dtype_name(c->dt), c->warmup, c->iters, c->reps,
-                   c->procs ? "--procs" : "--single");
+  int n =
+      snprintf(buf, len, "-g %d -b %s -e %s -f %g -C %s -d %s -w %d -n %d --reps %d %s", c->ngpus,
+               lo, hi, c->factor, acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt),
+               c->warmup, c->iters, c->reps, c->procs ? "--procs" : "--single");
   if (n > 0 && (size_t)n < len && c->warmup_s > 0)
     n += snprintf(buf + n, len - (size_t)n, " --warmup-time %g", c->warmup_s);
   if (n > 0 && (size_t)n < len && c->gemm)
@@ -104,8 +104,8 @@ int acl_bench_advise_report(const acl_bench_compare_t *x, int rc)
              j->err[0] ? "  " : "", j->err);
       continue;
     }
-    printf("  %-40s %9.4fx %7.3fx %7.3fx %8d%s\n", j->name, adv[k].gain, adv[k].worst,
-           adv[k].best, adv[k].sizes, recommended(&adv[k]) ? "  *" : "");
+    printf("  %-40s %9.4fx %7.3fx %7.3fx %8d%s\n", j->name, adv[k].gain, adv[k].worst, adv[k].best,
+           adv[k].sizes, recommended(&adv[k]) ? "  *" : "");
   }
   /* per variable, the best recommended value */
   int best_of[1024];

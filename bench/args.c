@@ -221,9 +221,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       break;
     case 'd':
       if (acl_bench_parse_dtype(a, &c->dt))
-        return usage_error(
-            "-d: unknown datatype '%s' (float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64)",
-            a);
+        return usage_error("-d: unknown datatype '%s' (float, half, bfloat16, double, int8, uint8, "
+                           "int32, uint32, int64, uint64)",
+                           a);
       break;
     case 'o':
       if (acl_bench_parse_op(a, &c->op))
@@ -231,9 +231,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       break;
     case 'C':
       if (acl_bench_parse_coll(a, &c->coll))
-        return usage_error(
-            "-C: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce)",
-            a);
+        return usage_error("-C: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, "
+                           "broadcast, reduce)",
+                           a);
       break;
     case 'g':
       if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ngpus))
@@ -425,8 +425,8 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
     if (root_set || c->coll == ACL_BENCH_COLL_BROADCAST || c->coll == ACL_BENCH_COLL_REDUCE)
       return usage_error("-r %d: root must be < the number of GPUs (%d)", c->root, c->ngpus);
   }
-  if (c->advise && (c->sweep || c->nmodes > 1 ||
-                    (c->nmodes == 1 && strcmp(c->modes[0], "default") != 0)))
+  if (c->advise &&
+      (c->sweep || c->nmodes > 1 || (c->nmodes == 1 && strcmp(c->modes[0], "default") != 0)))
     return usage_error("--advise measures against NCCL's defaults: drop --sweep and --compare");
   if ((c->sweep || c->advise) && c->nmodes == 0) {
     c->nmodes = 1;
@@ -437,7 +437,8 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       return usage_error("--compare table needs --table PATH");
   if (c->ceiling && c->ceiling <= c->stock_channels)
     return usage_error("--ceiling %d must be above --stock-channels %d (what NCCL builds as it "
-                       "ships)", c->ceiling, c->stock_channels);
+                       "ships)",
+                       c->ceiling, c->stock_channels);
   if (c->nmodes > 0 && c->internal_child)
     return usage_error("--compare cannot be used with --internal-child");
   if (c->nmodes > 0) {

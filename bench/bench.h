@@ -103,11 +103,11 @@ typedef struct acl_bench_cfg {
   int sweep_reps;
   int nmode_env;
   acl_bench_mode_env_t mode_env[ACL_BENCH_MAX_MODE_ENV];
-  int ceiling;        /* --ceiling N: NCCL_MIN/MAX_NCHANNELS of the ceiling mode, and of
+  int ceiling;          /* --ceiling N: NCCL_MIN/MAX_NCHANNELS of the ceiling mode, and of
                        * the autoccl mode when given; 0 = not given */
-  int stock_channels; /* --stock-channels S: what NCCL builds as it ships (autoccl's
+  int stock_channels;   /* --stock-channels S: what NCCL builds as it ships (autoccl's
                        * AUTOCCL_STOCK_CHANNELS under --ceiling) */
-  bool advise; /* --advise: start-up variables, one at a time against NCCL's defaults */
+  bool advise;          /* --advise: start-up variables, one at a time against NCCL's defaults */
   double child_timeout; /* seconds, per child run; 0 = none */
   /* recording (docs/trace.md): per run, every rank's per-iteration times */
   char trace_dir[ACL_BENCH_PATH_MAX];  /* --trace DIR */
@@ -234,16 +234,16 @@ typedef struct acl_bench_trace_size {
   double gemm_tflops; /* <0 none */
   char ran[160];      /* JSON array of what NCCL ran per rank (probe), or "null" */
 } acl_bench_trace_size_t;
-int acl_bench_trace_write(const char *path, const acl_bench_cfg_t *c, int nranks, int nsizes,
-                          int T, const acl_bench_trace_size_t *sz, const double *times_us,
+int acl_bench_trace_write(const char *path, const acl_bench_cfg_t *c, int nranks, int nsizes, int T,
+                          const acl_bench_trace_size_t *sz, const double *times_us,
                           int nccl_version);
 /* mkdir -p; 0 ok, -1 with errno. */
 int acl_bench_mkdirs(const char *path);
 /* The probe plugin beside the executable (libautoccl-bench-probe.so); 0 found. */
 int acl_bench_probe_path(char *buf, size_t len);
 /* Reads the probe's lines for (coll, bytes) into a JSON array in out. */
-void acl_bench_probe_ran(const char *probe_file, const acl_bench_cfg_t *c, size_t bytes,
-                         int nranks, char *out, size_t len);
+void acl_bench_probe_ran(const char *probe_file, const acl_bench_cfg_t *c, size_t bytes, int nranks,
+                         char *out, size_t len);
 
 /* ---- compare.c ---- */
 int acl_bench_compare_main(const acl_bench_cfg_t *c);

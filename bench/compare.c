@@ -323,8 +323,8 @@ static void av_add(struct argv_buf *a, const char *fmt, ...)
   a->v[a->n] = NULL;
 }
 
-static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe,
-                       int rep, struct argv_buf *a)
+static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const char *exe, int rep,
+                       struct argv_buf *a)
 {
   a->n = 0;
   av_add(a, "%s", exe);
@@ -401,9 +401,9 @@ static void print_header(const acl_bench_compare_t *x)
          c->ngpus, c->ngpus == 1 ? "" : "s",
          c->procs ? "one process per GPU" : "one process, all GPUs",
          c->inplace ? "in-place" : "out-of-place", c->minbytes, c->maxbytes, c->factor);
-  printf(
-      "# reps %d (interleaved, order rotated), warm-up %d + timed %d iterations per size and run, check %d\n",
-      c->reps, c->warmup, c->iters, c->check);
+  printf("# reps %d (interleaved, order rotated), warm-up %d + timed %d iterations per size and "
+         "run, check %d\n",
+         c->reps, c->warmup, c->iters, c->check);
   if (c->gemm)
     printf("# interference: cuBLAS bf16 GEMM %dx%dx%d on another stream of every GPU, duty %.2f\n",
            c->gemm_n, c->gemm_n, c->gemm_n, c->gemm_duty);
@@ -417,13 +417,14 @@ static void print_header(const acl_bench_compare_t *x)
   }
   if (c->advise)
     printf("# advise: %d runs per repetition, each one start-up variable set against NCCL's "
-           "defaults (mode default)\n", x->nj - c->nmodes);
+           "defaults (mode default)\n",
+           x->nj - c->nmodes);
   if (c->sweep) {
-    printf(
-        "# sweep: %d configs of NCCL_ALGO {%s} x NCCL_PROTO {%s} x channels {%s} (0 = NCCL decides), warm-up %d, "
-        "reps %d\n",
-        x->nj - c->nmodes, c->sweep_algos, c->sweep_protos, c->sweep_channels, c->sweep_warmup,
-        c->sweep_reps);
+    printf("# sweep: %d configs of NCCL_ALGO {%s} x NCCL_PROTO {%s} x channels {%s} (0 = NCCL "
+           "decides), warm-up %d, "
+           "reps %d\n",
+           x->nj - c->nmodes, c->sweep_algos, c->sweep_protos, c->sweep_channels, c->sweep_warmup,
+           c->sweep_reps);
     if (x->skipped_algos[0])
       printf("# sweep: %s skipped because NCCL_NVLS_ENABLE=0\n", x->skipped_algos);
   }

@@ -9,7 +9,7 @@
 
 typedef struct acl_bench_job {
   char name[64];
-  int sweep; /* 0: a --compare mode; 1: a sweep config; 2: an --advise variable */
+  int sweep;               /* 0: a --compare mode; 1: a sweep config; 2: an --advise variable */
   char var[48], value[24]; /* --advise: the variable(s) and value set */
   char mode[16];
   char algo[32], proto[16];
@@ -26,7 +26,7 @@ typedef struct acl_bench_job {
   int child_failures;
   char err[320];
   double gemm_iso, gemm_run;
-  int nccl_version;        /* ncclGetVersion of its runs (0: none reported) */
+  int nccl_version; /* ncclGetVersion of its runs (0: none reported) */
   int gemm_n;
 } acl_bench_job_t;
 

@@ -26,12 +26,11 @@ int acl_bench_resolve_paths(acl_bench_compare_t *x)
   if (need_plugin) {
     if (!c->plugin[0]) {
       if (acl_bench_default_plugin_path(c->plugin, sizeof(c->plugin)) != 0 && !c->fake) {
-        fprintf(
-            stderr,
-            ACL_BENCH_NAME
-            ": error: the autoccl plugin is not at %s (nor beside the executable); build it or pass "
-            "--plugin PATH\n",
-            c->plugin);
+        fprintf(stderr,
+                ACL_BENCH_NAME ": error: the autoccl plugin is not at %s (nor beside the "
+                               "executable); build it or pass "
+                               "--plugin PATH\n",
+                c->plugin);
         return ACL_BENCH_EXIT_USAGE;
       }
     }
@@ -61,9 +60,8 @@ int acl_bench_add_mode_jobs(acl_bench_compare_t *x)
     snprintf(j->mode, sizeof(j->mode), "%s", c->modes[m]);
     /* NCCL with the ceiling alone (no plugin), and autoccl with it when
      * --ceiling is given (docs/channels.md) */
-    int ceil = !strcmp(j->mode, "ceiling")
-                   ? (c->ceiling ? c->ceiling : ACL_BENCH_CEILING_DEFAULT)
-                   : (!strcmp(j->mode, "autoccl") ? c->ceiling : 0);
+    int ceil = !strcmp(j->mode, "ceiling") ? (c->ceiling ? c->ceiling : ACL_BENCH_CEILING_DEFAULT)
+                                           : (!strcmp(j->mode, "autoccl") ? c->ceiling : 0);
     if (ceil > 0) {
       char v[16];
       snprintf(v, sizeof(v), "%d", ceil);

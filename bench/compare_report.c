@@ -173,9 +173,9 @@ static void print_ratios(const acl_bench_compare_t *x, int def, const double *or
   int ncols = 0;
   if (def < 0 && !c->sweep)
     return;
-  printf(
-      "#\n# ratios of bandwidth (= inverse ratio of time): X/default > 1 means X is faster than NCCL's "
-      "default; X/oracle is the fraction of the oracle's bandwidth reached\n");
+  printf("#\n# ratios of bandwidth (= inverse ratio of time): X/default > 1 means X is faster than "
+         "NCCL's "
+         "default; X/oracle is the fraction of the oracle's bandwidth reached\n");
   printf("# %12s", "size");
   for (int m = 0; m < nmodes; m++) {
     if (def >= 0 && m != def) {

@@ -247,4 +247,3 @@ int acl_bench_procs_run(const acl_bench_cfg_t *c, struct shared *sh)
   }
   return rc;
 }
-

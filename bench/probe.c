@@ -27,10 +27,14 @@ typedef struct pctx {
 } pctx_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int *g_mask;             /* NCCL's mask (one per process in 2.28) */
+static int *g_mask; /* NCCL's mask (one per process in 2.28) */
 static pctx_t *g_ranks[MAXR];
 static int g_nranks;
-static struct { int coll; size_t bytes; int left; } g_keys[MAXK];
+static struct {
+  int coll;
+  size_t bytes;
+  int left;
+} g_keys[MAXK];
 static int g_nkeys, g_open; /* keys still waiting for Coll events */
 static int g_fd = -2;
 
@@ -64,10 +68,14 @@ static ncclResult_t p_init(void **ctx, uint64_t commId, int *mask, const char *n
 
 static int dsize(const char *d)
 {
-  if (!d) return 0;
-  if (strstr(d, "64") || !strcmp(d, "ncclDouble")) return 8;
-  if (strstr(d, "32") || !strcmp(d, "ncclFloat") || !strcmp(d, "ncclInt")) return 4;
-  if (strstr(d, "16") || !strcmp(d, "ncclHalf")) return 2;
+  if (!d)
+    return 0;
+  if (strstr(d, "64") || !strcmp(d, "ncclDouble"))
+    return 8;
+  if (strstr(d, "32") || !strcmp(d, "ncclFloat") || !strcmp(d, "ncclInt"))
+    return 4;
+  if (strstr(d, "16") || !strcmp(d, "ncclHalf"))
+    return 2;
   return 1;
 }
 
@@ -83,8 +91,7 @@ static ncclResult_t p_start(void *ctx, void **eHandle, ncclProfilerEventDescr_v5
   pthread_mutex_lock(&mu);
   for (int k = 0; k < g_nkeys; k++) {
     /* AllGather / ReduceScatter: the tuner's bytes are the whole buffer */
-    if (g_keys[k].left <= 0 || c->done[k] ||
-        (g_keys[k].bytes != b && g_keys[k].bytes % b != 0))
+    if (g_keys[k].left <= 0 || c->done[k] || (g_keys[k].bytes != b && g_keys[k].bytes % b != 0))
       continue;
     c->done[k] = 1;
     if (g_fd >= 0)
@@ -99,17 +106,25 @@ static ncclResult_t p_start(void *ctx, void **eHandle, ncclProfilerEventDescr_v5
   return ncclSuccess;
 }
 
-static ncclResult_t p_stop(void *h) { (void)h; return ncclSuccess; }
+static ncclResult_t p_stop(void *h)
+{
+  (void)h;
+  return ncclSuccess;
+}
 static ncclResult_t p_state(void *h, ncclProfilerEventState_v5_t s,
                             ncclProfilerEventStateArgs_v5_t *a)
 {
   (void)h, (void)s, (void)a;
   return ncclSuccess;
 }
-static ncclResult_t p_fini(void *ctx) { (void)ctx; return ncclSuccess; }
+static ncclResult_t p_fini(void *ctx)
+{
+  (void)ctx;
+  return ncclSuccess;
+}
 
-EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {"autoccl-bench-probe", p_init, p_start,
-                                                  p_stop, p_state, p_fini};
+EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {
+    "autoccl-bench-probe", p_init, p_start, p_stop, p_state, p_fini};
 
 static __thread int t_coll = -1;
 static __thread size_t t_bytes;
@@ -123,11 +138,10 @@ static ncclResult_t t_init(void **ctx, uint64_t commId, size_t nRanks, size_t nN
   return ncclSuccess;
 }
 
-static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
-                          float **table, int numAlgo, int numProto, int regBuff, int *nch)
+static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float **table,
+                          int numAlgo, int numProto, int regBuff, int *nch)
 {
-  (void)ctx, (void)numPipeOps, (void)table, (void)numAlgo, (void)numProto, (void)regBuff,
-      (void)nch;
+  (void)ctx, (void)numPipeOps, (void)table, (void)numAlgo, (void)numProto, (void)regBuff, (void)nch;
   if (t_coll == (int)coll && t_bytes == nBytes)
     return ncclSuccess; /* the common case: same workload as this thread's last call */
   t_coll = (int)coll;
@@ -149,6 +163,10 @@ static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipe
   return ncclSuccess;
 }
 
-static ncclResult_t t_fini(void *ctx) { (void)ctx; return ncclSuccess; }
+static ncclResult_t t_fini(void *ctx)
+{
+  (void)ctx;
+  return ncclSuccess;
+}
 
 EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {"autoccl-bench-probe", t_init, t_get, t_fini};

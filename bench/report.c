@@ -79,10 +79,10 @@ void acl_bench_print_table_header(FILE *f, const acl_bench_cfg_t *c, int nranks)
     fprintf(f,
             "# interference: cuBLAS bf16 GEMM %dx%dx%d on another stream of every GPU, duty %.2f\n",
             c->gemm_n, c->gemm_n, c->gemm_n, c->gemm_duty);
-  fprintf(
-      f,
-      "# time: median of the last %d iterations (slowest rank per iteration); time_incl: mean of all %d from the first call\n",
-      c->iters, c->iters + c->warmup);
+  fprintf(f,
+          "# time: median of the last %d iterations (slowest rank per iteration); time_incl: mean "
+          "of all %d from the first call\n",
+          c->iters, c->iters + c->warmup);
   fprintf(f, "#\n");
   fprintf(f, "# %12s %12s %8s %6s %5s %10s %8s %8s %7s %10s%s\n", "size", "count", "type", "redop",
           "root", "time", "algbw", "busbw", "#wrong", "time_incl", c->gemm ? "   gemm" : "");
@@ -158,10 +158,10 @@ void acl_bench_print_run_footer(FILE *f, const acl_bench_cfg_t *c, int nranks,
   else
     fprintf(f, "# Avg bus bandwidth    : n/a\n");
   if (c->gemm)
-    fprintf(
-        f,
-        "# GEMM: %.1f TFLOP/s alone before the run, %.1f TFLOP/s during the run (stream busy %.0f%% of the time)\n",
-        s->gemm_iso_tflops, s->gemm_run_tflops, 100.0 * s->gemm_duty_seen);
+    fprintf(f,
+            "# GEMM: %.1f TFLOP/s alone before the run, %.1f TFLOP/s during the run (stream busy "
+            "%.0f%% of the time)\n",
+            s->gemm_iso_tflops, s->gemm_run_tflops, 100.0 * s->gemm_duty_seen);
   if (s->nccl_version)
     fprintf(f, "# NCCL version %d\n", s->nccl_version);
   if (s->errmsg[0])

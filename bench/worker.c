@@ -210,7 +210,8 @@ static int warmup_by_time(const acl_bench_cfg_t *c, struct shared *sh, struct gp
 {
   const long calib = 50;
   /* the first calls of a size (and of a run) pay one-time set-up */
-  if (run_untimed(c, sh, gs, nlocal, count, n, sz, 5)) return -1;
+  if (run_untimed(c, sh, gs, nlocal, count, n, sz, 5))
+    return -1;
   double t0 = acl_mono_s();
   if (run_untimed(c, sh, gs, nlocal, count, n, sz, calib))
     return -1;

@@ -65,4 +65,3 @@ void acl_bench_trace_finish(const acl_bench_cfg_t *c, struct shared *sh, const c
   unlink(probe);
   free(sz);
 }
-

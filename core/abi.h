@@ -43,9 +43,8 @@ enum {
   NCCL_PROFILE = 0x4000,
 };
 
-typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags,
-                                  const char *file, int line, const char *fmt,
-                                  ...);
+typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char *file,
+                                  int line, const char *fmt, ...);
 
 typedef enum {
   ncclFuncBroadcast = 0,
@@ -89,14 +88,12 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(void **ctx, uint64_t commId, size_t nRanks,
-                       size_t nNodes, ncclDebugLogger_t logFunction,
-                       ncclNvlDomainInfo_v5_t *nvlDomainInfo,
+  ncclResult_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t *nvlDomainInfo,
                        ncclTunerConstants_v5_t *constants);
   /* collCostTable is really float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]. */
-  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                              int numPipeOps, float **collCostTable,
-                              int numAlgo, int numProto, int regBuff,
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float **collCostTable, int numAlgo, int numProto, int regBuff,
                               int *nChannels);
   ncclResult_t (*finalize)(void *ctx);
 } ncclTuner_v5_t;
@@ -113,27 +110,22 @@ typedef ncclTunerConstants_v5_t ncclTunerConstants_v6_t;
 typedef struct ncclTuner_v6 {
   const char *name;
   ncclResult_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
-                       ncclDebugLogger_t logFunction,
-                       ncclNvlDomainInfo_v6_t *nvlDomainInfo,
+                       ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v6_t *nvlDomainInfo,
                        ncclTunerConstants_v6_t *constants);
-  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                              int numPipeOps, float **collCostTable,
-                              int numAlgo, int numProto, int regBuff,
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float **collCostTable, int numAlgo, int numProto, int regBuff,
                               int *nChannels);
   ncclResult_t (*finalize)(void *ctx);
-  ncclResult_t (*getChunkSize)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                               int algo, int proto, int nChannels,
-                               size_t *chunkSize);
+  ncclResult_t (*getChunkSize)(void *ctx, ncclFunc_t collType, size_t nBytes, int algo, int proto,
+                               int nChannels, size_t *chunkSize);
 } ncclTuner_v6_t;
 
 /* ---- tuner v4 ---- */
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
-                       ncclDebugLogger_t logFunction, void **ctx);
-  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                              int numPipeOps, float **collCostTable,
-                              int numAlgo, int numProto, int regBuff,
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float **collCostTable, int numAlgo, int numProto, int regBuff,
                               int *nChannels);
   ncclResult_t (*destroy)(void *ctx);
 } ncclTuner_v4_t;
@@ -141,22 +133,18 @@ typedef struct {
 /* ---- tuner v3: v4 without regBuff ---- */
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
-                       ncclDebugLogger_t logFunction, void **ctx);
-  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                              int numPipeOps, float **collCostTable,
-                              int numAlgo, int numProto, int *nChannels);
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float **collCostTable, int numAlgo, int numProto, int *nChannels);
   ncclResult_t (*destroy)(void *ctx);
 } ncclTuner_v3_t;
 
 /* ---- tuner v2: no cost table; the plugin writes algorithm/protocol ---- */
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(size_t nRanks, size_t nNodes,
-                       ncclDebugLogger_t logFunction, void **ctx);
-  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes,
-                              int collNetSupport, int nvlsSupport,
-                              int numPipeOps, int *algorithm, int *protocol,
+  ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void **ctx);
+  ncclResult_t (*getCollInfo)(void *ctx, ncclFunc_t collType, size_t nBytes, int collNetSupport,
+                              int nvlsSupport, int numPipeOps, int *algorithm, int *protocol,
                               int *nChannels);
   ncclResult_t (*destroy)(void *ctx);
 } ncclTuner_v2_t;
@@ -272,14 +260,11 @@ typedef union {
 
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask,
-                       const char *commName, int nNodes, int nranks, int rank,
-                       ncclDebugLogger_t logfn);
-  ncclResult_t (*startEvent)(void *ctx, void **eHandle,
-                             ncclProfilerEventDescr_v5_t *eDescr);
+  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
+  ncclResult_t (*startEvent)(void *ctx, void **eHandle, ncclProfilerEventDescr_v5_t *eDescr);
   ncclResult_t (*stopEvent)(void *eHandle);
-  ncclResult_t (*recordEventState)(void *eHandle,
-                                   ncclProfilerEventState_v5_t eState,
+  ncclResult_t (*recordEventState)(void *eHandle, ncclProfilerEventState_v5_t eState,
                                    ncclProfilerEventStateArgs_v5_t *eStateArgs);
   ncclResult_t (*finalize)(void *ctx);
 } ncclProfiler_v5_t;
@@ -352,14 +337,11 @@ typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v6_t;
 
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask,
-                       const char *commName, int nNodes, int nranks, int rank,
-                       ncclDebugLogger_t logfn);
-  ncclResult_t (*startEvent)(void *ctx, void **eHandle,
-                             ncclProfilerEventDescr_v6_t *eDescr);
+  ncclResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
+  ncclResult_t (*startEvent)(void *ctx, void **eHandle, ncclProfilerEventDescr_v6_t *eDescr);
   ncclResult_t (*stopEvent)(void *eHandle);
-  ncclResult_t (*recordEventState)(void *eHandle,
-                                   ncclProfilerEventState_v6_t eState,
+  ncclResult_t (*recordEventState)(void *eHandle, ncclProfilerEventState_v6_t eState,
                                    ncclProfilerEventStateArgs_v6_t *eStateArgs);
   ncclResult_t (*finalize)(void *ctx);
 } ncclProfiler_v6_t;

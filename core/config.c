@@ -28,14 +28,24 @@ static bool acl_config_check_window(char *s, size_t len);
 #define ACL_SETSZ_FLAG sizeof(bool)
 #define ACL_SETSZ_STR 0
 
-#define ACL_SETTING(NAME, TYPE, FIELD, DNUM, DSTR, LO, HI, CHOICES, CHECK, ACCEPTED, UNSET, UNIT, \
-                    READER, DOC)                                                               \
-  {#NAME,       ACL_SETTING_##TYPE,                                                            \
-   (long)offsetof(acl_config_t, FIELD), sizeof(((acl_config_t *)0)->FIELD),                     \
-   (long long)(DNUM), DSTR, (long long)(LO), (long long)(HI), CHOICES, CHECK, ACCEPTED, UNSET,  \
-   UNIT,        READER,                                                                        \
+#define ACL_SETTING(NAME, TYPE, FIELD, DNUM, DSTR, LO, HI, CHOICES, CHECK, ACCEPTED, UNSET, UNIT,  \
+                    READER, DOC)                                                                   \
+  {#NAME,                                                                                          \
+   ACL_SETTING_##TYPE,                                                                             \
+   (long)offsetof(acl_config_t, FIELD),                                                            \
+   sizeof(((acl_config_t *)0)->FIELD),                                                             \
+   (long long)(DNUM),                                                                              \
+   DSTR,                                                                                           \
+   (long long)(LO),                                                                                \
+   (long long)(HI),                                                                                \
+   CHOICES,                                                                                        \
+   CHECK,                                                                                          \
+   ACCEPTED,                                                                                       \
+   UNSET,                                                                                          \
+   UNIT,                                                                                           \
+   READER,                                                                                         \
    DOC},
-#define ACL_SETTING_DOC(NAME, TYPE, DSTR, ACCEPTED, UNIT, READER, DOC)                          \
+#define ACL_SETTING_DOC(NAME, TYPE, DSTR, ACCEPTED, UNIT, READER, DOC)                             \
   {#NAME, ACL_SETTING_##TYPE, -1, 0, 0, DSTR, 0, 0, NULL, NULL, ACCEPTED, NULL, UNIT, READER, DOC},
 const acl_setting_t acl_settings[] = {
 #include "core/settings.def"
@@ -45,8 +55,8 @@ const acl_setting_t acl_settings[] = {
 const size_t acl_nsettings = sizeof(acl_settings) / sizeof(acl_settings[0]);
 
 /* A row's type writes exactly its field's width. */
-#define ACL_SETTING(NAME, TYPE, FIELD, ...)                                                     \
-  _Static_assert(ACL_SETSZ_##TYPE == 0 || sizeof(((acl_config_t *)0)->FIELD) == ACL_SETSZ_##TYPE, \
+#define ACL_SETTING(NAME, TYPE, FIELD, ...)                                                        \
+  _Static_assert(ACL_SETSZ_##TYPE == 0 || sizeof(((acl_config_t *)0)->FIELD) == ACL_SETSZ_##TYPE,  \
                  #NAME ": field width does not match its type");
 #define ACL_SETTING_DOC(...)
 #include "core/settings.def"
@@ -126,8 +136,8 @@ void acl_setting_default(const acl_setting_t *s, char *out, size_t len)
 {
   switch (s->type) {
   case ACL_SETTING_ENUM:
-    snprintf(out, len, "%s", s->dnum >= 0 && s->dnum < nchoices(s->choices) ? s->choices[s->dnum]
-                                                                            : "?");
+    snprintf(out, len, "%s",
+             s->dnum >= 0 && s->dnum < nchoices(s->choices) ? s->choices[s->dnum] : "?");
     return;
   case ACL_SETTING_INT:
     if (s->unset)
@@ -199,8 +209,8 @@ static void bad(parser_t *p, const char *name, const char *value, const char *ac
                 const char *dflt)
 {
   char msg[512];
-  snprintf(msg, sizeof(msg), "invalid %s=\"%.64s\": accepted values are %s; using %s", name,
-           value, accepted, dflt);
+  snprintf(msg, sizeof(msg), "invalid %s=\"%.64s\": accepted values are %s; using %s", name, value,
+           accepted, dflt);
   p->errors++;
   if (p->report)
     p->report(p->report_user, msg);

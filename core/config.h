@@ -30,9 +30,10 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_WARMUP_MAX 1000
 #define ACL_CONFIG_SAMPLES_DEFAULT 5
 #define ACL_CONFIG_SAMPLES_MIN 2
-#define ACL_CONFIG_SAMPLES_MAX 16 /* the samples a candidate keeps (ACL_SEARCH_MAX_SAMPLES) */
+#define ACL_CONFIG_SAMPLES_MAX 16       /* the samples a candidate keeps (ACL_SEARCH_MAX_SAMPLES) */
 #define ACL_CONFIG_BUDGET_PCT_DEFAULT 3 /* docs/tuner.md: exploration pays for itself */
-#define ACL_CONFIG_BUDGET_PCT_MAX 100000 /* > 100: tests and short experiments that must
+#define ACL_CONFIG_BUDGET_PCT_MAX                                                                  \
+  100000 /* > 100: tests and short experiments that must
                                           * explore at once, whatever it costs */
 #define ACL_CONFIG_MAX_WORKLOADS_DEFAULT 256
 #define ACL_CONFIG_MAX_WORKLOADS_MAX 1024
@@ -40,10 +41,11 @@ typedef enum acl_prof_src {
 #define ACL_CONFIG_TIMEOUT_MS_MIN 100
 #define ACL_CONFIG_TIMEOUT_MS_MAX 3600000
 #define ACL_CONFIG_STOCK_CH_MAX 64 /* NCCL 2.28's MAXCHANNELS */
-#define ACL_CONFIG_TRACE_MAX_DEFAULT (256ull << 20) /* bytes of text per trace file: hours
+#define ACL_CONFIG_TRACE_MAX_DEFAULT                                                               \
+  (256ull << 20)                              /* bytes of text per trace file: hours
                                                      * of a busy job (docs/trace.md) */
-#define ACL_CONFIG_TRACE_MAX_MAX (1ull << 50)       /* 1 PiB: a bound, not a limit */
-#define ACL_CONFIG_LOCAL_RANK_MAX 4095              /* far above any host's GPU count */
+#define ACL_CONFIG_TRACE_MAX_MAX (1ull << 50) /* 1 PiB: a bound, not a limit */
+#define ACL_CONFIG_LOCAL_RANK_MAX 4095        /* far above any host's GPU count */
 /* AUTOCCL_CUPTI_WINDOW=ON/PERIOD (ms): default "100/5000", CUPTI attached
  * 100 ms every 5 s (2 %). On one H200 attached CUPTI cost 33 % of a loop of
  * 3 us kernels; this rule measured +1.6 % there and +0.12 % on a loop of

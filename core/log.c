@@ -40,7 +40,7 @@ void acl_log_at(acl_log_level_t lvl, const char *file, int line, const char *fmt
   ncclDebugLogger_t fn = atomic_load(&nccl_logger);
   if (fn) {
     /* NCCL prints WARN unconditionally and INFO only with NCCL_DEBUG=INFO. */
-    ncclDebugLogLevel nl = lvl <= ACL_LOG_WARN ? NCCL_LOG_WARN
+    ncclDebugLogLevel nl = lvl <= ACL_LOG_WARN   ? NCCL_LOG_WARN
                            : lvl == ACL_LOG_INFO ? NCCL_LOG_INFO
                                                  : NCCL_LOG_TRACE;
     fn(nl, NCCL_TUNING, file, line, "autoccl: %s", msg);

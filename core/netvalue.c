@@ -54,7 +54,4 @@ void acl_nv_fold(acl_netvalue_t *nv, uint64_t explore_calls, uint64_t explore_sa
   nv->priced = true;
 }
 
-double acl_nv_net(const acl_netvalue_t *nv)
-{
-  return nv->saved_seconds - nv->cost_seconds;
-}
+double acl_nv_net(const acl_netvalue_t *nv) { return nv->saved_seconds - nv->cost_seconds; }

@@ -26,10 +26,7 @@ static void put_opt_num(acl_strbuf_t *sb, bool valid, double v)
 }
 
 /* Fraction in 0..1, or null (negative means unknown). */
-static void put_ratio(acl_strbuf_t *sb, double v)
-{
-  put_opt_num(sb, isfinite(v) && v >= 0, v);
-}
+static void put_ratio(acl_strbuf_t *sb, double v) { put_opt_num(sb, isfinite(v) && v >= 0, v); }
 
 static void put_rank(acl_strbuf_t *sb, const acl_snap_comm_t *c)
 {
@@ -176,8 +173,9 @@ static void put_profiler(acl_strbuf_t *sb, const acl_snap_profiler_t *p)
   acl_sb_puts(sb, ",\n               \"cupti_window\": ");
   if (p->cupti_window[0]) {
     JSTR(sb, p->cupti_window);
-    acl_sb_printf(sb, ", \"cupti_window_ms\": %" PRIu32 ", \"cupti_period_ms\": %" PRIu32
-                      ", \"cupti_windows\": %" PRIu64 ", \"cupti_attached_seconds\": ",
+    acl_sb_printf(sb,
+                  ", \"cupti_window_ms\": %" PRIu32 ", \"cupti_period_ms\": %" PRIu32
+                  ", \"cupti_windows\": %" PRIu64 ", \"cupti_attached_seconds\": ",
                   p->cupti_on_ms, p->cupti_period_ms, p->cupti_windows);
     put_ratio(sb, p->cupti_on_seconds);
   } else {
@@ -238,18 +236,19 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
     put_comm(out, &s->comms[i]);
   }
   acl_sb_puts(out, nc ? "\n  ],\n  \"workloads\": [" : "],\n  \"workloads\": [");
-  int nw = s->nworkloads < 0 ? 0
-           : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
+  int nw = s->nworkloads < 0
+               ? 0
+               : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
   for (int i = 0; i < nw; i++) {
     acl_sb_puts(out, i ? ",\n    " : "\n    ");
     put_workload(out, s, &s->workloads[i]);
   }
   acl_sb_printf(out, "%s\n  \"workloads_truncated\": %s\n}\n", nw ? "\n  ]," : "],",
-                s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? "true" : "false");
+                s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? "true"
+                                                                                 : "false");
 }
 
-void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w,
-                           acl_strbuf_t *out)
+void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w, acl_strbuf_t *out)
 {
   acl_render_workload_head(out, s, w);
   acl_sb_puts(out, ", \"state\": ");

@@ -22,13 +22,13 @@ typedef struct mctx {
   const acl_snapshot_t *s;
   acl_strbuf_t *out;
   int nc, nw;
-  acl_strbuf_t labels;                         /* escaped label sets, NUL-separated */
-  size_t comm_lbl[ACL_SNAP_MAX_COMMS];         /* offsets: comm="..",rank=".." */
-  size_t comm_only_len[ACL_SNAP_MAX_COMMS];    /* length of the comm=".." part */
-  size_t wl_lbl[ACL_SNAP_MAX_WORKLOADS];       /* offsets: full workload labels */
-  bool skip[ACL_SNAP_MAX_WORKLOADS];           /* duplicate label set: not rendered */
-  const char *family;                          /* header written for this family */
-  char le[ACL_HIST_N][24];                     /* bucket bounds, formatted once */
+  acl_strbuf_t labels;                      /* escaped label sets, NUL-separated */
+  size_t comm_lbl[ACL_SNAP_MAX_COMMS];      /* offsets: comm="..",rank=".." */
+  size_t comm_only_len[ACL_SNAP_MAX_COMMS]; /* length of the comm=".." part */
+  size_t wl_lbl[ACL_SNAP_MAX_WORKLOADS];    /* offsets: full workload labels */
+  bool skip[ACL_SNAP_MAX_WORKLOADS];        /* duplicate label set: not rendered */
+  const char *family;                       /* header written for this family */
+  char le[ACL_HIST_N][24];                  /* bucket bounds, formatted once */
 } mctx_t;
 
 static const char *lbl(const mctx_t *m, size_t off) { return m->labels.data + off; }
@@ -89,8 +89,7 @@ static void build_comm_labels(mctx_t *m)
     size_t nlen = strnlen(c->name, sizeof(c->name));
     bool unique = nlen > 0;
     for (int j = 0; unique && j < m->nc; j++)
-      if (j != i && s->comms[j].id != c->id &&
-          strnlen(s->comms[j].name, sizeof(c->name)) == nlen &&
+      if (j != i && s->comms[j].id != c->id && strnlen(s->comms[j].name, sizeof(c->name)) == nlen &&
           memcmp(s->comms[j].name, c->name, nlen) == 0)
         unique = false;
     char hex[24];
@@ -133,7 +132,8 @@ static void build_workload_labels(mctx_t *m)
       acl_sb_puts(&m->labels, tmp);
     } else {
       char hex[24];
-      acl_sb_printf(&m->labels, "comm=\"%s\"", acl_render_comm_hex(w->key.comm_id, hex, sizeof(hex)));
+      acl_sb_printf(&m->labels, "comm=\"%s\"",
+                    acl_render_comm_hex(w->key.comm_id, hex, sizeof(hex)));
     }
     put_rank_label(&m->labels, w->rank);
     acl_sb_printf(&m->labels, ",collective=\"%s\",bytes=\"%" PRIu64 "\",pipe_ops=\"%d\"",
@@ -170,7 +170,9 @@ static void render_totals(mctx_t *m)
     acl_sb_free(&l);
     return;
   }
-  static const struct { const char *name, *help; } fam[] = {
+  static const struct {
+    const char *name, *help;
+  } fam[] = {
       {"autoccl_total_time_saved_seconds",
        "Net seconds the decisions saved, summed over this process's ranks, after exploration."},
       {"autoccl_total_exploration_cost_seconds",
@@ -199,15 +201,19 @@ static void render_process(mctx_t *m)
     head(m, "autoccl_uptime_seconds", "gauge", "Seconds since the plugin started in this process.");
     sample_plain(m, "autoccl_uptime_seconds", s->uptime_seconds);
   }
-  head(m, "autoccl_workloads", "gauge", "Workloads (comm, collective, bytes) shown in this exposition.");
+  head(m, "autoccl_workloads", "gauge",
+       "Workloads (comm, collective, bytes) shown in this exposition.");
   sample_plain(m, "autoccl_workloads", m->nw);
   head(m, "autoccl_workloads_truncated", "gauge",
-       "1 when more workloads existed than the exposition holds (" "512" ").");
+       "1 when more workloads existed than the exposition holds ("
+       "512"
+       ").");
   sample_plain(m, "autoccl_workloads_truncated",
                s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? 1 : 0);
 
   if (strnlen(p->source, sizeof(p->source)) > 0) {
-    head(m, "autoccl_profiler_source", "gauge", "Sample source in use; always 1, the source is a label.");
+    head(m, "autoccl_profiler_source", "gauge",
+         "Sample source in use; always 1, the source is a label.");
     acl_sb_puts(m->out, "autoccl_profiler_source{source=\"");
     acl_render_prom_label(m->out, p->source, sizeof(p->source));
     acl_sb_puts(m->out, "\"} 1\n");
@@ -242,7 +248,10 @@ static void render_process(mctx_t *m)
          "autoccl_job_exposed_seconds_total).");
     sample_plain(m, "autoccl_job_time_saved_seconds", j.time_saved_seconds);
   }
-  static const struct { const char *name, *help; size_t off; } ctr[] = {
+  static const struct {
+    const char *name, *help;
+    size_t off;
+  } ctr[] = {
       {"autoccl_profiler_records_total", "Kernel records processed.",
        offsetof(acl_snap_profiler_t, records)},
       {"autoccl_profiler_records_dropped_total", "Kernel records dropped (buffers full).",
@@ -275,8 +284,8 @@ static void render_comms(mctx_t *m)
     char hex[24];
     head(m, "autoccl_communicator_info", "gauge",
          "Communicators seen; always 1, id and consensus role are labels.");
-    acl_sb_printf(m->out, "autoccl_communicator_info{%s,comm_id=\"%s\",role=\"", lbl(m, m->comm_lbl[i]),
-                  acl_render_comm_hex(c->id, hex, sizeof(hex)));
+    acl_sb_printf(m->out, "autoccl_communicator_info{%s,comm_id=\"%s\",role=\"",
+                  lbl(m, m->comm_lbl[i]), acl_render_comm_hex(c->id, hex, sizeof(hex)));
     acl_render_prom_label(m->out, c->role, sizeof(c->role));
     acl_sb_puts(m->out, "\"} 1\n");
   }
@@ -354,28 +363,32 @@ typedef enum { F_U64, F_DBL } ftype_t;
 typedef struct wfam {
   const char *name, *type, *help;
   ftype_t ft;
-  size_t off;       /* value */
-  ptrdiff_t valid;  /* offset of a bool that must be true, -1 = always */
-  bool nonzero;     /* omit when 0 (0 means "not yet") */
+  size_t off;      /* value */
+  ptrdiff_t valid; /* offset of a bool that must be true, -1 = always */
+  bool nonzero;    /* omit when 0 (0 means "not yet") */
 } wfam_t;
 
 #define WOFF(f) offsetof(acl_snap_workload_t, f)
 static const wfam_t k_wfams[] = {
     {"autoccl_collective_calls_total", "counter", "Calls of this workload in this process.", F_U64,
      WOFF(calls), -1, false},
-    {"autoccl_collective_bytes_total", "counter", "Bytes of those calls (the NCCL buffer size).", F_U64,
-     WOFF(bytes), -1, false},
+    {"autoccl_collective_bytes_total", "counter", "Bytes of those calls (the NCCL buffer size).",
+     F_U64, WOFF(bytes), -1, false},
     {"autoccl_collective_bus_bandwidth_bytes_per_second", "gauge",
-     "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw), false},
-    {"autoccl_tuner_speedup_ratio", "gauge", "NCCL's time divided by the decision's, measured interleaved once converged.",
-     F_DBL, WOFF(speedup), WOFF(has_speedup), false},
-    {"autoccl_tuner_baseline_duration_seconds", "gauge", "Measured duration under NCCL's own choice.",
-     F_DBL, WOFF(baseline_seconds), WOFF(has_baseline), false},
-    {"autoccl_tuner_best_duration_seconds", "gauge", "Measured duration of the best candidate so far.",
-     F_DBL, WOFF(best_seconds), WOFF(has_best), false},
+     "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw),
+     false},
+    {"autoccl_tuner_speedup_ratio", "gauge",
+     "NCCL's time divided by the decision's, measured interleaved once converged.", F_DBL,
+     WOFF(speedup), WOFF(has_speedup), false},
+    {"autoccl_tuner_baseline_duration_seconds", "gauge",
+     "Measured duration under NCCL's own choice.", F_DBL, WOFF(baseline_seconds),
+     WOFF(has_baseline), false},
+    {"autoccl_tuner_best_duration_seconds", "gauge",
+     "Measured duration of the best candidate so far.", F_DBL, WOFF(best_seconds), WOFF(has_best),
+     false},
     {"autoccl_compute_overlap_ratio", "gauge",
-     "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL, WOFF(overlap),
-     WOFF(has_overlap), false},
+     "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL,
+     WOFF(overlap), WOFF(has_overlap), false},
     {"autoccl_workload_collective_seconds_total", "counter",
      "Collective time of this workload's calls (calls x mean sampled duration).", F_DBL,
      WOFF(collective_seconds), WOFF(has_exposed), false},
@@ -390,10 +403,10 @@ static const wfam_t k_wfams[] = {
     {"autoccl_workload_exploration_cost_seconds", "gauge",
      "Time exploration and validation calls took beyond the measured NCCL baseline.", F_DBL,
      WOFF(exploration_cost_seconds), WOFF(has_net), false},
-    {"autoccl_tuner_candidates_evaluated_total", "counter", "Candidates measured by the search.", F_U64,
-     WOFF(candidates_evaluated), -1, false},
-    {"autoccl_tuner_retunes_total", "counter", "Times drift restarted the search.", F_U64, WOFF(retunes),
-     -1, false},
+    {"autoccl_tuner_candidates_evaluated_total", "counter", "Candidates measured by the search.",
+     F_U64, WOFF(candidates_evaluated), -1, false},
+    {"autoccl_tuner_retunes_total", "counter", "Times drift restarted the search.", F_U64,
+     WOFF(retunes), -1, false},
     {"autoccl_tuner_calls_to_converge", "gauge", "Calls the search took to converge.", F_U64,
      WOFF(calls_to_converge), -1, true},
 };
@@ -481,8 +494,9 @@ void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out)
   m->s = s;
   m->out = out;
   m->nc = s->ncomms < 0 ? 0 : (s->ncomms > ACL_SNAP_MAX_COMMS ? ACL_SNAP_MAX_COMMS : s->ncomms);
-  m->nw = s->nworkloads < 0 ? 0
-          : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
+  m->nw = s->nworkloads < 0
+              ? 0
+              : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
   acl_sb_init(&m->labels);
   for (int b = 0; b < ACL_HIST_N; b++)
     snprintf(m->le[b], sizeof(m->le[b]), "%.15g", acl_hist_bound(b));

@@ -14,8 +14,10 @@ const acl_candidate_t *acl_report_decision(const acl_snap_workload_t *w)
 {
   switch (w->phase) {
   case ACL_PHASE_EXPLORING:
-  case ACL_PHASE_RETUNING: return NULL;
-  default: return &w->current;
+  case ACL_PHASE_RETUNING:
+    return NULL;
+  default:
+    return &w->current;
   }
 }
 
@@ -182,8 +184,8 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
   acl_report_totals_t t;
   acl_report_totals(s, &t);
   acl_sb_printf(out, "autoccl job report: host %.*s pid %d local rank %d, mode %.*s, %.1f s\n",
-                (int)sizeof(s->hostname), s->hostname, s->pid, s->local_rank,
-                (int)sizeof(s->mode), s->mode, s->uptime_seconds);
+                (int)sizeof(s->hostname), s->hostname, s->pid, s->local_rank, (int)sizeof(s->mode),
+                s->mode, s->uptime_seconds);
   acl_sb_printf(out, "%-16s %4s %-13s %9s  %-9s %-17s %-8s %-19s %10s %10s %10s %9s\n", "COMM",
                 "RANK", "COLLECTIVE", "SIZE", "STATE", "DECISION", "SOURCE", "SPEEDUP (interval)",
                 "NCCL TIME", "NET SAVED", "EXPLORE", "CALLS");
@@ -224,10 +226,10 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
       snprintf(rank, sizeof(rank), "%d", w->rank);
     else
       snprintf(rank, sizeof(rank), "?");
-    acl_sb_printf(out, "%-16.16s %4s %-13s %9s  %-9s %-17s %-8s %-19s %10s %10s %10s %9" PRIu64 "\n",
-                  c ? c->name : "?", rank, acl_coll_name(w->key.coll), size,
-                  acl_phase_name(w->phase), dec, acl_source_name(w->source), sp, ns, saved, cost,
-                  w->calls);
+    acl_sb_printf(
+        out, "%-16.16s %4s %-13s %9s  %-9s %-17s %-8s %-19s %10s %10s %10s %9" PRIu64 "\n",
+        c ? c->name : "?", rank, acl_coll_name(w->key.coll), size, acl_phase_name(w->phase), dec,
+        acl_source_name(w->source), sp, ns, saved, cost, w->calls);
   }
   acl_sb_puts(out, "total: ");
   acl_report_totals_line(&t, out);

@@ -15,13 +15,13 @@
 #define ACL_REPORT_VERSION 1
 
 typedef struct acl_report_totals {
-  int ranks;                  /* distinct rank numbers (see acl_report_totals) */
-  int workloads, converged;   /* converged: on a decision (NCCL's own included) */
+  int ranks;                /* distinct rank numbers (see acl_report_totals) */
+  int workloads, converged; /* converged: on a decision (NCCL's own included) */
   uint64_t calls;
-  double nccl_seconds;        /* sum of calls x NCCL's measured time */
-  double net_saved_seconds;   /* sum of the workloads' net saving */
+  double nccl_seconds;             /* sum of calls x NCCL's measured time */
+  double net_saved_seconds;        /* sum of the workloads' net saving */
   double exploration_cost_seconds; /* >= 0 */
-  double per_rank_seconds;    /* net saved / ranks: the job's wall time (every
+  double per_rank_seconds;         /* net saved / ranks: the job's wall time (every
                                * rank waits for each collective) */
 } acl_report_totals_t;
 

@@ -86,8 +86,8 @@ static int tmp_commit(int fd, const char *tmp, const char *path, mode_t mode, ch
   return 0;
 }
 
-int acl_sfile_write_atomic(const char *path, const char *text, size_t len, mode_t mode,
-                           char *err, size_t errlen)
+int acl_sfile_write_atomic(const char *path, const char *text, size_t len, mode_t mode, char *err,
+                           size_t errlen)
 {
   char tmp[4200];
   int fd = tmp_create(path, tmp, sizeof(tmp), err, errlen);

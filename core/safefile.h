@@ -19,8 +19,8 @@ int acl_sfile_check_dest(const char *path, char *err, size_t errlen);
 
 /* Replaces path with len bytes of text (written, synced, renamed), mode
  * mode & ~umask once renamed. 0, or -1 with err and path unchanged. */
-int acl_sfile_write_atomic(const char *path, const char *text, size_t len, mode_t mode,
-                           char *err, size_t errlen);
+int acl_sfile_write_atomic(const char *path, const char *text, size_t len, mode_t mode, char *err,
+                           size_t errlen);
 
 /* A file written as a stream (a trace): the temporary file is renamed over
  * path at once and its descriptor returned, mode & ~umask. -1 with err. */

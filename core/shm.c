@@ -60,9 +60,11 @@ acl_shm_rc_t acl_shm_open_own(const char *name, int *fd, struct stat *st, char *
     return ACL_SHM_ERROR;
   }
   if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 07777) != 0600) {
-    snprintf(why, len, "%s is not ours (%s, owner uid %u, mode %04o; ours are regular files "
-             "of uid %u, mode 0600)", path, S_ISREG(st->st_mode) ? "a file" : "not a file",
-             (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777), (unsigned)geteuid());
+    snprintf(why, len,
+             "%s is not ours (%s, owner uid %u, mode %04o; ours are regular files "
+             "of uid %u, mode 0600)",
+             path, S_ISREG(st->st_mode) ? "a file" : "not a file", (unsigned)st->st_uid,
+             (unsigned)(st->st_mode & 07777), (unsigned)geteuid());
     close(*fd);
     *fd = -1;
     return ACL_SHM_FOREIGN;

@@ -7,8 +7,9 @@
 void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out)
 {
   memset(out, 0, sizeof(*out));
-  int nw = s->nworkloads < 0 ? 0
-           : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
+  int nw = s->nworkloads < 0
+               ? 0
+               : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
   for (int i = 0; i < nw; i++) {
     const acl_snap_workload_t *w = &s->workloads[i];
     if (w->has_exposed && isfinite(w->collective_seconds) && isfinite(w->exposed_seconds)) {

@@ -20,11 +20,11 @@
 
 typedef struct acl_snap_comm {
   uint64_t id;
-  char name[64];         /* NCCL commName, or hex id when unknown */
-  int rank;              /* -1 when unknown (no profiler ABI) */
+  char name[64]; /* NCCL commName, or hex id when unknown */
+  int rank;      /* -1 when unknown (no profiler ABI) */
   int nranks;
   int nnodes;
-  char role[16];         /* "decider" (leader host), "follower", "off" */
+  char role[16];                 /* "decider" (leader host), "follower", "off" */
   double consensus_wait_seconds; /* lock + relay waits, this process */
   uint64_t blocks_published;
   uint64_t lock_acquisitions;
@@ -33,26 +33,26 @@ typedef struct acl_snap_comm {
 } acl_snap_comm_t;
 
 typedef struct acl_snap_workload {
-  int comm;              /* index into comms */
-  int rank;              /* rank of this process in that communicator, -1 unknown */
-  uint32_t widx;         /* workload index within the communicator */
+  int comm;      /* index into comms */
+  int rank;      /* rank of this process in that communicator, -1 unknown */
+  uint32_t widx; /* workload index within the communicator */
   acl_wkey_t key;
   acl_phase_t phase;
-  acl_candidate_t current;   /* under test / applied now */
+  acl_candidate_t current; /* under test / applied now */
   acl_candidate_t best;
-  acl_candidate_t baseline;  /* NCCL's own choice (as the cost table predicts) */
+  acl_candidate_t baseline; /* NCCL's own choice (as the cost table predicts) */
   bool has_best, has_baseline;
-  double baseline_seconds;   /* measured, robust; valid when has_baseline */
-  double best_seconds;       /* valid when has_best */
-  double speedup;            /* NCCL's time / the decision's; valid when has_speedup */
+  double baseline_seconds; /* measured, robust; valid when has_baseline */
+  double best_seconds;     /* valid when has_best */
+  double speedup;          /* NCCL's time / the decision's; valid when has_speedup */
   bool has_speedup;
   /* speedup's interval, valid when has_speedup_ci: the decision and NCCL's
    * choice measured interleaved (docs/tuner.md), or exactly 1 for NCCL's own */
   double speedup_lo, speedup_hi;
   bool has_speedup_ci;
-  double busbw;              /* bytes/s, latest robust; valid when has_busbw */
+  double busbw; /* bytes/s, latest robust; valid when has_busbw */
   bool has_busbw;
-  double overlap;            /* 0..1; valid when has_overlap */
+  double overlap; /* 0..1; valid when has_overlap */
   bool has_overlap;
   /* Exposed communication (profiler/overlap.h acl_exposure): collective time
    * not overlapped by compute, estimated over all this process's calls from
@@ -60,7 +60,7 @@ typedef struct acl_snap_workload {
    * has_exposed. */
   double collective_seconds; /* calls x mean sampled duration */
   double exposed_seconds;
-  double exposed_share;      /* 0..1 */
+  double exposed_share; /* 0..1 */
   bool has_exposed;
   /* Net value (core/netvalue.h), valid when has_net: seconds the decision
    * saved against the NCCL baseline minus what exploration cost (can be < 0),
@@ -84,29 +84,29 @@ typedef struct acl_snap_workload {
 } acl_snap_workload_t;
 
 typedef struct acl_snap_profiler {
-  char source[16];          /* "cupti", "nccl", "sim", "none" */
+  char source[16]; /* "cupti", "nccl", "sim", "none" */
   bool cupti_available;
-  bool cupti_backed_off;    /* another CUPTI subscriber holds it */
-  uint64_t records;         /* kernel records processed */
+  bool cupti_backed_off; /* another CUPTI subscriber holds it */
+  uint64_t records;      /* kernel records processed */
   uint64_t records_dropped;
-  uint64_t samples;         /* samples delivered to the tuner */
-  uint64_t ambiguous;       /* calls not used (fused launches) */
-  uint64_t mismatches;      /* NCCL ran something else than decided */
+  uint64_t samples;              /* samples delivered to the tuner */
+  uint64_t ambiguous;            /* calls not used (fused launches) */
+  uint64_t mismatches;           /* NCCL ran something else than decided */
   double sample_latency_seconds; /* median call->sample delay, <0 unknown */
   /* CUPTI windows (source "cupti"): state "closed" | "lead" | "open" |
    * "always" (AUTOCCL_PROFILER=cupti); empty when CUPTI is not the source. */
   char cupti_window[8];
   uint32_t cupti_on_ms, cupti_period_ms;
-  uint64_t cupti_windows;    /* windows opened */
-  double cupti_on_seconds;   /* time attached, closed windows */
+  uint64_t cupti_windows;  /* windows opened */
+  double cupti_on_seconds; /* time attached, closed windows */
 } acl_snap_profiler_t;
 
 typedef struct acl_snapshot {
-  int version;              /* ACL_SNAPSHOT_VERSION */
+  int version; /* ACL_SNAPSHOT_VERSION */
   char hostname[64];
   int pid;
   int local_rank;
-  char mode[8];             /* online | static | off */
+  char mode[8]; /* online | static | off */
   double uptime_seconds;
   acl_snap_profiler_t profiler;
   int ncomms;

@@ -142,12 +142,23 @@ void acl_sb_escape(acl_strbuf_t *sb, const char *s, size_t n, acl_sb_escape_fn e
 static void json_escape(acl_strbuf_t *sb, unsigned c)
 {
   switch (c) {
-  case '"': acl_sb_append(sb, "\\\"", 2); break;
-  case '\\': acl_sb_append(sb, "\\\\", 2); break;
-  case '\n': acl_sb_append(sb, "\\n", 2); break;
-  case '\r': acl_sb_append(sb, "\\r", 2); break;
-  case '\t': acl_sb_append(sb, "\\t", 2); break;
-  default: acl_sb_printf(sb, "\\u%04x", c); /* other controls and DEL */
+  case '"':
+    acl_sb_append(sb, "\\\"", 2);
+    break;
+  case '\\':
+    acl_sb_append(sb, "\\\\", 2);
+    break;
+  case '\n':
+    acl_sb_append(sb, "\\n", 2);
+    break;
+  case '\r':
+    acl_sb_append(sb, "\\r", 2);
+    break;
+  case '\t':
+    acl_sb_append(sb, "\\t", 2);
+    break;
+  default:
+    acl_sb_printf(sb, "\\u%04x", c); /* other controls and DEL */
   }
 }
 

@@ -30,11 +30,20 @@ bool acl_parse_size(const char *s, uint64_t *out)
   unsigned shift = 0;
   if (*end) {
     switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    default: return false;
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      return false;
     }
     end++;
     if (*end == 'i' || *end == 'I')
@@ -52,12 +61,11 @@ bool acl_parse_size(const char *s, uint64_t *out)
 
 #define MAX_FIELDS 10
 
-static const char *const csv_names[MAX_FIELDS] = {
-    "coll", "min_bytes", "max_bytes", "algo", "proto", "channels",
-    "nNodes", "nRanks", "numPipeOps", "regBuff"};
-static const char *const acl_names[9] = {
-    "collective", "min_bytes", "max_bytes", "algo", "proto", "channels",
-    "nnodes", "nranks", "pipe_ops"};
+static const char *const csv_names[MAX_FIELDS] = {"coll",       "min_bytes", "max_bytes", "algo",
+                                                  "proto",      "channels",  "nNodes",    "nRanks",
+                                                  "numPipeOps", "regBuff"};
+static const char *const acl_names[9] = {"collective", "min_bytes", "max_bytes", "algo",    "proto",
+                                         "channels",   "nnodes",    "nranks",    "pipe_ops"};
 
 /* autoccl's format: whitespace or commas; empty fields collapse. */
 static int split_ws(char *line, char **f)
@@ -109,12 +117,12 @@ static bool parse_any(const char *s, long max, int32_t *out)
   return true;
 }
 
-#define BAD(field, ...)                                                                      \
-  do {                                                                                       \
-    int k_ = snprintf(why, whylen, "field %d (%s): ", (field) + 1, names[field]);            \
-    if (k_ > 0 && (size_t)k_ < whylen)                                                       \
-      snprintf(why + k_, whylen - (size_t)k_, __VA_ARGS__);                                  \
-    return -1;                                                                               \
+#define BAD(field, ...)                                                                            \
+  do {                                                                                             \
+    int k_ = snprintf(why, whylen, "field %d (%s): ", (field) + 1, names[field]);                  \
+    if (k_ > 0 && (size_t)k_ < whylen)                                                             \
+      snprintf(why + k_, whylen - (size_t)k_, __VA_ARGS__);                                        \
+    return -1;                                                                                     \
   } while (0)
 
 static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size_t whylen)
@@ -123,13 +131,17 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   const char *const *names = csv ? csv_names : acl_names;
   int n = csv ? split_csv(line, f) : split_ws(line, f);
   if (csv && (n < 8 || n > 10)) {
-    snprintf(why, whylen, "expected 8 to 10 comma-separated fields (coll,min_bytes,max_bytes,"
-             "algo,proto,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %d", n);
+    snprintf(why, whylen,
+             "expected 8 to 10 comma-separated fields (coll,min_bytes,max_bytes,"
+             "algo,proto,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %d",
+             n);
     return -1;
   }
   if (!csv && n != 6 && n != 9) {
-    snprintf(why, whylen, "expected 6 fields (collective min max algo proto channels) or 9 "
-             "(... nnodes nranks pipe_ops), got %d", n);
+    snprintf(why, whylen,
+             "expected 6 fields (collective min max algo proto channels) or 9 "
+             "(... nnodes nranks pipe_ops), got %d",
+             n);
     return -1;
   }
   memset(r, 0, sizeof(*r));
@@ -137,8 +149,10 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   bool any = strcmp(f[0], "*") == 0 || (csv && strcmp(f[0], "-1") == 0);
   r->coll = any ? -1 : acl_coll_parse(f[0]);
   if (r->coll < 0 && !any)
-    BAD(0, "unknown collective '%.32s' (all_reduce, all_gather, reduce_scatter, broadcast, "
-        "reduce, or *)", f[0]);
+    BAD(0,
+        "unknown collective '%.32s' (all_reduce, all_gather, reduce_scatter, broadcast, "
+        "reduce, or *)",
+        f[0]);
   if (!acl_parse_size(f[1], &r->min_bytes))
     BAD(1, "bad size '%.32s' (bytes with optional K/M/G/T, or max)", f[1]);
   if (!acl_parse_size(f[2], &r->max_bytes))
@@ -148,8 +162,10 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   bool nccl = strcasecmp(f[3], "NCCL") == 0 || strcmp(f[3], "-1") == 0;
   int a = nccl ? ACL_ALGO_NCCL : acl_algo_parse(f[3]);
   if (!nccl && a < 0)
-    BAD(3, "unknown algorithm '%.32s' (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, "
-        "NVLS_TREE, PAT, or NCCL for NCCL's own choice)", f[3]);
+    BAD(3,
+        "unknown algorithm '%.32s' (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, "
+        "NVLS_TREE, PAT, or NCCL for NCCL's own choice)",
+        f[3]);
   int p = -1;
   if (nccl) {
     if (strcmp(f[4], "-") != 0 && strcmp(f[4], "-1") != 0 && strcasecmp(f[4], "NCCL") != 0)
@@ -164,8 +180,10 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
   if (colon) {
     *colon = '\0';
     if (acl_chunk_parse(colon + 1, &chunk) != 0)
-      BAD(5, "chunk '%.32s' after ':' must be a power-of-two scale of NCCL's own chunk "
-          "size from x1/256 to x256 (x1/4, x2, ...) or nccl", colon + 1);
+      BAD(5,
+          "chunk '%.32s' after ':' must be a power-of-two scale of NCCL's own chunk "
+          "size from x1/256 to x256 (x1/4, x2, ...) or nccl",
+          colon + 1);
     if (nccl && chunk != 0)
       BAD(5, "NCCL's own choice takes no chunk size, got '%.32s'", colon + 1);
   }
@@ -183,10 +201,9 @@ static int parse_rule(char *line, bool csv, acl_table_rule_t *r, char *why, size
       BAD(7, "rank count must be a positive number or -1 (any), got '%.32s'", f[7]);
   }
   if (n >= 9 && !parse_any(f[8], 1 << 20, &r->pipe_ops))
-    BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'",
-        f[8]);
-  r->cand = (acl_candidate_t){.algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch,
-                              .chunk_log2 = chunk};
+    BAD(8, "pipelined operation count must be a positive number or -1 (any), got '%.32s'", f[8]);
+  r->cand = (acl_candidate_t){
+      .algo = (int8_t)a, .proto = (int8_t)p, .nchannels = (int16_t)ch, .chunk_log2 = chunk};
   if (n == 10 && strcmp(f[9], "-1") != 0) {
     if (strcmp(f[9], "0") != 0 && strcmp(f[9], "1") != 0)
       BAD(9, "must be 0, 1 or -1 (any), got '%.32s'", f[9]);
@@ -347,8 +364,10 @@ int acl_table_load(const char *path, acl_table_t *out, char *err, size_t errlen)
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: not a regular file (a FIFO, device or folder); give the path "
-             "of a table file", path);
+    snprintf(err, errlen,
+             "%s: not a regular file (a FIFO, device or folder); give the path "
+             "of a table file",
+             path);
     goto out;
   }
   if (st.st_size > ACL_TABLE_MAX_BYTES) {
@@ -399,8 +418,8 @@ const acl_table_rule_t *acl_table_find(const acl_table_t *t, const acl_table_que
 
 const acl_table_rule_t *acl_table_lookup(const acl_table_t *t, int coll, uint64_t nbytes)
 {
-  acl_table_query_t q = {.coll = coll, .nbytes = nbytes, .nnodes = -1, .nranks = -1,
-                         .pipe_ops = -1};
+  acl_table_query_t q = {
+      .coll = coll, .nbytes = nbytes, .nnodes = -1, .nranks = -1, .pipe_ops = -1};
   return acl_table_find(t, &q);
 }
 

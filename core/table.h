@@ -42,8 +42,8 @@
 /* Why NCCL-CSV rules whose regBuff is 0 or 1 are skipped (the rest of the
  * table still applies): whether a buffer is registered can differ between
  * the ranks of one collective, and a decision must be the same on all. */
-#define ACL_TABLE_SKIP_WHY                                                               \
-  "they depend on buffer registration (regBuff 0 or 1), which can differ between the "  \
+#define ACL_TABLE_SKIP_WHY                                                                         \
+  "they depend on buffer registration (regBuff 0 or 1), which can differ between the "             \
   "ranks of one collective, and every rank must run the same decision"
 
 typedef enum acl_table_format {
@@ -56,8 +56,8 @@ typedef struct acl_table_rule {
   int coll; /* -1 = any */
   uint64_t min_bytes, max_bytes;
   int32_t nnodes, nranks, pipe_ops; /* ACL_TABLE_ANY = any */
-  acl_candidate_t cand; /* algo ACL_ALGO_NCCL: NCCL's own choice */
-  int line; /* where it was read, 0 when built in memory */
+  acl_candidate_t cand;             /* algo ACL_ALGO_NCCL: NCCL's own choice */
+  int line;                         /* where it was read, 0 when built in memory */
 } acl_table_rule_t;
 
 typedef struct acl_table {
@@ -91,8 +91,8 @@ int acl_table_parse_json(const char *text, size_t len, acl_table_t *t, char *err
 /* A table is for the NCCL version and GPU model it was measured on: -1 with
  * err saying what differs when both sides know a value and they differ;
  * 0 otherwise (unknown on either side: no evidence against it). */
-int acl_table_meta_check(const acl_table_t *t, const char *nccl_version, const char *gpu,
-                         char *err, size_t errlen);
+int acl_table_meta_check(const acl_table_t *t, const char *nccl_version, const char *gpu, char *err,
+                         size_t errlen);
 /* Reads a regular file only: a FIFO or a device is refused without blocking
  * (opened O_NONBLOCK, checked with fstat). */
 int acl_table_load(const char *path, acl_table_t *out, char *err, size_t errlen);
@@ -112,12 +112,12 @@ typedef struct acl_table_entry {
   int coll;
   uint64_t nbytes;
   int32_t nnodes, nranks, pipe_ops;
-  acl_candidate_t cand;   /* the decision (ACL_ALGO_NCCL: NCCL's own) */
-  bool converged;         /* false: still in progress (JSON only) */
-  const char *source;     /* "table", "explored", "nccl" */
-  double speedup;         /* over NCCL's own choice, 0 unknown */
-  uint64_t samples;       /* measured calls behind it */
-  double measured_unix;   /* when, seconds since the epoch, 0 unknown */
+  acl_candidate_t cand; /* the decision (ACL_ALGO_NCCL: NCCL's own) */
+  bool converged;       /* false: still in progress (JSON only) */
+  const char *source;   /* "table", "explored", "nccl" */
+  double speedup;       /* over NCCL's own choice, 0 unknown */
+  uint64_t samples;     /* measured calls behind it */
+  double measured_unix; /* when, seconds since the epoch, 0 unknown */
 } acl_table_entry_t;
 
 typedef struct acl_table_meta {
@@ -136,8 +136,8 @@ typedef struct acl_table_meta {
 int acl_table_from_entries(const acl_table_entry_t *e, int n, acl_table_t *out);
 /* The versioned JSON document: meta, the entries (converged and in
  * progress) and the rules they give. */
-void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m,
-                           const acl_table_entry_t *e, int n);
+void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m, const acl_table_entry_t *e,
+                           int n);
 /* The table as text acl_table_parse reads back to the same decisions.
  * NCCL's CSV cannot say "NCCL's own choice": such rules are left out. */
 void acl_table_render(acl_strbuf_t *sb, const acl_table_t *t, acl_table_format_t fmt);

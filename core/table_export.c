@@ -15,8 +15,8 @@ static int entry_cmp(const void *x, const void *y)
 {
   const acl_table_entry_t *a = *(const acl_table_entry_t *const *)x;
   const acl_table_entry_t *b = *(const acl_table_entry_t *const *)y;
-#define CMP(f)                                                                               \
-  if (a->f != b->f)                                                                          \
+#define CMP(f)                                                                                     \
+  if (a->f != b->f)                                                                                \
     return a->f < b->f ? -1 : 1;
   CMP(coll)
   CMP(nnodes)
@@ -190,8 +190,8 @@ static void json_num_or_null(acl_strbuf_t *sb, double v, bool valid, const char 
     acl_sb_puts(sb, "null");
 }
 
-void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m,
-                           const acl_table_entry_t *e, int n)
+void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m, const acl_table_entry_t *e,
+                           int n)
 {
   acl_sb_printf(sb, "{\"version\":%d,\"nccl_version\":", ACL_TABLE_VERSION);
   if (m && m->nccl_version)
@@ -213,10 +213,11 @@ void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m,
   acl_sb_puts(sb, ",\"entries\":[");
   for (int i = 0; i < n; i++) {
     const acl_table_entry_t *x = &e[i];
-    acl_sb_printf(sb, "%s{\"collective\":\"%s\",\"nbytes\":%llu,\"num_pipe_ops\":%d,"
-                  "\"nranks\":%d,\"nnodes\":%d,", i ? "," : "", acl_coll_short(x->coll),
-                  (unsigned long long)x->nbytes, (int)x->pipe_ops, (int)x->nranks,
-                  (int)x->nnodes);
+    acl_sb_printf(sb,
+                  "%s{\"collective\":\"%s\",\"nbytes\":%llu,\"num_pipe_ops\":%d,"
+                  "\"nranks\":%d,\"nnodes\":%d,",
+                  i ? "," : "", acl_coll_short(x->coll), (unsigned long long)x->nbytes,
+                  (int)x->pipe_ops, (int)x->nranks, (int)x->nnodes);
     json_cand(sb, &x->cand);
     acl_sb_printf(sb, ",\"converged\":%s,\"source\":", x->converged ? "true" : "false");
     acl_sb_json_str(sb, x->source ? x->source : "nccl");
@@ -232,9 +233,10 @@ void acl_table_render_json(acl_strbuf_t *sb, const acl_table_meta_t *m,
     acl_table_from_entries(e, n, t);
     for (int i = 0; i < t->nrules; i++) {
       const acl_table_rule_t *r = &t->rules[i];
-      acl_sb_printf(sb, "%s{\"collective\":\"%s\",\"min_bytes\":%llu,\"max_bytes\":%llu,"
-                    "\"num_pipe_ops\":%d,\"nranks\":%d,\"nnodes\":%d,", i ? "," : "",
-                    acl_coll_short(r->coll), (unsigned long long)r->min_bytes,
+      acl_sb_printf(sb,
+                    "%s{\"collective\":\"%s\",\"min_bytes\":%llu,\"max_bytes\":%llu,"
+                    "\"num_pipe_ops\":%d,\"nranks\":%d,\"nnodes\":%d,",
+                    i ? "," : "", acl_coll_short(r->coll), (unsigned long long)r->min_bytes,
                     (unsigned long long)r->max_bytes, (int)r->pipe_ops, (int)r->nranks,
                     (int)r->nnodes);
       json_cand(sb, &r->cand);
@@ -257,8 +259,7 @@ int acl_table_format_for_path(const char *path)
   return ACL_TABLE_FMT_AUTOCCL;
 }
 
-int acl_table_write_atomic(const char *path, const char *text, size_t len, char *err,
-                           size_t errlen)
+int acl_table_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
   return acl_sfile_write_atomic(path, text, len, 0644, err, errlen);
 }

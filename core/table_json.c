@@ -161,8 +161,8 @@ static bool differs(const char *recorded, const char *here)
   return recorded && recorded[0] && here && here[0] && strcmp(recorded, here) != 0;
 }
 
-int acl_table_meta_check(const acl_table_t *t, const char *nccl_version, const char *gpu,
-                         char *err, size_t errlen)
+int acl_table_meta_check(const acl_table_t *t, const char *nccl_version, const char *gpu, char *err,
+                         size_t errlen)
 {
   if (differs(t->nccl_version, nccl_version))
     snprintf(err, errlen, "recorded with NCCL %s, this process runs NCCL %s", t->nccl_version,

@@ -7,8 +7,8 @@
 
 bool acl_cp_unsafe(uint32_t cp)
 {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E ||
-         cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 size_t acl_utf8_decode(const char *p, size_t n, uint32_t *cp)
@@ -62,7 +62,10 @@ size_t acl_text_escape(char *out, size_t len, const char *in)
     if (l == 0 || (l == 1 && (cp < 0x20 || cp == 0x7F || cp == '\\'))) {
       if (cp == '\n' || cp == '\r' || cp == '\t' || cp == '\\')
         w = (size_t)snprintf(e, sizeof(e), "\\%c",
-                             cp == '\n' ? 'n' : cp == '\r' ? 'r' : cp == '\t' ? 't' : '\\');
+                             cp == '\n'   ? 'n'
+                             : cp == '\r' ? 'r'
+                             : cp == '\t' ? 't'
+                                          : '\\');
       else
         w = (size_t)snprintf(e, sizeof(e), "\\x%02X", (unsigned)cp & 0xFF);
       src = e;

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const coll_names[ACL_NUM_COLL] = {
-    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
-static const char *const coll_short[ACL_NUM_COLL] = {
-    "broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce"};
+static const char *const coll_names[ACL_NUM_COLL] = {"Broadcast", "Reduce", "AllGather",
+                                                     "ReduceScatter", "AllReduce"};
+static const char *const coll_short[ACL_NUM_COLL] = {"broadcast", "reduce", "all_gather",
+                                                     "reduce_scatter", "all_reduce"};
 static const char *const algo_names[ACL_NUM_ALGO] = {
     "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
 static const char *const proto_names[ACL_NUM_PROTO] = {"LL", "LL128", "SIMPLE"};
@@ -72,8 +72,8 @@ int acl_phase_parse(const char *s) { return find_name(s, phase_names, ACL_PHASE_
 
 bool acl_candidate_eq(const acl_candidate_t *a, const acl_candidate_t *b)
 {
-  return a->algo == b->algo && a->proto == b->proto &&
-         a->nchannels == b->nchannels && a->chunk_log2 == b->chunk_log2;
+  return a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
+         a->chunk_log2 == b->chunk_log2;
 }
 
 char *acl_candidate_str(const acl_candidate_t *c, char *buf, size_t len)
@@ -93,10 +93,7 @@ char *acl_candidate_str(const acl_candidate_t *c, char *buf, size_t len)
   return buf;
 }
 
-bool acl_chunk_log2_valid(long v)
-{
-  return v >= ACL_CHUNK_LOG2_MIN && v <= ACL_CHUNK_LOG2_MAX;
-}
+bool acl_chunk_log2_valid(long v) { return v >= ACL_CHUNK_LOG2_MIN && v <= ACL_CHUNK_LOG2_MAX; }
 
 size_t acl_chunk_scaled(size_t nccl, int log2)
 {
@@ -161,9 +158,12 @@ double acl_busbw_factor(int coll, int nranks)
     return 0.0;
   double n = (double)nranks;
   switch (coll) {
-  case 4: return 2.0 * (n - 1.0) / n;
+  case 4:
+    return 2.0 * (n - 1.0) / n;
   case 2:
-  case 3: return (n - 1.0) / n;
-  default: return 1.0;
+  case 3:
+    return (n - 1.0) / n;
+  default:
+    return 1.0;
   }
 }

@@ -11,7 +11,7 @@
 #define ACL_NUM_ALGO 7  /* same indices as NCCL */
 #define ACL_NUM_PROTO 3 /* same indices as NCCL */
 #define ACL_NUM_AP (ACL_NUM_ALGO * ACL_NUM_PROTO)
-#define ACL_AP_BIT(a, p) (1u << ((a) * ACL_NUM_PROTO + (p)))
+#define ACL_AP_BIT(a, p) (1u << ((a)*ACL_NUM_PROTO + (p)))
 
 /* What to run for one call. algo == ACL_ALGO_NCCL means "NCCL's own choice":
  * the cost table and nChannels are left untouched (the baseline). */
@@ -19,7 +19,7 @@
 typedef struct acl_candidate {
   int8_t algo;
   int8_t proto;
-  int16_t nchannels;   /* 0 = NCCL decides */
+  int16_t nchannels; /* 0 = NCCL decides */
   /* Chunk size as NCCL's own for the call times 2^chunk_log2 (tuner v6,
    * NCCL 2.30's getChunkSize); 0 = NCCL decides, always 0 before v6. A
    * scale rather than bytes: NCCL's own chunk size differs by protocol,
@@ -57,12 +57,12 @@ typedef struct acl_wkey {
 } acl_wkey_t;
 
 typedef enum acl_phase {
-  ACL_PHASE_WARMUP = 0,    /* samples dropped, NCCL's choice runs */
-  ACL_PHASE_BASELINE = 1,  /* NCCL's choice measured */
-  ACL_PHASE_EXPLORING = 2, /* candidates under test */
-  ACL_PHASE_CONVERGED = 3, /* decision applied, validation over (settled) */
-  ACL_PHASE_RETUNING = 4,  /* drift detected, measuring again */
-  ACL_PHASE_DISABLED = 5,  /* mode off or fallback to NCCL after a failure */
+  ACL_PHASE_WARMUP = 0,       /* samples dropped, NCCL's choice runs */
+  ACL_PHASE_BASELINE = 1,     /* NCCL's choice measured */
+  ACL_PHASE_EXPLORING = 2,    /* candidates under test */
+  ACL_PHASE_CONVERGED = 3,    /* decision applied, validation over (settled) */
+  ACL_PHASE_RETUNING = 4,     /* drift detected, measuring again */
+  ACL_PHASE_DISABLED = 5,     /* mode off or fallback to NCCL after a failure */
   ACL_PHASE_WAIT_BUDGET = 6,  /* measuring waits for the exploration budget */
   ACL_PHASE_WAIT_SAMPLES = 7, /* measuring waits for late samples */
   ACL_PHASE_VALIDATING = 8,   /* a new decision runs against NCCL's choice */
@@ -73,12 +73,12 @@ typedef enum acl_phase {
 
 /* One point of a workload's search trajectory (what the endpoint charts). */
 typedef struct acl_traj_point {
-  uint32_t step;    /* exploration step, from 0 */
+  uint32_t step; /* exploration step, from 0 */
   uint16_t cand_id;
   uint16_t pad;
   acl_candidate_t cand;
-  float busbw;      /* bytes/s, robust statistic of the candidate's samples */
-  float overlap;    /* mean overlap of those samples, 0..1 (<0 unknown) */
+  float busbw;   /* bytes/s, robust statistic of the candidate's samples */
+  float overlap; /* mean overlap of those samples, 0..1 (<0 unknown) */
 } acl_traj_point_t;
 
 const char *acl_coll_name(int coll);   /* "AllReduce" ... or "?" */

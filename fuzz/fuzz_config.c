@@ -112,8 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   FZ_CHECK(is_set(&e, "AUTOCCL_HTTP_PORT") || c1.http_port == d.http_port, "port changed");
   FZ_CHECK(is_set(&e, "AUTOCCL_HTTP_BIND") || strcmp(c1.http_bind, d.http_bind) == 0, "bind");
   FZ_CHECK(is_set(&e, "AUTOCCL_WARMUP") || c1.warmup_calls == d.warmup_calls, "warmup");
-  FZ_CHECK(is_set(&e, "AUTOCCL_SAMPLES") || c1.samples_per_cand == d.samples_per_cand,
-           "samples");
+  FZ_CHECK(is_set(&e, "AUTOCCL_SAMPLES") || c1.samples_per_cand == d.samples_per_cand, "samples");
   FZ_CHECK(is_set(&e, "AUTOCCL_TABLE") || !c1.table_path[0], "table path");
   FZ_CHECK(is_set(&e, "AUTOCCL_COORDINATOR") || !c1.coordinator[0], "coordinator");
   /* Nothing set, nothing reported. */

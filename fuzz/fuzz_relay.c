@@ -66,8 +66,7 @@ static void addr(const uint8_t *d, size_t n)
   memset(host, 'X', sizeof(host));
   err[0] = '\0';
   int port = -7;
-  int rc = acl_relay_parse_addr(coord, maddr, mport, host, sizeof(host), &port, err,
-                                sizeof(err));
+  int rc = acl_relay_parse_addr(coord, maddr, mport, host, sizeof(host), &port, err, sizeof(err));
   if (rc == 0) {
     FZ_CHECK(memchr(host, 0, sizeof(host)) && host[0], "host empty or unterminated");
     FZ_CHECK(port >= 1 && port <= 65535, "port %d", port);

@@ -97,8 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  "lookup skipped an earlier matching rule");
     }
   }
-  FZ_CHECK(out.format == ACL_TABLE_FMT_AUTOCCL || out.format == ACL_TABLE_FMT_NCCL_CSV,
-           "format %d", (int)out.format);
+  FZ_CHECK(out.format == ACL_TABLE_FMT_AUTOCCL || out.format == ACL_TABLE_FMT_NCCL_CSV, "format %d",
+           (int)out.format);
   FZ_CHECK(out.hash == acl_table_hash(&out), "hash is not the rules'");
   round_trip(ACL_TABLE_FMT_AUTOCCL);
   round_trip(ACL_TABLE_FMT_NCCL_CSV);

@@ -70,8 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   rec_t bytes = run(stream, n, splits, nsplits, 1);
   rec_t chunks = run(stream, n, splits, nsplits, 2);
   FZ_CHECK(whole.n == bytes.n && whole.hash == bytes.hash,
-           "byte-by-byte feeding gives %d events, whole gives %d (or different content)",
-           bytes.n, whole.n);
+           "byte-by-byte feeding gives %d events, whole gives %d (or different content)", bytes.n,
+           whole.n);
   FZ_CHECK(whole.n == chunks.n && whole.hash == chunks.hash, "chunked feeding differs");
   /* Reset in the middle, then feed again: no leak, no crash. */
   rec_t r = {0, 0};

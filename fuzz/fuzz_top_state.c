@@ -29,8 +29,7 @@ static void use_model(const acl_top_model_t *m)
   if (acl_top_view_build(&v, models, 2) != 0)
     return;
   FZ_CHECK(v.nrows == 2 * m->nworkloads, "%d rows for 2x%d workloads", v.nrows, m->nworkloads);
-  FZ_CHECK(v.converged >= 0 && v.converged <= v.total, "converged %d of %d", v.converged,
-           v.total);
+  FZ_CHECK(v.converged >= 0 && v.converged <= v.total, "converged %d of %d", v.converged, v.total);
   (void)acl_top_weighted_speedup(v.rows, v.nrows);
   char cell[128];
   for (int c = 0; c < ACL_TOP_COL_COUNT; c++) {

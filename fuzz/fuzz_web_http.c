@@ -105,7 +105,8 @@ static long exchange(const void *req, size_t len, char *resp, size_t cap, double
 
 static void check_alive(void)
 {
-  static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  static const char probe[] =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   char resp[4096];
   long n = exchange(probe, sizeof(probe) - 1, resp, sizeof(resp), 5.0);
   FZ_CHECK(n > 0 && strncmp(resp, "HTTP/1.1 200", 12) == 0,

@@ -73,9 +73,9 @@ bool acl_attr_is_nccl_kernel(const char *name)
     while (*name >= '0' && *name <= '9')
       name++;
   }
-  return name && (strncmp(name, "ncclDevKernel_", 14) == 0 ||
-                  strncmp(name, "ncclSymkDevKernel_", 18) == 0 ||
-                  strncmp(name, "ncclKernel_", 11) == 0);
+  return name &&
+         (strncmp(name, "ncclDevKernel_", 14) == 0 ||
+          strncmp(name, "ncclSymkDevKernel_", 18) == 0 || strncmp(name, "ncclKernel_", 11) == 0);
 }
 
 acl_attr_t *acl_attr_create(void)
@@ -476,8 +476,7 @@ void acl_attr_add_dropped(acl_attr_t *a, uint64_t n)
   pthread_mutex_unlock(&a->mu);
 }
 
-int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts,
-                       int max)
+int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts, int max)
 {
   if (!a || max <= 0)
     return 0;

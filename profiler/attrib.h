@@ -22,21 +22,21 @@
 #include "profiler/overlap.h"
 #include "profiler/profiler.h"
 
-#define ACL_ATTR_SLOTS 64     /* threads that may tag */
-#define ACL_ATTR_TAGCAP 512   /* pending tags per thread */
-#define ACL_ATTR_MARKCAP 256  /* launch marks kept per thread */
+#define ACL_ATTR_SLOTS 64      /* threads that may tag */
+#define ACL_ATTR_TAGCAP 512    /* pending tags per thread */
+#define ACL_ATTR_MARKCAP 256   /* launch marks kept per thread */
 #define ACL_ATTR_CORRCAP 16384 /* correlation id -> external id, direct mapped */
-#define ACL_ATTR_KQ 1024      /* NCCL kernel records awaiting attribution */
+#define ACL_ATTR_KQ 1024       /* NCCL kernel records awaiting attribution */
 #define ACL_ATTR_DEVS 16
 #define ACL_ATTR_NAMES 256
 #define ACL_ATTR_NAMELEN 96
-#define ACL_ATTR_MAX_WINDOW 64 /* tags in one window beyond which all are ambiguous */
+#define ACL_ATTR_MAX_WINDOW 64             /* tags in one window beyond which all are ambiguous */
 #define ACL_ATTR_TAG_TTL_NS 10000000000ull /* unresolved tags expire after 10 s */
 
 typedef struct acl_krec {
   uint64_t start, end; /* GPU ns */
   uint32_t device, stream, corr;
-  const char *name;    /* copied if kept */
+  const char *name; /* copied if kept */
 } acl_krec_t;
 
 typedef struct acl_attr_sample {
@@ -77,8 +77,7 @@ uint64_t acl_attr_pending(acl_attr_t *a); /* lock-free read */
 void acl_attr_add_dropped(acl_attr_t *a, uint64_t n);
 /* The top compute kernels by overlapping occurrences: fills names/counts,
  * returns how many. */
-int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts,
-                       int max);
+int acl_attr_top_names(acl_attr_t *a, char (*names)[ACL_ATTR_NAMELEN], uint64_t *counts, int max);
 
 bool acl_attr_is_nccl_kernel(const char *name);
 static inline uint64_t acl_attr_ext(unsigned slot, uint64_t seq)

@@ -25,11 +25,11 @@ static bool try_load(const char *path, char *why, size_t whylen)
     snprintf(why, whylen, "dlopen(%s): %s", path, e ? e : "failed");
     return false;
   }
-#define X(f, req)                                                                           \
-  acl_cu.f = (__typeof__(&f))dlsym(h, #f); /* NOLINT(bugprone-macro-parentheses): a member */ \
-  if ((req) && !acl_cu.f) {                                                                    \
-    snprintf(why, whylen, "%s lacks %s", path, #f);                                        \
-    goto fail;                                                                             \
+#define X(f, req)                                                                                  \
+  acl_cu.f = (__typeof__(&f))dlsym(h, #f); /* NOLINT(bugprone-macro-parentheses): a member */      \
+  if ((req) && !acl_cu.f) {                                                                        \
+    snprintf(why, whylen, "%s lacks %s", path, #f);                                                \
+    goto fail;                                                                                     \
   }
   CUPTI_FNS(X)
 #undef X
@@ -67,8 +67,7 @@ bool acl_cupti_load(const char *only, char *why, size_t whylen)
     if (!first[0])
       snprintf(first, sizeof(first), "%s", why);
   }
-  snprintf(why, whylen, "libcupti not found (%s; also tried CUDA_HOME and /usr/local/cuda)",
-           first);
+  snprintf(why, whylen, "libcupti not found (%s; also tried CUDA_HOME and /usr/local/cuda)", first);
   return false;
 }
 #endif

@@ -10,20 +10,20 @@
 #include <stddef.h>
 
 /* X(function, required): an optional one may be NULL after loading. */
-#define CUPTI_FNS(X)                                                                       \
-  X(cuptiGetVersion, 1)                                                                    \
-  X(cuptiGetResultString, 0)                                                               \
-  X(cuptiSubscribe, 1)                                                                     \
-  X(cuptiUnsubscribe, 1)                                                                   \
-  X(cuptiActivityEnable, 1)                                                                \
-  X(cuptiActivityDisable, 1)                                                               \
-  X(cuptiActivityRegisterCallbacks, 1)                                                     \
-  X(cuptiActivityFlushAll, 1)                                                              \
-  X(cuptiActivityGetNextRecord, 1)                                                         \
-  X(cuptiActivityGetNumDroppedRecords, 1)                                                  \
-  X(cuptiActivityPushExternalCorrelationId, 1)                                             \
-  X(cuptiActivityPopExternalCorrelationId, 1)                                             \
-  X(cuptiEnableDomain, 0)                                                                  \
+#define CUPTI_FNS(X)                                                                               \
+  X(cuptiGetVersion, 1)                                                                            \
+  X(cuptiGetResultString, 0)                                                                       \
+  X(cuptiSubscribe, 1)                                                                             \
+  X(cuptiUnsubscribe, 1)                                                                           \
+  X(cuptiActivityEnable, 1)                                                                        \
+  X(cuptiActivityDisable, 1)                                                                       \
+  X(cuptiActivityRegisterCallbacks, 1)                                                             \
+  X(cuptiActivityFlushAll, 1)                                                                      \
+  X(cuptiActivityGetNextRecord, 1)                                                                 \
+  X(cuptiActivityGetNumDroppedRecords, 1)                                                          \
+  X(cuptiActivityPushExternalCorrelationId, 1)                                                     \
+  X(cuptiActivityPopExternalCorrelationId, 1)                                                      \
+  X(cuptiEnableDomain, 0)                                                                          \
   X(cuptiFinalize, 0)
 
 typedef struct acl_cupti_lib {

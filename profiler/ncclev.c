@@ -14,7 +14,7 @@ enum { EV_FREE = 0, EV_COLL = 1, EV_KCH = 2 };
 
 typedef struct ev {
   uint8_t type;
-  uint8_t stopped;    /* coll: stopEvent seen; kch: its stop stamp seen */
+  uint8_t stopped; /* coll: stopEvent seen; kch: its stop stamp seen */
   uint8_t emitted;
   uint8_t has_tag;
   uint8_t child_hold; /* coll: a reference kept for channels still to come */
@@ -138,12 +138,11 @@ int acl_ncclev_dtype_size(const char *d)
   static const struct {
     const char *n;
     int sz;
-  } t[] = {{"ncclInt8", 1},      {"ncclUint8", 1},      {"ncclChar", 1},
-           {"ncclInt32", 4},     {"ncclUint32", 4},     {"ncclInt", 4},
-           {"ncclInt64", 8},     {"ncclUint64", 8},     {"ncclFloat16", 2},
-           {"ncclHalf", 2},      {"ncclFloat32", 4},    {"ncclFloat", 4},
-           {"ncclFloat64", 8},   {"ncclDouble", 8},     {"ncclBfloat16", 2},
-           {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
+  } t[] = {{"ncclInt8", 1},      {"ncclUint8", 1},  {"ncclChar", 1},     {"ncclInt32", 4},
+           {"ncclUint32", 4},    {"ncclInt", 4},    {"ncclInt64", 8},    {"ncclUint64", 8},
+           {"ncclFloat16", 2},   {"ncclHalf", 2},   {"ncclFloat32", 4},  {"ncclFloat", 4},
+           {"ncclFloat64", 8},   {"ncclDouble", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1},
+           {"ncclFloat8e5m2", 1}};
   if (!d)
     return 0;
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -334,8 +333,7 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     pthread_mutex_lock(&e->mu);
     e->st.kch++;
     /* only children of our own Coll events */
-    if (!parent || parent < e->pool || parent >= e->pool + ACL_EV_POOL ||
-        parent->type != EV_COLL)
+    if (!parent || parent < e->pool || parent >= e->pool + ACL_EV_POOL || parent->type != EV_COLL)
       goto kout;
     ev_t *k = ev_alloc(e);
     if (!k)

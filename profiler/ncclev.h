@@ -21,8 +21,8 @@ typedef struct acl_ev_sample {
   acl_call_tag_t tag;
   void *user;
   uint64_t call_ns;
-  uint64_t start, end; /* GPU globaltimer ns */
-  int ran_nch;         /* channels NCCL ran (the Coll event) */
+  uint64_t start, end;        /* GPU globaltimer ns */
+  int ran_nch;                /* channels NCCL ran (the Coll event) */
   int8_t ran_algo, ran_proto; /* algo/proto NCCL ran (the Coll event); -1 unknown */
 } acl_ev_sample_t;
 

@@ -68,8 +68,8 @@ uint64_t acl_prof_exposed_ns(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e)
   return (e - s) - acl_prof_ival_covered(iv, m, s, e);
 }
 
-bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
-                           double known_coll, double known_exposed, acl_exposure_t *out)
+bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, double known_coll,
+                           double known_exposed, acl_exposure_t *out)
 {
   memset(out, 0, sizeof(*out));
   if (dur_count == 0 || !(dur_sum > 0.0) || !(known_coll > 0.0) || known_exposed < 0.0)

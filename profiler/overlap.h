@@ -35,8 +35,8 @@ uint64_t acl_prof_exposed_ns(acl_ival_t *iv, size_t n, uint64_t s, uint64_t e);
 typedef struct acl_exposure {
   double collective_seconds, exposed_seconds, share;
 } acl_exposure_t;
-bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum,
-                           double known_coll, double known_exposed, acl_exposure_t *out);
+bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, double known_coll,
+                           double known_exposed, acl_exposure_t *out);
 
 /* Monotonic totals for counters: the calls made since the last fold are
  * priced at the current estimate (mean duration x share), so the totals
@@ -65,10 +65,10 @@ typedef struct acl_cwin {
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id);
 
 typedef struct acl_overlap_res {
-  double frac;            /* 0..1; -1 when the collective's clock is bad */
-  uint32_t kernels;       /* compute kernels intersecting the collective */
-  uint32_t distinct;      /* distinct names among them */
-  uint32_t names[8];      /* up to 8 distinct name ids, by covered time */
+  double frac;       /* 0..1; -1 when the collective's clock is bad */
+  uint32_t kernels;  /* compute kernels intersecting the collective */
+  uint32_t distinct; /* distinct names among them */
+  uint32_t names[8]; /* up to 8 distinct name ids, by covered time */
   uint32_t nnames;
 } acl_overlap_res_t;
 

@@ -12,9 +12,8 @@
 
 #ifndef ACL_HAVE_CUPTI
 
-acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
-                             acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
-                             bool *backed_off)
+acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
+                             void *u, char *why, size_t whylen, bool *backed_off)
 {
   (void)o, (void)attr, (void)batch, (void)u;
   if (backed_off)
@@ -23,15 +22,35 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
   return NULL;
 }
 void acl_cupti_stop(acl_cupti_t *c, bool at_exit) { (void)c, (void)at_exit; }
-bool acl_cupti_begin(acl_cupti_t *c) { (void)c; return false; }
+bool acl_cupti_begin(acl_cupti_t *c)
+{
+  (void)c;
+  return false;
+}
 void acl_cupti_push(acl_cupti_t *c, uint64_t ext) { (void)c, (void)ext; }
 void acl_cupti_end(acl_cupti_t *c) { (void)c; }
-int acl_cupti_thread_slot(acl_cupti_t *c) { (void)c; return -1; }
+int acl_cupti_thread_slot(acl_cupti_t *c)
+{
+  (void)c;
+  return -1;
+}
 void acl_cupti_kick(acl_cupti_t *c) { (void)c; }
 void acl_cupti_flush(acl_cupti_t *c) { (void)c; }
-bool acl_cupti_backed_off(const acl_cupti_t *c) { (void)c; return false; }
-uint64_t acl_cupti_buffers(const acl_cupti_t *c) { (void)c; return 0; }
-bool acl_cupti_tagging(const acl_cupti_t *c) { (void)c; return false; }
+bool acl_cupti_backed_off(const acl_cupti_t *c)
+{
+  (void)c;
+  return false;
+}
+uint64_t acl_cupti_buffers(const acl_cupti_t *c)
+{
+  (void)c;
+  return 0;
+}
+bool acl_cupti_tagging(const acl_cupti_t *c)
+{
+  (void)c;
+  return false;
+}
 void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
 {
   (void)c;
@@ -43,15 +62,14 @@ void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "profiler/cupti_lib.h"
-
 
 #define BUF_SIZE (256u * 1024u)
 #define BUF_KEEP 8
@@ -69,7 +87,7 @@ static atomic_ulong g_inst; /* instance generation, for thread slots */
 static __thread struct {
   unsigned long inst;
   int slot;
-  bool pushed; /* an id of ours is on this thread's CUPTI stack */
+  bool pushed;         /* an id of ours is on this thread's CUPTI stack */
   unsigned long epoch; /* attach generation of that id (a detach empties the stacks) */
 } tls;
 
@@ -100,7 +118,7 @@ struct acl_cupti {
   atomic_int fin;               /* FIN_* */
   CUpti_SubscriberHandle fin_sub;
   atomic_ulong windows, detaches, attach_failures;
-  _Atomic uint64_t on_ns;       /* attached time, closed windows */
+  _Atomic uint64_t on_ns; /* attached time, closed windows */
   pthread_t thr;
   bool thr_ok;
   pthread_mutex_t mu;
@@ -137,12 +155,15 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
     while (acl_cu.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
-        acl_krec_t kr = {.start = k->start, .end = k->end, .device = k->deviceId,
-                         .stream = k->streamId, .corr = k->correlationId, .name = k->name};
+        acl_krec_t kr = {.start = k->start,
+                         .end = k->end,
+                         .device = k->deviceId,
+                         .stream = k->streamId,
+                         .corr = k->correlationId,
+                         .name = k->name};
         acl_attr_kernel(c->attr, &kr);
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-        const CUpti_ActivityExternalCorrelation *x =
-            (const CUpti_ActivityExternalCorrelation *)rec;
+        const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
         if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
           acl_attr_extcorr(c->attr, x->correlationId, x->externalId);
       } /* launch API records: only needed for external correlation */
@@ -200,11 +221,7 @@ static void CUPTIAPI probe_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId 
   (void)u, (void)d, (void)id, (void)data;
 }
 
-static bool is_multi(CUptiResult r)
-{
-  return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-}
-
+static bool is_multi(CUptiResult r) { return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; }
 
 /* Enables our kinds (a window opens). After a detach CUPTI starts afresh:
  * callbacks are registered again, and the probe sees a subscriber that
@@ -252,8 +269,7 @@ static void disable_kinds(acl_cupti_t *c)
 
 /* The first CUDA API call to return after the request detaches CUPTI:
  * cuptiFinalize is safe at an API exit (cupti_activity.h). */
-static void CUPTIAPI fin_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
-                            const void *data)
+static void CUPTIAPI fin_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
 {
   (void)id;
   acl_cupti_t *c = u;
@@ -350,7 +366,8 @@ static void open_window(acl_cupti_t *c)
     back_off(c, "attach (another CUPTI subscriber is active)", CUPTI_SUCCESS);
   else
     acl_warn("profiler: CUPTI window not opened (%s); this window's samples come from NCCL "
-             "profiler events", why);
+             "profiler events",
+             why);
 }
 
 static void timed_wait(acl_cupti_t *c, uint64_t ns)
@@ -395,9 +412,8 @@ static void *flush_main(void *arg)
   return NULL;
 }
 
-acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
-                             acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
-                             bool *backed_off)
+acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
+                             void *u, char *why, size_t whylen, bool *backed_off)
 {
   acl_cupti_t *c = NULL;
   *backed_off = false;
@@ -529,8 +545,8 @@ void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
    * ncclGroupEnd, after getCollInfo returned. */
   if (tls.pushed)
     acl_cu.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
-  tls.pushed = acl_cu.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                                                         ext) == CUPTI_SUCCESS;
+  tls.pushed = acl_cu.cuptiActivityPushExternalCorrelationId(
+                   CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ext) == CUPTI_SUCCESS;
 }
 
 void acl_cupti_kick(acl_cupti_t *c)

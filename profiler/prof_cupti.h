@@ -17,10 +17,10 @@ typedef struct acl_cupti acl_cupti_t;
 typedef void (*acl_cupti_batch_fn)(void *u, bool final);
 
 typedef struct acl_cupti_opts {
-  const char *lib;   /* exact library to dlopen; NULL = search (see profiler.md) */
-  unsigned flush_us; /* flush period while calls are pending (default 2000) */
+  const char *lib;           /* exact library to dlopen; NULL = search (see profiler.md) */
+  unsigned flush_us;         /* flush period while calls are pending (default 2000) */
   unsigned on_ms, period_ms; /* window rule (duty.h); period_ms 0: always on */
-  bool keep_attached; /* close a window by disabling our kinds only (no
+  bool keep_attached;        /* close a window by disabling our kinds only (no
                        * cuptiFinalize); the GPU check compares both */
 } acl_cupti_opts_t;
 
@@ -33,9 +33,8 @@ typedef struct acl_cupti_win {
 
 /* NULL with a reason in why; *backed_off set when another CUPTI subscriber
  * holds CUPTI. */
-acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr,
-                             acl_cupti_batch_fn batch, void *u, char *why, size_t whylen,
-                             bool *backed_off);
+acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
+                             void *u, char *why, size_t whylen, bool *backed_off);
 /* Stops the flush thread, force-flushes, disables our activity kinds.
  * at_exit: CUDA may be torn down: touch CUPTI as little as possible. */
 void acl_cupti_stop(acl_cupti_t *c, bool at_exit);
@@ -50,7 +49,7 @@ bool acl_cupti_tagging(const acl_cupti_t *c);
 void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w);
 /* Thread slot for the calling thread (stable per thread), -1 if none left. */
 int acl_cupti_thread_slot(acl_cupti_t *c);
-void acl_cupti_kick(acl_cupti_t *c); /* wake the flush thread */
+void acl_cupti_kick(acl_cupti_t *c);  /* wake the flush thread */
 void acl_cupti_flush(acl_cupti_t *c); /* flush + final process, synchronous */
 bool acl_cupti_backed_off(const acl_cupti_t *c);
 uint64_t acl_cupti_buffers(const acl_cupti_t *c);

@@ -17,8 +17,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/attrib.h"
-#include "profiler/prof_cupti.h"
 #include "profiler/ncclev.h"
+#include "profiler/prof_cupti.h"
 #include "profiler/simfeed.h"
 
 enum { SRC_NONE = 0, SRC_CUPTI = 1, SRC_NCCL = 2, SRC_SIM = 3 };
@@ -60,9 +60,8 @@ static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
 /* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). */
-static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns,
-                    uint64_t start, uint64_t end, float overlap, uint16_t kernels,
-                    const int ran[3])
+static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, uint64_t start,
+                    uint64_t end, float overlap, uint16_t kernels, const int ran[3])
 {
   acl_prof_sample_t s;
   memset(&s, 0, sizeof(s));
@@ -98,8 +97,7 @@ static void cupti_batch(void *u, bool final)
   do {
     n = acl_attr_process(p->attr, final, acl_mono_ns(), buf, 128, &more);
     for (size_t i = 0; i < n; i++) {
-      deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
-              (float)buf[i].ov.frac,
+      deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
               (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct),
               (const int[3]){-1, -1, 0});
     }
@@ -186,8 +184,8 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
   pthread_mutex_init(&p->feed_mu, NULL);
   atomic_store(&p->source, SRC_NONE);
   if (p->cfg.mode == ACL_MODE_OFF || p->cfg.profiler == ACL_PROF_OFF) {
-    acl_info("profiler: off (%s)", p->cfg.mode == ACL_MODE_OFF ? "AUTOCCL_MODE=off"
-                                                               : "AUTOCCL_PROFILER=off");
+    acl_info("profiler: off (%s)",
+             p->cfg.mode == ACL_MODE_OFF ? "AUTOCCL_MODE=off" : "AUTOCCL_PROFILER=off");
     return p;
   }
   p->ev = acl_ncclev_create(ev_emit, p);
@@ -250,7 +248,8 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
                why);
     else
       acl_info("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events, "
-               "overlap unknown", why);
+               "overlap unknown",
+               why);
   }
   atomic_store(&p->source, SRC_NCCL);
   return p;
@@ -294,13 +293,9 @@ static bool cupti_live(const acl_prof_t *p)
   return atomic_load(&p->source) == SRC_CUPTI && acl_cupti_tagging(p->cupti);
 }
 
-bool acl_prof_is_cupti(const acl_prof_t *p)
-{
-  return p && atomic_load(&p->source) == SRC_CUPTI;
-}
+bool acl_prof_is_cupti(const acl_prof_t *p) { return p && atomic_load(&p->source) == SRC_CUPTI; }
 
-void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
-                           int nranks)
+void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank, int nranks)
 {
   if (!p)
     return NULL;

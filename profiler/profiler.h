@@ -19,28 +19,28 @@
 /* Identifies one call of one rank: handed to the profiler when the tuner
  * decides it, handed back with its sample. */
 typedef struct acl_call_tag {
-  void *rank_ctx;      /* opaque: the plugin's per-rank context */
-  uint64_t call_idx;   /* index of this call within its workload */
-  uint32_t widx;       /* workload index within the communicator */
-  uint16_t cand_id;    /* search candidate it ran */
+  void *rank_ctx;    /* opaque: the plugin's per-rank context */
+  uint64_t call_idx; /* index of this call within its workload */
+  uint32_t widx;     /* workload index within the communicator */
+  uint16_t cand_id;  /* search candidate it ran */
   uint8_t coll;
-  uint8_t pipe_ops;    /* numPipeOps, saturated at 255 (trace records) */
-  uint8_t phase;       /* acl_phase_t the call was decided in */
+  uint8_t pipe_ops; /* numPipeOps, saturated at 255 (trace records) */
+  uint8_t phase;    /* acl_phase_t the call was decided in */
   uint64_t nbytes;
   acl_candidate_t cand; /* what it should have run (for mismatch checks) */
 } acl_call_tag_t;
 
 typedef struct acl_prof_sample {
   acl_call_tag_t tag;
-  double seconds;      /* GPU time of the collective on this rank */
-  float overlap;       /* 0..1, <0 unknown */
+  double seconds;           /* GPU time of the collective on this rank */
+  float overlap;            /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
-  int ran_nch;         /* channels NCCL ran (its Coll event), 0 unknown */
+  int ran_nch;              /* channels NCCL ran (its Coll event), 0 unknown */
   /* For the trace recorder (docs/trace.md). */
-  uint64_t call_ns;    /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
+  uint64_t call_ns;             /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
   uint64_t gpu_start, gpu_stop; /* the source's stamps, ns (GPU globaltimer, CUPTI) */
   int8_t ran_algo, ran_proto;   /* what NCCL ran (its Coll event); -1 unknown */
-  uint8_t source;      /* 1 cupti, 2 nccl events, 3 sim */
+  uint8_t source;               /* 1 cupti, 2 nccl events, 3 sim */
 } acl_prof_sample_t;
 
 /* Called from whichever thread produced the sample; must be cheap. */
@@ -55,8 +55,7 @@ void acl_prof_destroy(acl_prof_t *p); /* flushes; accepts NULL */
 
 /* Per-rank registration (rank_ctx is the plugin's object for one rank of one
  * communicator); returns an opaque per-rank profiler state. */
-void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank,
-                           int nranks);
+void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank, int nranks);
 void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank);
 
 /* Tuner side, on the calling thread, right after a decision. */
@@ -77,10 +76,10 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out);
 
 /* ---- Extensions (compatible additions; docs/profiler.md) ---- */
 typedef struct acl_prof_opts {
-  const char *cupti_lib; /* dlopen exactly this libcupti (tests); NULL = search */
-  unsigned flush_us;     /* CUPTI flush period while calls wait; 0 = 2000 us */
+  const char *cupti_lib;     /* dlopen exactly this libcupti (tests); NULL = search */
+  unsigned flush_us;         /* CUPTI flush period while calls wait; 0 = 2000 us */
   unsigned on_ms, period_ms; /* window rule instead of AUTOCCL_CUPTI_WINDOW (period_ms > 0) */
-  bool keep_attached;    /* close windows by disabling kinds only (GPU check) */
+  bool keep_attached;        /* close windows by disabling kinds only (GPU check) */
 } acl_prof_opts_t;
 acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
                                const acl_prof_opts_t *opts);

@@ -20,20 +20,7 @@
 #include "core/log.h"
 #include "core/safefile.h"
 
-enum { REC_SAMPLE = 1, REC_DECISION = 2 };
-
-typedef struct rec {
-  uint8_t type, coll, source, phase;
-  int32_t rank, nranks, pipe_ops;
-  uint32_t widx;
-  uint16_t cand_id, kernels;
-  acl_candidate_t cand;
-  int8_t ran_algo, ran_proto;
-  int16_t ran_nch;
-  float overlap;
-  uint64_t comm, nbytes, call_idx, call_ns, gpu_start, gpu_stop, emit_ns;
-  double seconds, used;
-} rec_t;
+#include "profiler/trace_int.h"
 
 /* Bounded lock-free MPSC ring (Vyukov): a slot is free for position pos
  * when its seq == pos, full (readable) when seq == pos + 1. */
@@ -65,8 +52,8 @@ typedef struct tracer {
   _Atomic uint64_t tail; /* producers */
   uint64_t head;         /* the writer only */
   atomic_bool stop;
-  atomic_bool done;      /* the writer closed its files and ends */
-  _Atomic int inflight;  /* producers inside push() */
+  atomic_bool done;     /* the writer closed its files and ends */
+  _Atomic int inflight; /* producers inside push() */
   pthread_t thr;
   char tmpl[512];
   uint64_t max_bytes;
@@ -163,8 +150,8 @@ static tfile_t *file_for(tracer_t *t, int rank)
   tfile_t *f = &t->files[t->nfiles++];
   memset(f, 0, sizeof(*f));
   f->rank = key;
-  if (acl_trace_expand(t->tmpl, (int)getpid(), per_rank ? rank : -1, f->path,
-                       sizeof(f->path)) != 0) {
+  if (acl_trace_expand(t->tmpl, (int)getpid(), per_rank ? rank : -1, f->path, sizeof(f->path)) !=
+      0) {
     acl_warn("AUTOCCL_TRACE=%s: the expanded path is too long; not recording", t->tmpl);
     f->failed = true;
     return f;
@@ -181,8 +168,7 @@ static tfile_t *file_for(tracer_t *t, int rank)
   }
 #else
   if (ends_with(f->path, ".gz"))
-    acl_warn("AUTOCCL_TRACE=%s: built without zlib, writing plain text to a .gz name",
-             f->path);
+    acl_warn("AUTOCCL_TRACE=%s: built without zlib, writing plain text to a .gz name", f->path);
 #endif
   int fd = open_safe(f);
   if (fd >= 0 && !(f->f = fdopen(fd, "w"))) {
@@ -206,88 +192,11 @@ header:
                    "\"host\":\"%s\",\"mode\":\"%s\",\"profiler\":\"%s\",\"clock\":\"monotonic_ns\","
                    "\"t0_ns\":%llu,\"max_bytes\":%llu}\n",
                    ACL_TRACE_FORMAT, ACL_TRACE_VERSION, ACL_VERSION, (int)getpid(),
-                   per_rank ? rank : -1, host, t->mode, t->profiler,
-                   (unsigned long long)t->t0_ns, (unsigned long long)t->max_bytes);
+                   per_rank ? rank : -1, host, t->mode, t->profiler, (unsigned long long)t->t0_ns,
+                   (unsigned long long)t->max_bytes);
   if (n > 0 && (size_t)n < sizeof(line) && raw_write(f, line, (size_t)n) == 0)
     f->bytes += (uint64_t)n;
   return f;
-}
-
-static const char *src_name(int s)
-{
-  switch (s) {
-  case 1: return "cupti";
-  case 2: return "nccl";
-  case 3: return "sim";
-  default: return "?";
-  }
-}
-
-static int fmt_cand(char *b, size_t n, const acl_candidate_t *c)
-{
-  if (c->algo == ACL_ALGO_NCCL)
-    return snprintf(b, n, "null");
-  return snprintf(b, n, "[\"%s\",\"%s\",%d]", acl_algo_name(c->algo), acl_proto_name(c->proto),
-                  c->nchannels);
-}
-
-/* Decided vs ran: the profiler's mismatch kinds (docs/profiler.md). */
-static const char *status_of(const rec_t *r)
-{
-  if (r->ran_algo < 0 || r->ran_proto < 0 || r->ran_nch <= 0)
-    return "unknown";
-  if (r->cand.algo == ACL_ALGO_NCCL)
-    return "ok";
-  if (r->cand.algo != r->ran_algo || r->cand.proto != r->ran_proto)
-    return "algo/proto";
-  if (r->cand.nchannels > 0 && r->ran_nch < r->cand.nchannels)
-    return "clamped";
-  if (r->cand.nchannels > 0 && r->ran_nch > r->cand.nchannels)
-    return "channels";
-  return "ok";
-}
-
-static int fmt_num(char *b, size_t n, double v)
-{
-  return v == v && v >= 0.0 ? snprintf(b, n, "%.9g", v) : snprintf(b, n, "null");
-}
-
-static int fmt_rec(const rec_t *r, char *b, size_t n)
-{
-  char cand[64];
-  fmt_cand(cand, sizeof(cand), &r->cand);
-  if (r->type == REC_DECISION)
-    return snprintf(b, n,
-                    "{\"t\":\"d\",\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"coll\":\"%s\","
-                    "\"bytes\":%llu,\"pipe\":%d,\"w\":%u,\"call\":%llu,\"cand\":%s,\"cid\":%u,"
-                    "\"phase\":\"%s\",\"ns\":%llu}\n",
-                    (unsigned long long)r->comm, r->rank, r->nranks, acl_coll_name(r->coll),
-                    (unsigned long long)r->nbytes, r->pipe_ops, r->widx,
-                    (unsigned long long)r->call_idx, cand, r->cand_id,
-                    acl_phase_name((acl_phase_t)r->phase), (unsigned long long)r->emit_ns);
-  char ran[64], sec[32], used[32], ov[32], lat[32];
-  if (r->ran_algo >= 0 && r->ran_proto >= 0)
-    snprintf(ran, sizeof(ran), "[\"%s\",\"%s\",%d]", acl_algo_name(r->ran_algo),
-             acl_proto_name(r->ran_proto), r->ran_nch);
-  else
-    snprintf(ran, sizeof(ran), "null");
-  fmt_num(sec, sizeof(sec), r->seconds);
-  fmt_num(used, sizeof(used), r->used);
-  fmt_num(ov, sizeof(ov), r->overlap);
-  fmt_num(lat, sizeof(lat),
-          r->call_ns && r->emit_ns >= r->call_ns ? (double)(r->emit_ns - r->call_ns) * 1e-9 : -1.0);
-  return snprintf(b, n,
-                  "{\"t\":\"s\",\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"coll\":\"%s\","
-                  "\"bytes\":%llu,\"pipe\":%d,\"w\":%u,\"call\":%llu,\"cand\":%s,\"cid\":%u,"
-                  "\"ran\":%s,\"status\":\"%s\",\"src\":\"%s\",\"gpu\":[%llu,%llu],"
-                  "\"call_ns\":%llu,\"emit_ns\":%llu,\"sec\":%s,\"used\":%s,\"overlap\":%s,"
-                  "\"kernels\":%u,\"lat\":%s}\n",
-                  (unsigned long long)r->comm, r->rank, r->nranks, acl_coll_name(r->coll),
-                  (unsigned long long)r->nbytes, r->pipe_ops, r->widx,
-                  (unsigned long long)r->call_idx, cand, r->cand_id, ran, status_of(r),
-                  src_name(r->source), (unsigned long long)r->gpu_start,
-                  (unsigned long long)r->gpu_stop, (unsigned long long)r->call_ns,
-                  (unsigned long long)r->emit_ns, sec, used, ov, r->kernels, lat);
 }
 
 static void write_rec(tracer_t *t, const rec_t *r)
@@ -298,7 +207,7 @@ static void write_rec(tracer_t *t, const rec_t *r)
     return;
   }
   char line[1024];
-  int n = fmt_rec(r, line, sizeof(line));
+  int n = acl_trace_fmt_rec(r, line, sizeof(line));
   if (n <= 0 || (size_t)n >= sizeof(line))
     return;
   if (f->full || f->bytes + (uint64_t)n > t->max_bytes) {
@@ -495,10 +404,7 @@ __attribute__((destructor)) static void trace_unload(void)
   g_retired = NULL;
 }
 
-bool acl_trace_on(void)
-{
-  return atomic_load_explicit(&g_tr, memory_order_relaxed) != NULL;
-}
+bool acl_trace_on(void) { return atomic_load_explicit(&g_tr, memory_order_relaxed) != NULL; }
 
 static void push(tracer_t *t, const rec_t *r, _Atomic uint64_t *counter)
 {
@@ -510,9 +416,8 @@ static void push(tracer_t *t, const rec_t *r, _Atomic uint64_t *counter)
   for (;;) {
     sl = &t->ring[pos % ACL_TRACE_RING];
     int64_t dif = (int64_t)(atomic_load_explicit(&sl->seq, memory_order_acquire) - pos);
-    if (dif == 0 && atomic_compare_exchange_weak_explicit(&t->tail, &pos, pos + 1,
-                                                          memory_order_relaxed,
-                                                          memory_order_relaxed))
+    if (dif == 0 && atomic_compare_exchange_weak_explicit(
+                        &t->tail, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
       break;
     if (dif < 0) { /* full: the writer is behind */
       atomic_fetch_add_explicit(&t->dropped_ring, 1, memory_order_relaxed);

@@ -22,12 +22,13 @@
 #define ACL_TRACE_FORMAT "autoccl-trace"
 #define ACL_TRACE_VERSION 1
 #define ACL_TRACE_MAX_DEFAULT ACL_CONFIG_TRACE_MAX_DEFAULT /* bytes of text per file */
-#define ACL_TRACE_RING 16384                 /* records */
-#define ACL_TRACE_MAX_FILES 64               /* distinct files (%r: ranks) */
+#define ACL_TRACE_RING 16384                               /* records */
+#define ACL_TRACE_MAX_FILES 64                             /* distinct files (%r: ranks) */
 /* How long finalize waits for the writer to drain and close: a share of
  * the finalize bound (docs/trace.md, 2 s in all). */
 #define ACL_TRACE_STOP_MS 500
-#define ACL_TRACE_FLUSH_MS 20 /* writer period: the ring (ACL_TRACE_RING records) holds 20 ms
+#define ACL_TRACE_FLUSH_MS                                                                         \
+  20 /* writer period: the ring (ACL_TRACE_RING records) holds 20 ms
                                * of up to 800,000 samples/s, and it drains at once when a
                                * quarter full */
 

@@ -14,70 +14,69 @@
 
 void acl_sim_usage(FILE *f)
 {
-  fputs(
-      "Usage: autoccl-sim [OPTIONS]\n"
-      "Plays NCCL 2.28's part for N simulated ranks: forks rank processes that load\n"
-      "the autoccl plugin and call its tuner (v5..v2) and profiler (v5) ABIs as NCCL\n"
-      "would, \"run\" every collective on a performance landscape, and check that all\n"
-      "ranks ran the same thing for every call.\n"
-      "\n"
-      "Cluster:\n"
-      "  --ranks N              ranks (default 4, 1..256)\n"
-      "  --hosts H              simulated hosts; N must divide evenly (default 1).\n"
-      "                         Each host gets AUTOCCL_SHM_SALT=<host>, nNodes=H and\n"
-      "                         AUTOCCL_COORDINATOR=127.0.0.1:<coordinator port>\n"
-      "  --coordinator-port P   port for the multi-host relay (default: a free one)\n"
-      "  --comms N              communicators per rank (default 1, 1..256)\n"
-      "  --threads-per-proc K   ranks driven by one process, each on its own thread\n"
-      "                         (default 1; ranks per host must be a multiple of K)\n"
-      "  --group-mode           one thread drives the process's ranks NCCL-group style:\n"
-      "                         getCollInfo for rank 0, then rank 1, ... (without\n"
-      "                         --threads-per-proc: all ranks of a host in one process)\n"
-      "  --nccl V               the NCCL to play: 2.28 (default; tuner v5..v2, profiler\n"
-      "                         v5) or 2.30 (tuner v6 first, getChunkSize after each\n"
-      "                         getCollInfo, profiler v6; synthetic landscapes get a\n"
-      "                         chunk-size model)\n"
-      "  --plugin PATH          plugin to load (default: " PLUGIN_NAME " from\n"
-      "                         <exe dir>/../tuner/, <exe dir>/, <exe dir>/../lib/)\n"
-      "\n"
-      "Workload and performance:\n"
-      "  --workload W           fsdp-llama8b | ddp | tp | mixed (default mixed)\n"
-      "  --landscape L          h200 | h200-traces[:single] (replay of recorded traces,\n"
-      "                         docs/trace.md) | synthetic[:SEED] (default h200)\n"
-      "  --noise X              relative noise of every call, 0..1 (default 0.05)\n"
-      "  --interference SPEC    compute overlapping the collectives, per training step:\n"
-      "                         none (default) | demo (" ACL_SIM_INTERF_DEMO ") |\n"
-      "                         comma list of FROM-TO=LEVEL (TO optional),\n"
-      "                         every:PERIOD:LEN=LEVEL and every:PERIOD:FROM-TO=LEVEL;\n"
-      "                         LEVEL in 0..1\n"
-      "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
-      "  --seed N               seed of noise and jitter (default 1)\n"
-      "\n"
-      "Run:\n"
-      "  --demo                 the README demo: --realtime --interference demo --port 9464\n"
-      "                         --duration 600 (each overridable); prints where to watch\n"
-      "  --duration S           wall-clock seconds (default 60)\n"
-      "  --steps N              training steps instead of a duration\n"
-      "  --realtime             sleep simulated durations (x --slowdown) and a simulated\n"
-      "                         compute time per step, so a run can be watched\n"
-      "  --slowdown X           wall seconds per simulated second with --realtime (default 1)\n"
-      "  --step-compute-ms MS   simulated compute per training step (default 100)\n"
-      "  --hang-timeout S       no call made for S seconds = hang: kill and fail (default 20)\n"
-      "  --max-lag CALLS        how far a rank may run ahead of the slowest one (collectives\n"
-      "                         synchronise; default 128, 1..100000)\n"
-      "  --port P               AUTOCCL_HTTP_PORT for the rank processes: process i of a\n"
-      "                         host serves P+i (hosts after the first: further up)\n"
-      "  --json                 print the report as one JSON object on the last stdout line\n"
-      "  -q, --quiet            no progress output\n"
-      "  -v, --verbose          also print the plugin's INFO lines\n"
-      "  --bench [ARGS]         run the landscape benchmark (--bench --help for its usage)\n"
-      "  --dump-states          print the search's state machine (Mermaid) and exit\n"
-      "  -h, --help             this text\n"
-      "\n"
-      "Exit status: 0 all ranks agreed on every call and the plugin returned no error;\n"
-      "1 divergent decisions (a real NCCL would hang) or plugin errors; 2 bad usage,\n"
-      "nothing run; 3 a rank crashed, hung or could not load the plugin.\n",
-      f);
+  fputs("Usage: autoccl-sim [OPTIONS]\n"
+        "Plays NCCL 2.28's part for N simulated ranks: forks rank processes that load\n"
+        "the autoccl plugin and call its tuner (v5..v2) and profiler (v5) ABIs as NCCL\n"
+        "would, \"run\" every collective on a performance landscape, and check that all\n"
+        "ranks ran the same thing for every call.\n"
+        "\n"
+        "Cluster:\n"
+        "  --ranks N              ranks (default 4, 1..256)\n"
+        "  --hosts H              simulated hosts; N must divide evenly (default 1).\n"
+        "                         Each host gets AUTOCCL_SHM_SALT=<host>, nNodes=H and\n"
+        "                         AUTOCCL_COORDINATOR=127.0.0.1:<coordinator port>\n"
+        "  --coordinator-port P   port for the multi-host relay (default: a free one)\n"
+        "  --comms N              communicators per rank (default 1, 1..256)\n"
+        "  --threads-per-proc K   ranks driven by one process, each on its own thread\n"
+        "                         (default 1; ranks per host must be a multiple of K)\n"
+        "  --group-mode           one thread drives the process's ranks NCCL-group style:\n"
+        "                         getCollInfo for rank 0, then rank 1, ... (without\n"
+        "                         --threads-per-proc: all ranks of a host in one process)\n"
+        "  --nccl V               the NCCL to play: 2.28 (default; tuner v5..v2, profiler\n"
+        "                         v5) or 2.30 (tuner v6 first, getChunkSize after each\n"
+        "                         getCollInfo, profiler v6; synthetic landscapes get a\n"
+        "                         chunk-size model)\n"
+        "  --plugin PATH          plugin to load (default: " PLUGIN_NAME " from\n"
+        "                         <exe dir>/../tuner/, <exe dir>/, <exe dir>/../lib/)\n"
+        "\n"
+        "Workload and performance:\n"
+        "  --workload W           fsdp-llama8b | ddp | tp | mixed (default mixed)\n"
+        "  --landscape L          h200 | h200-traces[:single] (replay of recorded traces,\n"
+        "                         docs/trace.md) | synthetic[:SEED] (default h200)\n"
+        "  --noise X              relative noise of every call, 0..1 (default 0.05)\n"
+        "  --interference SPEC    compute overlapping the collectives, per training step:\n"
+        "                         none (default) | demo (" ACL_SIM_INTERF_DEMO ") |\n"
+        "                         comma list of FROM-TO=LEVEL (TO optional),\n"
+        "                         every:PERIOD:LEN=LEVEL and every:PERIOD:FROM-TO=LEVEL;\n"
+        "                         LEVEL in 0..1\n"
+        "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
+        "  --seed N               seed of noise and jitter (default 1)\n"
+        "\n"
+        "Run:\n"
+        "  --demo                 the README demo: --realtime --interference demo --port 9464\n"
+        "                         --duration 600 (each overridable); prints where to watch\n"
+        "  --duration S           wall-clock seconds (default 60)\n"
+        "  --steps N              training steps instead of a duration\n"
+        "  --realtime             sleep simulated durations (x --slowdown) and a simulated\n"
+        "                         compute time per step, so a run can be watched\n"
+        "  --slowdown X           wall seconds per simulated second with --realtime (default 1)\n"
+        "  --step-compute-ms MS   simulated compute per training step (default 100)\n"
+        "  --hang-timeout S       no call made for S seconds = hang: kill and fail (default 20)\n"
+        "  --max-lag CALLS        how far a rank may run ahead of the slowest one (collectives\n"
+        "                         synchronise; default 128, 1..100000)\n"
+        "  --port P               AUTOCCL_HTTP_PORT for the rank processes: process i of a\n"
+        "                         host serves P+i (hosts after the first: further up)\n"
+        "  --json                 print the report as one JSON object on the last stdout line\n"
+        "  -q, --quiet            no progress output\n"
+        "  -v, --verbose          also print the plugin's INFO lines\n"
+        "  --bench [ARGS]         run the landscape benchmark (--bench --help for its usage)\n"
+        "  --dump-states          print the search's state machine (Mermaid) and exit\n"
+        "  -h, --help             this text\n"
+        "\n"
+        "Exit status: 0 all ranks agreed on every call and the plugin returned no error;\n"
+        "1 divergent decisions (a real NCCL would hang) or plugin errors; 2 bad usage,\n"
+        "nothing run; 3 a rank crashed, hung or could not load the plugin.\n",
+        f);
 }
 
 static bool num(const char *s, double lo, double hi, double *out)
@@ -133,10 +132,30 @@ static bool find_plugin(char *out, size_t len)
 }
 
 enum {
-  OPT_RANKS = 256, OPT_HOSTS, OPT_COORD, OPT_COMMS, OPT_TPP, OPT_GROUP, OPT_PLUGIN,
-  OPT_WORKLOAD, OPT_LAND, OPT_NOISE, OPT_INTERF, OPT_JITTER, OPT_SEED, OPT_DURATION,
-  OPT_STEPS, OPT_LAG, OPT_REALTIME, OPT_SLOWDOWN, OPT_COMPUTE, OPT_HANG, OPT_PORT, OPT_JSON,
-  OPT_DEMO, OPT_NCCL,
+  OPT_RANKS = 256,
+  OPT_HOSTS,
+  OPT_COORD,
+  OPT_COMMS,
+  OPT_TPP,
+  OPT_GROUP,
+  OPT_PLUGIN,
+  OPT_WORKLOAD,
+  OPT_LAND,
+  OPT_NOISE,
+  OPT_INTERF,
+  OPT_JITTER,
+  OPT_SEED,
+  OPT_DURATION,
+  OPT_STEPS,
+  OPT_LAG,
+  OPT_REALTIME,
+  OPT_SLOWDOWN,
+  OPT_COMPUTE,
+  OPT_HANG,
+  OPT_PORT,
+  OPT_JSON,
+  OPT_DEMO,
+  OPT_NCCL,
 };
 
 static const struct option longopts[] = {
@@ -170,11 +189,11 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-#define BAD(...)                                                                                  \
-  do {                                                                                            \
-    fprintf(stderr, "autoccl-sim: " __VA_ARGS__);                                                 \
-    fputs("\n(autoccl-sim --help for usage)\n", stderr);                                         \
-    return -1;                                                                                    \
+#define BAD(...)                                                                                   \
+  do {                                                                                             \
+    fprintf(stderr, "autoccl-sim: " __VA_ARGS__);                                                  \
+    fputs("\n(autoccl-sim --help for usage)\n", stderr);                                           \
+    return -1;                                                                                     \
   } while (0)
 
 int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
@@ -229,7 +248,9 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
         BAD("--threads-per-proc '%s': expected an integer 1..%d", optarg, ACL_SIM_MAX_RANKS);
       o->ranks_per_proc = (int)l;
       break;
-    case OPT_GROUP: o->group_mode = true; break;
+    case OPT_GROUP:
+      o->group_mode = true;
+      break;
     case OPT_PLUGIN:
       if (strlen(optarg) >= sizeof(o->plugin))
         BAD("--plugin: path too long");
@@ -248,7 +269,8 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
         if (strncmp(optarg, "synthetic:", 10) != 0 || !optarg[10] || optarg[10] == '-' ||
             ((void)strtoull(optarg + 10, &e, 0), errno || *e))
           BAD("--landscape '%s': expected h200, h200-traces[:single], synthetic or "
-              "synthetic:SEED", optarg);
+              "synthetic:SEED",
+              optarg);
       }
       snprintf(o->landscape, sizeof(o->landscape), "%.63s", optarg);
       break;
@@ -298,7 +320,9 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
         BAD("--max-lag '%s': expected calls 1..100000", optarg);
       o->max_lag = (uint64_t)l;
       break;
-    case OPT_REALTIME: o->realtime = true; break;
+    case OPT_REALTIME:
+      o->realtime = true;
+      break;
     case OPT_SLOWDOWN:
       if (!num(optarg, 1e-3, 1e6, &o->slowdown))
         BAD("--slowdown '%s': expected a number 0.001..1000000", optarg);
@@ -318,16 +342,26 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       o->port = (int)l;
       have_port = true;
       break;
-    case OPT_JSON: o->json = true; break;
-    case OPT_DEMO: o->demo = true; break;
-    case 'q': o->quiet = true; break;
-    case 'v': o->verbose = true; break;
+    case OPT_JSON:
+      o->json = true;
+      break;
+    case OPT_DEMO:
+      o->demo = true;
+      break;
+    case 'q':
+      o->quiet = true;
+      break;
+    case 'v':
+      o->verbose = true;
+      break;
     case 'h':
       acl_sim_usage(stdout);
       *exit_code = 0;
       return 1;
-    case ':': BAD("option '%s' needs a value", argv[optind - 1]);
-    default: BAD("unknown option '%s'", argv[optind - 1]);
+    case ':':
+      BAD("option '%s' needs a value", argv[optind - 1]);
+    default:
+      BAD("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind < argc)
@@ -354,8 +388,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
   if (o->ranks_per_proc == 0)
     o->ranks_per_proc = o->group_mode ? per_host : 1;
   if (per_host % o->ranks_per_proc)
-    BAD("--threads-per-proc %d must divide the %d ranks of each host", o->ranks_per_proc,
-        per_host);
+    BAD("--threads-per-proc %d must divide the %d ranks of each host", o->ranks_per_proc, per_host);
   int nprocs = o->nranks / o->ranks_per_proc;
   if (o->port > 0 && o->port + nprocs - 1 > 65535)
     BAD("--port %d: the %d rank processes need ports up to %d", o->port, nprocs,

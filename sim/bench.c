@@ -118,8 +118,10 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->csv = v;
     } else if (strcmp(a, "--landscape") == 0) {
       if (strncmp(v, "h200-traces", 11) != 0) {
-        fprintf(stderr, "%s: --bench --landscape takes h200-traces[:single] (the default bench "
-                        "runs h200 and synthetic landscapes), got '%s'\n", prog, v);
+        fprintf(stderr,
+                "%s: --bench --landscape takes h200-traces[:single] (the default bench "
+                "runs h200 and synthetic landscapes), got '%s'\n",
+                prog, v);
         return -1;
       }
       o->landscape = v;
@@ -165,9 +167,9 @@ typedef struct pending {
 } pending_t;
 
 /* One workload tuned for o->calls calls. */
-static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll,
-                    uint64_t nbytes, int nranks, double interf, uint64_t seed, int chunk_axis,
-                    acl_bench_run_t *r, acl_search_t *s)
+static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll, uint64_t nbytes,
+                    int nranks, double interf, uint64_t seed, int chunk_axis, acl_bench_run_t *r,
+                    acl_search_t *s)
 {
   acl_search_params_t p;
   acl_search_params_default(&p);
@@ -309,7 +311,8 @@ int acl_sim_bench_main(int argc, char **argv)
     /* Seeds must give disjoint landscape sets: seed ^ (base + n) alone made
      * seeds 1 and 2 the same 1000 landscapes in another order. Seed 1 keeps
      * its landscapes (published figures). */
-    uint64_t lseed = acl_bench_mix(((o.seed - 1) * 0x9e3779b97f4a7c15ull) ^ 1u ^ (0xabcdefull + (uint64_t)n));
+    uint64_t lseed =
+        acl_bench_mix(((o.seed - 1) * 0x9e3779b97f4a7c15ull) ^ 1u ^ (0xabcdefull + (uint64_t)n));
     acl_landscape_t *l = acl_land_create_synth(lseed);
     if (!l) {
       fprintf(stderr, "tunerbench: out of memory\n");

@@ -13,21 +13,21 @@ typedef struct acl_bench_run {
   uint8_t coll;
   uint8_t synthetic;
   uint8_t converged;
-  uint8_t validating;         /* background validation still open at the end */
+  uint8_t validating; /* background validation still open at the end */
   uint8_t nranks;
   uint64_t nbytes;
   double interference;
   double final_over_oracle;   /* bandwidth ratio, <= 1 */
   double final_over_baseline; /* noise-free, at the run's interference */
   double oracle_over_baseline;
-  double overhead;            /* extra time over the first calls / final's */
+  double overhead; /* extra time over the first calls / final's */
   uint32_t calls_to_converge;
   uint32_t cands_evaluated;
   uint32_t retunes;
-  uint32_t calls_to_final;    /* call at which the final decision was adopted */
-  uint32_t calls_to_verdict;  /* call at which background validation ended, 0 = open */
-  double prov_over_baseline;  /* first (provisional) decision, noise-free */
-  uint64_t calls;             /* calls the run lasted */
+  uint32_t calls_to_final;   /* call at which the final decision was adopted */
+  uint32_t calls_to_verdict; /* call at which background validation ended, 0 = open */
+  double prov_over_baseline; /* first (provisional) decision, noise-free */
+  uint64_t calls;            /* calls the run lasted */
   acl_candidate_t final, oracle, deflt;
   /* --nccl 2.30: the same run with the chunk axis held at NCCL's own */
   double held_final_over_oracle, held_overhead;
@@ -35,16 +35,16 @@ typedef struct acl_bench_run {
 
 typedef struct acl_bench_opts {
   bool json;
-  int landscapes;      /* synthetic landscapes */
+  int landscapes; /* synthetic landscapes */
   uint64_t seed;
-  int samples;         /* samples_per_cand */
-  double noise;        /* relative sd of the multiplicative noise */
-  int calls;           /* at least this many calls per run */
-  double run_seconds;  /* ... and this much collective time */
-  int h200_reps;       /* noise seeds per H200 workload */
-  int worst;           /* list this many worst runs (table mode) */
-  const char *csv;     /* per-run rows written here (analysis), NULL = none */
-  bool no_hint;        /* do not tell the search NCCL's channel count */
+  int samples;           /* samples_per_cand */
+  double noise;          /* relative sd of the multiplicative noise */
+  int calls;             /* at least this many calls per run */
+  double run_seconds;    /* ... and this much collective time */
+  int h200_reps;         /* noise seeds per H200 workload */
+  int worst;             /* list this many worst runs (table mode) */
+  const char *csv;       /* per-run rows written here (analysis), NULL = none */
+  bool no_hint;          /* do not tell the search NCCL's channel count */
   const char *landscape; /* "h200-traces[:single]": the replay benchmark */
   /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic
    * landscapes a chunk model of amplitude chunk_amp (sim/landscape_chunk.c);
@@ -59,10 +59,10 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o);
 
 typedef struct acl_bench_summary {
   size_t n;
-  double foo_median, foo_p5, foo_min;   /* final / oracle */
+  double foo_median, foo_p5, foo_min; /* final / oracle */
   double calls_median, calls_p95, calls_max;
   double final_calls_median, final_calls_p95; /* calls until the final decision */
-  size_t validating;                    /* runs whose validation is still open */
+  size_t validating;                          /* runs whose validation is still open */
   double overhead_mean, overhead_median, overhead_p95;
   double fob_min, fob_median;           /* final / baseline */
   double oob_median;                    /* oracle / baseline: headroom */

@@ -94,7 +94,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
         conn[run.algo] = need;
       }
       if (!events)
-        continue; /* no events, no sample */
+        continue;                               /* no events, no sample */
       acl_search_observe_channels(s, id, need); /* the Coll event's channel count */
       double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
       q[nq++] = (pend_t){id, k + (uint64_t)(acl_bench_unif(&rng) * MAX_LAG), t};
@@ -143,8 +143,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     return 2;
   }
   static const int colls[] = {4, 2, 3}; /* AllReduce, AllGather, ReduceScatter */
-  static const uint64_t sizes[] = {65536ull, 262144ull, 1ull << 20, 4ull << 20, 16ull << 20,
-                                   64ull << 20, 256ull << 20, 1ull << 30};
+  static const uint64_t sizes[] = {65536ull,    262144ull,   1ull << 20,   4ull << 20,
+                                   16ull << 20, 64ull << 20, 256ull << 20, 1ull << 30};
   enum { NS = sizeof sizes / sizeof sizes[0], NW = 2 * 3 * NS };
   int reps = o->h200_reps;
   double *foo = malloc(sizeof(double) * NW * (size_t)reps);
@@ -159,7 +159,11 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   double fob_min = INFINITY, incl_min = INFINITY, short_min = INFINITY;
   const char *fob_w = "", *incl_w = "", *short_w = "";
   static char wname[NW][64];
-  static struct { double fob, incl, shrt, foo; char fin[48]; bool skip; } det[NW];
+  static struct {
+    double fob, incl, shrt, foo;
+    char fin[48];
+    bool skip;
+  } det[NW];
   int nskip = 0;
   size_t nfoo = 0;
   int w = 0;
@@ -186,8 +190,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
           replay_one(l, o->samples, colls[ci], sizes[z], interf, seed, LONG_CALLS, s, &r);
-          replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1), SHORT_CALLS, s,
-                     &rs);
+          replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
+                     SHORT_CALLS, s, &rs);
           fob += r.fob / reps;
           incl += r.incl / reps;
           shrt += rs.incl / reps;
@@ -207,8 +211,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
           short_w = wname[w];
         }
         acl_candidate_t ran = r.final;
-        ran.nchannels = (int16_t)acl_land_exec_channels(l, colls[ci], sizes[z], ran.algo,
-                                                        ran.proto, ran.nchannels);
+        ran.nchannels = (int16_t)acl_land_exec_channels(l, colls[ci], sizes[z], ran.algo, ran.proto,
+                                                        ran.nchannels);
         det[w].fob = fob;
         det[w].incl = incl;
         det[w].shrt = shrt;
@@ -221,8 +225,10 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         }
       }
   if (nfoo == 0) {
-    fprintf(stderr, "autoccl-sim --bench: %s has no workload with NCCL's default recorded "
-                    "(a default run with the probe, docs/trace.md)\n", acl_land_name(l));
+    fprintf(stderr,
+            "autoccl-sim --bench: %s has no workload with NCCL's default recorded "
+            "(a default run with the probe, docs/trace.md)\n",
+            acl_land_name(l));
     free(foo);
     free(s);
     acl_land_destroy(l);

@@ -100,9 +100,9 @@ static void print_row(const char *name, const acl_bench_summary_t *s)
   printf("%-10s %7zu %7.4f %7.4f %7.4f %6.0f %6.0f %6.0f %7.2f%% %7.2f%% %7.4f %7.4f %7.4f %5zu"
          " %6.0f %6.0f %5zu\n",
          name, s->n, s->foo_median, s->foo_p5, s->foo_min, s->calls_median, s->calls_p95,
-         s->calls_max, 100.0 * s->overhead_mean, 100.0 * s->overhead_p95, s->fob_min,
-         s->fob_median, s->oob_median, s->below_baseline, s->final_calls_median,
-         s->final_calls_p95, s->validating);
+         s->calls_max, 100.0 * s->overhead_mean, 100.0 * s->overhead_p95, s->fob_min, s->fob_median,
+         s->oob_median, s->below_baseline, s->final_calls_median, s->final_calls_p95,
+         s->validating);
 }
 
 static void json_obj(const char *name, const acl_bench_summary_t *s)
@@ -156,14 +156,16 @@ static void h200_detail(const acl_bench_run_t *h, size_t nh)
 static int cmp_fob(const void *a, const void *b)
 {
   const acl_bench_run_t *x = a, *y = b;
-  return x->final_over_baseline < y->final_over_baseline ? -1
-                                                          : x->final_over_baseline > y->final_over_baseline;
+  return x->final_over_baseline < y->final_over_baseline
+             ? -1
+             : x->final_over_baseline > y->final_over_baseline;
 }
 
 static int cmp_foo(const void *a, const void *b)
 {
   const acl_bench_run_t *x = a, *y = b;
-  return x->final_over_oracle < y->final_over_oracle ? -1 : x->final_over_oracle > y->final_over_oracle;
+  return x->final_over_oracle < y->final_over_oracle ? -1
+                                                     : x->final_over_oracle > y->final_over_oracle;
 }
 
 static void print_worst(const acl_bench_run_t *runs, size_t n, int k, bool by_baseline)
@@ -294,8 +296,8 @@ bool acl_bench_print(const acl_bench_opts_t *o, const acl_bench_run_t *h200, siz
   }
   printf("autoccl tuner benchmark: %d synthetic landscapes + H200 (x%d seeds), seed %llu, "
          "%d samples/cand, noise %.0f%%, %d calls/run, %.1f s\n\n",
-         o->landscapes, o->h200_reps, (unsigned long long)o->seed, o->samples,
-         100.0 * o->noise, o->calls, seconds);
+         o->landscapes, o->h200_reps, (unsigned long long)o->seed, o->samples, 100.0 * o->noise,
+         o->calls, seconds);
   printf("%-10s %7s %7s %7s %7s %6s %6s %6s %8s %8s %7s %7s %7s %5s %6s %6s %5s\n", "landscape",
          "runs", "f/o med", "f/o p5", "f/o min", "calls", "c p95", "c max", "ovh mean", "ovh p95",
          "f/b min", "f/b med", "o/b med", "<0.99", "dec", "d p95", "open");

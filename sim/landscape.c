@@ -43,6 +43,7 @@ static double gauss(uint64_t *s)
     u1 = 1e-300;
   return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
+double acl_land_gauss(uint64_t *s) { return gauss(s); }
 
 double acl_land_noise(uint64_t *rng, double rel)
 {
@@ -181,134 +182,6 @@ const char *acl_land_name(const acl_landscape_t *l) { return l ? l->name : "?"; 
 
 int acl_land_max_channels(const acl_landscape_t *l) { return l ? l->max_channels : 0; }
 
-/* ---- synthetic ------------------------------------------------------------- */
-
-static double anchor_bytes(int k) { return 1024.0 * pow(4.0, k); }
-
-/* Fraction of a call's time that is bandwidth (not latency) bound: channels
- * matter only there. */
-static double bw_fraction(const acl_landscape_t *l, int coll, double bytes)
-{
-  double bw_t = bytes / (l->busbw_gbs[coll] * 1e3); /* us; busbw in GB/s */
-  return bw_t / (bw_t + l->lat_us[coll]);
-}
-
-static void syn_valid_pairs(uint64_t *rng, int coll, bool v[ACL_NUM_ALGO][ACL_NUM_PROTO])
-{
-  memset(v, 0, sizeof(bool) * ACL_NUM_AP);
-  for (int p = 0; p < ACL_NUM_PROTO; p++)
-    v[1][p] = true; /* Ring everywhere */
-  if (coll == 4) {
-    for (int p = 0; p < ACL_NUM_PROTO; p++)
-      v[0][p] = true; /* Tree */
-    v[4][2] = unif(rng) < 0.5; /* NVLS (Simple only) on NVSwitch systems */
-  } else if (coll == 2 || coll == 3) {
-    v[4][2] = unif(rng) < 0.3;
-    v[6][2] = unif(rng) < 0.2; /* PAT */
-  }
-  /* Some pairs disabled (NCCL_PROTO/NCCL_ALGO, registered buffers ...). */
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int p = 0; p < ACL_NUM_PROTO; p++)
-      if (v[a][p] && !(a == 1 && p == 2) && unif(rng) < 0.1)
-        v[a][p] = false;
-}
-
-/* NCCL's default channel count: a size heuristic, not an optimum. */
-static int syn_default_ch(const acl_landscape_t *l, double bytes)
-{
-  int nc = 2;
-  while (nc < l->max_channels * 3 / 4 && bytes > 65536.0 * nc)
-    nc *= 2;
-  return nc > l->max_channels * 3 / 4 ? l->max_channels * 3 / 4 : nc;
-}
-
-static double syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo, int proto,
-                     int nch);
-
-static void syn_anchor(acl_landscape_t *l, uint64_t *rng, int coll, int k)
-{
-  acl_land_syn_pt_t *pt = &l->s[coll][k];
-  bool v[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  syn_valid_pairs(rng, coll, v);
-  double wf = bw_fraction(l, coll, anchor_bytes(k));
-  int nvalid = 0;
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int p = 0; p < ACL_NUM_PROTO; p++)
-      nvalid += v[a][p];
-  int winner = (int)(unif(rng) * nvalid), idx = 0;
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int p = 0; p < ACL_NUM_PROTO; p++) {
-      if (!v[a][p])
-        continue;
-      /* Offsets: one winner at 1, the others 1.0x-3x slower. */
-      pt->factor[a][p] = idx++ == winner ? 1.0f : (float)exp(fabs(gauss(rng)) * 0.45);
-      double lp = log2((double)l->max_channels) - unif(rng) * 1.5 - (1.0 - wf) * unif(rng) * 3.0;
-      pt->peak[a][p] = (float)(lp < 0.0 ? 1.0 : exp2(lp));
-      pt->al[a][p] = (float)(0.05 + 0.35 * unif(rng));
-      pt->ar[a][p] = (float)(0.01 + 0.14 * unif(rng));
-      pt->pred_err[a][p] = (float)exp(gauss(rng) * 0.2);
-    }
-  /* NCCL's pick: argmin of its (erroneous) prediction at its channel count. */
-  pt->def_ch = syn_default_ch(l, anchor_bytes(k));
-  double bestc = INFINITY;
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int p = 0; p < ACL_NUM_PROTO; p++) {
-      if (pt->factor[a][p] <= 0.0f)
-        continue;
-      double c = syn_at(l, coll, k, anchor_bytes(k), a, p, pt->def_ch) * pt->pred_err[a][p];
-      if (c < bestc) {
-        bestc = c;
-        pt->def_algo = a;
-        pt->def_proto = p;
-      }
-    }
-}
-
-acl_landscape_t *acl_land_create_synth(uint64_t seed)
-{
-  acl_landscape_t *l = calloc(1, sizeof *l);
-  if (!l)
-    return NULL;
-  uint64_t rng = seed ^ 0x5eed5eed12345678ull;
-  l->kind = ACL_LAND_SYNTH;
-  snprintf(l->name, sizeof l->name, "synth-%llu", (unsigned long long)seed);
-  l->max_channels = ACL_LAND_MAX_CH;
-  l->interf_base = 0.05 + 0.10 * unif(&rng);
-  l->interf_per_ch = 0.3 + 0.6 * unif(&rng);
-  for (int c = 0; c < ACL_NUM_COLL; c++) {
-    l->lat_us[c] = 8.0 + 12.0 * unif(&rng);
-    l->busbw_gbs[c] = 100.0 + 300.0 * unif(&rng);
-  }
-  for (int c = 0; c < ACL_NUM_COLL; c++)
-    for (int k = 0; k < ACL_LAND_SYN_NANCH; k++)
-      syn_anchor(l, &rng, c, k);
-  return l;
-}
-
-/* Synthetic time (us, 2 ranks, no interference) with the shape of anchor k:
- *   t = (lat + bytes/busbw) * factor(a,p) * (1 + w * g(nch))
- *   g = al * log2(nch/peak)^2 below the peak, ar * log2(nch/peak)^2 above
- * (unimodal in nch), w = 0.1 + 0.9 * bandwidth-bound fraction. */
-static double syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo, int proto,
-                     int nch)
-{
-  const acl_land_syn_pt_t *pt = &l->s[coll][k];
-  if (algo == ACL_ALGO_NCCL) {
-    algo = pt->def_algo;
-    proto = pt->def_proto;
-  }
-  if (algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 || proto >= ACL_NUM_PROTO ||
-      pt->factor[algo][proto] <= 0.0f)
-    return INFINITY;
-  if (nch <= 0)
-    nch = pt->def_ch;
-  double x = log2((double)nch / pt->peak[algo][proto]);
-  double g = (x < 0.0 ? pt->al[algo][proto] : pt->ar[algo][proto]) * x * x;
-  double w = 0.1 + 0.9 * bw_fraction(l, coll, bytes);
-  double base = l->lat_us[coll] + bytes / (l->busbw_gbs[coll] * 1e3);
-  return base * pt->factor[algo][proto] * (1.0 + w * g);
-}
-
 /* ---- common evaluation ----------------------------------------------------- */
 
 /* Index of the nearest model point (log size) and the interpolation bracket. */
@@ -320,7 +193,10 @@ static int nearest_point(double bytes)
   return k < 0 ? 0 : (k > ACL_LAND_H200_NSIZE - 1 ? ACL_LAND_H200_NSIZE - 1 : k);
 }
 
-static bool ranks_ok(int coll, int nranks) { return coll >= 0 && coll < ACL_NUM_COLL && nranks > 1; }
+static bool ranks_ok(int coll, int nranks)
+{
+  return coll >= 0 && coll < ACL_NUM_COLL && nranks > 1;
+}
 
 /* Broadcast and Reduce reuse AllGather and ReduceScatter (stated assumption):
  * a ring Broadcast of N bytes moves N over each link, like an AllGather of
@@ -328,11 +204,18 @@ static bool ranks_ok(int coll, int nranks) { return coll >= 0 && coll < ACL_NUM_
 static int h200_mcoll(int coll, double *bytes)
 {
   switch (coll) {
-  case 0: *bytes *= 2.0; return 0;
-  case 1: *bytes *= 2.0; return 1;
-  case 2: return 0;
-  case 3: return 1;
-  default: return 2;
+  case 0:
+    *bytes *= 2.0;
+    return 0;
+  case 1:
+    *bytes *= 2.0;
+    return 1;
+  case 2:
+    return 0;
+  case 3:
+    return 1;
+  default:
+    return 2;
   }
 }
 
@@ -365,7 +248,7 @@ static double base_time(const acl_landscape_t *l, int coll, double bytes, int al
 {
   if (l->kind == ACL_LAND_SYNTH) {
     /* Shape of the nearest anchor keeps every call's surface unimodal. */
-    return syn_at(l, coll, nearest_point(bytes), bytes, algo, proto, nch) * 1e-6;
+    return acl_land_syn_at(l, coll, nearest_point(bytes), bytes, algo, proto, nch) * 1e-6;
   }
   int mc = h200_mcoll(coll, &bytes);
   if (bytes <= l->sizes[0])
@@ -388,9 +271,9 @@ static double base_time(const acl_landscape_t *l, int coll, double bytes, int al
  * channels); interference blends the isolated and under-GEMM medians
  * log-linearly. With regime >= 0 only that regime, and *src / *scale say
  * where draws come from. */
-static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
-                         int algo, int proto, int asked, double interference,
-                         const acl_tr_cfg_t **src, double *scale, int regime)
+static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks, int algo,
+                         int proto, int asked, double interference, const acl_tr_cfg_t **src,
+                         double *scale, int regime)
 {
   double b = (double)nbytes;
   int mc = h200_mcoll(coll, &b);
@@ -418,8 +301,8 @@ int acl_land_traces(const acl_landscape_t *l)
 
 bool acl_land_is_replay(const acl_landscape_t *l) { return l && l->kind == ACL_LAND_TRACE; }
 
-int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo,
-                           int proto, int asked)
+int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo, int proto,
+                           int asked)
 {
   if (!l)
     return asked;
@@ -452,8 +335,7 @@ static void resolve(const acl_landscape_t *l, int coll, uint64_t nbytes, const a
 }
 
 double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nranks,
-                     const acl_candidate_t *c, double interference, uint64_t seed,
-                     double *per_rank)
+                     const acl_candidate_t *c, double interference, uint64_t seed, double *per_rank)
 {
   double t = acl_land_time(l, coll, nbytes, nranks, c, interference);
   if (!l || !c || l->kind != ACL_LAND_TRACE || !isfinite(t)) {
@@ -467,8 +349,8 @@ double acl_land_draw(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
   int regime = unif(&s) < interference ? 1 : 0;
   const acl_tr_cfg_t *src = NULL;
   double scale = NAN;
-  double tr = trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, &scale,
-                         regime);
+  double tr =
+      trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, &src, &scale, regime);
   if (!src || !src->n || !isfinite(scale) || !isfinite(tr)) {
     for (int r = 0; per_rank && r < nranks; r++)
       per_rank[r] = t;

@@ -58,8 +58,8 @@ bool acl_land_is_replay(const acl_landscape_t *l);
 /* Channels NCCL runs for a decision of `asked` channels (0 = its own) of
  * (algo, proto): clamped to the built count, and for traces to what NCCL
  * ran with its own choice at that size (LL at small sizes). */
-int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo,
-                           int proto, int asked);
+int acl_land_exec_channels(const acl_landscape_t *l, int coll, uint64_t nbytes, int algo, int proto,
+                           int asked);
 /* One call drawn from the recorded distribution: per_rank[0..nranks) (may
  * be NULL) gets each rank's seconds, the slowest is returned. Deterministic
  * in seed. Other kinds: acl_land_time for every rank. */
@@ -83,8 +83,8 @@ double acl_land_event_seconds(const acl_landscape_t *l, int coll, uint64_t nbyte
 void acl_land_chunk_enable(acl_landscape_t *l, uint64_t seed, double amplitude);
 bool acl_land_chunk_on(const acl_landscape_t *l);
 /* Time factor of chunk NCCL's own x 2^log2 for (algo, proto) (1 when off). */
-double acl_land_chunk_factor(const acl_landscape_t *l, int coll, double bytes, int algo,
-                             int proto, int log2);
+double acl_land_chunk_factor(const acl_landscape_t *l, int coll, double bytes, int algo, int proto,
+                             int log2);
 
 /* Multiplicative noise factor (mean 1, relative sd `rel`), from *rng state. */
 double acl_land_noise(uint64_t *rng, double rel);

@@ -40,11 +40,11 @@ void acl_land_chunk_enable(acl_landscape_t *l, uint64_t seed, double amplitude)
 
 bool acl_land_chunk_on(const acl_landscape_t *l) { return l && l->chunk_on; }
 
-double acl_land_chunk_factor(const acl_landscape_t *l, int coll, double bytes, int algo,
-                             int proto, int log2)
+double acl_land_chunk_factor(const acl_landscape_t *l, int coll, double bytes, int algo, int proto,
+                             int log2)
 {
-  if (!l || !l->chunk_on || coll < 0 || coll >= ACL_NUM_COLL || algo < 0 ||
-      algo >= ACL_NUM_ALGO || proto < 0 || proto >= ACL_NUM_PROTO)
+  if (!l || !l->chunk_on || coll < 0 || coll >= ACL_NUM_COLL || algo < 0 || algo >= ACL_NUM_ALGO ||
+      proto < 0 || proto >= ACL_NUM_PROTO)
     return 1.0;
   int i = bytes <= 1024.0 ? 0 : (int)floor(log(bytes / 1024.0) / log(4.0) + 0.5);
   if (i > ACL_LAND_SYN_NANCH - 1)

@@ -29,10 +29,14 @@ typedef struct raw {
 static int mcoll_of(int coll)
 {
   switch (coll) {
-  case 2: return 0; /* AllGather */
-  case 3: return 1; /* ReduceScatter */
-  case 4: return 2; /* AllReduce */
-  default: return -1;
+  case 2:
+    return 0; /* AllGather */
+  case 3:
+    return 1; /* ReduceScatter */
+  case 4:
+    return 2; /* AllReduce */
+  default:
+    return -1;
   }
 }
 
@@ -86,13 +90,12 @@ static int apply_row(raw_t *r, const char *cfg, double oop, double ip)
   return 0;
 }
 
-static int build_point(acl_land_h200_pt_t *pt, const raw_t *r, int mcoll, char *err,
-                       size_t errlen, double size)
+static int build_point(acl_land_h200_pt_t *pt, const raw_t *r, int mcoll, char *err, size_t errlen,
+                       double size)
 {
   memset(pt, 0, sizeof *pt);
   if (r->def_oop <= 0.0 || r->def_ip <= 0.0) {
-    snprintf(err, errlen, "H200 data: no default row for collective %d at %.0f bytes", mcoll,
-             size);
+    snprintf(err, errlen, "H200 data: no default row for collective %d at %.0f bytes", mcoll, size);
     return -1;
   }
   pt->t_def = r->def_oop;
@@ -170,8 +173,8 @@ int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t er
       continue;
     char coll[32], cfg[48];
     double size, oop, oopbw, ip;
-    if (sscanf(line, "%31[^,],%lf,%47[^,],%lf,%lf,%lf", coll, &size, cfg, &oop, &oopbw, &ip) !=
-            6 || oop <= 0.0 || ip <= 0.0) {
+    if (sscanf(line, "%31[^,],%lf,%47[^,],%lf,%lf,%lf", coll, &size, cfg, &oop, &oopbw, &ip) != 6 ||
+        oop <= 0.0 || ip <= 0.0) {
       snprintf(err, errlen, "H200 data line %d: cannot parse '%s'", lineno, line);
       goto out;
     }

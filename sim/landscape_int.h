@@ -1,4 +1,4 @@
-/* Private layout of landscapes (sim/landscape.c, sim/landscape_h200.c). */
+/* Private layout of landscapes (sim/landscape*.c). */
 #ifndef ACL_SIM_LANDSCAPE_INT_H
 #define ACL_SIM_LANDSCAPE_INT_H
 
@@ -13,25 +13,25 @@
 enum { ACL_LAND_H200 = 1, ACL_LAND_SYNTH = 2, ACL_LAND_TRACE = 3 };
 
 /* ---- replay of recorded traces (sim/landscape_trace.c) ---- */
-#define ACL_TR_NSZ 24      /* recorded sizes per (regime, collective) */
-#define ACL_TR_NCFG 48     /* executed configs per size */
-#define ACL_TR_MAXR 8      /* ranks per recorded iteration */
+#define ACL_TR_NSZ 24  /* recorded sizes per (regime, collective) */
+#define ACL_TR_NCFG 48 /* executed configs per size */
+#define ACL_TR_MAXR 8  /* ranks per recorded iteration */
 #define ACL_TR_NEV 32
 #define ACL_TR_MAXEXCESS 256
 #define ACL_TR_BUILT_CH 24 /* channels NCCL built by default on 2x H200 */
 
 typedef struct acl_tr_cfg {
   int8_t algo, proto;
-  int16_t nch;          /* what NCCL ran */
+  int16_t nch; /* what NCCL ran */
   int nranks;
-  size_t n;             /* steady iterations */
-  float *v;             /* n x nranks, us, iteration-major */
+  size_t n;                  /* steady iterations */
+  float *v;                  /* n x nranks, us, iteration-major */
   double median_us, mean_us; /* of the slowest rank per iteration */
 } acl_tr_cfg_t;
 
 typedef struct acl_tr_pt {
   double bytes;
-  int ncfg, def;        /* def: NCCL's default config, -1 unknown */
+  int ncfg, def;                                 /* def: NCCL's default config, -1 unknown */
   int16_t auto_nch[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's own channel choice */
   acl_tr_cfg_t cfg[ACL_TR_NCFG];
 } acl_tr_pt_t;
@@ -82,18 +82,18 @@ double acl_land_tr_event_us(const acl_land_tr_t *tr, int mcoll, double bytes);
 
 /* Measured model at one size (see docs/tuner.md "H200 landscape"). */
 typedef struct acl_land_h200_pt {
-  double t_def;                   /* default config, out-of-place, us */
-  double a_ratio[ACL_NUM_ALGO];   /* forced algo / default; 0 = not offered */
-  double p_ratio[ACL_NUM_PROTO];  /* forced proto / default */
+  double t_def;                      /* default config, out-of-place, us */
+  double a_ratio[ACL_NUM_ALGO];      /* forced algo / default; 0 = not offered */
+  double p_ratio[ACL_NUM_PROTO];     /* forced proto / default */
   double c_ratio[ACL_LAND_H200_NCH]; /* forced channels / default */
-  int def_algo, def_proto, def_ch; /* what the default ran (def_ch: a count) */
+  int def_algo, def_proto, def_ch;   /* what the default ran (def_ch: a count) */
 } acl_land_h200_pt_t;
 
 typedef struct acl_land_syn_pt {
-  float factor[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* subspace offset >= 1; 0 = invalid */
-  float peak[ACL_NUM_ALGO][ACL_NUM_PROTO];   /* channel count of the optimum */
-  float al[ACL_NUM_ALGO][ACL_NUM_PROTO];     /* curvature below the peak */
-  float ar[ACL_NUM_ALGO][ACL_NUM_PROTO];     /* curvature above the peak */
+  float factor[ACL_NUM_ALGO][ACL_NUM_PROTO];   /* subspace offset >= 1; 0 = invalid */
+  float peak[ACL_NUM_ALGO][ACL_NUM_PROTO];     /* channel count of the optimum */
+  float al[ACL_NUM_ALGO][ACL_NUM_PROTO];       /* curvature below the peak */
+  float ar[ACL_NUM_ALGO][ACL_NUM_PROTO];       /* curvature above the peak */
   float pred_err[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL cost-model error */
   int def_algo, def_proto, def_ch;
 } acl_land_syn_pt_t;
@@ -124,6 +124,13 @@ extern const int acl_land_h200_ch[ACL_LAND_H200_NCH];
 /* Uniform draw in [0, 1) advancing *s (landscape.c's stream; the chunk
  * model draws from its own seed with it). */
 double acl_land_unif(uint64_t *s);
+/* Standard normal draw advancing *s (same stream). */
+double acl_land_gauss(uint64_t *s);
+
+/* Synthetic time (us, 2 ranks, no interference) with the shape of anchor k
+ * (sim/landscape_synth.c). */
+double acl_land_syn_at(const acl_landscape_t *l, int coll, int k, double bytes, int algo, int proto,
+                       int nch);
 
 /* Parses the embedded CSV into l (kind H200). 0 or -1 with err. */
 int acl_land_h200_load(acl_landscape_t *l, const char *csv, char *err, size_t errlen);

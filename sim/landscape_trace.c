@@ -111,8 +111,8 @@ int acl_land_tr_exec_nch(const acl_land_tr_t *tr, int mcoll, double bytes, int a
 
 /* Median time (us) at point p for executed (algo, proto, nch); NAN when the
  * pair was not recorded there. *src gets the config draws come from. */
-static double time_at(const acl_land_tr_t *tr, int mcoll, const acl_tr_pt_t *p, int algo,
-                      int proto, int nch, const acl_tr_cfg_t **src)
+static double time_at(const acl_land_tr_t *tr, int mcoll, const acl_tr_pt_t *p, int algo, int proto,
+                      int nch, const acl_tr_cfg_t **src)
 {
   const acl_tr_cfg_t *lo = NULL, *hi = NULL;
   for (int k = 0; k < p->ncfg; k++) {

@@ -389,8 +389,8 @@ static void finish_set(acl_tr_set_t *s)
   size_t n = 0;
   for (int i = 0; i < s->nexcess; i++)
     if (s->excess_algo[i] == s->def_algo && s->excess_nch[i] > s->def_nch)
-      v[n++] = (float)((s->excess_us[i] - s->def_first_excess_us) /
-                       (s->excess_nch[i] - s->def_nch));
+      v[n++] =
+          (float)((s->excess_us[i] - s->def_first_excess_us) / (s->excess_nch[i] - s->def_nch));
   double ch = n ? median_of(v, n) : 0.0;
   s->conn_ch_us = ch > 0 ? ch : 0;
   for (int a = 0; a < ACL_NUM_ALGO; a++) {
@@ -400,9 +400,8 @@ static void finish_set(acl_tr_set_t *s)
     for (int i = 0; i < s->nexcess; i++)
       if (s->excess_algo[i] == a)
         v[n++] = (float)(s->excess_us[i] - s->def_first_excess_us -
-                         s->conn_ch_us * (s->excess_nch[i] > s->def_nch
-                                              ? s->excess_nch[i] - s->def_nch
-                                              : 0));
+                         s->conn_ch_us *
+                             (s->excess_nch[i] > s->def_nch ? s->excess_nch[i] - s->def_nch : 0));
     double x = n ? median_of(v, n) : 0.0;
     s->conn_algo_us[a] = x > 0 ? x : 0;
   }
@@ -480,8 +479,10 @@ int acl_land_tr_load(acl_land_tr_t *tr, const char *dir, const char *launch, cha
         any = any || r == 0;
       }
   if (!any || tr->files == 0) {
-    snprintf(err, errlen, "no isolated --%s bench traces of all_reduce/all_gather/reduce_scatter "
-             "in %s", launch, dir);
+    snprintf(err, errlen,
+             "no isolated --%s bench traces of all_reduce/all_gather/reduce_scatter "
+             "in %s",
+             launch, dir);
     return -1;
   }
   return 0;
@@ -499,4 +500,3 @@ void acl_land_tr_free(acl_land_tr_t *tr)
   acl_land_destroy(tr->h200);
   free(tr);
 }
-

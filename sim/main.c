@@ -48,8 +48,7 @@ static int free_port(void)
   return port;
 }
 
-static acl_landscape_t *make_landscape(const char *spec, bool nccl230, char *err,
-                                       size_t errlen)
+static acl_landscape_t *make_landscape(const char *spec, bool nccl230, char *err, size_t errlen)
 {
   if (strcmp(spec, "h200") == 0)
     return acl_land_create_h200(err, errlen);
@@ -66,8 +65,8 @@ static acl_landscape_t *make_landscape(const char *spec, bool nccl230, char *err
   return l;
 }
 
-static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double el,
-                     bool tty, double *last_line)
+static void progress(const acl_sim_opts_t *o, const acl_sim_ctl_t *ctl, double el, bool tty,
+                     double *last_line)
 {
   uint64_t lo = UINT64_MAX, calls = 0;
   for (int r = 0; r < o->nranks; r++) {
@@ -131,8 +130,10 @@ static const char *check_endpoints(const acl_sim_opts_t *o, const pid_t *pids, i
       nanosleep(&ts, NULL);
     }
     if (v == -2) {
-      snprintf(off, len, "port %d is served by another process, not rank process %d "
-               "(its endpoint could not bind: see its WARN)", o->port + p, p);
+      snprintf(off, len,
+               "port %d is served by another process, not rank process %d "
+               "(its endpoint could not bind: see its WARN)",
+               o->port + p, p);
       return off;
     }
     if (v < 0) {
@@ -195,8 +196,9 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
   if (off) {
     fprintf(f, "  endpoint off: %s; the report uses the time inside getCollInfo\n", off);
     if (o->port > 0)
-      fprintf(f, "  nothing to watch: is another autoccl-sim (a demo) running? Stop it, or pass\n"
-                 "  --port P with P..P+%d free (e.g. --port %d)%s\n",
+      fprintf(f,
+              "  nothing to watch: is another autoccl-sim (a demo) running? Stop it, or pass\n"
+              "  --port P with P..P+%d free (e.g. --port %d)%s\n",
               nprocs - 1, o->port + 100, o->demo ? "; Ctrl-C stops this run" : "");
     fflush(f);
     return;
@@ -302,8 +304,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "autoccl-sim: no free loopback port for the coordinator\n");
     goto out;
   }
-  w.ctl = mmap(NULL, sizeof(acl_sim_ctl_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-               -1, 0);
+  w.ctl =
+      mmap(NULL, sizeof(acl_sim_ctl_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (w.ctl == MAP_FAILED) {
     fprintf(stderr, "autoccl-sim: mmap: %s\n", strerror(errno));
     goto out;
@@ -329,8 +331,8 @@ int main(int argc, char **argv)
     goto out;
   }
   if (ftruncate(feed_fd, sizeof(acl_simfeed_t)) != 0 ||
-      (feed = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, feed_fd,
-                   0)) == MAP_FAILED) {
+      (feed = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ | PROT_WRITE, MAP_SHARED, feed_fd, 0)) ==
+          MAP_FAILED) {
     fprintf(stderr, "autoccl-sim: simulator feed %s: %s\n", w.feed_name, strerror(errno));
     goto out;
   }
@@ -341,8 +343,8 @@ int main(int argc, char **argv)
    * with its guardian. */
   snprintf(w.logdir, sizeof(w.logdir), "%s/autoccl-sim.%d.XXXXXX", tmpdir, (int)getpid());
   if (!mkdtemp(w.logdir)) {
-    fprintf(stderr, "autoccl-sim: cannot create a directory for decision logs (%s): %s\n",
-            w.logdir, strerror(errno));
+    fprintf(stderr, "autoccl-sim: cannot create a directory for decision logs (%s): %s\n", w.logdir,
+            strerror(errno));
     w.logdir[0] = '\0';
     goto out;
   }
@@ -461,7 +463,8 @@ int main(int argc, char **argv)
   for (int p = 0; !ep_off && p < nprocs; p++) {
     double v = acl_sim_fetch_state(o.port + p, 2.0, (int)pids[p], states ? &states[p] : NULL);
     if (v < 0)
-      ep_off = v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
+      ep_off =
+          v == -2 ? "another process took a rank's port" : "a rank's endpoint stopped answering";
     else
       ep_wait += v;
   }

@@ -31,11 +31,10 @@ static double log2_ceil(int n)
   return l < 1 ? 1 : l;
 }
 
-double acl_sim_ab_cost_us(int coll, uint64_t nbytes, int nranks, int nnodes, int algo,
-                          int proto)
+double acl_sim_ab_cost_us(int coll, uint64_t nbytes, int nranks, int nnodes, int algo, int proto)
 {
-  if (algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 || proto >= ACL_NUM_PROTO ||
-      coll < 0 || coll >= ACL_NUM_COLL || nranks < 2)
+  if (algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 || proto >= ACL_NUM_PROTO || coll < 0 ||
+      coll >= ACL_NUM_COLL || nranks < 2)
     return -1;
   double base = base_lat_us[algo][proto];
   if (base < 0)
@@ -78,8 +77,7 @@ double acl_sim_ab_cost_us(int coll, uint64_t nbytes, int nranks, int nnodes, int
 }
 
 void acl_sim_cost_table(float table[ACL_NUM_ALGO][ACL_NUM_PROTO], int coll, uint64_t nbytes,
-                        int nranks, int nnodes, uint32_t valid_mask, int def_algo,
-                        int def_proto)
+                        int nranks, int nnodes, uint32_t valid_mask, int def_algo, int def_proto)
 {
   float min_other = INFINITY;
   for (int a = 0; a < ACL_NUM_ALGO; a++)
@@ -122,7 +120,10 @@ int acl_sim_clamp_channels(int requested, int max_channels)
   return requested > max_channels ? max_channels : requested;
 }
 
-static int per_rank_split(int coll) { return coll == ncclFuncAllGather || coll == ncclFuncReduceScatter; }
+static int per_rank_split(int coll)
+{
+  return coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
+}
 
 size_t acl_sim_count_from_bytes(int coll, uint64_t nbytes, int nranks, int dtype_bytes)
 {
@@ -153,9 +154,12 @@ uint64_t acl_sim_round_bytes(int coll, uint64_t nbytes, int nranks, int dtype_by
 size_t acl_sim_nccl_chunk(int algo, int proto)
 {
   switch (proto) {
-  case NCCL_PROTO_LL: return 32768;   /* 512 KiB buffer / 8 steps / 2 */
-  case NCCL_PROTO_LL128: return 576000; /* 4,915,200 / 8 steps x 15/16 */
-  default: return algo == NCCL_ALGO_RING ? 2097152 : 524288; /* 4 MiB / 8 steps x chunkSteps */
+  case NCCL_PROTO_LL:
+    return 32768; /* 512 KiB buffer / 8 steps / 2 */
+  case NCCL_PROTO_LL128:
+    return 576000; /* 4,915,200 / 8 steps x 15/16 */
+  default:
+    return algo == NCCL_ALGO_RING ? 2097152 : 524288; /* 4 MiB / 8 steps x chunkSteps */
   }
 }
 

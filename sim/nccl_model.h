@@ -16,16 +16,14 @@
 /* Predicted microseconds of (algo, proto) for one call under the alpha-beta
  * model: latency alpha x steps + bytes on the wire / bandwidth beta. Negative
  * when the model has no entry for the pair (COLLNET without a CollNet). */
-double acl_sim_ab_cost_us(int coll, uint64_t nbytes, int nranks, int nnodes, int algo,
-                          int proto);
+double acl_sim_ab_cost_us(int coll, uint64_t nbytes, int nranks, int nnodes, int algo, int proto);
 
 /* Fills NCCL's cost table: the alpha-beta prediction for every pair whose bit
  * is set in valid_mask (ACL_AP_BIT), -1 elsewhere. When NCCL's default
  * (def_algo, def_proto) is valid it is made the strict minimum (NCCL's own
  * model is what defines its default, so its table must pick it). */
 void acl_sim_cost_table(float table[ACL_NUM_ALGO][ACL_NUM_PROTO], int coll, uint64_t nbytes,
-                        int nranks, int nnodes, uint32_t valid_mask, int def_algo,
-                        int def_proto);
+                        int nranks, int nnodes, uint32_t valid_mask, int def_algo, int def_proto);
 
 /* NCCL's selection: the strict minimum over entries >= 0, scanned
  * algorithm-major, so the lowest (algo, proto) index wins ties. Returns false

@@ -20,32 +20,7 @@
 #include "sim/nccl_model.h"
 #include "sim/sim.h"
 
-typedef struct comm_rank {
-  void *tctx, *pctx;
-  bool tinit, pinit;
-  int mask;
-  int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
-  uint64_t seq[ACL_NUM_COLL];
-  uint64_t ncalls; /* calls on this communicator (same on every rank) */
-  int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
-  bool connected;             /* replay: the first call connected (comm set-up) */
-} comm_rank_t;
-
-typedef struct rank_drv {
-  const acl_sim_world_t *w;
-  const acl_sim_plugin_t *pl;
-  acl_simfeed_t *feed;
-  int rank, host;
-  comm_rank_t *comms;
-  uint64_t clock_ns;
-  uint64_t jitter_rng;
-  FILE *log;
-  acl_sim_rank_slot_t *slot;
-  /* The call in flight (decided, not yet run). */
-  acl_candidate_t ran;
-  bool failed_call;
-} rank_drv_t;
-
+#include "sim/rank_int.h"
 
 static void sleep_s(double s)
 {
@@ -56,114 +31,12 @@ static void sleep_s(double s)
   }
 }
 
-static void note_error(rank_drv_t *d, const char *fmt, const char *what, int rc)
+void acl_sim_rank_note_error(rank_drv_t *d, const char *fmt, const char *what, int rc)
 {
   d->slot->plugin_errors++;
   if (!d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), fmt, d->rank, what, rc);
 }
-
-static void fill_constants(ncclTunerConstants_v5_t *k)
-{
-  /* Plausible NCCL 2.28 values (µs, GB/s); the plugin may read them. */
-  memset(k, 0, sizeof(*k));
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
-    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
-      k->baseLatencies[a][p] = p == NCCL_PROTO_LL ? 6.6 : p == NCCL_PROTO_LL128 ? 14.0 : 8.4;
-      k->hwLatencies[0][a][p] = p == NCCL_PROTO_LL ? 0.6 : p == NCCL_PROTO_LL128 ? 1.25 : 4.0;
-      k->hwLatencies[1][a][p] = p == NCCL_PROTO_LL ? 1.0 : p == NCCL_PROTO_LL128 ? 1.9 : 4.0;
-      k->hwLatencies[2][a][p] = p == NCCL_PROTO_LL ? 5.0 : p == NCCL_PROTO_LL128 ? 8.4 : 14.0;
-    }
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 3; j++) {
-      k->llMaxBws[i][j] = 39.0;
-      k->perChMaxRingLL128Bws[i][j] = 20.0;
-      k->perChMaxTreeLL128Bws[i][j] = 20.0;
-      k->perChMaxTreeBws[i][j] = 24.0;
-      k->perChMaxNVLSTreeBws[i][j] = 24.0;
-    }
-}
-
-static int comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
-{
-  const acl_sim_opts_t *o = d->w->o;
-  comm_rank_t *cr = &d->comms[c];
-  uint64_t id = d->w->ctl->comm_ids[c];
-  char name[64];
-  int first = -1;
-  for (size_t i = 0; i < d->w->step->ncalls; i++)
-    if (d->w->step->calls[i].comm == c) {
-      first = d->w->step->calls[i].group;
-      break;
-    }
-  snprintf(name, sizeof(name), "%s-%d", first >= 0 ? acl_sim_group_name(first) : "idle", c);
-  if (d->pl->prof || d->pl->prof6) {
-    cr->mask = 0;
-    /* v6 (NCCL 2.30) has v5's init, stopEvent, recordEventState, finalize. */
-    ncclResult_t rc = (d->pl->prof6 ? d->pl->prof6->init : d->pl->prof->init)(
-        &cr->pctx, id, &cr->mask, name, o->nhosts, o->nranks, d->rank, acl_sim_logger);
-    if (rc != ncclSuccess) {
-      /* NCCL disables the profiler for this communicator and goes on. */
-      note_error(d, "rank %d: profiler %s returned %d", "init", rc);
-      cr->pctx = NULL;
-    } else {
-      cr->pinit = true;
-    }
-  }
-  if (d->pl->tuner_version) {
-    ncclResult_t rc;
-    size_t nr = (size_t)o->nranks, nn = (size_t)o->nhosts;
-    if (d->pl->tuner_version >= 5) {
-      ncclNvlDomainInfo_v5_t nvl = {o->nhosts, o->nranks / o->nhosts,
-                                    (o->nranks + o->nhosts - 1) / o->nhosts};
-      ncclTunerConstants_v5_t k;
-      fill_constants(&k);
-      rc = (d->pl->t6 ? d->pl->t6->init : d->pl->t5->init)(&cr->tctx, id, nr, nn, acl_sim_logger,
-                                                           &nvl, &k);
-    } else if (d->pl->tuner_version == 4) {
-      rc = d->pl->t4->init(nr, nn, acl_sim_logger, &cr->tctx);
-    } else if (d->pl->tuner_version == 3) {
-      rc = d->pl->t3->init(nr, nn, acl_sim_logger, &cr->tctx);
-    } else {
-      rc = d->pl->t2->init(nr, nn, acl_sim_logger, &cr->tctx);
-    }
-    if (rc != ncclSuccess) {
-      /* NCCL fails communicator creation: the job cannot go on. */
-      note_error(d, "rank %d: tuner %s returned %d", "init", rc);
-      snprintf(err, errlen, "rank %d: tuner init of communicator %d returned %d", d->rank, c,
-               (int)rc);
-      return -1;
-    }
-    cr->tinit = true;
-  }
-  return 0;
-}
-
-static void comm_fini(rank_drv_t *d, int c)
-{
-  comm_rank_t *cr = &d->comms[c];
-  if (cr->tinit) {
-    ncclResult_t rc;
-    switch (d->pl->tuner_version) {
-    case 6: rc = d->pl->t6->finalize(cr->tctx); break;
-    case 5: rc = d->pl->t5->finalize(cr->tctx); break;
-    case 4: rc = d->pl->t4->destroy(cr->tctx); break;
-    case 3: rc = d->pl->t3->destroy(cr->tctx); break;
-    default: rc = d->pl->t2->destroy(cr->tctx); break;
-    }
-    if (rc != ncclSuccess)
-      note_error(d, "rank %d: tuner %s returned %d", "finalize", rc);
-    cr->tinit = false;
-  }
-  if (cr->pinit) {
-    ncclResult_t rc = (d->pl->prof6 ? d->pl->prof6->finalize : d->pl->prof->finalize)(cr->pctx);
-    if (rc != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "finalize", rc);
-    cr->pinit = false;
-  }
-}
-
-static int channels_used(rank_drv_t *d, const acl_sim_call_t *call);
 
 /* getCollInfo and NCCL's choice: sets d->ran / d->failed_call. */
 static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
@@ -213,15 +86,15 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
       break;
     default:
       rc = d->pl->t2->getCollInfo(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, 0,
-                                  (valid & ACL_AP_BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)) != 0,
-                                  1, &v2_algo, &v2_proto, &nch);
+                                  (valid & ACL_AP_BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)) != 0, 1,
+                                  &v2_algo, &v2_proto, &nch);
       break;
     }
     d->slot->gci_seconds += acl_mono_s() - t0;
   }
   if (rc != ncclSuccess) {
     /* NCCL fails the collective with the plugin's error. */
-    note_error(d, "rank %d: tuner %s returned %d", "getCollInfo", rc);
+    acl_sim_rank_note_error(d, "rank %d: tuner %s returned %d", "getCollInfo", rc);
     d->failed_call = true;
     return;
   }
@@ -231,28 +104,30 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
     a = v2_algo;
     p = v2_proto;
   } else if (!acl_sim_select(table, &a, &p)) {
-    note_error(d, "rank %d: %s left no usable algorithm/protocol (%d)", "getCollInfo", 0);
+    acl_sim_rank_note_error(d, "rank %d: %s left no usable algorithm/protocol (%d)", "getCollInfo",
+                            0);
     d->failed_call = true;
     return;
   }
   d->ran.algo = (int8_t)a;
   d->ran.proto = (int8_t)p;
   /* Replay: what NCCL ran (built channels, its own cut for LL at small sizes). */
-  d->ran.nchannels = (int16_t)(acl_land_is_replay(land)
-                                   ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
-                                   : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
+  d->ran.nchannels =
+      (int16_t)(acl_land_is_replay(land)
+                    ? acl_land_exec_channels(land, call->coll, call->nbytes, a, p, nch)
+                    : acl_sim_clamp_channels(nch, acl_land_max_channels(land)));
   d->ran.chunk_log2 = 0;
   if (d->pl->t6 && cr->tinit && o->nranks > 1 && d->pl->t6->getChunkSize) {
     /* NCCL 2.30 sizes the chunks after choosing: its own chunk in, the
      * tuner's out, clamped to the buffer (enqueue.cc calcCollChunking). */
     size_t own = acl_sim_nccl_chunk(a, p), got = own;
     int8_t k = 0;
-    rc = d->pl->t6->getChunkSize(cr->tctx, (ncclFunc_t)call->coll, call->nbytes, a, p,
-                                 d->ran.nchannels > 0 ? d->ran.nchannels : channels_used(d, call),
-                                 &got);
+    rc = d->pl->t6->getChunkSize(
+        cr->tctx, (ncclFunc_t)call->coll, call->nbytes, a, p,
+        d->ran.nchannels > 0 ? d->ran.nchannels : acl_sim_rank_channels_used(d, call), &got);
     if (rc != ncclSuccess || acl_sim_chunk_ran(a, p, own, got, &k) != 0) {
-      note_error(d, "rank %d: tuner %s returned %d (or a chunk that rounds to 0)",
-                 "getChunkSize", rc);
+      acl_sim_rank_note_error(d, "rank %d: tuner %s returned %d (or a chunk that rounds to 0)",
+                              "getChunkSize", rc);
       d->failed_call = true;
       return;
     }
@@ -273,8 +148,8 @@ static void log_call(rank_drv_t *d)
     e.chunk_log2 = (int8_t)d->ran.chunk_log2;
   }
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
-    snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s",
-             d->rank, strerror(errno));
+    snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s", d->rank,
+             strerror(errno));
   atomic_fetch_add(&d->slot->calls, 1);
 }
 
@@ -296,13 +171,13 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
                                  o->nranks <= ACL_SIM_MAX_RANKS ? pr : NULL);
     *mine = o->nranks <= ACL_SIM_MAX_RANKS ? pr[d->rank] : worst;
     double extra = 0;
-    int a = d->ran.algo, need = channels_used(d, call);
+    int a = d->ran.algo, need = acl_sim_rank_channels_used(d, call);
     if (!cr->connected) { /* the communicator's own set-up: not replayed */
       cr->connected = true;
       cr->conn[a] = (int16_t)need;
     } else if (need > cr->conn[a]) {
-      extra += acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a],
-                                        need);
+      extra +=
+          acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a], need);
       cr->conn[a] = (int16_t)need;
     }
     if (cr->mask & (ncclProfileColl | ncclProfileKernelCh))
@@ -321,7 +196,7 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
   return t * worst;
 }
 
-static int channels_used(rank_drv_t *d, const acl_sim_call_t *call)
+int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call)
 {
   if (d->ran.nchannels > 0)
     return d->ran.nchannels;
@@ -331,91 +206,6 @@ static int channels_used(rank_drv_t *d, const acl_sim_call_t *call)
               ? def.nchannels
               : acl_land_max_channels(d->w->land);
   return n < 1 ? 1 : n > 255 ? 255 : n;
-}
-
-/* The spellings NCCL puts in profiler descriptors (ncclAlgoStr/ncclProtoStr),
- * not autoccl's upper-case names. */
-static const char *const nccl_algo_str[ACL_NUM_ALGO] = {
-    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-static const char *const nccl_proto_str[ACL_NUM_PROTO] = {"LL", "LL128", "Simple"};
-
-/* Profiler v6 (NCCL 2.30) or v5: v6's descriptor holds v5's members at v5's
- * offsets (core/abi.h), so NCCL 2.30 hands the same bytes in a v6 one. */
-static ncclResult_t prof_start(rank_drv_t *d, void *ctx, void **h,
-                               ncclProfilerEventDescr_v5_t *e)
-{
-  if (!d->pl->prof6)
-    return d->pl->prof->startEvent(ctx, h, e);
-  ncclProfilerEventDescr_v6_t e6;
-  memcpy(&e6, e, sizeof e6);
-  return d->pl->prof6->startEvent(ctx, h, &e6);
-}
-
-static ncclResult_t (*prof_stop(rank_drv_t *d))(void *)
-{
-  return d->pl->prof6 ? d->pl->prof6->stopEvent : d->pl->prof->stopEvent;
-}
-
-static void prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
-                        uint64_t dur_ns)
-{
-  comm_rank_t *cr = &d->comms[call->comm];
-  if (!cr->pinit)
-    return;
-  int nch = channels_used(d, call);
-  uint64_t seq = cr->seq[call->coll]++;
-  void *coll_h = NULL;
-  ncclResult_t rc;
-  if (cr->api_mask & ncclProfileColl) {
-    ncclProfilerEventDescr_v5_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = ncclProfileColl;
-    e.rank = d->rank;
-    e.coll.seqNumber = seq;
-    e.coll.func = acl_coll_name(call->coll);
-    e.coll.count = acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks,
-                                            ACL_SIM_DTYPE_BYTES);
-    e.coll.datatype = "ncclFloat32"; /* ncclDatatypeToString spelling */
-    e.coll.nChannels = (uint8_t)nch;
-    e.coll.nWarps = 16;
-    e.coll.algo = nccl_algo_str[d->ran.algo];
-    e.coll.proto = nccl_proto_str[d->ran.proto];
-    if ((rc = prof_start(d, cr->pctx, &coll_h, &e)) != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "startEvent(Coll)", rc);
-    /* NCCL stops the Coll event at launch, before the proxy reports the
-     * kernel's channels; the plugin must keep the handle for its children. */
-    if (coll_h && (rc = prof_stop(d)(coll_h)) != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "stopEvent(Coll)", rc);
-  }
-  if (!(cr->api_mask & ncclProfileKernelCh))
-    return;
-  uint64_t skew = dur_ns / 8;
-  for (int ch = 0; ch < nch; ch++) {
-    /* Channel 0 spans the whole call; the others start a little later and
-     * stop a little earlier, as real channels do. */
-    uint64_t s = start_ns + (ch ? (uint64_t)(ch % 4) * skew / 4 : 0);
-    uint64_t t = start_ns + dur_ns - (ch ? (uint64_t)(ch % 3) * skew / 3 : 0);
-    ncclProfilerEventDescr_v5_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = ncclProfileKernelCh;
-    e.parentObj = coll_h;
-    e.rank = d->rank;
-    e.kernelCh.channelId = (uint8_t)ch;
-    e.kernelCh.pTimer = s;
-    void *h = NULL;
-    if ((rc = prof_start(d, cr->pctx, &h, &e)) != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "startEvent(KernelCh)", rc);
-    if (!h)
-      continue;
-    ncclProfilerEventStateArgs_v5_t a;
-    memset(&a, 0, sizeof(a));
-    a.kernelCh.pTimer = t;
-    if ((rc = (d->pl->prof6 ? d->pl->prof6->recordEventState : d->pl->prof->recordEventState)(
-             h, ncclProfilerKernelChStop, &a)) != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "recordEventState(KernelChStop)", rc);
-    if ((rc = prof_stop(d)(h)) != ncclSuccess)
-      note_error(d, "rank %d: profiler %s returned %d", "stopEvent(KernelCh)", rc);
-  }
 }
 
 /* "Runs" the decided call: advances the GPU clock, emits profiler events,
@@ -433,7 +223,7 @@ static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
       own_ns = 1;
     if (dur_ns < own_ns)
       dur_ns = own_ns;
-    prof_events(d, call, d->clock_ns, own_ns);
+    acl_sim_rank_prof_events(d, call, d->clock_ns, own_ns);
     d->clock_ns += dur_ns;
   }
   d->comms[call->comm].ncalls++;
@@ -626,7 +416,7 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
    * style): per communicator the profiler init, then the tuner init. */
   for (int c = 0; c < o->ncomms; c++)
     for (int i = 0; i < n; i++)
-      if (comm_init(&ds[i], c, err, sizeof(err)) != 0)
+      if (acl_sim_rank_comm_init(&ds[i], c, err, sizeof(err)) != 0)
         goto fail_comms;
   if (o->group_mode || n == 1) {
     drive(ds, n);
@@ -643,8 +433,7 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
   }
   for (int i = 0; i < n; i++)
     if (fflush(ds[i].log) != 0) {
-      snprintf(err, sizeof(err), "rank %d: writing decision log: %s", ds[i].rank,
-               strerror(errno));
+      snprintf(err, sizeof(err), "rank %d: writing decision log: %s", ds[i].rank, strerror(errno));
       goto fail_comms;
     }
   /* Keep the plugin (and its endpoint) alive until the parent has read it. */
@@ -654,12 +443,11 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
 fail_comms:
   for (int c = o->ncomms - 1; c >= 0; c--)
     for (int i = 0; i < n; i++)
-      comm_fini(&ds[i], c);
+      acl_sim_rank_comm_fini(&ds[i], c);
 fail_ranks:
   for (int i = 0; i < inited; i++) {
     if (ds[i].log && fclose(ds[i].log) != 0 && status == ACL_SIM_EXIT_OK) {
-      snprintf(err, sizeof(err), "rank %d: closing decision log: %s", ds[i].rank,
-               strerror(errno));
+      snprintf(err, sizeof(err), "rank %d: closing decision log: %s", ds[i].rank, strerror(errno));
       status = ACL_SIM_EXIT_FAILED;
     }
     free(ds[i].comms);

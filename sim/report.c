@@ -25,8 +25,8 @@ typedef struct wstat {
   acl_sim_logent_t last;
   /* second pass (rank 0's log again), against the final decision */
   uint64_t seen;
-  uint64_t first_final;  /* 1-based workload call where the final decision first ran */
-  uint64_t explore;      /* calls that ran anything else */
+  uint64_t first_final; /* 1-based workload call where the final decision first ran */
+  uint64_t explore;     /* calls that ran anything else */
 } wstat_t;
 
 static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
@@ -156,11 +156,10 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     table = !acl_sim_job_text(w, out);
     if (table)
       fprintf(out, "%-4s %-13s %-13s %10s  %-10s %-22s %8s %8s %9s\n", "comm", "workload",
-              "collective", "bytes", "held", "final (NCCL ran)", "speedup", "vs-orcl",
-              "converge");
+              "collective", "bytes", "held", "final (NCCL ran)", "speedup", "vs-orcl", "converge");
   }
-  acl_sb_printf(&sb, "{\"version\":1,\"nccl_version\":\"%s\",\"landscape\":",
-                o->nccl230 ? "2.30" : "2.28");
+  acl_sb_printf(
+      &sb, "{\"version\":1,\"nccl_version\":\"%s\",\"landscape\":", o->nccl230 ? "2.30" : "2.28");
   acl_sb_json_str(&sb, acl_land_name(w->land));
   acl_sb_puts(&sb, ",\"workload\":");
   acl_sb_json_str(&sb, acl_sim_mix_name(o->mix));
@@ -200,21 +199,23 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     /* Converged: the final decision held for the last fifth of the calls
      * (at least 10) - the sim sees only what NCCL ran, not the plugin. */
     uint64_t held = s->n - s->last_change, need = s->n / 5 > 10 ? s->n / 5 : 10;
-    const char *state = s->n == 0 ? "idle" : !ok ? "error" : held >= need ? "converged" : "exploring";
+    const char *state = s->n == 0      ? "idle"
+                        : !ok          ? "error"
+                        : held >= need ? "converged"
+                                       : "exploring";
     char cs[48];
     if (table)
       fprintf(out, "%-4d %-13s %-13s %10llu  %-10s %-22s %8.3f %8.3f %9llu\n", c->comm,
-              acl_sim_group_name(c->group), acl_coll_name(c->coll),
-              (unsigned long long)c->nbytes, state,
-              ok ? acl_candidate_str(&fin, cs, sizeof(cs)) : "(failed)", speedup, vs_oracle,
+              acl_sim_group_name(c->group), acl_coll_name(c->coll), (unsigned long long)c->nbytes,
+              state, ok ? acl_candidate_str(&fin, cs, sizeof(cs)) : "(failed)", speedup, vs_oracle,
               (unsigned long long)s->last_change);
     acl_sb_printf(&sb, "%s{\"comm\":%d,\"comm_id\":\"0x%016llx\",\"workload\":", i ? "," : "",
                   c->comm, (unsigned long long)w->ctl->comm_ids[c->comm]);
     acl_sb_json_str(&sb, acl_sim_group_name(c->group));
     acl_sb_puts(&sb, ",\"collective\":");
     acl_sb_json_str(&sb, acl_coll_name(c->coll));
-    acl_sb_printf(&sb, ",\"bytes\":%llu,\"state\":\"%s\",\"final\":",
-                  (unsigned long long)c->nbytes, state);
+    acl_sb_printf(&sb, ",\"bytes\":%llu,\"state\":\"%s\",\"final\":", (unsigned long long)c->nbytes,
+                  state);
     if (ok)
       cand_json(&sb, &fin);
     else
@@ -227,8 +228,9 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     num_json(&sb, speedup);
     acl_sb_puts(&sb, ",\"final_over_oracle\":");
     num_json(&sb, vs_oracle);
-    acl_sb_printf(&sb, ",\"calls\":%llu,\"calls_to_converge\":%llu,\"decision_changes\":%llu,"
-                       "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu}",
+    acl_sb_printf(&sb,
+                  ",\"calls\":%llu,\"calls_to_converge\":%llu,\"decision_changes\":%llu,"
+                  "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu}",
                   (unsigned long long)s->n, (unsigned long long)s->last_change,
                   (unsigned long long)s->changes, (unsigned long long)s->errors,
                   (unsigned long long)s->first_final, (unsigned long long)s->explore);
@@ -239,11 +241,11 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     goto out;
   }
   if (!o->json || o->verbose) {
-    fprintf(out, "divergent decisions: %llu%s   plugin errors: %llu   consensus wait: %.4f s (%s)\n",
-            (unsigned long long)divergent,
-            divergent ? " (a real NCCL would hang or corrupt data)" : "",
-            (unsigned long long)plugin_errors, wait,
-            endpoint_ok ? "plugin endpoint" : "time inside getCollInfo");
+    fprintf(
+        out, "divergent decisions: %llu%s   plugin errors: %llu   consensus wait: %.4f s (%s)\n",
+        (unsigned long long)divergent, divergent ? " (a real NCCL would hang or corrupt data)" : "",
+        (unsigned long long)plugin_errors, wait,
+        endpoint_ok ? "plugin endpoint" : "time inside getCollInfo");
     if (endpoint_off && o->port > 0)
       fprintf(out, "endpoint off: %s\n", endpoint_off);
     if (first_div != UINT64_MAX)
@@ -287,7 +289,8 @@ double acl_sim_fetch_state(int port, double timeout_s, int pid, char **body_out)
   double total = -1, deadline = acl_mono_s() + timeout_s;
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap + 1);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   if (!buf)
     goto out;

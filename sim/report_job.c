@@ -211,7 +211,8 @@ void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl)
       ok = copy_file(src, dst);
     }
     if (!ok)
-      fprintf(stderr, "autoccl-sim: AUTOCCL_REPORT: cannot copy the report of rank process %d to %s\n",
-              p, dst);
+      fprintf(stderr,
+              "autoccl-sim: AUTOCCL_REPORT: cannot copy the report of rank process %d to %s\n", p,
+              dst);
   }
 }

@@ -43,10 +43,10 @@ typedef struct acl_sim_opts {
   int coord_port;    /* 0: pick a free one */
   double host_jitter_us;
   bool realtime;
-  double slowdown;         /* --realtime: wall seconds per simulated second */
-  double step_compute_s;   /* simulated compute per training step */
-  double hang_timeout_s;   /* no progress for this long = hang */
-  uint64_t max_lag;        /* calls a rank may run ahead of the slowest */
+  double slowdown;       /* --realtime: wall seconds per simulated second */
+  double step_compute_s; /* simulated compute per training step */
+  double hang_timeout_s; /* no progress for this long = hang */
+  uint64_t max_lag;      /* calls a rank may run ahead of the slowest */
   uint64_t seed;
   bool verbose, quiet, json;
   /* --nccl 2.30: tuner v6 (getChunkSize after getCollInfo) and profiler v6
@@ -73,9 +73,9 @@ typedef struct acl_sim_rank_slot {
 } acl_sim_rank_slot_t;
 
 typedef struct acl_sim_ctl {
-  _Atomic uint32_t stopping; /* parent wants to stop: wait for stop_step */
+  _Atomic uint32_t stopping;  /* parent wants to stop: wait for stop_step */
   _Atomic uint64_t stop_step; /* ranks run steps < stop_step */
-  _Atomic uint32_t release;  /* parent read the endpoints: finalize now */
+  _Atomic uint32_t release;   /* parent read the endpoints: finalize now */
   uint32_t pad;
   uint64_t comm_ids[ACL_SIM_MAX_COMMS];
   uint64_t start_clock_ns; /* simulated GPU globaltimer at step 0 */
@@ -172,6 +172,5 @@ double acl_sim_fetch_wait(int port, double timeout_s, int pid);
 /* The same, and the body of that state (malloc'ed, NULL on failure) in
  * *body when body is not NULL. */
 double acl_sim_fetch_state(int port, double timeout_s, int pid, char **body);
-
 
 #endif

@@ -67,8 +67,8 @@ int acl_sim_mix_parse(const char *s)
 const char *acl_sim_mix_name(acl_sim_mix_t m) { return (unsigned)m < 4 ? mix_names[m] : "?"; }
 const char *acl_sim_group_name(int g) { return g >= 0 && g < 3 ? mix_names[g] : "?"; }
 
-static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_t npat,
-                     int group, int comm, int nranks)
+static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_t npat, int group,
+                     int comm, int nranks)
 {
   for (size_t i = 0; i < npat; i++)
     for (int r = 0; r < pat[i].repeat; r++) {

@@ -33,7 +33,7 @@ typedef struct acl_sim_call {
 typedef struct acl_sim_step {
   acl_sim_call_t *calls; /* in issue order */
   size_t ncalls;
-  size_t nworkloads;     /* distinct wid values: 0..nworkloads-1 */
+  size_t nworkloads; /* distinct wid values: 0..nworkloads-1 */
 } acl_sim_step_t;
 
 /* Builds one training step's calls. Mixes are split over communicators:

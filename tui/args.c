@@ -43,7 +43,10 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t n, const
   return -1;
 }
 
-static bool host_char(char c) { return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_'; }
+static bool host_char(char c)
+{
+  return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
 
 int acl_top_normalize_url(const char *in, char *out, size_t outlen, char *err, size_t errlen)
 {

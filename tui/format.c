@@ -138,8 +138,8 @@ const char *acl_top_state_label(const char *s)
 }
 
 static const char *const col_names[ACL_TOP_COL_COUNT] = {
-    "COMM", "RANK", "COLLECTIVE", "SIZE", "STATE", "SUBSPACE", "CANDIDATE",
-    "BEST", "SPEEDUP", "SAVED", "OVERLAP", "BUSBW", "CALLS", "SOURCE"};
+    "COMM", "RANK",    "COLLECTIVE", "SIZE",    "STATE", "SUBSPACE", "CANDIDATE",
+    "BEST", "SPEEDUP", "SAVED",      "OVERLAP", "BUSBW", "CALLS",    "SOURCE"};
 
 const char *acl_top_col_name(acl_top_col_t c)
 {
@@ -149,25 +149,31 @@ const char *acl_top_col_name(acl_top_col_t c)
 bool acl_top_col_desc_default(acl_top_col_t c)
 {
   return c == ACL_TOP_COL_SIZE || c == ACL_TOP_COL_SPEEDUP || c == ACL_TOP_COL_SAVED ||
-         c == ACL_TOP_COL_OVERLAP ||
-         c == ACL_TOP_COL_BUSBW || c == ACL_TOP_COL_CALLS;
+         c == ACL_TOP_COL_OVERLAP || c == ACL_TOP_COL_BUSBW || c == ACL_TOP_COL_CALLS;
 }
 
 const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, size_t len)
 {
   const acl_top_workload_t *w = r->w;
   switch (c) {
-  case ACL_TOP_COL_COMM: snprintf(buf, len, "%s", r->comm_label); return buf;
-  case ACL_TOP_COL_RANK: return acl_top_fmt_int(w->rank, buf, len);
+  case ACL_TOP_COL_COMM:
+    snprintf(buf, len, "%s", r->comm_label);
+    return buf;
+  case ACL_TOP_COL_RANK:
+    return acl_top_fmt_int(w->rank, buf, len);
   case ACL_TOP_COL_COLL:
     snprintf(buf, len, "%s", w->collective[0] ? w->collective : "-");
     return buf;
-  case ACL_TOP_COL_SIZE: return acl_top_fmt_bytes(w->bytes, buf, len);
-  case ACL_TOP_COL_STATE: snprintf(buf, len, "%s", acl_top_state_label(w->state)); return buf;
+  case ACL_TOP_COL_SIZE:
+    return acl_top_fmt_bytes(w->bytes, buf, len);
+  case ACL_TOP_COL_STATE:
+    snprintf(buf, len, "%s", acl_top_state_label(w->state));
+    return buf;
   case ACL_TOP_COL_SUBSPACE:
     snprintf(buf, len, "%s", w->subspace[0] ? w->subspace : "-");
     return buf;
-  case ACL_TOP_COL_CAND: return acl_top_fmt_cand(&w->candidate, buf, len);
+  case ACL_TOP_COL_CAND:
+    return acl_top_fmt_cand(&w->candidate, buf, len);
   case ACL_TOP_COL_BEST:
     /* NCCL's choice kept after a search: say how much was tried. */
     if (w->best.known && !strcmp(w->best.algo, "NCCL") && acl_top_state_decided(w->state) &&
@@ -176,14 +182,20 @@ const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, siz
       return buf;
     }
     return acl_top_fmt_cand(&w->best, buf, len);
-  case ACL_TOP_COL_SPEEDUP: return acl_top_fmt_ratio(w->speedup, buf, len);
-  case ACL_TOP_COL_SAVED: return acl_top_fmt_signed_seconds(w->time_saved_seconds, buf, len);
-  case ACL_TOP_COL_OVERLAP: return acl_top_fmt_pct(w->overlap, buf, len);
-  case ACL_TOP_COL_BUSBW: return acl_top_fmt_bw(w->busbw, buf, len);
-  case ACL_TOP_COL_CALLS: return acl_top_fmt_int(w->calls, buf, len);
+  case ACL_TOP_COL_SPEEDUP:
+    return acl_top_fmt_ratio(w->speedup, buf, len);
+  case ACL_TOP_COL_SAVED:
+    return acl_top_fmt_signed_seconds(w->time_saved_seconds, buf, len);
+  case ACL_TOP_COL_OVERLAP:
+    return acl_top_fmt_pct(w->overlap, buf, len);
+  case ACL_TOP_COL_BUSBW:
+    return acl_top_fmt_bw(w->busbw, buf, len);
+  case ACL_TOP_COL_CALLS:
+    return acl_top_fmt_int(w->calls, buf, len);
   case ACL_TOP_COL_SOURCE:
     snprintf(buf, len, "%s", w->source[0] ? w->source : "-");
     return buf;
-  default: return dash(buf, len);
+  default:
+    return dash(buf, len);
   }
 }

@@ -145,11 +145,10 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
         v->time_saved_seconds = (isfinite(v->time_saved_seconds) ? v->time_saved_seconds : 0.0) +
                                 r->w->time_saved_seconds;
       if (isfinite(r->w->exposed_seconds) && isfinite(r->w->collective_seconds)) {
-        v->exposed_seconds = (isfinite(v->exposed_seconds) ? v->exposed_seconds : 0.0) +
-                             r->w->exposed_seconds;
-        v->collective_seconds =
-            (isfinite(v->collective_seconds) ? v->collective_seconds : 0.0) +
-            r->w->collective_seconds;
+        v->exposed_seconds =
+            (isfinite(v->exposed_seconds) ? v->exposed_seconds : 0.0) + r->w->exposed_seconds;
+        v->collective_seconds = (isfinite(v->collective_seconds) ? v->collective_seconds : 0.0) +
+                                r->w->collective_seconds;
       }
     }
   }
@@ -173,9 +172,9 @@ static int merged_order(const void *pa, const void *pb)
   const acl_top_row_t *a = pa, *b = pb;
   int c;
   if ((c = cmp_str(a->comm_label, b->comm_label)) || (c = cmp_str(a->w->comm, b->w->comm)) ||
-      (c = cmp_str(a->w->collective, b->w->collective)) || (c = cmp_i64(a->w->bytes, b->w->bytes)) ||
-      (c = cmp_i64(a->w->rank, b->w->rank)) || (c = cmp_i64(a->source, b->source)) ||
-      (c = cmp_i64(a->w->pipe_ops, b->w->pipe_ops)))
+      (c = cmp_str(a->w->collective, b->w->collective)) ||
+      (c = cmp_i64(a->w->bytes, b->w->bytes)) || (c = cmp_i64(a->w->rank, b->w->rank)) ||
+      (c = cmp_i64(a->source, b->source)) || (c = cmp_i64(a->w->pipe_ops, b->w->pipe_ops)))
     return c;
   uintptr_t ua = (uintptr_t)a->w, ub = (uintptr_t)b->w;
   return ua < ub ? -1 : ua > ub;
@@ -185,9 +184,9 @@ static int merged_order(const void *pa, const void *pb)
 static int state_rank(const char *s)
 {
   static const acl_phase_t order[] = {
-      ACL_PHASE_WARMUP,     ACL_PHASE_BASELINE,   ACL_PHASE_WAIT_BUDGET, ACL_PHASE_EXPLORING,
-      ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING, ACL_PHASE_VALIDATING,  ACL_PHASE_PAUSED,
-      ACL_PHASE_REFINING,   ACL_PHASE_CONVERGED,  ACL_PHASE_DISABLED};
+      ACL_PHASE_WARMUP,       ACL_PHASE_BASELINE,  ACL_PHASE_WAIT_BUDGET, ACL_PHASE_EXPLORING,
+      ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING,  ACL_PHASE_VALIDATING,  ACL_PHASE_PAUSED,
+      ACL_PHASE_REFINING,     ACL_PHASE_CONVERGED, ACL_PHASE_DISABLED};
   _Static_assert(sizeof order / sizeof order[0] == ACL_PHASE_COUNT, "every state ranked");
   int ph = acl_phase_parse(s);
   for (int i = 0; i < ACL_PHASE_COUNT; i++)
@@ -220,7 +219,9 @@ static int by_col(const void *pa, const void *pb, void *arg)
   int c = 0, u;
   char ba[64], bb[64];
   switch (ctx->col) {
-  case ACL_TOP_COL_COMM: c = cmp_str(a->comm_label, b->comm_label); break;
+  case ACL_TOP_COL_COMM:
+    c = cmp_str(a->comm_label, b->comm_label);
+    break;
   case ACL_TOP_COL_RANK:
     if (unknowns(x->rank < 0, y->rank < 0, &u))
       goto unknown;
@@ -263,12 +264,14 @@ static int by_col(const void *pa, const void *pb, void *arg)
   case ACL_TOP_COL_SAVED:
   case ACL_TOP_COL_OVERLAP:
   case ACL_TOP_COL_BUSBW: {
-    double da = ctx->col == ACL_TOP_COL_SPEEDUP ? x->speedup
-                : ctx->col == ACL_TOP_COL_SAVED ? x->time_saved_seconds
-                : ctx->col == ACL_TOP_COL_OVERLAP ? x->overlap : x->busbw;
-    double db = ctx->col == ACL_TOP_COL_SPEEDUP ? y->speedup
-                : ctx->col == ACL_TOP_COL_SAVED ? y->time_saved_seconds
-                : ctx->col == ACL_TOP_COL_OVERLAP ? y->overlap : y->busbw;
+    double da = ctx->col == ACL_TOP_COL_SPEEDUP   ? x->speedup
+                : ctx->col == ACL_TOP_COL_SAVED   ? x->time_saved_seconds
+                : ctx->col == ACL_TOP_COL_OVERLAP ? x->overlap
+                                                  : x->busbw;
+    double db = ctx->col == ACL_TOP_COL_SPEEDUP   ? y->speedup
+                : ctx->col == ACL_TOP_COL_SAVED   ? y->time_saved_seconds
+                : ctx->col == ACL_TOP_COL_OVERLAP ? y->overlap
+                                                  : y->busbw;
     if (unknowns(!isfinite(da), !isfinite(db), &u))
       goto unknown;
     c = da < db ? -1 : da > db;
@@ -284,7 +287,8 @@ static int by_col(const void *pa, const void *pb, void *arg)
       goto unknown;
     c = cmp_str(x->source, y->source);
     break;
-  default: break;
+  default:
+    break;
   }
   if (c)
     return ctx->desc ? -c : c;

@@ -39,10 +39,7 @@ static const char *pfx(const pctx_t *c) { return c->path[0] ? c->path : "state";
  * sequences, U+009B is a CSI), bidi overrides and invalid UTF-8 become '?';
  * a long string is cut before a character, never inside one (the --json
  * encoder refuses a broken one). Other UTF-8 is left for the view. */
-static void copy_clean(char *out, size_t len, const char *in)
-{
-  acl_text_clean(out, len, in);
-}
+static void copy_clean(char *out, size_t len, const char *in) { acl_text_clean(out, len, in); }
 
 /* Each getter: absent or null leaves the "unknown" default; wrong type fails. */
 static int get_str(pctx_t *c, json_t *o, const char *k, char *out, size_t len)
@@ -280,7 +277,8 @@ static int parse_root(pctx_t *c, json_t *root, acl_top_model_t *m)
   m->version = ACL_TOP_SCHEMA_VERSION;
   int64_t pid;
   if (get_str(c, root, "host", m->host, sizeof(m->host)) < 0 ||
-      get_i64(c, root, "pid", &pid, 0) < 0 || get_int(c, root, "local_rank", &m->local_rank, -1) < 0 ||
+      get_i64(c, root, "pid", &pid, 0) < 0 ||
+      get_int(c, root, "local_rank", &m->local_rank, -1) < 0 ||
       get_str(c, root, "mode", m->mode, sizeof(m->mode)) < 0 ||
       get_dbl(c, root, "uptime_seconds", &m->uptime_seconds) < 0)
     return -1;

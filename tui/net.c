@@ -17,16 +17,18 @@
 #define MAX_BODY (64u << 20)
 #define CONNECT_TIMEOUT_MS 2000L
 #define FETCH_TIMEOUT_MS 5000L
-#define STREAM_SILENCE_S 15L      /* heartbeats come every 5 s */
+#define STREAM_SILENCE_S 15L /* heartbeats come every 5 s */
 #define STREAM_REFUSED_RETRY_S 30.0
-
 
 const char *acl_top_conn_label(const acl_top_src_t *s)
 {
   switch (s->conn) {
-  case ACL_TOP_CONN_UP: return s->stream_ok ? "connected (stream)" : "connected (polling)";
-  case ACL_TOP_CONN_DOWN: return "disconnected \xe2\x80\x94 retrying";
-  default: return "connecting";
+  case ACL_TOP_CONN_UP:
+    return s->stream_ok ? "connected (stream)" : "connected (polling)";
+  case ACL_TOP_CONN_DOWN:
+    return "disconnected \xe2\x80\x94 retrying";
+  default:
+    return "connecting";
   }
 }
 
@@ -96,8 +98,7 @@ static CURL *make_fetch(acl_top_net_t *net, acl_top_src_t *s)
 
 /* Every error message may quote a server or a URL: cleaned for the
  * terminal where it is made. */
-__attribute__((format(printf, 2, 3))) static void set_error(acl_top_src_t *s, const char *fmt,
-                                                            ...)
+__attribute__((format(printf, 2, 3))) static void set_error(acl_top_src_t *s, const char *fmt, ...)
 {
   char raw[sizeof(s->error)];
   va_list ap;
@@ -116,12 +117,11 @@ static void finish_fetch(acl_top_src_t *s, CURL *h, CURLcode rc)
   if (rc != CURLE_OK) {
     if (rc == CURLE_WRITE_ERROR && s->body.len + 1 > MAX_BODY / 2)
       set_error(s, "state document larger than %u MiB", MAX_BODY >> 20);
-    else if (oserr && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_RECV_ERROR ||
-                       rc == CURLE_SEND_ERROR))
+    else if (oserr &&
+             (rc == CURLE_COULDNT_CONNECT || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR))
       set_error(s, "%s", strerror((int)oserr));
     else
-      set_error(s, "%s",
-               s->fetch_err[0] ? s->fetch_err : curl_easy_strerror(rc));
+      set_error(s, "%s", s->fetch_err[0] ? s->fetch_err : curl_easy_strerror(rc));
     s->conn = ACL_TOP_CONN_DOWN;
     return;
   }
@@ -133,8 +133,8 @@ static void finish_fetch(acl_top_src_t *s, CURL *h, CURLcode rc)
   acl_top_model_t m;
   acl_top_model_init(&m);
   char err[200];
-  if (acl_top_parse_state(s->body.data ? s->body.data : "", s->body.len, &m, err,
-                          sizeof(err)) < 0) {
+  if (acl_top_parse_state(s->body.data ? s->body.data : "", s->body.len, &m, err, sizeof(err)) <
+      0) {
     set_error(s, "bad state document: %s", err);
     s->conn = ACL_TOP_CONN_DOWN;
     return;
@@ -162,8 +162,8 @@ acl_top_net_t *acl_top_net_create(const acl_top_opts_t *o)
   if (!np || !np[0])
     np = getenv("NO_PROXY");
   /* Loopback never goes through a proxy; the user's no_proxy still applies. */
-  snprintf(n->noproxy, sizeof(n->noproxy), "localhost,127.0.0.1,::1%s%s",
-           np && np[0] ? "," : "", np && np[0] ? np : "");
+  snprintf(n->noproxy, sizeof(n->noproxy), "localhost,127.0.0.1,::1%s%s", np && np[0] ? "," : "",
+           np && np[0] ? np : "");
   for (int i = 0; i < n->n; i++) {
     acl_top_src_t *s = &n->src[i];
     snprintf(s->url, sizeof(s->url), "%s", o->urls[i]);

@@ -19,21 +19,21 @@ typedef struct acl_top_src {
   char state_url[ACL_TOP_URL_MAX + 32];
   char events_url[ACL_TOP_URL_MAX + 32];
   acl_top_model_t model;
-  bool has_model;        /* model holds a good snapshot (maybe stale if DOWN) */
+  bool has_model; /* model holds a good snapshot (maybe stale if DOWN) */
   acl_top_conn_t conn;
   char error[256];       /* why the last fetch failed */
   unsigned long updates; /* successful fetches */
 
-  CURL *fetch;           /* state fetch, NULL when idle */
+  CURL *fetch; /* state fetch, NULL when idle */
   acl_strbuf_t body;
   char fetch_err[CURL_ERROR_SIZE];
   double fetch_started;
 
-  CURL *stream;          /* SSE, NULL when not connected */
+  CURL *stream; /* SSE, NULL when not connected */
   acl_top_sse_t sse;
   char stream_err[CURL_ERROR_SIZE];
-  bool stream_ok;        /* 200 text/event-stream seen on the current stream */
-  bool stream_refused;   /* the server answered something else */
+  bool stream_ok;      /* 200 text/event-stream seen on the current stream */
+  bool stream_refused; /* the server answered something else */
   double stream_retry_at;
   bool event_pending, fetch_now;
   unsigned long events;

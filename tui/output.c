@@ -13,8 +13,9 @@
 static void print_summary(FILE *f, const acl_top_view_t *v)
 {
   char sp[32], cw[32], ns[32], ex[32];
-  fprintf(f, "workloads converged %d/%d  speedup %s (time-weighted)  net saved %s  "
-             "exposed %s  consensus wait %s  profiler %s\n",
+  fprintf(f,
+          "workloads converged %d/%d  speedup %s (time-weighted)  net saved %s  "
+          "exposed %s  consensus wait %s  profiler %s\n",
           v->converged, v->total, acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)),
           acl_top_fmt_signed_seconds(v->time_saved_seconds, ns, sizeof(ns)),
           acl_top_fmt_seconds(v->exposed_seconds, ex, sizeof(ex)),
@@ -68,8 +69,9 @@ static json_t *source_obj(const acl_top_model_t *m, const acl_top_source_status_
   bad |= set_new(o, "status", json_string(st->status ? st->status : "-"));
   bad |= set_new(o, "error", st->error ? json_string(st->error) : json_null());
   json_t *root = m ? (json_t *)m->json : NULL;
-  static const char *const keep[] = {"host", "pid", "local_rank", "mode", "uptime_seconds",
-                                     "profiler", "communicators", "workloads_truncated"};
+  static const char *const keep[] = {
+      "host",           "pid",      "local_rank",    "mode",
+      "uptime_seconds", "profiler", "communicators", "workloads_truncated"};
   for (size_t i = 0; root && i < sizeof(keep) / sizeof(keep[0]); i++) {
     json_t *v = json_object_get(root, keep[i]);
     if (v)

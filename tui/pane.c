@@ -68,8 +68,8 @@ static void plot_area(const acl_top_workload_t *w, int y0, int x0, int h, int wd
         continue;
       int sub = p.color[r * p.w + c];
       attr_t a = sub && color ? COLOR_PAIR(ACL_TOP_PAIR_SUB0 + sub - 1) | A_BOLD
-                 : sub       ? A_BOLD
-                             : A_DIM;
+                 : sub        ? A_BOLD
+                              : A_DIM;
       attron(a);
       mvaddch(y0 + r, x0 + ylab + c, (chtype)(unsigned char)g);
       attroff(a);
@@ -134,7 +134,8 @@ void acl_top_draw_pane(const acl_top_row_t *r, const char *url, int y0, int h, i
   snprintf(title, sizeof(title), " trajectory: %s rank %d %s %s ", r->comm_label, wl->rank,
            wl->collective[0] ? wl->collective : "-",
            acl_top_fmt_bytes(wl->bytes, size, sizeof(size)));
-  snprintf(part[0], sizeof(part[0]), " best %s %s ", acl_top_fmt_cand(&wl->best, best, sizeof(best)),
+  snprintf(part[0], sizeof(part[0]), " best %s %s ",
+           acl_top_fmt_cand(&wl->best, best, sizeof(best)),
            acl_top_fmt_ratio(wl->speedup, sp, sizeof(sp)));
   snprintf(part[1], sizeof(part[1]), " %s ", sp); /* the speedup alone */
   snprintf(part[2], sizeof(part[2]), " (%s) ", url);

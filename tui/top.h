@@ -16,8 +16,8 @@
 #include "core/types.h"
 
 #define ACL_TOP_SCHEMA_VERSION 1
-#define ACL_TOP_MAX_TRAJ 64         /* server ring size; older points dropped */
-#define ACL_TOP_MAX_WORKLOADS 4096  /* per source; more is a parse error */
+#define ACL_TOP_MAX_TRAJ 64        /* server ring size; older points dropped */
+#define ACL_TOP_MAX_WORKLOADS 4096 /* per source; more is a parse error */
 #define ACL_TOP_MAX_COMMS 1024
 #define ACL_TOP_MAX_URLS 64
 #define ACL_TOP_URL_MAX 512
@@ -34,27 +34,27 @@ typedef struct acl_top_cand {
 } acl_top_cand_t;
 
 typedef struct acl_top_traj {
-  int64_t step;   /* -1 unknown */
+  int64_t step; /* -1 unknown */
   acl_top_cand_t cand;
   double busbw;   /* bytes/s, NaN unknown */
   double overlap; /* 0..1, NaN unknown */
 } acl_top_traj_t;
 
 typedef struct acl_top_workload {
-  char comm[24];        /* communicator id as sent ("0x…") */
-  int rank;             /* -1 unknown */
+  char comm[24]; /* communicator id as sent ("0x…") */
+  int rank;      /* -1 unknown */
   char collective[24];
-  int64_t bytes;        /* -1 unknown */
-  int pipe_ops;         /* -1 unknown */
-  char state[16];       /* "" unknown */
-  char subspace[40];    /* "" unknown */
-  char source[12];      /* decision from "nccl" | "explored" | "table"; "" unknown */
+  int64_t bytes;     /* -1 unknown */
+  int pipe_ops;      /* -1 unknown */
+  char state[16];    /* "" unknown */
+  char subspace[40]; /* "" unknown */
+  char source[12];   /* decision from "nccl" | "explored" | "table"; "" unknown */
   acl_top_cand_t candidate, best, baseline;
   double baseline_seconds, best_seconds, speedup, busbw, overlap; /* NaN unknown */
   double time_saved_seconds, exploration_cost_seconds;            /* NaN unknown */
   double collective_seconds, exposed_seconds; /* not overlapped by compute; NaN unknown */
   int64_t candidates_evaluated, calls_to_converge, retunes, calls, bytes_total; /* -1 */
-  int traj_len;         /* newest ACL_TOP_MAX_TRAJ kept, oldest first */
+  int traj_len; /* newest ACL_TOP_MAX_TRAJ kept, oldest first */
   acl_top_traj_t traj[ACL_TOP_MAX_TRAJ];
 } acl_top_workload_t;
 
@@ -68,8 +68,8 @@ typedef struct acl_top_comm {
 } acl_top_comm_t;
 
 typedef struct acl_top_profiler {
-  char source[16];           /* "" unknown */
-  int cupti_available;       /* 1, 0, -1 unknown */
+  char source[16];     /* "" unknown */
+  int cupti_available; /* 1, 0, -1 unknown */
   int cupti_backed_off;
   int64_t records, records_dropped, samples, ambiguous, mismatches;
   double sample_latency_seconds;
@@ -105,7 +105,7 @@ typedef struct acl_top_sse_event {
   const char *type; /* "message" unless an event: field said otherwise */
   const char *data; /* data: lines joined by '\n', NUL-terminated */
   size_t data_len;
-  const char *id;   /* last event id seen, "" if none */
+  const char *id; /* last event id seen, "" if none */
 } acl_top_sse_event_t;
 typedef void (*acl_top_sse_cb)(void *ud, const acl_top_sse_event_t *ev);
 
@@ -116,13 +116,13 @@ typedef struct acl_top_sse {
   acl_strbuf_t line, data;
   char type[64];
   char id[128];
-  bool have_data;   /* a data: field was seen since the last dispatch */
-  bool last_cr;     /* previous chunk ended in CR: a leading LF is its pair */
-  bool started;     /* BOM check done */
+  bool have_data;    /* a data: field was seen since the last dispatch */
+  bool last_cr;      /* previous chunk ended in CR: a leading LF is its pair */
+  bool started;      /* BOM check done */
   unsigned char bom; /* bytes of a UTF-8 BOM matched so far (it may arrive split) */
-  bool overflow;    /* current line exceeded the cap: skip to its end */
+  bool overflow;     /* current line exceeded the cap: skip to its end */
   uint64_t events, comments, dropped_lines;
-  long retry_ms;    /* last retry: field, -1 none */
+  long retry_ms; /* last retry: field, -1 none */
 } acl_top_sse_t;
 
 void acl_top_sse_init(acl_top_sse_t *p, acl_top_sse_cb cb, void *ud);
@@ -144,7 +144,7 @@ typedef enum acl_top_col {
   ACL_TOP_COL_CAND,
   ACL_TOP_COL_BEST,
   ACL_TOP_COL_SPEEDUP,
-  ACL_TOP_COL_SAVED,    /* net time saved (time_saved_seconds) */
+  ACL_TOP_COL_SAVED, /* net time saved (time_saved_seconds) */
   ACL_TOP_COL_OVERLAP,
   ACL_TOP_COL_BUSBW,
   ACL_TOP_COL_CALLS,
@@ -157,16 +157,16 @@ const char *acl_top_col_name(acl_top_col_t c); /* "COMM", "SPEEDUP", ... */
 bool acl_top_col_desc_default(acl_top_col_t c);
 
 typedef struct acl_top_row {
-  int source;                   /* index into the models given to build */
-  const acl_top_workload_t *w;  /* points into that model */
-  char comm_label[64];          /* communicator name, else short id */
+  int source;                  /* index into the models given to build */
+  const acl_top_workload_t *w; /* points into that model */
+  char comm_label[64];         /* communicator name, else short id */
 } acl_top_row_t;
 
-typedef struct acl_top_mcomm {  /* one communicator over all sources */
+typedef struct acl_top_mcomm { /* one communicator over all sources */
   char id[24];
   char label[64];
-  int nranks;                   /* -1 unknown */
-  int sources;                  /* how many sources report it */
+  int nranks;                    /* -1 unknown */
+  int sources;                   /* how many sources report it */
   double consensus_wait_seconds; /* sum over sources; NaN if none known */
 } acl_top_mcomm_t;
 
@@ -176,11 +176,11 @@ typedef struct acl_top_view {
   int ncomms;
   acl_top_mcomm_t *comms;
   int converged, total;
-  double weighted_speedup;       /* NaN when no workload has the inputs */
-  double time_saved_seconds;     /* net, summed over rows; NaN when none known */
+  double weighted_speedup;                    /* NaN when no workload has the inputs */
+  double time_saved_seconds;                  /* net, summed over rows; NaN when none known */
   double collective_seconds, exposed_seconds; /* summed over rows; NaN when none known */
-  double consensus_wait_seconds; /* NaN when no communicator reports it */
-  char profiler[64];             /* distinct sources joined by '+', "-" */
+  double consensus_wait_seconds;              /* NaN when no communicator reports it */
+  char profiler[64];                          /* distinct sources joined by '+', "-" */
 } acl_top_view_t;
 
 /* models[i] may be NULL (source without data yet). Rows start in merged
@@ -198,14 +198,14 @@ void acl_top_comm_label(const char *id, const char *name, char *out, size_t len)
 
 /* ---- formatting (always NUL-terminates; "-" for unknown) ---- */
 const char *acl_top_fmt_bytes(int64_t bytes, char *buf, size_t len); /* "32 MiB" */
-const char *acl_top_fmt_bw(double bps, char *buf, size_t len);        /* "160.0 GB/s" */
+const char *acl_top_fmt_bw(double bps, char *buf, size_t len);       /* "160.0 GB/s" */
 const char *acl_top_fmt_cand(const acl_top_cand_t *c, char *buf, size_t len);
-const char *acl_top_fmt_ratio(double x, char *buf, size_t len);       /* "1.11x" */
-const char *acl_top_fmt_pct(double x, char *buf, size_t len);         /* "12%" */
-const char *acl_top_fmt_seconds(double s, char *buf, size_t len);     /* "1.2 ms" */
+const char *acl_top_fmt_ratio(double x, char *buf, size_t len);          /* "1.11x" */
+const char *acl_top_fmt_pct(double x, char *buf, size_t len);            /* "12%" */
+const char *acl_top_fmt_seconds(double s, char *buf, size_t len);        /* "1.2 ms" */
 const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len); /* "+1.2 ms", "-3.0 us" */
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len);
-const char *acl_top_state_label(const char *state);                 /* as sent, "-" if none */
+const char *acl_top_state_label(const char *state); /* as sent, "-" if none */
 /* A state name whose workload has a decision applied (core/types.h). */
 bool acl_top_state_decided(const char *state);
 /* One cell of the table for row r and column c. */
@@ -232,11 +232,11 @@ void acl_top_plot_free(acl_top_plot_t *p);
 typedef struct acl_top_opts {
   int nurls;
   char urls[ACL_TOP_MAX_URLS][ACL_TOP_URL_MAX];
-  double delay;     /* seconds between refreshes */
+  double delay; /* seconds between refreshes */
   bool batch;
-  long iterations;  /* -n; -1 = until quit */
+  long iterations; /* -n; -1 = until quit */
   bool once, json, no_color, help, version;
-  int local_ranks;  /* --local-ranks N: each URL stands for ports port..port+N-1 */
+  int local_ranks; /* --local-ranks N: each URL stands for ports port..port+N-1 */
 } acl_top_opts_t;
 
 /* Normalises "host:port", "http://host[:port][/prefix]" into a base URL
@@ -244,8 +244,7 @@ typedef struct acl_top_opts {
  * http:// without port keeps 80. 0 or -1 with err. */
 int acl_top_normalize_url(const char *in, char *out, size_t outlen, char *err, size_t errlen);
 /* 0 ok, -1 bad usage (err says why). Does not print or exit. */
-int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err,
-                       size_t errlen);
+int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err, size_t errlen);
 extern const char acl_top_usage[];
 
 /* ---- output without curses ---- */

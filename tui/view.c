@@ -5,9 +5,9 @@
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -24,10 +24,9 @@ static const int col_width[ACL_TOP_COL_COUNT] = {16, 5, 13, 9, 10, 11, 18, 18, 8
 /* Narrow terminals drop these first; COMM, RANK, COLLECTIVE, SIZE, STATE and
  * SPEEDUP (66 columns with the marker) always stay, so two ranks' rows never
  * look alike, and SAVED still fits at 80. */
-static const acl_top_col_t drop_order[] = {ACL_TOP_COL_SOURCE,  ACL_TOP_COL_CALLS, ACL_TOP_COL_SUBSPACE,
-                                           ACL_TOP_COL_OVERLAP, ACL_TOP_COL_CAND,
-                                           ACL_TOP_COL_BUSBW,   ACL_TOP_COL_BEST,
-                                           ACL_TOP_COL_SAVED};
+static const acl_top_col_t drop_order[] = {
+    ACL_TOP_COL_SOURCE, ACL_TOP_COL_CALLS, ACL_TOP_COL_SUBSPACE, ACL_TOP_COL_OVERLAP,
+    ACL_TOP_COL_CAND,   ACL_TOP_COL_BUSBW, ACL_TOP_COL_BEST,     ACL_TOP_COL_SAVED};
 
 struct acl_top_ui {
   acl_top_net_t *net;
@@ -72,9 +71,9 @@ static void rebuild(acl_top_ui_t *u)
   if (u->have_sel)
     for (int i = 0; i < u->view.nrows; i++) {
       const acl_top_row_t *r = &u->view.rows[i];
-      if (r->source == u->sel_source && r->w->rank == u->sel_rank &&
-          r->w->bytes == u->sel_bytes && r->w->pipe_ops == u->sel_pipe &&
-          strcmp(r->w->comm, u->sel_comm) == 0 && strcmp(r->w->collective, u->sel_coll) == 0) {
+      if (r->source == u->sel_source && r->w->rank == u->sel_rank && r->w->bytes == u->sel_bytes &&
+          r->w->pipe_ops == u->sel_pipe && strcmp(r->w->comm, u->sel_comm) == 0 &&
+          strcmp(r->w->collective, u->sel_coll) == 0) {
         u->sel = i;
         break;
       }
@@ -91,18 +90,24 @@ static attr_t state_attr(const acl_top_ui_t *u, const char *st)
   if (!u->color)
     return 0;
   switch (acl_phase_parse(st)) {
-  case ACL_PHASE_CONVERGED: return COLOR_PAIR(ACL_TOP_PAIR_GOOD);
+  case ACL_PHASE_CONVERGED:
+    return COLOR_PAIR(ACL_TOP_PAIR_GOOD);
   case ACL_PHASE_EXPLORING:
   case ACL_PHASE_VALIDATING:
-  case ACL_PHASE_REFINING: return COLOR_PAIR(ACL_TOP_PAIR_BUSY);
-  case ACL_PHASE_RETUNING: return COLOR_PAIR(ACL_TOP_PAIR_RETUNE);
+  case ACL_PHASE_REFINING:
+    return COLOR_PAIR(ACL_TOP_PAIR_BUSY);
+  case ACL_PHASE_RETUNING:
+    return COLOR_PAIR(ACL_TOP_PAIR_RETUNE);
   case ACL_PHASE_WARMUP:
   case ACL_PHASE_BASELINE:
   case ACL_PHASE_WAIT_BUDGET:
   case ACL_PHASE_WAIT_SAMPLES:
-  case ACL_PHASE_PAUSED: return COLOR_PAIR(ACL_TOP_PAIR_WARM);
-  case ACL_PHASE_DISABLED: return COLOR_PAIR(ACL_TOP_PAIR_BAD);
-  default: return 0;
+  case ACL_PHASE_PAUSED:
+    return COLOR_PAIR(ACL_TOP_PAIR_WARM);
+  case ACL_PHASE_DISABLED:
+    return COLOR_PAIR(ACL_TOP_PAIR_BAD);
+  default:
+    return 0;
   }
 }
 
@@ -138,11 +143,11 @@ static int draw_header(acl_top_ui_t *u, int w)
            acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)));
   snprintf(part[5], sizeof(part[5]), "profiler %s", v->profiler);
   /* Next to the net saved: the most that tuning could ever give back. */
-  snprintf(part[6], sizeof(part[6]), "exposed %s (%s)",
-           acl_top_fmt_seconds(v->exposed_seconds, ex, sizeof(ex)),
-           acl_top_fmt_pct(v->collective_seconds > 0 ? v->exposed_seconds / v->collective_seconds
-                                                     : NAN,
-                           exs, sizeof(exs)));
+  snprintf(
+      part[6], sizeof(part[6]), "exposed %s (%s)",
+      acl_top_fmt_seconds(v->exposed_seconds, ex, sizeof(ex)),
+      acl_top_fmt_pct(v->collective_seconds > 0 ? v->exposed_seconds / v->collective_seconds : NAN,
+                      exs, sizeof(exs)));
   static const int order[] = {3, 0, 1, 2, 6, 4, 5}; /* display order */
   bool keep[7];
   int used = 0;
@@ -174,13 +179,14 @@ static int draw_header(acl_top_ui_t *u, int w)
                (long long)s->model.pid);
     bool down = s->conn == ACL_TOP_CONN_DOWN;
     snprintf(line, sizeof(line), "%.300s  %s%.127s%s%.255s", s->url,
-             down ? (acl_top_utf8 ? "disconnected \xe2\x80\x94 retrying" : "disconnected - retrying")
-                  : label,
+             down
+                 ? (acl_top_utf8 ? "disconnected \xe2\x80\x94 retrying" : "disconnected - retrying")
+                 : label,
              host, down && s->error[0] ? "  " : "", down ? s->error : "");
     char clean[sizeof(line)];
     acl_text_clean(clean, sizeof(clean), line); /* the URL as typed, too */
-    attr_t a = !u->color ? (down ? A_BOLD : 0)
-               : down    ? COLOR_PAIR(ACL_TOP_PAIR_BAD) | A_BOLD
+    attr_t a = !u->color                    ? (down ? A_BOLD : 0)
+               : down                       ? COLOR_PAIR(ACL_TOP_PAIR_BAD) | A_BOLD
                : s->conn == ACL_TOP_CONN_UP ? COLOR_PAIR(ACL_TOP_PAIR_GOOD)
                                             : 0;
     attron(a);
@@ -350,20 +356,49 @@ static void key(acl_top_ui_t *u, int ch)
   }
   int page = LINES / 2 > 1 ? LINES / 2 : 1;
   switch (ch) {
-  case 'q': case 'Q': u->quit = true; break;
-  case KEY_DOWN: case 'j': u->sel++; break;
-  case KEY_UP: case 'k': u->sel--; break;
-  case KEY_NPAGE: u->sel += page; break;
-  case KEY_PPAGE: u->sel -= page; break;
-  case KEY_HOME: case 'g': u->sel = 0; break;
-  case KEY_END: case 'G': u->sel = u->view.nrows - 1; break;
-  case 's': case KEY_F(6):
+  case 'q':
+  case 'Q':
+    u->quit = true;
+    break;
+  case KEY_DOWN:
+  case 'j':
+    u->sel++;
+    break;
+  case KEY_UP:
+  case 'k':
+    u->sel--;
+    break;
+  case KEY_NPAGE:
+    u->sel += page;
+    break;
+  case KEY_PPAGE:
+    u->sel -= page;
+    break;
+  case KEY_HOME:
+  case 'g':
+    u->sel = 0;
+    break;
+  case KEY_END:
+  case 'G':
+    u->sel = u->view.nrows - 1;
+    break;
+  case 's':
+  case KEY_F(6):
     u->sort = (acl_top_col_t)((u->sort + 1) % ACL_TOP_COL_COUNT);
     break;
-  case 'S': u->sort = (acl_top_col_t)((u->sort + ACL_TOP_COL_COUNT - 1) % ACL_TOP_COL_COUNT); break;
-  case 'r': u->reverse = !u->reverse; break;
-  case 'h': case '?': case KEY_F(1): u->help = true; break;
-  default: return;
+  case 'S':
+    u->sort = (acl_top_col_t)((u->sort + ACL_TOP_COL_COUNT - 1) % ACL_TOP_COL_COUNT);
+    break;
+  case 'r':
+    u->reverse = !u->reverse;
+    break;
+  case 'h':
+  case '?':
+  case KEY_F(1):
+    u->help = true;
+    break;
+  default:
+    return;
   }
   if (u->sel >= u->view.nrows)
     u->sel = u->view.nrows - 1;
@@ -386,9 +421,9 @@ static void init_colors(void)
   init_pair(ACL_TOP_PAIR_RETUNE, COLOR_MAGENTA, -1);
   init_pair(ACL_TOP_PAIR_WARM, COLOR_CYAN, -1);
   init_pair(ACL_TOP_PAIR_BAD, COLOR_RED, -1);
-  static const short sub[ACL_TOP_PLOT_MAX_SUBS] = {COLOR_CYAN, COLOR_YELLOW, COLOR_GREEN,
-                                                   COLOR_MAGENTA, COLOR_BLUE, COLOR_RED,
-                                                   COLOR_WHITE, COLOR_GREEN};
+  static const short sub[ACL_TOP_PLOT_MAX_SUBS] = {COLOR_CYAN,    COLOR_YELLOW, COLOR_GREEN,
+                                                   COLOR_MAGENTA, COLOR_BLUE,   COLOR_RED,
+                                                   COLOR_WHITE,   COLOR_GREEN};
   for (int i = 0; i < ACL_TOP_PLOT_MAX_SUBS; i++)
     init_pair((short)(ACL_TOP_PAIR_SUB0 + i), sub[i], -1);
 }

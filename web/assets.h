@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 typedef struct acl_web_asset {
-  const char *path;         /* "/index.html", "/app.js", ... */
+  const char *path; /* "/index.html", "/app.js", ... */
   const char *content_type;
   const unsigned char *data;
   size_t len;

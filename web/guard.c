@@ -170,8 +170,9 @@ void acl_web_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_
    * room, however young; the newcomer is refused only when none waits. */
   if (live_conns(w, &c->ip) > 2 * ACL_WEB_MAX_PER_IP) {
     acl_web_conn_t *v = oldest_waiting(w, &c->ip, now);
-    evict(w, v ? v : c, v ? "still sending its headers, to make room for its address"
-                          : "over the per-address limit");
+    evict(w, v ? v : c,
+          v ? "still sending its headers, to make room for its address"
+            : "over the per-address limit");
   } else if (live_conns(w, NULL) > ACL_WEB_MHD_CONN - 4) {
     acl_web_conn_t *v = oldest_waiting(w, NULL, now);
     evict(w, v ? v : c, v ? "still sending its headers, to make room" : "over the limit");

@@ -3,8 +3,8 @@
 
 #include "web/server.h"
 
-acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src,
-                         char *err, size_t errlen)
+acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src, char *err,
+                         size_t errlen)
 {
   (void)bind_addr;
   (void)port;

@@ -33,23 +33,24 @@ int acl_web_routes_init(acl_web_t *w)
   w->r_421 = static_text("misdirected request: this endpoint is bound to loopback and answers "
                          "only Host names that are loopback (localhost, 127.0.0.1, [::1])\n",
                          txt);
-  w->r_503_sse = static_text("too many event streams (" ACL_WEB_STR(ACL_WEB_MAX_SSE) " in all, " ACL_WEB_STR(
-                                 ACL_WEB_MAX_SSE_PER_IP) " per client address)\n",
-                             txt);
-  w->r_400_host = static_text("bad request: exactly one Host header is required (HTTP/1.1)\n",
-                              txt);
+  w->r_503_sse =
+      static_text("too many event streams (" ACL_WEB_STR(ACL_WEB_MAX_SSE) " in all, " ACL_WEB_STR(
+                      ACL_WEB_MAX_SSE_PER_IP) " per client address)\n",
+                  txt);
+  w->r_400_host = static_text("bad request: exactly one Host header is required (HTTP/1.1)\n", txt);
   w->r_healthz = static_text("ok\n", txt);
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
   /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
   w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
-  if (!w->r_404 || !w->r_405 || !w->r_421 || !w->r_400_host || !w->r_503_sse || !w->r_healthz || !w->r_head_sse || !w->r_assets)
+  if (!w->r_404 || !w->r_405 || !w->r_421 || !w->r_400_host || !w->r_503_sse || !w->r_healthz ||
+      !w->r_head_sse || !w->r_assets)
     return -1;
   MHD_add_response_header(w->r_405, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
   MHD_add_response_header(w->r_healthz, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   for (size_t i = 0; i < acl_web_nassets; i++) {
     const acl_web_asset_t *a = &acl_web_assets[i];
-    struct MHD_Response *r = MHD_create_response_from_buffer(a->len, (void *)a->data,
-                                                             MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     if (!r)
       return -1;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->content_type);
@@ -64,7 +65,7 @@ int acl_web_routes_init(acl_web_t *w)
 
 void acl_web_routes_free(acl_web_t *w)
 {
-  struct MHD_Response **rs[] = {&w->r_404, &w->r_405, &w->r_421, &w->r_400_host,
+  struct MHD_Response **rs[] = {&w->r_404,     &w->r_405,     &w->r_421,     &w->r_400_host,
                                 &w->r_503_sse, &w->r_healthz, &w->r_head_sse};
   for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
     if (*rs[i])
@@ -174,8 +175,8 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
 }
 
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,
-                              const char *method, const char *version,
-                              const char *upload_data, size_t *upload_size, void **req_cls)
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_size, void **req_cls)
 {
   (void)upload_data;
   (void)req_cls;

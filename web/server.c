@@ -56,8 +56,7 @@ static bool parse_bind(const char *s, int port, struct sockaddr_storage *ss, soc
   return false;
 }
 
-static int open_listener(const char *bind_addr, int port, int *bound_port, char *err,
-                         size_t errlen)
+static int open_listener(const char *bind_addr, int port, int *bound_port, char *err, size_t errlen)
 {
   struct sockaddr_storage ss;
   socklen_t sl;
@@ -98,8 +97,8 @@ static int open_listener(const char *bind_addr, int port, int *bound_port, char 
   return fd;
 }
 
-acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src,
-                         char *err, size_t errlen)
+acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src, char *err,
+                         size_t errlen)
 {
   char dummy[8];
   if (!err || !errlen) {
@@ -142,8 +141,8 @@ acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t
   fd = open_listener(bind_addr, port, &w->port, err, errlen);
   if (fd < 0)
     goto fail_routes;
-  unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                   MHD_USE_ERROR_LOG;
+  unsigned flags =
+      MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   w->daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, acl_web_route, w, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL, MHD_OPTION_CONNECTION_LIMIT,
@@ -167,8 +166,9 @@ acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t
     acl_warn("web: serving on http://%s/, a non-loopback address: %s can read this job's "
              "state (communicators, workloads, host name, pid) without authentication; bind "
              "127.0.0.1 (AUTOCCL_HTTP_BIND) and reach it through an SSH tunnel instead",
-             hp, any ? "anyone who can reach any interface of this host" :
-                       "anyone who can reach this address");
+             hp,
+             any ? "anyone who can reach any interface of this host"
+                 : "anyone who can reach this address");
   }
   return w;
 

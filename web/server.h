@@ -22,8 +22,8 @@ typedef struct acl_web_source {
 } acl_web_source_t;
 
 /* port 0 = any free port (see acl_web_port). NULL with a message in err. */
-acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src,
-                         char *err, size_t errlen);
+acl_web_t *acl_web_start(const char *bind_addr, int port, const acl_web_source_t *src, char *err,
+                         size_t errlen);
 int acl_web_port(const acl_web_t *w);
 /* Queue one SSE event (event name, one-line JSON data) for every client.
  * Never blocks; slow clients lose events, vanished ones are dropped. */

@@ -30,15 +30,14 @@ struct acl_sse_client {
   double last_write;
 };
 
-#define STATIC_MSG(name, text)                                                                   \
-  static struct {                                                                                \
-    int refs;                                                                                    \
-    size_t len;                                                                                  \
-    char data[sizeof(text)];                                                                     \
+#define STATIC_MSG(name, text)                                                                     \
+  static struct {                                                                                  \
+    int refs;                                                                                      \
+    size_t len;                                                                                    \
+    char data[sizeof(text)];                                                                       \
   } name = {-1, sizeof(text) - 1, text} /* NOLINT(bugprone-macro-parentheses): a declarator */
 STATIC_MSG(k_hello, "retry: 2000\n: connected\n\n");
 STATIC_MSG(k_heartbeat, ": heartbeat\n\n");
-
 
 static void msg_release(acl_sse_msg_t *m)
 {

@@ -9,25 +9,25 @@
 
 #include "web/server.h"
 
-#define ACL_WEB_MAX_CONN 64       /* all connections, SSE included (web/guard.c) */
+#define ACL_WEB_MAX_CONN 64                     /* all connections, SSE included (web/guard.c) */
 #define ACL_WEB_MHD_CONN (2 * ACL_WEB_MAX_CONN) /* MHD's hard limit: room to evict */
-#define ACL_WEB_MAX_PER_IP 16     /* per client address: leaves room for 3 others */
-#define ACL_WEB_MAX_SSE 16        /* event streams; the rest get 503 */
-#define ACL_WEB_MAX_SSE_PER_IP 4  /* event streams per client address */
-#define ACL_WEB_EVICT_GRACE_S 0.5 /* a new connection's time to send its request */
-#define ACL_WEB_HEADER_S 5        /* a request's line and headers arrive within this */
-#define ACL_WEB_TIMEOUT_S 10      /* idle connections; SSE has heartbeats */
+#define ACL_WEB_MAX_PER_IP 16                   /* per client address: leaves room for 3 others */
+#define ACL_WEB_MAX_SSE 16                      /* event streams; the rest get 503 */
+#define ACL_WEB_MAX_SSE_PER_IP 4                /* event streams per client address */
+#define ACL_WEB_EVICT_GRACE_S 0.5               /* a new connection's time to send its request */
+#define ACL_WEB_HEADER_S 5   /* a request's line and headers arrive within this */
+#define ACL_WEB_TIMEOUT_S 10 /* idle connections; SSE has heartbeats */
 /* At stop, event streams get this long to see their end before MHD stops:
  * the endpoint's share of the 2 s finalize bound (docs/api.md). */
 #define ACL_WEB_STOP_S 0.5
 #define ACL_WEB_STR_(x) #x
 #define ACL_WEB_STR(x) ACL_WEB_STR_(x)
 #define ACL_WEB_MEM_LIMIT (32 * 1024) /* per connection: bounds URL + headers */
-#define ACL_WEB_SSE_QUEUE 64      /* events queued per client before dropping */
+#define ACL_WEB_SSE_QUEUE 64          /* events queued per client before dropping */
 #define ACL_WEB_HEARTBEAT_S 5
 #define ACL_WEB_EVENT_MAX (64 * 1024) /* one event's JSON */
-#define ACL_WEB_SSE_BLOCK 4096    /* bytes MHD asks the event stream for at a time: a page */
-#define ACL_WEB_BACKLOG 128       /* listen() backlog: above ACL_WEB_MHD_CONN, refused beyond */
+#define ACL_WEB_SSE_BLOCK 4096        /* bytes MHD asks the event stream for at a time: a page */
+#define ACL_WEB_BACKLOG 128           /* listen() backlog: above ACL_WEB_MHD_CONN, refused beyond */
 /* A rendered /metrics or /api/v1/state is reused this long: however hard
  * clients poll, the job's process renders at most 1/ACL_WEB_CACHE_S times
  * a second per route (Prometheus scrapes every >= 1 s; the dashboard
@@ -64,7 +64,7 @@ struct acl_web {
   struct MHD_Daemon *daemon;
   acl_web_source_t src;
   int port;
-  bool loopback; /* bound to a loopback address: Host names checked */
+  bool loopback;      /* bound to a loopback address: Host names checked */
   pthread_mutex_t mu; /* guards everything below */
   pthread_cond_t cv;  /* ticker wake-up, client exits */
   acl_sse_client_t *clients;
@@ -76,12 +76,12 @@ struct acl_web {
   acl_web_conn_t conns[ACL_WEB_MHD_CONN];
   int nconns;
   struct MHD_Response *r_404, *r_405, *r_421, *r_400_host, *r_503_sse, *r_healthz, *r_head_sse;
-  struct MHD_Response **r_assets; /* one per acl_web_assets entry */
+  struct MHD_Response **r_assets;               /* one per acl_web_assets entry */
   acl_web_cached_t c_metrics, c_state, c_table; /* MHD thread only */
 };
 
 /* sse.c */
-int acl_web_sse_init(acl_web_t *w);   /* ticker thread; 0 or errno */
+int acl_web_sse_init(acl_web_t *w); /* ticker thread; 0 or errno */
 /* Queues an SSE response for conn; MHD_NO when it could not. */
 enum MHD_Result acl_web_sse_open(acl_web_t *w, struct MHD_Connection *conn);
 /* Ends every stream, waits (bounded) for them to leave, joins the ticker. */
@@ -93,7 +93,7 @@ void acl_web_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_
 void acl_web_guard_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                              enum MHD_RequestTerminationCode toe);
 void acl_web_guard_request(acl_web_t *w, struct MHD_Connection *conn); /* headers are in */
-void acl_web_guard_tick_locked(acl_web_t *w, double now); /* under w->mu */
+void acl_web_guard_tick_locked(acl_web_t *w, double now);              /* under w->mu */
 void acl_web_conn_ip(struct MHD_Connection *conn, acl_web_ip_t *ip);
 bool acl_web_ip_eq(const acl_web_ip_t *a, const acl_web_ip_t *b);
 bool acl_web_is_loopback(const char *addr); /* numeric 127/8 or ::1 */
@@ -101,8 +101,8 @@ bool acl_web_host_ok(const char *host);     /* a loopback name or address, port 
 
 /* routes.c */
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,
-                              const char *method, const char *version,
-                              const char *upload_data, size_t *upload_size, void **req_cls);
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_size, void **req_cls);
 int acl_web_routes_init(acl_web_t *w); /* shared static responses; 0 ok */
 void acl_web_routes_free(acl_web_t *w);
 

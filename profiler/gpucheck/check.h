@@ -11,13 +11,13 @@ int acl_check_fake_launch(cudaStream_t s, unsigned long long ns);
 int acl_check_compute_launch(cudaStream_t s, float *a, int n, int iters);
 int acl_check_spin_launch(cudaStream_t s, unsigned long long ns);
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      exit(2);                                                                             \
-    }                                                                                      \
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));           \
+      exit(2);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 #endif

@@ -25,10 +25,9 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "profiler/overlap.h"
 #include "profiler/gpucheck/check.h"
+#include "profiler/overlap.h"
 #include "profiler/profiler.h"
-
 
 /* The compute loop's construction: collective 1 ms, compute 0.6 ms. */
 #define COLL_NS 1000000ull
@@ -39,7 +38,6 @@
  * as a training step's host does (a few ms): a host seconds ahead would tag
  * calls whose kernels run after the window closed. */
 #define AHEAD 8
-
 
 static int rank_id;
 static uint64_t half = UINT64_MAX; /* shift loop: compute starts at this call */
@@ -112,7 +110,7 @@ int main(int argc, char **argv)
   acl_config_defaults(&cfg); /* the default window rule (AUTOCCL_CUPTI_WINDOW) */
   acl_config_from_env(&cfg);
   acl_prof_opts_t o = {0};
-  cfg.profiler = strcmp(mode, "cupti") == 0 ? ACL_PROF_CUPTI
+  cfg.profiler = strcmp(mode, "cupti") == 0  ? ACL_PROF_CUPTI
                  : strcmp(mode, "nccl") == 0 ? ACL_PROF_NCCL
                                              : ACL_PROF_AUTO;
   if (strcmp(mode, "default_keep") == 0) {
@@ -158,16 +156,16 @@ int main(int argc, char **argv)
   acl_prof_stats_ex(p, &x);
   uint64_t calls = (uint64_t)(compute ? iters : (iters + LAUNCH_TAG_EVERY - 1) / LAUNCH_TAG_EVERY);
   acl_exposure_t ex;
-  bool has_ex = acl_exposure_estimate(calls, atomic_load(&n_samples),
-                                      (double)atomic_load(&sum_ns) * 1e-9,
-                                      (double)atomic_load(&ov_coll_ns) * 1e-9,
-                                      (double)atomic_load(&ov_exp_ns) * 1e-9, &ex);
+  bool has_ex = acl_exposure_estimate(
+      calls, atomic_load(&n_samples), (double)atomic_load(&sum_ns) * 1e-9,
+      (double)atomic_load(&ov_coll_ns) * 1e-9, (double)atomic_load(&ov_exp_ns) * 1e-9, &ex);
   unsigned long nov = atomic_load(&n_ov);
   double ov_mean = nov ? (double)atomic_load(&ov_milli_sum) * 1e-6 / (double)nov : -1.0;
   /* Launch loop: nothing overlaps, so the whole collective time is exposed
    * (its 3 us are not known to 5 %: the share is what is constructed). */
   double exp_constructed = shift ? ((double)half * (double)COLL_NS +
-                                     (double)(calls - half) * (double)(COLL_NS - COMP_NS)) * 1e-9
+                                    (double)(calls - half) * (double)(COLL_NS - COMP_NS)) *
+                                       1e-9
                            : compute ? (double)calls * (double)(COLL_NS - COMP_NS) * 1e-9
                                      : ex.collective_seconds;
   printf("{\"mode\": \"%s\", \"loop\": \"%s\", \"iters\": %ld, \"wall_s\": %.6f, "
@@ -180,9 +178,10 @@ int main(int argc, char **argv)
          mode, loop, iters, wall, st.source, st.cupti_window, st.cupti_on_ms, st.cupti_period_ms,
          (unsigned long long)st.cupti_windows, st.cupti_on_seconds, (unsigned long long)calls,
          atomic_load(&n_samples), nov, ov_mean,
-         (compute ? (double)COMP_NS / (double)COLL_NS : 0.0) * (shift ? 0.5 : 1.0), ex.exposed_seconds, ex.share,
-         exp_constructed, has_ex ? "true" : "false", (unsigned long long)x.lost,
-         (unsigned long long)x.untagged, st.cupti_backed_off ? "true" : "false",
+         (compute ? (double)COMP_NS / (double)COLL_NS : 0.0) * (shift ? 0.5 : 1.0),
+         ex.exposed_seconds, ex.share, exp_constructed, has_ex ? "true" : "false",
+         (unsigned long long)x.lost, (unsigned long long)x.untagged,
+         st.cupti_backed_off ? "true" : "false",
          n_ov_half[0] ? (double)ov_micro_half[0] * 1e-6 / (double)n_ov_half[0] : -1.0,
          n_ov_half[1] ? (double)ov_micro_half[1] * 1e-6 / (double)n_ov_half[1] : -1.0);
   fflush(stdout);

@@ -11,8 +11,8 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +31,6 @@ int acl_check_nccl_init(void **comm, int nranks, const void *id, int rank);
 int acl_check_nccl_allreduce(float *buf, size_t count, void *comm, cudaStream_t s);
 void acl_check_nccl_destroy(void *comm);
 #endif
-
 
 #define MAXCALLS 4096
 
@@ -206,12 +205,12 @@ static void evaluate(int r, int from, int to, const float *ev_ms, phase_res_t *o
 
 static void report_phase(const char *tag, const phase_res_t *o, int n)
 {
-  printf("RESULT %s_exact %d/%d missing %d dup %d wrong %d\n", tag, o->exact, n, o->missing,
-         o->dup, o->wrong);
-  printf("RESULT %s_overlap mean %.4f min %.4f max %.4f compute_kernels_max %d\n", tag,
-         o->ov_mean, o->ov_min, o->ov_max, o->kernels_max);
-  printf("RESULT %s_cupti_over_events median %.4f worst %.4f outside_5pct %d\n", tag,
-         o->ratio_med, o->ratio_worst, o->dur_bad);
+  printf("RESULT %s_exact %d/%d missing %d dup %d wrong %d\n", tag, o->exact, n, o->missing, o->dup,
+         o->wrong);
+  printf("RESULT %s_overlap mean %.4f min %.4f max %.4f compute_kernels_max %d\n", tag, o->ov_mean,
+         o->ov_min, o->ov_max, o->kernels_max);
+  printf("RESULT %s_cupti_over_events median %.4f worst %.4f outside_5pct %d\n", tag, o->ratio_med,
+         o->ratio_worst, o->dur_bad);
 }
 
 static int single_gpu(void)

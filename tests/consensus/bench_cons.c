@@ -84,15 +84,15 @@ int main(int argc, char **argv)
   }
   printf("ranks driven by one thread: %d\n", nr);
   printf("exploration path (first %d calls of %d fresh workloads, %d converged): "
-         "median %.0f ns/call (includes ~20 ns of clock_gettime)\n", NC, NW, conv,
-         median(ex, nex));
+         "median %.0f ns/call (includes ~20 ns of clock_gettime)\n",
+         NC, NW, conv, median(ex, nex));
   double mean = 0;
   for (int i = 0; i < nex; i++)
     mean += ex[i] / nex;
   printf("  exploration path: mean %.0f ns, p90 %.0f ns, p99 %.0f ns (calls that step a "
-         "block under the lock)\n", mean, ex[nex * 9 / 10], ex[nex * 99 / 100]);
-  printf("converged path (%d batches of %d calls): median %.1f ns/call\n", NB, B,
-         median(cv, NB));
+         "block under the lock)\n",
+         mean, ex[nex * 9 / 10], ex[nex * 99 / 100]);
+  printf("converged path (%d batches of %d calls): median %.1f ns/call\n", NB, B, median(cv, NB));
   for (int r = 0; r < nr; r++)
     acl_cons_destroy(c[r]);
   free(ex);

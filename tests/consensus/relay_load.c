@@ -25,12 +25,12 @@
 #include "helpers.h"
 
 #define MAX_HOSTS 128
-#define MAX_RANKS 16     /* per host */
-#define NWL 3            /* workloads cycled through */
+#define MAX_RANKS 16         /* per host */
+#define NWL 3                /* workloads cycled through */
 #define MAX_CALLS (1u << 21) /* per workload: the comparison table */
-#define LAG 64           /* calls a host may run ahead of the slowest (collectives) */
-#define NBUCKET 256      /* latency histogram: 8 buckets per power of two of ns */
-#define FALLBACK 0xffull /* algo byte of NCCL's choice */
+#define LAG 64               /* calls a host may run ahead of the slowest (collectives) */
+#define NBUCKET 256          /* latency histogram: 8 buckets per power of two of ns */
+#define FALLBACK 0xffull     /* algo byte of NCCL's choice */
 
 typedef struct shm {
   _Atomic int ready;
@@ -38,13 +38,13 @@ typedef struct shm {
   _Atomic int stop;
   _Atomic uint64_t progress[MAX_HOSTS]; /* next call; UINT64_MAX/2: out of the lag */
   _Atomic uint64_t divergent, compared, errors, calls_done;
-  _Atomic uint64_t divergent_dead; /* calls that diverged once the leader was dead */
+  _Atomic uint64_t divergent_dead;          /* calls that diverged once the leader was dead */
   _Atomic uint64_t first_err_ns[MAX_HOSTS]; /* first failing decide after the leader died */
   _Atomic uint64_t leader_dead_ns;
-  _Atomic uint64_t hist[NBUCKET];     /* follower decide latency */
+  _Atomic uint64_t hist[NBUCKET]; /* follower decide latency */
   _Atomic uint64_t hist_max_ns;
   _Atomic uint64_t dead_max_ns; /* longest decide after the leader died */
-  _Atomic uint64_t errors_live;  /* failed decides while the leader ran */
+  _Atomic uint64_t errors_live; /* failed decides while the leader ran */
   _Atomic uint64_t restarted_calls, restarted_errors;
   char err[MAX_HOSTS][200];
   _Atomic uint64_t ref[NWL][MAX_CALLS]; /* candidate + 1 of each call, 0 = unset */
@@ -67,10 +67,7 @@ static int bucket_of(uint64_t ns)
   return b < 0 ? 0 : b >= NBUCKET ? NBUCKET - 1 : b;
 }
 
-static double bucket_upper_us(int b)
-{
-  return pow(2.0, (double)(b + 1) / 8.0) * 1e-3;
-}
+static double bucket_upper_us(int b) { return pow(2.0, (double)(b + 1) / 8.0) * 1e-3; }
 
 static uint64_t cand_of(const acl_decision_t *d, int rc)
 {
@@ -81,8 +78,7 @@ static uint64_t cand_of(const acl_decision_t *d, int rc)
 }
 
 /* One host: R ranks of the communicator, in turn, until told to stop. */
-static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int port,
-                     bool restarted)
+static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int port, bool restarted)
 {
   th_rank_t tr[MAX_RANKS];
   acl_cons_t *cs[MAX_RANKS];
@@ -268,8 +264,7 @@ int main(int argc, char **argv)
   while (atomic_load(&sh->ready) < o.hosts && acl_mono_s() < t_ready)
     usleep(10000);
   if (atomic_load(&sh->ready) < o.hosts) {
-    fprintf(stderr, "relay_load: only %d of %d hosts started\n", atomic_load(&sh->ready),
-            o.hosts);
+    fprintf(stderr, "relay_load: only %d of %d hosts started\n", atomic_load(&sh->ready), o.hosts);
     for (int h = 0; h < o.hosts; h++)
       if (sh->err[h][0])
         fprintf(stderr, "relay_load: host %d: %s\n", h, sh->err[h]);
@@ -365,8 +360,7 @@ int main(int argc, char **argv)
   }
   for (int h = 0, shown = 0; h < o.hosts && shown < 3; h++)
     if (sh->err[h][0] && ++shown)
-      fprintf(stderr, "relay_load: host %d, first error while the leader ran: %s\n", h,
-              sh->err[h]);
+      fprintf(stderr, "relay_load: host %d, first error while the leader ran: %s\n", h, sh->err[h]);
   double cpu_span = t_warm_cpu >= 0 ? (killed_l ? o.kill_leader_at : wall) - t_warm_cpu : 0;
   printf("{\"hosts\":%d,\"ranks_per_host\":%d,\"seconds\":%.1f,\"calls\":%llu,"
          "\"compared\":%llu,\"divergent\":%llu,\"divergent_after_leader_death\":%llu,"
@@ -380,11 +374,10 @@ int main(int argc, char **argv)
          "\"errors_while_leader_ran\":%llu,\"bad_exits\":%d}\n",
          o.hosts, o.ranks, wall, (unsigned long long)atomic_load(&sh->calls_done),
          (unsigned long long)sh->compared, (unsigned long long)sh->divergent,
-         (unsigned long long)sh->divergent_dead,
-         (unsigned long long)sh->errors, pct(sh, 0.5), pct(sh, 0.99), pct(sh, 0.999),
-         (double)sh->hist_max_ns * 1e-3,
-         cpu_span > 0 ? 100.0 * (cpu_end - cpu_w) / cpu_span : 0.0, rss0, rss_min, rss_max,
-         rss_end, killed_f ? "true" : "false", (unsigned long long)sh->restarted_calls,
+         (unsigned long long)sh->divergent_dead, (unsigned long long)sh->errors, pct(sh, 0.5),
+         pct(sh, 0.99), pct(sh, 0.999), (double)sh->hist_max_ns * 1e-3,
+         cpu_span > 0 ? 100.0 * (cpu_end - cpu_w) / cpu_span : 0.0, rss0, rss_min, rss_max, rss_end,
+         killed_f ? "true" : "false", (unsigned long long)sh->restarted_calls,
          (unsigned long long)sh->restarted_errors, killed_l ? "true" : "false",
          (unsigned long long)calls_at_kill, fb_hosts, fb_max, (double)sh->dead_max_ns * 1e-9,
          (unsigned long long)sh->errors_live, bad_exit);
@@ -395,7 +388,7 @@ int main(int argc, char **argv)
    * before the death run it, the others fall back (an open defect,
    * docs/benchmarks-consensus.md). */
   bool ok = sh->divergent == 0 && bad_exit == 0 && sh->compared > 0 &&
-            (!killed_l || (fb_hosts > 0 &&
-                           (double)sh->dead_max_ns * 1e-9 <= o.timeout_ms / 1000.0 + 1.0));
+            (!killed_l ||
+             (fb_hosts > 0 && (double)sh->dead_max_ns * 1e-9 <= o.timeout_ms / 1000.0 + 1.0));
   return ok ? 0 : 1;
 }

@@ -48,13 +48,12 @@ static int child(const run_spec_t *s, run_shm_t *sh, int proc, uint64_t comm0, i
     for (int j = 0; j < s->ranks_per_proc; j++) {
       int idx = m * s->ranks_per_proc + j;
       int rank = proc * s->ranks_per_proc + j;
-      th_params(&tr[idx], comm0 + (uint64_t)m * 0x1000, rank, nranks,
-                s->nnodes > 1 ? s->nnodes : 1, ns);
+      th_params(&tr[idx], comm0 + (uint64_t)m * 0x1000, rank, nranks, s->nnodes > 1 ? s->nnodes : 1,
+                ns);
       if (s->max_workloads)
         tr[idx].cfg.max_workloads = s->max_workloads;
       if (s->nnodes > 1) {
-        snprintf(tr[idx].cfg.coordinator, sizeof(tr[idx].cfg.coordinator), "127.0.0.2:%d",
-                 port);
+        snprintf(tr[idx].cfg.coordinator, sizeof(tr[idx].cfg.coordinator), "127.0.0.2:%d", port);
         tr[idx].cfg.timeout_ms = 10000;
       }
       cs[idx] = acl_cons_create(&tr[idx].p, myerr, 256);
@@ -190,7 +189,15 @@ int run_consensus(const run_spec_t *s, run_result_t *r)
       }
     }
   r->distinct = (uint64_t)nseen;
-  if (getenv("RUN_DUMP")) { uint64_t prev = 0; for (uint64_t i = 0; i < s->calls; i += 3) { uint64_t v = sh->rec[i]; if (v != prev) fprintf(stderr, "call %llu: %llx\n", (unsigned long long)(i/3), (unsigned long long)v); prev = v; } }
+  if (getenv("RUN_DUMP")) {
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < s->calls; i += 3) {
+      uint64_t v = sh->rec[i];
+      if (v != prev)
+        fprintf(stderr, "call %llu: %llx\n", (unsigned long long)(i / 3), (unsigned long long)v);
+      prev = v;
+    }
+  }
   munmap(sh, bytes);
   return 0;
 }

@@ -9,10 +9,12 @@ static void check(const run_spec_t *s, uint64_t min_recorded)
 {
   run_result_t r;
   cr_assert_eq(run_consensus(s, &r), 0);
-  fprintf(stderr, "  %d procs x %d ranks x %d comms, %llu calls: %.2f s, %llu decisions, "
-          "%llu distinct, %llu not NCCL default\n", s->nprocs, s->ranks_per_proc, s->ncomms,
-          (unsigned long long)s->calls, r.seconds, (unsigned long long)r.recorded,
-          (unsigned long long)r.distinct, (unsigned long long)r.non_nccl);
+  fprintf(stderr,
+          "  %d procs x %d ranks x %d comms, %llu calls: %.2f s, %llu decisions, "
+          "%llu distinct, %llu not NCCL default\n",
+          s->nprocs, s->ranks_per_proc, s->ncomms, (unsigned long long)s->calls, r.seconds,
+          (unsigned long long)r.recorded, (unsigned long long)r.distinct,
+          (unsigned long long)r.non_nccl);
   cr_assert_eq(r.child_fail, 0, "a rank failed: %s", r.first_error);
   cr_assert_eq(r.recorded, min_recorded, "decisions recorded %llu, want %llu",
                (unsigned long long)r.recorded, (unsigned long long)min_recorded);
@@ -22,8 +24,8 @@ static void check(const run_spec_t *s, uint64_t min_recorded)
   cr_assert_gt(r.non_nccl, 0);
 }
 
-#define RUN(np, rpp, nc, n)                                                                  \
-  .nprocs = np, .ranks_per_proc = rpp, .ncomms = nc, .calls = n, .keep_pct = 95,             \
+#define RUN(np, rpp, nc, n)                                                                        \
+  .nprocs = np, .ranks_per_proc = rpp, .ncomms = nc, .calls = n, .keep_pct = 95,                   \
   .delay_per_mille = 3, .bad_proto_rank = -1, .nnodes = 1, .lag = 200
 
 Test(agree, two_procs_100k, .timeout = 60)

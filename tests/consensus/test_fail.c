@@ -20,10 +20,7 @@ static bool shm_exists(const char *name)
   return access(path, F_OK) == 0;
 }
 
-static acl_cons_t *mk(th_rank_t *r, char *err)
-{
-  return acl_cons_create(&r->p, err, 256);
-}
+static acl_cons_t *mk(th_rank_t *r, char *err) { return acl_cons_create(&r->p, err, 256); }
 
 Test(fail, null_and_bad_params)
 {

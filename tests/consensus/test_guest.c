@@ -26,8 +26,8 @@ static bool shm_exists(const char *name)
 
 static void seg_path(char *out, size_t len, uint64_t id, const char *ns, const char *suffix)
 {
-  snprintf(out, len, "/dev/shm/autoccl-%u-%016llx-%s%s", (unsigned)getuid(),
-           (unsigned long long)id, ns, suffix);
+  snprintf(out, len, "/dev/shm/autoccl-%u-%016llx-%s%s", (unsigned)getuid(), (unsigned long long)id,
+           ns, suffix);
 }
 
 /* A file at the segment's name, pretending a live creator (this process). */

@@ -49,7 +49,7 @@ Test(wire, request_roundtrip_and_strictness)
   for (size_t k = 0; k < n; k++)
     cr_assert_eq(acl_relay_decode_req(buf, k, &o), k < 4 ? 0 : (k < n ? 0 : (long)n));
   uint8_t bad[256];
-  const int flips[] = {0, 4, 5, 6, 7, 16};   /* length, version, type, flags, coll, reserved */
+  const int flips[] = {0, 4, 5, 6, 7, 16}; /* length, version, type, flags, coll, reserved */
   const uint8_t vals[] = {0x85, 2, 2, 0x80, 9, 1};
   for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
     memcpy(bad, buf, n);
@@ -64,8 +64,13 @@ Test(wire, request_roundtrip_and_strictness)
 
 Test(wire, response_roundtrip_and_strictness)
 {
-  acl_relay_resp_t r = {.status = ACL_RELAY_OK, .phase = ACL_PHASE_EXPLORING, .widx = 7,
-                        .block_num = 99, .start = 1000, .len = 5, .cand_id = 300,
+  acl_relay_resp_t r = {.status = ACL_RELAY_OK,
+                        .phase = ACL_PHASE_EXPLORING,
+                        .widx = 7,
+                        .block_num = 99,
+                        .start = 1000,
+                        .len = 5,
+                        .cand_id = 300,
                         .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0}};
   acl_relay_resp_t o;
   uint8_t buf[128];
@@ -135,37 +140,47 @@ Test(wire, coordinator_address)
 {
   char host[64], err[256];
   int port = 0;
-  cr_assert_eq(acl_relay_parse_addr("10.0.0.1:29501", NULL, NULL, host, sizeof(host), &port,
-                                    err, sizeof(err)), 0);
+  cr_assert_eq(acl_relay_parse_addr("10.0.0.1:29501", NULL, NULL, host, sizeof(host), &port, err,
+                                    sizeof(err)),
+               0);
   cr_assert_str_eq(host, "10.0.0.1");
   cr_assert_eq(port, 29501);
-  cr_assert_eq(acl_relay_parse_addr("[::1]:7000", NULL, NULL, host, sizeof(host), &port, err,
-                                    sizeof(err)), 0);
+  cr_assert_eq(
+      acl_relay_parse_addr("[::1]:7000", NULL, NULL, host, sizeof(host), &port, err, sizeof(err)),
+      0);
   cr_assert_str_eq(host, "::1");
   cr_assert_eq(port, 7000);
-  cr_assert_eq(acl_relay_parse_addr("", "node-0", "29500", host, sizeof(host), &port, err,
-                                    sizeof(err)), 0);
+  cr_assert_eq(
+      acl_relay_parse_addr("", "node-0", "29500", host, sizeof(host), &port, err, sizeof(err)), 0);
   cr_assert_str_eq(host, "node-0");
   cr_assert_eq(port, 29501);
-  const char *bad[] = {"host", "host:", ":80", "host:0", "host:65536", "host:80x", "::1:80",
-                       "[::1]80"};
+  const char *bad[] = {"host",       "host:",    ":80",    "host:0",
+                       "host:65536", "host:80x", "::1:80", "[::1]80"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    cr_assert_eq(acl_relay_parse_addr(bad[i], NULL, NULL, host, sizeof(host), &port, err,
-                                      sizeof(err)), -1, "%s accepted", bad[i]);
+    cr_assert_eq(
+        acl_relay_parse_addr(bad[i], NULL, NULL, host, sizeof(host), &port, err, sizeof(err)), -1,
+        "%s accepted", bad[i]);
     cr_assert(strstr(err, "AUTOCCL_COORDINATOR"), "%s", err);
   }
-  cr_assert_eq(acl_relay_parse_addr(NULL, "node-0", "65535", host, sizeof(host), &port, err,
-                                    sizeof(err)), -1);
+  cr_assert_eq(
+      acl_relay_parse_addr(NULL, "node-0", "65535", host, sizeof(host), &port, err, sizeof(err)),
+      -1);
   cr_assert(strstr(err, "MASTER_PORT"), "%s", err);
-  cr_assert_eq(acl_relay_parse_addr(NULL, NULL, NULL, host, sizeof(host), &port, err,
-                                    sizeof(err)), -1);
+  cr_assert_eq(acl_relay_parse_addr(NULL, NULL, NULL, host, sizeof(host), &port, err, sizeof(err)),
+               -1);
 }
 
 /* Two simulated hosts x two processes: followers apply relayed blocks. */
 Test(hosts, two_hosts_agree, .timeout = 60)
 {
-  run_spec_t s = {.nprocs = 4, .ranks_per_proc = 1, .ncomms = 1, .calls = 20000,
-                  .keep_pct = 95, .delay_per_mille = 3, .bad_proto_rank = -1, .nnodes = 2,
+  run_spec_t s = {.nprocs = 4,
+                  .ranks_per_proc = 1,
+                  .ncomms = 1,
+                  .calls = 20000,
+                  .keep_pct = 95,
+                  .delay_per_mille = 3,
+                  .bad_proto_rank = -1,
+                  .nnodes = 2,
                   .lag = 200};
   run_result_t r;
   cr_assert_eq(run_consensus(&s, &r), 0);
@@ -181,9 +196,16 @@ Test(hosts, two_hosts_agree, .timeout = 60)
  * follower host's rank 3 lacks RING/LL128. */
 Test(hosts, two_hosts_grouped_with_mask, .timeout = 60)
 {
-  run_spec_t s = {.nprocs = 2, .ranks_per_proc = 2, .ncomms = 2, .calls = 8000,
-                  .keep_pct = 95, .bad_proto_rank = 3, .bad_proto = 1, .nnodes = 2,
-                  .lag = 200, .permute = 1};
+  run_spec_t s = {.nprocs = 2,
+                  .ranks_per_proc = 2,
+                  .ncomms = 2,
+                  .calls = 8000,
+                  .keep_pct = 95,
+                  .bad_proto_rank = 3,
+                  .bad_proto = 1,
+                  .nnodes = 2,
+                  .lag = 200,
+                  .permute = 1};
   run_result_t r;
   cr_assert_eq(run_consensus(&s, &r), 0);
   cr_assert_eq(r.child_fail, 0, "%s", r.first_error);
@@ -278,8 +300,7 @@ Test(hosts, no_leader_times_out, .timeout = 20)
   uint64_t id = th_comm_id(22);
   th_rank_t r;
   th_params(&r, id, 1, 2, 2, "hB");
-  snprintf(r.cfg.coordinator, sizeof(r.cfg.coordinator), "127.0.0.2:%d",
-           th_free_port("127.0.0.2"));
+  snprintf(r.cfg.coordinator, sizeof(r.cfg.coordinator), "127.0.0.2:%d", th_free_port("127.0.0.2"));
   r.cfg.timeout_ms = 500;
   char err[256];
   acl_cons_t *c = acl_cons_create(&r.p, err, sizeof(err));

@@ -112,8 +112,9 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
   kill(pid, SIGKILL);
   th_wait(pid, 5000);
 
-  fprintf(stderr, "stopped holder: %d covered calls, max decide %.1f us, max sample %.1f us, "
-                  "finalize %.3f s\n",
+  fprintf(stderr,
+          "stopped holder: %d covered calls, max decide %.1f us, max sample %.1f us, "
+          "finalize %.3f s\n",
           covered, (double)max_decide * 1e-3, (double)max_sample * 1e-3, fin);
   cr_assert_geq(covered, 30, "calls covered by the child's blocks: %d", covered);
   /* the target is 10 us (a 5 us spin); 1 ms leaves room for a preempted

@@ -8,9 +8,9 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "core/text.h"
 #include "core/strbuf.h"
 #include "core/table.h"
+#include "core/text.h"
 #include "core/types.h"
 
 typedef struct kv {
@@ -56,10 +56,14 @@ Test(config, defaults_when_unset)
 
 Test(config, valid_values)
 {
-  kv_t env[] = {{"AUTOCCL_MODE", "STATIC"}, {"AUTOCCL_HTTP_PORT", "9464"},
-                {"AUTOCCL_HTTP_BIND", "0.0.0.0"}, {"AUTOCCL_LOG", "debug"},
-                {"AUTOCCL_COORDINATOR", "10.0.0.1:29501"}, {"LOCAL_RANK", "3"},
-                {"AUTOCCL_WARMUP", "0"}, {NULL, NULL}};
+  kv_t env[] = {{"AUTOCCL_MODE", "STATIC"},
+                {"AUTOCCL_HTTP_PORT", "9464"},
+                {"AUTOCCL_HTTP_BIND", "0.0.0.0"},
+                {"AUTOCCL_LOG", "debug"},
+                {"AUTOCCL_COORDINATOR", "10.0.0.1:29501"},
+                {"LOCAL_RANK", "3"},
+                {"AUTOCCL_WARMUP", "0"},
+                {NULL, NULL}};
   acl_config_t c;
   cr_assert_eq(parse(env, &c), 0);
   cr_assert_eq(c.mode, ACL_MODE_STATIC);
@@ -73,9 +77,12 @@ Test(config, valid_values)
 
 Test(config, invalid_values_named_and_defaulted)
 {
-  kv_t env[] = {{"AUTOCCL_MODE", "fast"}, {"AUTOCCL_HTTP_PORT", "80x"},
-                {"AUTOCCL_SAMPLES", "1"}, {"AUTOCCL_COORDINATOR", "nohost"},
-                {"AUTOCCL_HTTP_BIND", "1.2.3.4; rm -rf"}, {NULL, NULL}};
+  kv_t env[] = {{"AUTOCCL_MODE", "fast"},
+                {"AUTOCCL_HTTP_PORT", "80x"},
+                {"AUTOCCL_SAMPLES", "1"},
+                {"AUTOCCL_COORDINATOR", "nohost"},
+                {"AUTOCCL_HTTP_BIND", "1.2.3.4; rm -rf"},
+                {NULL, NULL}};
   acl_config_t c;
   cr_assert_eq(parse(env, &c), 5);
   cr_assert_eq(nreports, 5);
@@ -84,8 +91,8 @@ Test(config, invalid_values_named_and_defaulted)
   cr_assert_eq(c.samples_per_cand, 5);
   cr_assert_str_eq(c.coordinator, "");
   cr_assert_str_eq(c.http_bind, "127.0.0.1");
-  cr_assert(strstr(reports[0], "AUTOCCL_MODE") && strstr(reports[0], "online, static, off"),
-            "%s", reports[0]);
+  cr_assert(strstr(reports[0], "AUTOCCL_MODE") && strstr(reports[0], "online, static, off"), "%s",
+            reports[0]);
   cr_assert(strstr(reports[1], "AUTOCCL_HTTP_PORT"), "%s", reports[1]);
 }
 
@@ -109,8 +116,10 @@ Test(config, samples_range_is_the_searchs)
  * range refused with the range named, tool variables, names not in it. */
 Test(config, table_types_and_tool_rows)
 {
-  kv_t ok[] = {{"AUTOCCL_TRACE_MAX", "64K"}, {"AUTOCCL_TRACE", "/tmp/t-%r.jsonl"},
-               {"AUTOCCL_SIM_TRACES", "/data/traces"}, {"AUTOCCL_SHM_SALT", "h1"},
+  kv_t ok[] = {{"AUTOCCL_TRACE_MAX", "64K"},
+               {"AUTOCCL_TRACE", "/tmp/t-%r.jsonl"},
+               {"AUTOCCL_SIM_TRACES", "/data/traces"},
+               {"AUTOCCL_SHM_SALT", "h1"},
                {NULL, NULL}};
   acl_config_t c;
   cr_assert_eq(parse(ok, &c), 0, "%s", reports[0]);
@@ -118,8 +127,10 @@ Test(config, table_types_and_tool_rows)
   cr_assert_str_eq(c.trace_path, "/tmp/t-%r.jsonl");
   cr_assert_str_eq(c.sim_traces, "/data/traces");
   cr_assert_str_eq(c.shm_salt, "h1");
-  kv_t bad[] = {{"AUTOCCL_TRACE_MAX", "0"}, {"AUTOCCL_SHM_SALT", "../x"},
-                {"AUTOCCL_LOG", "loud"}, {NULL, NULL}};
+  kv_t bad[] = {{"AUTOCCL_TRACE_MAX", "0"},
+                {"AUTOCCL_SHM_SALT", "../x"},
+                {"AUTOCCL_LOG", "loud"},
+                {NULL, NULL}};
   cr_assert_eq(parse(bad, &c), 3);
   cr_assert_eq(c.trace_max, ACL_CONFIG_TRACE_MAX_DEFAULT);
   cr_assert_str_eq(c.shm_salt, "");
@@ -198,14 +209,13 @@ Test(table, parses_rules_and_first_match_wins)
 
 Test(table, errors_name_the_line)
 {
-  const char *bad[] = {"all_reduce 0 1M RING LL\n", "all_reduce 0 1Q RING LL 0\n",
-                       "x 0 1M RING LL 0\n", "all_reduce 2M 1M RING LL 0\n",
+  const char *bad[] = {"all_reduce 0 1M RING LL\n",    "all_reduce 0 1Q RING LL 0\n",
+                       "x 0 1M RING LL 0\n",           "all_reduce 2M 1M RING LL 0\n",
                        "all_reduce 0 1M RING LL 65\n", "ok 0\n"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     acl_table_t t;
     char err[200] = "";
-    cr_assert_neq(acl_table_parse(bad[i], strlen(bad[i]), &t, err, sizeof(err)), 0, "%s",
-                  bad[i]);
+    cr_assert_neq(acl_table_parse(bad[i], strlen(bad[i]), &t, err, sizeof(err)), 0, "%s", bad[i]);
     cr_assert(strstr(err, "line 1"), "%s", err);
   }
 }
@@ -295,8 +305,8 @@ Test(log, environment_values_cannot_forge_lines)
   cr_assert_null(strchr(g_logged, '\x1b'));
   for (const unsigned char *p = (const unsigned char *)g_logged; *p; p++)
     cr_assert_lt(*p, 0x80, "a raw byte 0x%02x was logged: %s", *p, g_logged);
-  cr_assert(strstr(g_logged, "fast\\n[0] NCCL WARN forged\\r\\x1B[2J\\xFF\\u{009B}\\u{202E}"),
-            "%s", g_logged);
+  cr_assert(strstr(g_logged, "fast\\n[0] NCCL WARN forged\\r\\x1B[2J\\xFF\\u{009B}\\u{202E}"), "%s",
+            g_logged);
 }
 
 Test(config, http_bind_localhost_resolved_names_refused)
@@ -321,7 +331,9 @@ Test(text, clean_keeps_safe_utf8_and_cuts_on_a_character)
   acl_text_clean(out, sizeof(out), "ab\xc3\xa9\xe2\x82\xac!"); /* a b é € ! = 8 bytes, 6 fit */
   cr_assert_str_eq(out, "ab\xc3\xa9"); /* € does not fit whole: cut before it */
   char o2[64];
-  acl_text_clean(o2, sizeof(o2), "x\xc2\x9b" "1m\xe2\x80\xaey\x1b\xff");
+  acl_text_clean(o2, sizeof(o2),
+                 "x\xc2\x9b"
+                 "1m\xe2\x80\xaey\x1b\xff");
   cr_assert_str_eq(o2, "x?1m?y??");
   char hp[64];
   cr_assert_str_eq(acl_fmt_hostport(hp, sizeof(hp), "::1", 80), "[::1]:80");

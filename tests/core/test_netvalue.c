@@ -35,10 +35,7 @@ static void calls_of(replay_t *r, acl_phase_t ph, bool nccl, int n, double d, in
   }
 }
 
-static void calls(replay_t *r, acl_phase_t ph, int n, double d)
-{
-  calls_of(r, ph, false, n, d, 1);
-}
+static void calls(replay_t *r, acl_phase_t ph, int n, double d) { calls_of(r, ph, false, n, d, 1); }
 
 static void fold(replay_t *r, bool hb, double b, bool hbest, double best)
 {
@@ -191,8 +188,8 @@ Test(netvalue, bad_inputs)
   NEAR(nv.cost_seconds, 2.0);
   NEAR(nv.saved_seconds, 0.0);
   acl_nv_fold(&nv, 1, 1, 0.5, 1, true, 1.0, true, 0.5); /* reset: 1 call at 0.5 s, 1 decided */
-  NEAR(nv.cost_seconds, 2.0);        /* the fast call is a saving ... */
-  NEAR(nv.saved_seconds, 0.5 + 0.5); /* ... beside the decided call's */
+  NEAR(nv.cost_seconds, 2.0);                           /* the fast call is a saving ... */
+  NEAR(nv.saved_seconds, 0.5 + 0.5);                    /* ... beside the decided call's */
 }
 
 /* The job report (core/report.h): totals are the rows' sums, the decision is

@@ -151,16 +151,41 @@ Test(table, load_names_the_file)
 /* Decisions of a run: three AllReduce sizes (one NCCL's own), one AllGather
  * of another shape, and one still exploring. */
 static const acl_table_entry_t E[] = {
-    {.coll = 4, .nbytes = 4096, .nnodes = 1, .nranks = 8, .pipe_ops = 1,
-     .cand = {.algo = 1, .proto = 0, .nchannels = 4}, .converged = true},
-    {.coll = 4, .nbytes = 1 << 20, .nnodes = 1, .nranks = 8, .pipe_ops = 1,
-     .cand = {.algo = ACL_ALGO_NCCL, .proto = -1}, .converged = true},
-    {.coll = 4, .nbytes = 256u << 20, .nnodes = 1, .nranks = 8, .pipe_ops = 1,
-     .cand = {.algo = 0, .proto = 2, .nchannels = 24}, .converged = true},
-    {.coll = 2, .nbytes = 65536, .nnodes = 2, .nranks = 16, .pipe_ops = 1,
-     .cand = {.algo = 6, .proto = 2, .nchannels = 0}, .converged = true},
-    {.coll = 3, .nbytes = 65536, .nnodes = 2, .nranks = 16, .pipe_ops = 1,
-     .cand = {.algo = 1, .proto = 1, .nchannels = 8}, .converged = false},
+    {.coll = 4,
+     .nbytes = 4096,
+     .nnodes = 1,
+     .nranks = 8,
+     .pipe_ops = 1,
+     .cand = {.algo = 1, .proto = 0, .nchannels = 4},
+     .converged = true},
+    {.coll = 4,
+     .nbytes = 1 << 20,
+     .nnodes = 1,
+     .nranks = 8,
+     .pipe_ops = 1,
+     .cand = {.algo = ACL_ALGO_NCCL, .proto = -1},
+     .converged = true},
+    {.coll = 4,
+     .nbytes = 256u << 20,
+     .nnodes = 1,
+     .nranks = 8,
+     .pipe_ops = 1,
+     .cand = {.algo = 0, .proto = 2, .nchannels = 24},
+     .converged = true},
+    {.coll = 2,
+     .nbytes = 65536,
+     .nnodes = 2,
+     .nranks = 16,
+     .pipe_ops = 1,
+     .cand = {.algo = 6, .proto = 2, .nchannels = 0},
+     .converged = true},
+    {.coll = 3,
+     .nbytes = 65536,
+     .nnodes = 2,
+     .nranks = 16,
+     .pipe_ops = 1,
+     .cand = {.algo = 1, .proto = 1, .nchannels = 8},
+     .converged = false},
 };
 #define NE ((int)(sizeof(E) / sizeof(E[0])))
 
@@ -177,8 +202,13 @@ Test(table, size_rule_geometric_midpoints)
   cr_assert_eq(r->min_bytes, 2048);
   cr_assert_eq(r->max_bytes, 65536);
   acl_table_query_t q = {.coll = 4, .nnodes = 1, .nranks = 8, .pipe_ops = 1};
-  int want[][2] = {{2047, -2}, {2048, 1}, {65536, 1}, {65537, ACL_ALGO_NCCL},
-                   {16u << 20, ACL_ALGO_NCCL}, {(16u << 20) + 1, 0}, {512u << 20, 0},
+  int want[][2] = {{2047, -2},
+                   {2048, 1},
+                   {65536, 1},
+                   {65537, ACL_ALGO_NCCL},
+                   {16u << 20, ACL_ALGO_NCCL},
+                   {(16u << 20) + 1, 0},
+                   {512u << 20, 0},
                    {(512u << 20) + 1, -2}};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     q.nbytes = (uint64_t)(unsigned)want[i][0];
@@ -195,12 +225,16 @@ Test(table, size_rule_geometric_midpoints)
 static void same_decisions(const acl_table_t *a, const acl_table_t *b, bool skip_nccl)
 {
   for (int i = 0; i < NE; i++) {
-    uint64_t sizes[] = {E[i].nbytes / 2 - 1, E[i].nbytes / 2, E[i].nbytes - 1, E[i].nbytes,
-                        E[i].nbytes + 1, 2 * E[i].nbytes, 2 * E[i].nbytes + 1, 65536, 65537,
-                        16u << 20, (16u << 20) + 1};
+    uint64_t sizes[] = {E[i].nbytes / 2 - 1, E[i].nbytes / 2, E[i].nbytes - 1,
+                        E[i].nbytes,         E[i].nbytes + 1, 2 * E[i].nbytes,
+                        2 * E[i].nbytes + 1, 65536,           65537,
+                        16u << 20,           (16u << 20) + 1};
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      acl_table_query_t q = {.coll = E[i].coll, .nbytes = sizes[k], .nnodes = E[i].nnodes,
-                             .nranks = E[i].nranks, .pipe_ops = E[i].pipe_ops};
+      acl_table_query_t q = {.coll = E[i].coll,
+                             .nbytes = sizes[k],
+                             .nnodes = E[i].nnodes,
+                             .nranks = E[i].nranks,
+                             .pipe_ops = E[i].pipe_ops};
       const acl_table_rule_t *x = acl_table_find(a, &q), *y = acl_table_find(b, &q);
       if (skip_nccl && x && x->cand.algo == ACL_ALGO_NCCL)
         x = NULL;
@@ -258,17 +292,21 @@ Test(table, json_document)
   e[0].samples = 40;
   e[0].measured_unix = 1700000000.5;
   e[0].source = "explored";
-  acl_table_meta_t m = {.nccl_version = "2.28.3", .gpu = "NVIDIA H200", .host = "h",
-                        .generated_unix = 1700000001.0};
+  acl_table_meta_t m = {
+      .nccl_version = "2.28.3", .gpu = "NVIDIA H200", .host = "h", .generated_unix = 1700000001.0};
   acl_table_render_json(&sb, &m, e, 2);
   cr_assert(acl_sb_ok(&sb));
-  const char *want[] = {"{\"version\":1,", "\"nccl_version\":\"2.28.3\"", "\"gpu\":\"NVIDIA H200\"",
+  const char *want[] = {"{\"version\":1,",
+                        "\"nccl_version\":\"2.28.3\"",
+                        "\"gpu\":\"NVIDIA H200\"",
                         "\"collective\":\"all_reduce\",\"nbytes\":4096,\"num_pipe_ops\":1,"
                         "\"nranks\":8,\"nnodes\":1,\"algo\":\"RING\",\"proto\":\"LL\","
                         "\"channels\":4,\"converged\":true,\"source\":\"explored\","
                         "\"speedup\":1.2500,\"samples\":40,\"measured_unix\":1700000000.500",
-                        "\"converged\":false", "\"rules\":[{\"collective\":\"all_reduce\","
-                        "\"min_bytes\":2048,\"max_bytes\":8192", "\"hash\":\""};
+                        "\"converged\":false",
+                        "\"rules\":[{\"collective\":\"all_reduce\","
+                        "\"min_bytes\":2048,\"max_bytes\":8192",
+                        "\"hash\":\""};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
     cr_assert(strstr(sb.data, want[i]), "want %s in %s", want[i], sb.data);
   acl_sb_reset(&sb);
@@ -305,16 +343,16 @@ Test(table, atomic_write_replaces_whole)
 Test(table, nccl_sample_format_loads_what_it_can)
 {
   const char *txt =
-      "# NCCL tuner configuration, CSV\n"                          /* 1 */
+      "# NCCL tuner configuration, CSV\n" /* 1 */
       "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
-      "numPipeOps,regBuff\n"                                       /* 2 */
-      "\n"                                                         /* 3 */
-      "allreduce,0,65536,tree,simple,2,1,-1,-1,1\n"                /* 4: registered only */
-      "allreduce,65537,1048576,ring,simple,4,4,32,1,0\n"           /* 5: unregistered only */
-      "allreduce,1048577,4294967295,ring,ll128,-1,-1,-1,4,-1\n"    /* 6 */
-      "allgather,0,4294967295,ring,simple,4,2,-1\n"                /* 7: 8 fields */
-      "reducescatter,0,131072,ring,simple,2,1,-1,1\n"              /* 8: 9 fields */
-      "reduce,0,4294967295,tree,simple,-1,-1,-1\n";               /* 9 */
+      "numPipeOps,regBuff\n"                                    /* 2 */
+      "\n"                                                      /* 3 */
+      "allreduce,0,65536,tree,simple,2,1,-1,-1,1\n"             /* 4: registered only */
+      "allreduce,65537,1048576,ring,simple,4,4,32,1,0\n"        /* 5: unregistered only */
+      "allreduce,1048577,4294967295,ring,ll128,-1,-1,-1,4,-1\n" /* 6 */
+      "allgather,0,4294967295,ring,simple,4,2,-1\n"             /* 7: 8 fields */
+      "reducescatter,0,131072,ring,simple,2,1,-1,1\n"           /* 8: 9 fields */
+      "reduce,0,4294967295,tree,simple,-1,-1,-1\n";             /* 9 */
   char err[256];
   cr_assert_eq(parse(txt, err, sizeof(err)), 0, "%s", err);
   cr_assert_eq(T->format, ACL_TABLE_FMT_NCCL_CSV);
@@ -398,16 +436,19 @@ Test(table, json_errors_are_named)
   cr_assert(strstr(err, "no \"rules\""), "%s", err);
   cr_assert_neq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
                       "\"min_bytes\":0,\"max_bytes\":9,\"algo\":\"RING\",\"proto\":\"LX\"}]}",
-                      err, sizeof(err)), 0);
+                      err, sizeof(err)),
+                0);
   cr_assert(strstr(err, "JSON: rules[0]: unknown algorithm/protocol"), "%s", err);
   cr_assert_neq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
                       "\"min_bytes\":5,\"max_bytes\":4,\"algo\":\"NCCL\"}]}",
-                      err, sizeof(err)), 0);
+                      err, sizeof(err)),
+                0);
   cr_assert(strstr(err, "smaller"), "%s", err);
   cr_assert_eq(parse("{\"version\":1,\"rules\":[{\"collective\":\"all_reduce\","
                      "\"min_bytes\":0,\"max_bytes\":\"max\",\"algo\":\"RING\","
-                     "\"proto\":\"LL\",\"channels\":8,\"nranks\":4}]}", err, sizeof(err)), 0,
-               "%s", err);
+                     "\"proto\":\"LL\",\"channels\":8,\"nranks\":4}]}",
+                     err, sizeof(err)),
+               0, "%s", err);
   cr_assert_eq(T->rules[0].max_bytes, UINT64_MAX);
   cr_assert_eq(T->rules[0].nranks, 4);
   cr_assert_eq(T->rules[0].nnodes, ACL_TABLE_ANY, "absent = any");
@@ -440,8 +481,9 @@ Test(table, text_meta_round_trip_and_check)
   cr_assert_str_eq(err, "recorded with NCCL 2.28.3, this process runs NCCL 2.28.9");
   cr_assert_eq(acl_table_meta_check(T, "2.28.3", "NVIDIA A100-SXM4-80GB", err, sizeof(err)), -1);
   cr_assert_str_eq(err, "recorded on NVIDIA H200, this process runs on NVIDIA A100-SXM4-80GB");
-  cr_assert_eq(parse("# autoccl-meta: nccl_version=-; gpu=-\nall_reduce 0 1M RING LL 4\n", err,
-                     sizeof(err)), 0);
+  cr_assert_eq(
+      parse("# autoccl-meta: nccl_version=-; gpu=-\nall_reduce 0 1M RING LL 4\n", err, sizeof(err)),
+      0);
   cr_assert_str_eq(T->nccl_version, "");
   cr_assert_eq(acl_table_meta_check(T, "2.28.9", "X", err, sizeof(err)), 0);
   free(src);

@@ -10,11 +10,17 @@ int main(void)
   printf("nccl version %d\n", v);
   ncclComm_t c;
   int dev = 0;
-  if (ncclCommInitAll(&c, 1, &dev) != ncclSuccess) { printf("init failed\n"); return 1; }
+  if (ncclCommInitAll(&c, 1, &dev) != ncclSuccess) {
+    printf("init failed\n");
+    return 1;
+  }
   float *b;
   cudaMalloc((void **)&b, 4 << 20);
   for (int i = 0; i < 100; i++)
-    if (ncclAllReduce(b, b, 1 << 20, ncclFloat, ncclSum, c, 0) != ncclSuccess) { printf("allreduce failed\n"); return 1; }
+    if (ncclAllReduce(b, b, 1 << 20, ncclFloat, ncclSum, c, 0) != ncclSuccess) {
+      printf("allreduce failed\n");
+      return 1;
+    }
   cudaDeviceSynchronize();
   ncclCommDestroy(c);
   printf("ok\n");

@@ -207,8 +207,8 @@ static bool http_get(int port, const char *path)
   bool ok = false;
   if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
     goto out;
-  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                   path);
+  int n = snprintf(req, sizeof(req),
+                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
   if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
     goto out;
   size_t got = 0;
@@ -280,25 +280,23 @@ int main(void)
     pthread_join(th[i], NULL);
   pthread_join(feeder, NULL);
 
-  CHECK(atomic_load(&errors) == 0, "%d errors; first: %s", atomic_load(&errors),
-               first_error);
+  CHECK(atomic_load(&errors) == 0, "%d errors; first: %s", atomic_load(&errors), first_error);
   for (int c = 0; c < NCOMM; c++)
     for (int k = 0; k < ncalls; k++)
       for (int i = 1; i < RPC; i++)
         CHECK(R[c * RPC + i].dec[k] == R[c * RPC].dec[k],
-                     "comm %d call %d: rank %d runs %#x, rank 0 runs %#x", c, k, i,
-                     R[c * RPC + i].dec[k], R[c * RPC].dec[k]);
+              "comm %d call %d: rank %d runs %#x, rank 0 runs %#x", c, k, i, R[c * RPC + i].dec[k],
+              R[c * RPC].dec[k]);
   /* The samples fed back made the tuner move: decisions changed over time. */
   int changes = 0;
   for (int i = 0; i < NRANK; i++)
     for (int k = NWL; k < ncalls; k++)
       changes += R[i].dec[k] != R[i].dec[k - NWL];
-  CHECK(changes > NRANK, "decisions never changed: the tuner did not explore\n%s",
-               log_buf);
+  CHECK(changes > NRANK, "decisions never changed: the tuner did not explore\n%s", log_buf);
   CHECK(port > 0, "no endpoint port in the log:\n%s", log_buf);
   CHECK(atomic_load(&scrapes_ok) > 0, "no scrape succeeded");
   CHECK(atomic_load(&scrapes_bad) == 0, "%d of %d scrapes failed", atomic_load(&scrapes_bad),
-               atomic_load(&scrapes_ok) + atomic_load(&scrapes_bad));
+        atomic_load(&scrapes_ok) + atomic_load(&scrapes_bad));
   atomic_store(&fin_started, true);
   for (int i = 0; i < NRANK; i++) {
     CHECK(P.v5->finalize(R[i].tctx) == ncclSuccess, "tuner finalize");
@@ -309,8 +307,8 @@ int main(void)
   atomic_store(&fin_done, true);
   if (scraping)
     pthread_join(scraper, NULL);
-  printf("ok: %d calls x %d ranks on %d communicators, %d decision changes, %d scrapes\n",
-         ncalls, NRANK, NCOMM, changes, atomic_load(&scrapes_ok));
+  printf("ok: %d calls x %d ranks on %d communicators, %d decision changes, %d scrapes\n", ncalls,
+         NRANK, NCOMM, changes, atomic_load(&scrapes_ok));
   acl_h_unload(&P);
   return 0;
 }

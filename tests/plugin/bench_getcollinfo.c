@@ -43,8 +43,8 @@ static void one_call(rank_t *r, size_t nbytes, int feed)
   if (!feed)
     return;
   acl_h_select(t, &a, &p);
-  acl_h_report_call(P.prof, r->pctx, mask, ncclFuncAllReduce, nbytes, a, p, 1,
-                    50.0 + nch * 0.1, &r->clock);
+  acl_h_report_call(P.prof, r->pctx, mask, ncclFuncAllReduce, nbytes, a, p, 1, 50.0 + nch * 0.1,
+                    &r->clock);
 }
 
 int main(int argc, char **argv)

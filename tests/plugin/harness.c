@@ -7,13 +7,13 @@
 #include <string.h>
 
 #ifdef ACL_HARNESS_NO_CRITERION
-#define cr_assert_not_null(p, ...)                                                            \
-  do {                                                                                        \
-    if (!(p)) {                                                                               \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fputc('\n', stderr);                                                                    \
-      exit(2);                                                                                \
-    }                                                                                         \
+#define cr_assert_not_null(p, ...)                                                                 \
+  do {                                                                                             \
+    if (!(p)) {                                                                                    \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      exit(2);                                                                                     \
+    }                                                                                              \
   } while (0)
 #else
 #include <criterion/criterion.h>
@@ -97,13 +97,13 @@ int acl_h_select(float t[7][3], int *algo, int *proto)
   return *algo < 0 ? -1 : 0;
 }
 
-void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
-                       size_t nbytes, int algo, int proto, int nch, double us, uint64_t *clock)
+void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
+                       int algo, int proto, int nch, double us, uint64_t *clock)
 {
   static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                        "AllReduce"};
-  static const char *const algos[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                       "NVLS", "NVLS_TREE", "PAT"};
+  static const char *const algos[7] = {
+      "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
   static const char *const protos[3] = {"LL", "LL128", "SIMPLE"};
   if (!(mask & ncclProfileColl) || coll < 0 || coll > 4 || algo < 0 || algo > 6 || proto < 0 ||
       proto > 2)
@@ -145,8 +145,8 @@ void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  int n = snprintf(log_buf + log_len, sizeof(log_buf) - log_len, "[%d/%lx] %s\n", (int)level,
-                   flags, msg);
+  int n = snprintf(log_buf + log_len, sizeof(log_buf) - log_len, "[%d/%lx] %s\n", (int)level, flags,
+                   msg);
   if (n > 0 && log_len + (size_t)n < sizeof(log_buf))
     log_len += (size_t)n;
 }

@@ -13,7 +13,7 @@
 
 typedef struct acl_h_plugin {
   void *handle;
-  int version; /* highest tuner ABI found: 6..2, 0 = none */
+  int version;      /* highest tuner ABI found: 6..2, 0 = none */
   int prof_version; /* 6, 5, 0 = none */
   ncclTuner_v6_t *v6;
   ncclTuner_v5_t *v5;
@@ -47,8 +47,8 @@ int acl_h_select(float t[7][3], int *algo, int *proto);
  * launch, as NCCL does), then nch KernelCh events spanning `us`
  * microseconds of GPU time from *clock (advanced past the call). Only the
  * event types in mask are sent; nch 0 means NCCL's default of 8 channels. */
-void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
-                       size_t nbytes, int algo, int proto, int nch, double us, uint64_t *clock);
+void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
+                       int algo, int proto, int nch, double us, uint64_t *clock);
 
 /* Messages the plugin sent through the logger we hand it. */
 void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
@@ -59,14 +59,14 @@ void acl_h_log_clear(void);
 
 /* For the tests that are not Criterion executables (under TSan, or
  * counting their own threads): a failed check prints and exits 1. */
-#define CHECK(cond, ...)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n  ", __FILE__, __LINE__, #cond);              \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fputc('\n', stderr);                                                                    \
-      exit(1);                                                                                \
-    }                                                                                         \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n  ", __FILE__, __LINE__, #cond);                   \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 #endif

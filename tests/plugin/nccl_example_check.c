@@ -83,7 +83,8 @@ int main(int argc, char **argv)
     }
   printf("%d calls (%d where the table changes NCCL's choice): %d disagreements on algorithm, "
          "protocol or a set channel count; %d calls where the example wrote its default of 1 "
-         "channel\n", calls, set, bad, defaults);
+         "channel\n",
+         calls, set, bad, defaults);
   a.v5->finalize(actx);
   e.v5->finalize(ectx);
   return bad ? 1 : 0;

@@ -1,13 +1,13 @@
 /* The plugin as NCCL sees it: symbols, every tuner ABI version, config
  * errors, static tables. Each Criterion test runs in its own process, so
  * each gets a fresh plugin and its own environment. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,8 +49,8 @@ static ncclResult_t call_v5(void *ctx, int coll, size_t nbytes, float t[7][3], i
                             int *proto, int *nch)
 {
   *nch = 0;
-  ncclResult_t rc = P.v5->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, 1, (float **)(void *)t,
-                                      7, 3, 0, nch);
+  ncclResult_t rc =
+      P.v5->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, 1, (float **)(void *)t, 7, 3, 0, nch);
   acl_h_select(t, algo, proto);
   return rc;
 }
@@ -84,9 +84,9 @@ Test(abi, null_context_declines)
   float t[7][3];
   acl_h_cost_table(ncclFuncAllReduce, 1 << 20, 8, t);
   int nch = 0;
-  cr_assert_eq(P.v5->getCollInfo(NULL, ncclFuncAllReduce, 1 << 20, 1, (float **)(void *)t, 7, 3,
-                                 0, &nch),
-               ncclSuccess);
+  cr_assert_eq(
+      P.v5->getCollInfo(NULL, ncclFuncAllReduce, 1 << 20, 1, (float **)(void *)t, 7, 3, 0, &nch),
+      ncclSuccess);
   cr_assert_eq(P.v5->finalize(NULL), ncclSuccess);
   cr_assert_eq(P.v4->destroy(NULL), ncclSuccess);
 }
@@ -103,13 +103,13 @@ Test(abi, v4_and_v3_without_comm_id_keep_nccl_choice)
     acl_h_cost_table(ncclFuncAllGather, 4u << 20, 8, t);
     memcpy(ref, t, sizeof(t));
     int nch = 0;
-    cr_assert_eq(P.v4->getCollInfo(c4, ncclFuncAllGather, 4u << 20, 1, (float **)(void *)t, 7,
-                                   3, 1, &nch),
-                 ncclSuccess);
+    cr_assert_eq(
+        P.v4->getCollInfo(c4, ncclFuncAllGather, 4u << 20, 1, (float **)(void *)t, 7, 3, 1, &nch),
+        ncclSuccess);
     cr_assert_eq(memcmp(t, ref, sizeof(t)), 0);
-    cr_assert_eq(P.v3->getCollInfo(c3, ncclFuncAllGather, 4u << 20, 1, (float **)(void *)t, 7,
-                                   3, &nch),
-                 ncclSuccess);
+    cr_assert_eq(
+        P.v3->getCollInfo(c3, ncclFuncAllGather, 4u << 20, 1, (float **)(void *)t, 7, 3, &nch),
+        ncclSuccess);
     cr_assert_eq(memcmp(t, ref, sizeof(t)), 0);
     cr_assert_eq(nch, 0);
   }
@@ -230,9 +230,9 @@ Test(abi, busy_port_logged_once_and_harmless)
   float t[7][3];
   acl_h_cost_table(ncclFuncAllReduce, 1 << 20, 2, t);
   int nch = 0;
-  cr_assert_eq(P.v5->getCollInfo(c1, ncclFuncAllReduce, 1 << 20, 1, (float **)(void *)t, 7, 3, 0,
-                                 &nch),
-               ncclSuccess);
+  cr_assert_eq(
+      P.v5->getCollInfo(c1, ncclFuncAllReduce, 1 << 20, 1, (float **)(void *)t, 7, 3, 0, &nch),
+      ncclSuccess);
   P.v5->finalize(c1);
   P.v5->finalize(c2);
   close(fd);

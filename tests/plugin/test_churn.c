@@ -36,8 +36,8 @@ static bool under_leak_checker(void)
 }
 
 #define CYCLES_DEFAULT 1000
-#define WARM_CYCLES 20  /* the first cycles load the plugin's lazily made parts */
-#define CALLS 40        /* per workload and cycle */
+#define WARM_CYCLES 20    /* the first cycles load the plugin's lazily made parts */
+#define CALLS 40          /* per workload and cycle */
 #define RSS_SLACK_KB 1024 /* the target: flat within 1 MiB */
 
 static acl_h_plugin_t P;
@@ -96,7 +96,8 @@ static void comm_init(comm_t *c, uint64_t id, int k)
   memset(c, 0, sizeof(*c));
   for (int i = 0; i < 2; i++) {
     CHECK(P.prof->init(&c->r[i].pctx, id, &c->r[i].mask, "churn", 1, 2, i, acl_h_logger) ==
-              ncclSuccess, "cycle %d: profiler init", k);
+              ncclSuccess,
+          "cycle %d: profiler init", k);
     CHECK(P.v5->init(&c->r[i].tctx, id, 2, 1, acl_h_logger, NULL, NULL) == ncclSuccess,
           "cycle %d: tuner init", k);
   }
@@ -125,8 +126,9 @@ static int calls(comm_t *c, int k)
       float t[7][3];
       acl_h_cost_table(coll, sizes[w], 2, t);
       int nch = 0, mask = r[i].mask;
-      CHECK(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1, (float **)(void *)t, 7,
-                              3, 0, &nch) == ncclSuccess, "cycle %d call %d", k, c);
+      CHECK(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1, (float **)(void *)t, 7, 3,
+                              0, &nch) == ncclSuccess,
+            "cycle %d call %d", k, c);
       acl_h_select(t, &got[i][0], &got[i][1]);
       got[i][2] = nch;
       acl_h_report_call(P.prof, r[i].pctx, mask, coll, sizes[w], got[i][0], got[i][1], nch,
@@ -207,15 +209,16 @@ int main(void)
         acl_h_cost_table(ncclFuncAllReduce, nbytes, 2, t);
         int nch = 0;
         CHECK(P.v5->getCollInfo(keep[k].r[i].tctx, ncclFuncAllReduce, nbytes, 1,
-                                (float **)(void *)t, 7, 3, 0, &nch) == ncclSuccess, "keep");
+                                (float **)(void *)t, 7, 3, 0, &nch) == ncclSuccess,
+              "keep");
       }
   }
   for (int k = 0; k < 5; k++)
     comm_finalize(&keep[k], k);
   CHECK(acl_h_log_count("decisions not kept") == 1, "one warning when the bound is hit:\n%s",
         acl_h_log_text());
-  CHECK(z.shm == 0 && z.threads == 1, "after the last communicator: %d segments, %d threads",
-        z.shm, z.threads);
+  CHECK(z.shm == 0 && z.threads == 1, "after the last communicator: %d segments, %d threads", z.shm,
+        z.threads);
   unlink(out);
   acl_h_unload(&P);
   return 0;

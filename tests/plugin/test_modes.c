@@ -72,8 +72,10 @@ static void mismatch(const char *first, const char *second)
   cr_assert(WIFEXITED(st), "first rank crashed");
   int theirs = WEXITSTATUS(st);
   cr_assert_eq(theirs, 0, "the first rank (%s) must not be disturbed: %d errors", first, theirs);
-  cr_assert_eq(mine, 50, "the second rank (%s) joined a %s communicator and must fail every call, "
-               "failed %d", second, first, mine);
+  cr_assert_eq(mine, 50,
+               "the second rank (%s) joined a %s communicator and must fail every call, "
+               "failed %d",
+               second, first, mine);
 }
 
 Test(modes, off_joining_online_fails_loudly) { mismatch("online", "off"); }

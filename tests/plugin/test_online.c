@@ -69,8 +69,8 @@ Test(online, one_thread_drives_four_ranks_and_they_agree)
       acl_h_cost_table(coll, sizes[w], NR, t);
       int nch = 0;
       r[i].api_mask = r[i].mask;
-      cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1,
-                                     (float **)(void *)t, 7, 3, 0, &nch),
+      cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1, (float **)(void *)t,
+                                     7, 3, 0, &nch),
                    ncclSuccess, "call %d rank %d failed: %s", call, i, acl_h_log_text());
       acl_h_select(t, &got[i][0], &got[i][1]);
       got[i][2] = nch;
@@ -139,8 +139,8 @@ static int first_candidate_call(const char *samples)
       acl_h_select(nccl, &own[0], &own[1]);
       int nch = 0;
       r[i].api_mask = r[i].mask;
-      if (P.v5->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3,
-                            0, &nch) != ncclSuccess)
+      if (P.v5->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3, 0,
+                            &nch) != ncclSuccess)
         _exit(255);
       acl_h_select(t, &got[i][0], &got[i][1]);
       got[i][2] = nch;

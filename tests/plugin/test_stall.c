@@ -26,8 +26,9 @@ static void call(rank_t *r, int coll, size_t nbytes)
     float t[7][3];
     acl_h_cost_table(coll, nbytes, NR, t);
     int nch = 0, mask = r[i].mask, a, p;
-    cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, nbytes, 1, (float **)(void *)t,
-                                   7, 3, 0, &nch), ncclSuccess);
+    cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, nbytes, 1, (float **)(void *)t, 7,
+                                   3, 0, &nch),
+                 ncclSuccess);
     acl_h_select(t, &a, &p);
     acl_h_report_call(P.prof, r[i].pctx, mask, coll, nbytes, a, p, nch,
                       40.0 + (double)(nbytes >> 12) * (a == NCCL_ALGO_RING ? 1.0 : 1.3),

@@ -243,7 +243,8 @@ Test(table, online_warm_start_with_equal_tables)
 {
   char a[64], b[64];
   snprintf(a, sizeof(a), "%s", write_table("all_reduce 0 max RING LL 4\n"));
-  snprintf(b, sizeof(b), "%s", write_table("# the same rule\nallreduce,0,max,ring,ll,4,-1,-1,-1,-1\n"));
+  snprintf(b, sizeof(b), "%s",
+           write_table("# the same rule\nallreduce,0,max,ring,ll,4,-1,-1,-1,-1\n"));
   int first = -1, second = -1;
   two_ranks("online", a, b, &first, &second);
   cr_assert_geq(first, 12, "equal tables: warm start (%d changed calls of 20)", first);
@@ -317,7 +318,8 @@ Test(table, json_export_is_the_api_document)
   size_t n = fread(doc, 1, sizeof(doc) - 1, f);
   fclose(f);
   doc[n] = '\0';
-  const char *want[] = {"{\"version\":1,", "\"collective\":\"all_reduce\",\"nbytes\":1048576,"
+  const char *want[] = {"{\"version\":1,",
+                        "\"collective\":\"all_reduce\",\"nbytes\":1048576,"
                         "\"num_pipe_ops\":1,\"nranks\":8,\"nnodes\":1,\"algo\":\"RING\","
                         "\"proto\":\"LL\",\"channels\":4,\"converged\":true,\"source\":\"table\"",
                         "\"collective\":\"all_gather\"", "\"converged\":false",

@@ -66,7 +66,10 @@ Test(v6, profiler_v6_declines_copy_engine_events_and_takes_coll_events)
 
 /* NCCL 2.30's own chunk for this test: Ring/Simple's buffer limit (2 MiB),
  * which it also clamps to; the others may grow 4x. */
-static size_t nccl_chunk(int a, int p) { return a == NCCL_ALGO_RING && p == NCCL_PROTO_SIMPLE ? 2u << 20 : 512u << 10; }
+static size_t nccl_chunk(int a, int p)
+{
+  return a == NCCL_ALGO_RING && p == NCCL_PROTO_SIMPLE ? 2u << 20 : 512u << 10;
+}
 
 /* The simulated truth: RING/LL128 at 16 channels with a quarter of NCCL's
  * chunk is fastest; chunk size matters 30% per doubling away from it. */
@@ -113,8 +116,8 @@ static int play(int calls, int *nonzero, int *stable_since)
       memcpy(ref, t, sizeof t);
       int nch = 0;
       r[i].api_mask = r[i].mask;
-      cr_assert_eq(P.v6->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1,
-                                     (float **)(void *)t, 7, 3, 0, &nch),
+      cr_assert_eq(P.v6->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t,
+                                     7, 3, 0, &nch),
                    ncclSuccess, "call %d rank %d: %s", call, i, acl_h_log_text());
       acl_h_select(t, &got[i][0], &got[i][1]);
       got[i][2] = nch;
@@ -123,8 +126,8 @@ static int play(int calls, int *nonzero, int *stable_since)
     int kk[NR];
     for (int i = 0; i < NR; i++) { /* ... then sizes the chunks */
       size_t own = nccl_chunk(got[i][0], got[i][1]), c = own;
-      cr_assert_eq(P.v6->getChunkSize(r[i].tctx, ncclFuncAllReduce, nbytes, got[i][0],
-                                      got[i][1], got[i][2] > 0 ? got[i][2] : 8, &c),
+      cr_assert_eq(P.v6->getChunkSize(r[i].tctx, ncclFuncAllReduce, nbytes, got[i][0], got[i][1],
+                                      got[i][2] > 0 ? got[i][2] : 8, &c),
                    ncclSuccess);
       cr_assert_gt(c, 0u, "a zero chunk would stall NCCL");
       kk[i] = (int)lround(log2((double)c / (double)own));
@@ -194,9 +197,9 @@ Test(v6, static_table_chunk_reaches_only_its_calls)
   float t[7][3];
   acl_h_cost_table(ncclFuncAllReduce, 1u << 20, 8, t);
   int nch = 0, a, p;
-  cr_assert_eq(P.v6->getCollInfo(ctx, ncclFuncAllReduce, 1u << 20, 1, (float **)(void *)t, 7, 3,
-                                 0, &nch),
-               ncclSuccess);
+  cr_assert_eq(
+      P.v6->getCollInfo(ctx, ncclFuncAllReduce, 1u << 20, 1, (float **)(void *)t, 7, 3, 0, &nch),
+      ncclSuccess);
   acl_h_select(t, &a, &p);
   cr_assert(a == NCCL_ALGO_RING && p == NCCL_PROTO_LL128 && nch == 16);
   size_t c = 1u << 20;

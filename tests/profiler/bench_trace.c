@@ -82,8 +82,8 @@ int main(int argc, char **argv)
     acl_trace_stats(&st);
     printf("%d thread(s): %.1f ns/record off, %.1f ns/record on (200k records/s per thread), "
            "%llu written, %llu dropped (ring full), %.1f MB text\n",
-           threads, off, on, (unsigned long long)st.samples,
-           (unsigned long long)st.dropped_ring, (double)st.bytes / 1e6);
+           threads, off, on, (unsigned long long)st.samples, (unsigned long long)st.dropped_ring,
+           (double)st.bytes / 1e6);
   }
   if (argc <= 2) {
     char p[128];

@@ -31,8 +31,8 @@ static uint32_t launch(uint64_t ext, const char *name, uint32_t dev, uint32_t st
 {
   uint32_t corr = next_corr++;
   acl_attr_extcorr(A, corr, ext);
-  acl_krec_t k = {.start = start, .end = end, .device = dev, .stream = stream, .corr = corr,
-                  .name = name};
+  acl_krec_t k = {
+      .start = start, .end = end, .device = dev, .stream = stream, .corr = corr, .name = name};
   acl_attr_kernel(A, &k);
   return corr;
 }
@@ -60,7 +60,8 @@ Test(attrib, nccl_name_classifier)
   cr_assert(acl_attr_is_nccl_kernel("ncclSymkDevKernel_AllGather"));
   cr_assert(acl_attr_is_nccl_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
   cr_assert(acl_attr_is_nccl_kernel("_Z18ncclDevKernel_Fakey"));
-  cr_assert(acl_attr_is_nccl_kernel("_Z41ncclDevKernel_AllReduce_Sum_f32_RING_LL128P24ncclDevKernelArgs"));
+  cr_assert(acl_attr_is_nccl_kernel(
+      "_Z41ncclDevKernel_AllReduce_Sum_f32_RING_LL128P24ncclDevKernelArgs"));
   cr_assert_not(acl_attr_is_nccl_kernel("_Z8gemm_ncclv"));
   cr_assert_not(acl_attr_is_nccl_kernel("nccl_fake"));
   cr_assert_not(acl_attr_is_nccl_kernel("sm90_xmma_gemm_f16f16"));
@@ -119,10 +120,18 @@ Test(attrib, interleaved_comms_threads_streams)
     acl_attr_extcorr(A, cb[i], eb[i]);
   }
   for (int i = 3; i >= 0; i--) { /* completion order reversed */
-    acl_krec_t kb = {.start = 1000u * i + 10, .end = 1000u * i + 510, .device = 0, .stream = 2,
-                     .corr = cb[i], .name = "ncclDevKernel_B"};
-    acl_krec_t ka = {.start = 1000u * i, .end = 1000u * i + 100 * (i + 1), .device = 0,
-                     .stream = 1, .corr = ca[i], .name = "ncclDevKernel_A"};
+    acl_krec_t kb = {.start = 1000u * i + 10,
+                     .end = 1000u * i + 510,
+                     .device = 0,
+                     .stream = 2,
+                     .corr = cb[i],
+                     .name = "ncclDevKernel_B"};
+    acl_krec_t ka = {.start = 1000u * i,
+                     .end = 1000u * i + 100 * (i + 1),
+                     .device = 0,
+                     .stream = 1,
+                     .corr = ca[i],
+                     .name = "ncclDevKernel_A"};
     acl_attr_kernel(A, &kb);
     acl_attr_kernel(A, &ka);
   }

@@ -74,8 +74,8 @@ static acl_call_tag_t tag(int coll, uint64_t nbytes, uint64_t idx, int algo, int
   return t;
 }
 
-static void *coll_start(const char *func, size_t count, const char *dt, int nch,
-                        const char *algo, const char *proto)
+static void *coll_start(const char *func, size_t count, const char *dt, int nch, const char *algo,
+                        const char *proto)
 {
   ncclProfilerEventDescr_v5_t d;
   memset(&d, 0, sizeof(d));

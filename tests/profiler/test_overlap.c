@@ -84,11 +84,11 @@ Test(overlap, huge_values_no_overflow)
 Test(overlap, window_counts_and_names)
 {
   static acl_cwin_t w;
-  acl_cwin_push(&w, 0, 50, 1);     /* before: no */
-  acl_cwin_push(&w, 90, 200, 2);   /* 110 ns inside [100,300) ... covers 100 */
-  acl_cwin_push(&w, 150, 160, 3);  /* nested in the previous */
-  acl_cwin_push(&w, 250, 400, 2);  /* same name again, 50 inside */
-  acl_cwin_push(&w, 300, 310, 4);  /* starts at the end: no */
+  acl_cwin_push(&w, 0, 50, 1);    /* before: no */
+  acl_cwin_push(&w, 90, 200, 2);  /* 110 ns inside [100,300) ... covers 100 */
+  acl_cwin_push(&w, 150, 160, 3); /* nested in the previous */
+  acl_cwin_push(&w, 250, 400, 2); /* same name again, 50 inside */
+  acl_cwin_push(&w, 300, 310, 4); /* starts at the end: no */
   acl_overlap_res_t r;
   acl_cwin_overlap(&w, 100, 300, &r);
   cr_assert_eq(r.kernels, 3);

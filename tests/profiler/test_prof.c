@@ -258,4 +258,3 @@ Test(prof, sim_feed_missing_or_bad_magic)
   acl_prof_destroy(p);
   shm_unlink(name);
 }
-

@@ -112,9 +112,17 @@ Test(trace, format_and_dedup)
   snprintf(tmpl, sizeof(tmpl), "%s/t-%%r.jsonl.gz", dir);
   acl_trace_start(&(acl_trace_opts_t){.path = tmpl, .mode = "online", .profiler = "auto"});
   cr_assert(acl_trace_on());
-  acl_trace_dec_t d = {.comm_id = 0xabc, .nbytes = 65536, .call_idx = 0, .rank = 1,
-                       .nranks = 2, .pipe_ops = 1, .widx = 3, .cand_id = 0, .coll = 4,
-                       .phase = ACL_PHASE_WARMUP, .cand = {.algo = ACL_ALGO_NCCL}};
+  acl_trace_dec_t d = {.comm_id = 0xabc,
+                       .nbytes = 65536,
+                       .call_idx = 0,
+                       .rank = 1,
+                       .nranks = 2,
+                       .pipe_ops = 1,
+                       .widx = 3,
+                       .cand_id = 0,
+                       .coll = 4,
+                       .phase = ACL_PHASE_WARMUP,
+                       .cand = {.algo = ACL_ALGO_NCCL}};
   for (int i = 0; i < 5; i++) { /* same decision: written once */
     d.call_idx = (uint64_t)i;
     acl_trace_decision(&d);
@@ -137,8 +145,7 @@ Test(trace, format_and_dedup)
   cr_assert_eq(st.dropped_ring + st.dropped_max, 0);
   snprintf(path, sizeof(path), "%s/t-1.jsonl.gz", dir);
   char *text = slurp(path, NULL);
-  cr_assert(strncmp(text, "{\"format\":\"autoccl-trace\",\"version\":1,", 38) == 0, "%.80s",
-            text);
+  cr_assert(strncmp(text, "{\"format\":\"autoccl-trace\",\"version\":1,", 38) == 0, "%.80s", text);
   cr_assert(strstr(text, "\"rank\":1,") && strstr(text, "\"mode\":\"online\""));
   cr_assert_eq(count_of(text, "\n{\"t\":\"d\","), 2);
   cr_assert_eq(count_of(text, "\n{\"t\":\"s\","), 100);

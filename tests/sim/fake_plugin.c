@@ -9,10 +9,10 @@
  * simulated source does, and reports the highest overlap it saw. */
 #include <fcntl.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/abi.h"
@@ -70,11 +70,11 @@ static int mode(void)
   return MODE_DECLINE;
 }
 
-#define VIOLATION(counter, logf, ...)                                                          \
-  do {                                                                                         \
-    (counter)++;                                                                               \
-    if (logf)                                                                                  \
-      (logf)(NCCL_LOG_WARN, NCCL_TUNING, __FILE__, __LINE__, "fake plugin: " __VA_ARGS__);     \
+#define VIOLATION(counter, logf, ...)                                                              \
+  do {                                                                                             \
+    (counter)++;                                                                                   \
+    if (logf)                                                                                      \
+      (logf)(NCCL_LOG_WARN, NCCL_TUNING, __FILE__, __LINE__, "fake plugin: " __VA_ARGS__);         \
   } while (0)
 
 /* ---- profiler ---- */
@@ -107,22 +107,22 @@ static ncclResult_t p_start(void *ctx, void **h, ncclProfilerEventDescr_v5_t *d)
     static const char *const names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                         "AllReduce"};
     /* NCCL's own spellings (ncclAlgoStr, ncclProtoStr). */
-    static const char *const algos[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
-                                        "NVLS", "NVLSTree", "PAT"};
+    static const char *const algos[] = {"Tree",     "Ring", "CollNetDirect", "CollNetChain", "NVLS",
+                                        "NVLSTree", "PAT"};
     static const char *const protos[] = {"LL", "LL128", "Simple"};
     int f = -1;
     for (int i = 0; i < 5; i++)
       if (d->coll.func && !strcmp(d->coll.func, names[i]))
         f = i;
-    if (f < 0 || !d->coll.datatype || strcmp(d->coll.datatype, "ncclFloat32") || d->coll.count == 0 ||
-        d->coll.nChannels < 1 || !d->coll.algo || !d->coll.proto)
+    if (f < 0 || !d->coll.datatype || strcmp(d->coll.datatype, "ncclFloat32") ||
+        d->coll.count == 0 || d->coll.nChannels < 1 || !d->coll.algo || !d->coll.proto)
       VIOLATION(p->violations, p->log, "bad Coll descriptor");
     else if (p->exp_algo >= 0 && (strcmp(d->coll.algo, algos[p->exp_algo]) ||
                                   strcmp(d->coll.proto, protos[p->exp_proto]) ||
                                   (p->exp_nch > 0 && d->coll.nChannels != p->exp_nch)))
-      VIOLATION(p->violations, p->log, "Coll ran %s/%s/%d, the tuner chose %s/%s/%d",
-                d->coll.algo, d->coll.proto, d->coll.nChannels, algos[p->exp_algo],
-                protos[p->exp_proto], p->exp_nch);
+      VIOLATION(p->violations, p->log, "Coll ran %s/%s/%d, the tuner chose %s/%s/%d", d->coll.algo,
+                d->coll.proto, d->coll.nChannels, algos[p->exp_algo], protos[p->exp_proto],
+                p->exp_nch);
     ev_t *e = &p->colls[p->ncoll++ % RING];
     e->kind = ncclProfileColl;
     e->owner = p;
@@ -172,8 +172,7 @@ static ncclResult_t p_fini(void *ctx)
   return ncclSuccess;
 }
 
-EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {"fake", p_init, p_start, p_stop, p_state,
-                                                  p_fini};
+EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {"fake", p_init, p_start, p_stop, p_state, p_fini};
 
 /* ---- tuner v5 ---- */
 static ncclResult_t t_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
@@ -209,8 +208,8 @@ static ncclResult_t t_init(void **ctx, uint64_t commId, size_t nRanks, size_t nN
   return ncclSuccess;
 }
 
-static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
-                          float **table_, int numAlgo, int numProto, int regBuff, int *nch)
+static ncclResult_t t_get(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float **table_,
+                          int numAlgo, int numProto, int regBuff, int *nch)
 {
   tctx_t *t = ctx;
   float(*table)[3] = (float(*)[3])table_;
@@ -278,10 +277,11 @@ static ncclResult_t t_fini(void *ctx)
   const char *out = getenv("ACL_FAKE_OUT");
   if (out && *out) {
     char line[256];
-    int n = snprintf(line, sizeof(line),
-                     "rank=%d comm=%016llx calls=%llu coll=%llu kch=%llu overlap_max=%u violations=%llu\n",
-                     t->p->rank, (unsigned long long)t->comm, t->calls, t->p->coll_events,
-                     t->p->kch_events, t->overlap_max, t->violations + t->p->violations);
+    int n = snprintf(
+        line, sizeof(line),
+        "rank=%d comm=%016llx calls=%llu coll=%llu kch=%llu overlap_max=%u violations=%llu\n",
+        t->p->rank, (unsigned long long)t->comm, t->calls, t->p->coll_events, t->p->kch_events,
+        t->overlap_max, t->violations + t->p->violations);
     int fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (fd >= 0) {
       if (write(fd, line, (size_t)n) != n)

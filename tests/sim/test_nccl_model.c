@@ -102,7 +102,8 @@ Test(cost, alpha_beta_shape)
 {
   const uint64_t small = 1024, big = 1ull << 30;
   double ll_s = acl_sim_ab_cost_us(ncclFuncAllReduce, small, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_LL);
-  double si_s = acl_sim_ab_cost_us(ncclFuncAllReduce, small, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE);
+  double si_s =
+      acl_sim_ab_cost_us(ncclFuncAllReduce, small, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE);
   double ll_b = acl_sim_ab_cost_us(ncclFuncAllReduce, big, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_LL);
   double si_b = acl_sim_ab_cost_us(ncclFuncAllReduce, big, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE);
   cr_assert(ll_s > 0 && si_s > 0);
@@ -125,18 +126,19 @@ Test(cost, alpha_beta_shape)
   cr_assert_gt(acl_sim_ab_cost_us(ncclFuncAllReduce, big, 8, 2, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
                si_b);
   /* Pairs the model does not know. */
-  cr_assert_lt(acl_sim_ab_cost_us(ncclFuncAllGather, big, 8, 1, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE), 0);
-  cr_assert_lt(acl_sim_ab_cost_us(ncclFuncAllReduce, big, 8, 1, NCCL_ALGO_COLLNET_DIRECT,
-                                  NCCL_PROTO_SIMPLE), 0);
+  cr_assert_lt(acl_sim_ab_cost_us(ncclFuncAllGather, big, 8, 1, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE),
+               0);
+  cr_assert_lt(
+      acl_sim_ab_cost_us(ncclFuncAllReduce, big, 8, 1, NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE),
+      0);
 }
 
 Test(cost, table_marks_invalid_and_pins_the_default)
 {
   float t[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  uint32_t valid = ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_LL) |
-                   ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_LL128) |
-                   ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE) |
-                   ACL_AP_BIT(NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE);
+  uint32_t valid =
+      ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_LL) | ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_LL128) |
+      ACL_AP_BIT(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE) | ACL_AP_BIT(NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE);
   /* On 1 GiB the model prefers SIMPLE; NCCL's default says RING/LL128. */
   acl_sim_cost_table(t, ncclFuncAllReduce, 1ull << 30, 8, 1, valid, NCCL_ALGO_RING,
                      NCCL_PROTO_LL128);
@@ -153,10 +155,10 @@ Test(cost, table_marks_invalid_and_pins_the_default)
   cr_assert_eq(p, NCCL_PROTO_LL128, "an untouched table selects NCCL's default");
   /* Where the model already agrees, the table is the plain model. */
   acl_sim_cost_table(t, ncclFuncAllReduce, 1024, 8, 1, valid, NCCL_ALGO_RING, NCCL_PROTO_LL);
-  cr_assert_float_eq(t[NCCL_ALGO_RING][NCCL_PROTO_LL],
-                     (float)acl_sim_ab_cost_us(ncclFuncAllReduce, 1024, 8, 1, NCCL_ALGO_RING,
-                                               NCCL_PROTO_LL),
-                     1e-3);
+  cr_assert_float_eq(
+      t[NCCL_ALGO_RING][NCCL_PROTO_LL],
+      (float)acl_sim_ab_cost_us(ncclFuncAllReduce, 1024, 8, 1, NCCL_ALGO_RING, NCCL_PROTO_LL),
+      1e-3);
   cr_assert(acl_sim_select(t, &a, &p));
   cr_assert_eq(p, NCCL_PROTO_LL);
 }

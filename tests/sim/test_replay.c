@@ -20,21 +20,23 @@ static char dir[64];
 /* One bench trace: every iteration 10 us on rank 0 and 12 us on rank 1 (the
  * early rank waits), two 10 ms outliers, and `first` us more on iteration 0
  * of the first size. */
-static void write_trace(const char *name, const char *label, const char *algo,
-                        const char *proto, const int nch[2], double first)
+static void write_trace(const char *name, const char *label, const char *algo, const char *proto,
+                        const int nch[2], double first)
 {
   char path[256];
   snprintf(path, sizeof path, "%s/iso-procs-all_reduce/%s", dir, name);
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
-  fprintf(f, "{\"format\":\"autoccl-bench-trace\",\"version\":1,\"label\":\"%s\",\"coll\":"
-             "\"all_reduce\",\"nranks\":2,\"launch\":\"procs\",\"gemm\":null,\"env\":{}}\n",
+  fprintf(f,
+          "{\"format\":\"autoccl-bench-trace\",\"version\":1,\"label\":\"%s\",\"coll\":"
+          "\"all_reduce\",\"nranks\":2,\"launch\":\"procs\",\"gemm\":null,\"env\":{}}\n",
           label);
   const unsigned long long sizes[2] = {65536, 1048576};
   for (int s = 0; s < 2; s++) {
     double k = s ? 4.0 : 1.0; /* 1 MiB takes 4x as long */
-    fprintf(f, "{\"t\":\"size\",\"bytes\":%llu,\"count\":1,\"status\":0,\"ran\":[{\"rank\":0,"
-               "\"algo\":\"%s\",\"proto\":\"%s\",\"nch\":%d}],\"times_us\":[",
+    fprintf(f,
+            "{\"t\":\"size\",\"bytes\":%llu,\"count\":1,\"status\":0,\"ran\":[{\"rank\":0,"
+            "\"algo\":\"%s\",\"proto\":\"%s\",\"nch\":%d}],\"times_us\":[",
             sizes[s], algo, proto, nch[s]);
     for (int r = 0; r < 2; r++) {
       fputc('[', f);
@@ -69,8 +71,8 @@ static void setup(void)
    * beyond the default's 16, 30 ms more for Tree's own connections */
   write_trace("default-rep0.jsonl", "default", "Ring", "LL", (int[]){16, 22}, 10000);
   write_trace("ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", (int[]){16, 22}, 10000);
-  write_trace("ring-simple-auto-rep0.jsonl", "Ring/Simple/auto", "Ring", "Simple",
-              (int[]){24, 24}, 10000 + 8 * 2000);
+  write_trace("ring-simple-auto-rep0.jsonl", "Ring/Simple/auto", "Ring", "Simple", (int[]){24, 24},
+              10000 + 8 * 2000);
   write_trace("ring-simple-32-rep0.jsonl", "Ring/Simple/32", "Ring", "Simple", (int[]){32, 32},
               10000 + 16 * 2000);
   write_trace("tree-ll-auto-rep0.jsonl", "Tree/LL/auto", "Tree", "LL", (int[]){16, 16},

@@ -116,9 +116,19 @@ Test(interference, schedules)
 
 Test(interference, bad_specs_are_refused_with_a_message)
 {
-  const char *bad[] = {"", "10-20", "10-20=1.5", "20-10=0.5", "x-=0.1", "every:0:0=0.5",
-                       "every:10:20=0.5", "10-20=0.5,", "10-20=-0.1", "5-5=0.2",
-                       "every:10:5-5=0.5", "every:10:5-11=0.5", "every:10:-3=0.5",
+  const char *bad[] = {"",
+                       "10-20",
+                       "10-20=1.5",
+                       "20-10=0.5",
+                       "x-=0.1",
+                       "every:0:0=0.5",
+                       "every:10:20=0.5",
+                       "10-20=0.5,",
+                       "10-20=-0.1",
+                       "5-5=0.2",
+                       "every:10:5-5=0.5",
+                       "every:10:5-11=0.5",
+                       "every:10:-3=0.5",
                        "every:10:3-=0.5"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     acl_sim_interf_t in = {.n = 7};

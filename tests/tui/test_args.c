@@ -6,7 +6,8 @@
 
 #define ARGV(...) ((char *const[]){"autoccl-top", __VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){"autoccl-top", __VA_ARGS__}) / sizeof(char *)))
-#define PARSE(o, err, ...) acl_top_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), o, err, sizeof(err))
+#define PARSE(o, err, ...)                                                                         \
+  acl_top_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), o, err, sizeof(err))
 
 static acl_top_opts_t o;
 
@@ -26,7 +27,8 @@ Test(args, all_flags)
 {
   char err[256];
   cr_assert_eq(PARSE(&o, err, "--url", "127.0.0.1:9464", "-u", "http://10.0.0.2:9465/",
-                     "--url=[::1]:9466", "-d", "0.5", "-b", "-n", "2", "--no-color"), 0, "%s", err);
+                     "--url=[::1]:9466", "-d", "0.5", "-b", "-n", "2", "--no-color"),
+               0, "%s", err);
   cr_expect_eq(o.nurls, 3);
   cr_expect_str_eq(o.urls[0], "http://127.0.0.1:9464");
   cr_expect_str_eq(o.urls[1], "http://10.0.0.2:9465");

@@ -23,20 +23,19 @@ static void on_ev(void *ud, const acl_top_sse_event_t *ev)
   r->n++;
 }
 
-static const char stream[] =
-    ": hello\n"
-    "event: sample\n"
-    "data: {\"step\": 1}\n"
-    "\n"
-    ": heartbeat\n"
-    "\n"
-    "event: decision\r\n"
-    "id: 7\r\n"
-    "data: line one\r\n"
-    "data:line two\r\n"
-    "\r\n"
-    "data: plain\r"
-    "\r";
+static const char stream[] = ": hello\n"
+                             "event: sample\n"
+                             "data: {\"step\": 1}\n"
+                             "\n"
+                             ": heartbeat\n"
+                             "\n"
+                             "event: decision\r\n"
+                             "id: 7\r\n"
+                             "data: line one\r\n"
+                             "data:line two\r\n"
+                             "\r\n"
+                             "data: plain\r"
+                             "\r";
 
 static void check_stream(const rec_t *r, const acl_top_sse_t *p)
 {
@@ -126,7 +125,8 @@ Test(sse, bom_field_without_colon_and_retry)
   rec_t r = {0};
   acl_top_sse_t p;
   acl_top_sse_init(&p, on_ev, &r);
-  const char *s = "\xEF\xBB\xBF" "data\nretry: 2500\nretry: x\nunknown: 1\n\n";
+  const char *s = "\xEF\xBB\xBF"
+                  "data\nretry: 2500\nretry: x\nunknown: 1\n\n";
   acl_top_sse_feed(&p, s, strlen(s));
   cr_assert_eq(r.n, 1);
   cr_expect_str_eq(r.data[0], ""); /* "data" alone is an empty data line */
@@ -178,8 +178,8 @@ Test(sse, random_bytes_never_break_the_parser)
   acl_top_sse_t p;
   acl_top_sse_init(&p, on_ev, &r);
   uint64_t x = 0x9E3779B97F4A7C15ull;
-  static const char *const tok[] = {"data: x", "\n", "\r", "\r\n", ": hb", "event: e",
-                                    "id: 1", "{\"a\":1}", "da", "ta:", "\xff", "retry: 9"};
+  static const char *const tok[] = {"data: x", "\n",        "\r", "\r\n", ": hb", "event: e",
+                                    "id: 1",   "{\"a\":1}", "da", "ta:",  "\xff", "retry: 9"};
   char chunk[512];
   for (int it = 0; it < 2000; it++) {
     size_t len = 0;

@@ -17,8 +17,10 @@ static const char doc_example[] =
     " \"communicators\": [{\"id\": \"0x1a2b3c4d5e6f7081\", \"name\": \"dp\", \"rank\": 0,"
     "   \"nranks\": 4, \"nnodes\": 1, \"role\": \"decider\", \"consensus_wait_seconds\": 0.0012,"
     "   \"blocks_published\": 37, \"lock_acquisitions\": 40}],"
-    " \"workloads\": [{\"comm\": \"0x1a2b3c4d5e6f7081\", \"rank\": 0, \"collective\": \"AllReduce\","
-    "   \"bytes\": 33554432, \"pipe_ops\": 1, \"state\": \"exploring\", \"subspace\": \"RING/SIMPLE\","
+    " \"workloads\": [{\"comm\": \"0x1a2b3c4d5e6f7081\", \"rank\": 0, \"collective\": "
+    "\"AllReduce\","
+    "   \"bytes\": 33554432, \"pipe_ops\": 1, \"state\": \"exploring\", \"subspace\": "
+    "\"RING/SIMPLE\","
     "   \"candidate\": {\"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16},"
     "   \"best\": {\"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 24},"
     "   \"baseline\": {\"algo\": \"NCCL\", \"proto\": null, \"channels\": 0},"
@@ -27,8 +29,10 @@ static const char doc_example[] =
     "   \"calls_to_converge\": null, \"retunes\": 0, \"calls\": 412, \"bytes_total\": 13824425984,"
     "   \"source\": \"table\","
     "   \"trajectory\": ["
-    "     {\"step\": 0, \"algo\": \"NCCL\", \"proto\": null, \"channels\": 0, \"busbw\": 1.45e11, \"overlap\": 0.1},"
-    "     {\"step\": 1, \"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16, \"busbw\": 1.5e11, \"overlap\": 0.1}]}],"
+    "     {\"step\": 0, \"algo\": \"NCCL\", \"proto\": null, \"channels\": 0, \"busbw\": 1.45e11, "
+    "\"overlap\": 0.1},"
+    "     {\"step\": 1, \"algo\": \"RING\", \"proto\": \"SIMPLE\", \"channels\": 16, \"busbw\": "
+    "1.5e11, \"overlap\": 0.1}]}],"
     " \"workloads_truncated\": false}";
 
 Test(state, parses_the_documented_example)
@@ -36,8 +40,8 @@ Test(state, parses_the_documented_example)
   acl_top_model_t m;
   acl_top_model_init(&m);
   char err[256];
-  cr_assert_eq(acl_top_parse_state(doc_example, strlen(doc_example), &m, err, sizeof(err)), 0,
-               "%s", err);
+  cr_assert_eq(acl_top_parse_state(doc_example, strlen(doc_example), &m, err, sizeof(err)), 0, "%s",
+               err);
   cr_expect_str_eq(m.host, "node-1");
   cr_expect_eq(m.pid, 4242);
   cr_expect_str_eq(m.profiler.source, "nccl");
@@ -120,8 +124,13 @@ static void expect_error(const char *doc, size_t len, const char *needle)
 
 Test(state, malformed_json_is_rejected_with_position)
 {
-  const char *bad[] = {"", "{", "{\"version\":1,", "[1,2", "{\"version\":1,\"workloads\":[]} x",
-                       "nul", "{\"version\":1,\"workloads\":[],\"version\":1}"};
+  const char *bad[] = {"",
+                       "{",
+                       "{\"version\":1,",
+                       "[1,2",
+                       "{\"version\":1,\"workloads\":[]} x",
+                       "nul",
+                       "{\"version\":1,\"workloads\":[],\"version\":1}"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     expect_error(bad[i], strlen(bad[i]), "malformed JSON");
 }
@@ -138,7 +147,8 @@ Test(state, wrong_version_is_rejected)
 
 Test(state, wrong_types_name_the_field)
 {
-  const char *s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\"},{\"comm\":\"0x1\",\"speedup\":\"fast\"}]}";
+  const char *s =
+      "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\"},{\"comm\":\"0x1\",\"speedup\":\"fast\"}]}";
   expect_error(s, strlen(s), "workloads[1].speedup");
   s = "{\"version\":1,\"workloads\":{}}";
   expect_error(s, strlen(s), "state.workloads");
@@ -148,7 +158,8 @@ Test(state, wrong_types_name_the_field)
   expect_error(s, strlen(s), "workloads[0].calls");
   s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"bytes\":1.5}]}";
   expect_error(s, strlen(s), "workloads[0].bytes");
-  s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[{\"step\":0,\"busbw\":true}]}]}";
+  s = "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[{\"step\":0,\"busbw\":true}]"
+      "}]}";
   expect_error(s, strlen(s), "workloads[0].trajectory[0].busbw");
   s = "{\"version\":1,\"workloads\":[],\"communicators\":[{\"name\":\"dp\"}]}";
   expect_error(s, strlen(s), "communicators[0].id");
@@ -187,7 +198,8 @@ Test(state, length_is_respected_without_terminator)
 Test(state, long_trajectory_keeps_the_newest_points)
 {
   char doc[16384];
-  int n = snprintf(doc, sizeof(doc), "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[");
+  int n = snprintf(doc, sizeof(doc),
+                   "{\"version\":1,\"workloads\":[{\"comm\":\"0x1\",\"trajectory\":[");
   for (int i = 0; i < 100; i++)
     n += snprintf(doc + n, sizeof(doc) - n, "%s{\"step\":%d,\"busbw\":%d}", i ? "," : "", i, i);
   n += snprintf(doc + n, sizeof(doc) - n, "]}]}");
@@ -221,8 +233,9 @@ Test(state, unknown_fields_are_ignored_and_long_strings_truncated)
 
 Test(state, control_characters_never_reach_the_terminal)
 {
-  const char *s = "{\"version\":1,\"communicators\":[{\"id\":\"0x1\",\"name\":\"a\\u001b[31mb\\n\"}],"
-                  "\"workloads\":[{\"comm\":\"0x1\",\"collective\":\"x\\u0007y\"}]}";
+  const char *s =
+      "{\"version\":1,\"communicators\":[{\"id\":\"0x1\",\"name\":\"a\\u001b[31mb\\n\"}],"
+      "\"workloads\":[{\"comm\":\"0x1\",\"collective\":\"x\\u0007y\"}]}";
   acl_top_model_t m;
   acl_top_model_init(&m);
   char err[256];
@@ -249,9 +262,14 @@ Test(state, mutated_documents_are_accepted_or_rejected_cleanly)
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       size_t pos = (size_t)(x % len);
       switch ((x >> 32) % 3) {
-      case 0: buf[pos] = (char)(x >> 40); break;            /* flip a byte */
-      case 1: len = pos; break;                             /* truncate */
-      default: buf[pos] = "{}[]\",:0n-e."[(x >> 40) % 12]; /* structural */
+      case 0:
+        buf[pos] = (char)(x >> 40);
+        break; /* flip a byte */
+      case 1:
+        len = pos;
+        break; /* truncate */
+      default:
+        buf[pos] = "{}[]\",:0n-e."[(x >> 40) % 12]; /* structural */
       }
     }
     acl_top_model_t m;
@@ -323,7 +341,9 @@ Test(state, c1_bidi_and_a_cut_character_are_safe_in_batch_and_json)
 Test(state, error_messages_quote_server_bytes_safely)
 {
   static const char *docs[] = {
-      "{\"host\": \"\x01\xc2\x9b" "2J\xc2\x9b" "31m\xe2\x80\xaeRLO\"}",
+      "{\"host\": \"\x01\xc2\x9b"
+      "2J\xc2\x9b"
+      "31m\xe2\x80\xaeRLO\"}",
       "{\"host\": \"\x1b[2J\x1b]0;pwned\x07\"}",
       "{\"version\": 1, \"host\": \xe2\x80\xae\xc2\x9b}",
   };

@@ -11,21 +11,30 @@
 static void make_source(acl_top_model_t *m, int rank, const char *extra_workload)
 {
   char doc[4096];
-  int n = snprintf(doc, sizeof(doc),
+  int n = snprintf(
+      doc, sizeof(doc),
       "{\"version\":1,\"host\":\"h%d\",\"pid\":%d,\"profiler\":{\"source\":\"%s\"},"
       "\"communicators\":["
-      " {\"id\":\"0x1a2b3c4d5e6f7081\",\"name\":\"dp\",\"nranks\":2,\"consensus_wait_seconds\":0.5},"
+      " {\"id\":\"0x1a2b3c4d5e6f7081\",\"name\":\"dp\",\"nranks\":2,\"consensus_wait_seconds\":0.5}"
+      ","
       " {\"id\":\"0x99aabbccddeeff00\",\"name\":\"0x99aabbccddeeff00\",\"nranks\":2,"
       "  \"consensus_wait_seconds\":null}],"
       "\"workloads\":["
       " {\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":%d,\"collective\":\"AllReduce\",\"bytes\":1024,"
-      "  \"state\":\"converged\",\"speedup\":2.0,\"calls\":10,\"baseline_seconds\":1.0,\"busbw\":5e9},"
+      "  "
+      "\"state\":\"converged\",\"speedup\":2.0,\"calls\":10,\"baseline_seconds\":1.0,\"busbw\":5e9}"
+      ","
       " {\"comm\":\"0x99aabbccddeeff00\",\"rank\":%d,\"collective\":\"AllGather\",\"bytes\":4096,"
-      "  \"state\":\"exploring\",\"speedup\":1.0,\"calls\":30,\"baseline_seconds\":1.0,\"busbw\":null},"
-      " {\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":%d,\"collective\":\"AllReduce\",\"bytes\":1048576,"
-      "  \"state\":\"warmup\",\"speedup\":null,\"calls\":3,\"baseline_seconds\":null,\"busbw\":7e9}%s%s]}",
-      rank, 100 + rank, rank ? "cupti" : "nccl", rank, rank, rank,
-      extra_workload ? "," : "", extra_workload ? extra_workload : "");
+      "  "
+      "\"state\":\"exploring\",\"speedup\":1.0,\"calls\":30,\"baseline_seconds\":1.0,\"busbw\":"
+      "null},"
+      " {\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":%d,\"collective\":\"AllReduce\",\"bytes\":"
+      "1048576,"
+      "  "
+      "\"state\":\"warmup\",\"speedup\":null,\"calls\":3,\"baseline_seconds\":null,\"busbw\":7e9}%"
+      "s%s]}",
+      rank, 100 + rank, rank ? "cupti" : "nccl", rank, rank, rank, extra_workload ? "," : "",
+      extra_workload ? extra_workload : "");
   acl_top_model_init(m);
   char err[256];
   cr_assert_eq(acl_top_parse_state(doc, (size_t)n, m, err, sizeof(err)), 0, "%s", err);
@@ -110,8 +119,9 @@ static void sorted_bytes(acl_top_view_t *v, acl_top_col_t col, bool rev, int64_t
 Test(view, sort_orders_and_unknowns_last)
 {
   acl_top_model_t a;
-  make_source(&a, 0, "{\"comm\":\"0x1a2b3c4d5e6f7081\",\"collective\":\"Broadcast\",\"bytes\":2,"
-                     "\"state\":\"retuning\",\"speedup\":3.0,\"busbw\":1e9}");
+  make_source(&a, 0,
+              "{\"comm\":\"0x1a2b3c4d5e6f7081\",\"collective\":\"Broadcast\",\"bytes\":2,"
+              "\"state\":\"retuning\",\"speedup\":3.0,\"busbw\":1e9}");
   const acl_top_model_t *ms[1] = {&a};
   acl_top_view_t v;
   cr_assert_eq(acl_top_view_build(&v, ms, 1), 0);

@@ -10,12 +10,12 @@
 typedef double (*drive_time_fn)(void *user, const acl_candidate_t *c, uint64_t call);
 
 typedef struct drive_opts {
-  double noise;      /* relative sd of multiplicative noise, 0 = none */
-  int lag;           /* samples delivered this many calls late */
-  double drop;       /* probability a sample never arrives */
+  double noise; /* relative sd of multiplicative noise, 0 = none */
+  int lag;      /* samples delivered this many calls late */
+  double drop;  /* probability a sample never arrives */
   uint64_t seed;
   uint64_t max_calls;
-  int settle;        /* 1: also wait for the background validation's verdict */
+  int settle;         /* 1: also wait for the background validation's verdict */
   double *time_spent; /* when set, accumulates the noise-free time of every call */
 } drive_opts_t;
 

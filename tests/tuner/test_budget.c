@@ -8,8 +8,8 @@
 #include "tests/tuner/drive.h"
 #include "tuner/search/search.h"
 
-static const acl_wkey_t small_key = {.comm_id = 7, .nbytes = 64 << 10, .num_pipe_ops = 1,
-                                     .coll = 4};
+static const acl_wkey_t small_key = {
+    .comm_id = 7, .nbytes = 64 << 10, .num_pipe_ops = 1, .coll = 4};
 
 /* A 64 KiB AllReduce on 2 GPUs: NCCL picks RING/LL (10 us); RING/LL with 32
  * channels is 8 % faster; the other pairs are slower. */
@@ -102,8 +102,8 @@ Test(budget, short_run_at_small_size_stays_on_nccl)
   /* not even the baseline: NCCL's first calls with profiler events cost
    * milliseconds, more than 3 % of 350 calls of 10 us */
   cr_assert_eq(r.exploration_spent_seconds, 0.0);
-  cr_assert_leq(r.exploration_spent_seconds, 0.03 * t, "spent %g of %g", r.exploration_spent_seconds,
-                t);
+  cr_assert_leq(r.exploration_spent_seconds, 0.03 * t, "spent %g of %g",
+                r.exploration_spent_seconds, t);
 }
 
 /* A long run (2 s of 10 us calls) explores within the budget, finds the

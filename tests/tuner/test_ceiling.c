@@ -40,8 +40,9 @@ static double world_time(void *user, const acl_candidate_t *c, uint64_t call)
   const world_t *w = user;
   if (c->algo == ACL_ALGO_NCCL) {
     if (c->nchannels == 0) /* NCCL's own choice with the ceiling raised */
-      return w->size == SMALL ? w->stock_s : w->size == MEDIUM ? w->stock_s * 1.06
-                                                               : chan_time(w, 1, 1, CEIL);
+      return w->size == SMALL    ? w->stock_s
+             : w->size == MEDIUM ? w->stock_s * 1.06
+                                 : chan_time(w, 1, 1, CEIL);
     cr_assert_eq(c->nchannels, STOCK, "the baseline is capped at the stock count");
     return w->stock_s; /* its pair capped at the stock count: as it ships */
   }
@@ -60,8 +61,7 @@ static void setup(acl_search_t *s, int size, int stock)
   prm.max_channels = CEIL;
   prm.stock_channels = stock;
   prm.budget = 0.5; /* the test is about the baseline, not the budget */
-  acl_wkey_t key = {.comm_id = 9, .nbytes = 1u << (18 + 5 * size), .num_pipe_ops = 1,
-                    .coll = 2};
+  acl_wkey_t key = {.comm_id = 9, .nbytes = 1u << (18 + 5 * size), .num_pipe_ops = 1, .coll = 2};
   acl_search_init(s, &prm, &key, cost);
   /* the profiler's Coll event of the first sampled call of NCCL's choice */
   acl_search_hint_nccl(s, 1, 1, own_ch[size]);
@@ -102,8 +102,8 @@ Test(ceiling, small_sizes_keep_the_stock_choice)
   double t = run(SMALL, &r, &w);
   cr_assert_eq(r.baseline.nchannels, 0, "NCCL's own choice, uncapped");
   cr_assert_leq(t, w.stock_s * 1.005, "decision %s/%s/%d runs %g x stock",
-                acl_algo_name(r.current.algo), acl_proto_name(r.current.proto),
-                r.current.nchannels, t / w.stock_s);
+                acl_algo_name(r.current.algo), acl_proto_name(r.current.proto), r.current.nchannels,
+                t / w.stock_s);
 }
 
 Test(ceiling, large_sizes_take_the_channels)

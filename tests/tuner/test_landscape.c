@@ -163,7 +163,8 @@ Test(landscape, h200_interpolates_and_scales)
   acl_candidate_t d;
   acl_land_nccl_default(l, 4, 1ull << 30, 2, &d);
   cr_assert_eq(d.nchannels, 24);
-  cr_assert(acl_land_oracle(l, 4, 1ull << 30, 2, 0.0, NULL) < acl_land_time(l, 4, 1ull << 30, 2, &d, 0.0));
+  cr_assert(acl_land_oracle(l, 4, 1ull << 30, 2, 0.0, NULL) <
+            acl_land_time(l, 4, 1ull << 30, 2, &d, 0.0));
   acl_land_destroy(l);
   acl_land_destroy(NULL);
 }

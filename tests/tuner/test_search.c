@@ -11,7 +11,7 @@
 typedef struct model {
   double base[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* seconds at the peak; 0 = invalid */
   double peak[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  double nccl_seconds;                      /* NCCL's own choice */
+  double nccl_seconds; /* NCCL's own choice */
   double curv;
 } model_t;
 
@@ -143,7 +143,8 @@ Test(search, phases_in_order_and_warmup_dropped)
   cr_assert(drive(&s, model_time, &m, &o2) > 0, "validation never ended");
   acl_search_report(&s, &r);
   cr_assert_eq(r.validating, 0);
-  cr_assert_eq(r.current.nchannels, 24, "a 7%% gain without noise is confirmed, and the "
+  cr_assert_eq(r.current.nchannels, 24,
+               "a 7%% gain without noise is confirmed, and the "
                "slower neighbours (16, 32) challenged in the background are not promoted");
   cr_assert_eq(r.current.proto, 2);
   cr_assert(r.calls_to_verdict >= r.calls_to_converge);
@@ -642,11 +643,11 @@ Test(search, heavy_tailed_noise_never_retunes)
   for (int i = 0; i < 20000; i++) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
     double u = (double)(rng >> 11) / 9007199254740992.0;
-    double x = t * (0.9 + 0.2 * u);            /* +-10 % */
+    double x = t * (0.9 + 0.2 * u); /* +-10 % */
     if ((rng >> 7) % 100 < 4)
-      x *= 1000.0;                              /* 4 % preempted: 1000x */
+      x *= 1000.0; /* 4 % preempted: 1000x */
     else if ((rng >> 7) % 100 < 10)
-      x *= 1.6;                                 /* 6 % late ranks */
+      x *= 1.6; /* 6 % late ranks */
     acl_search_add_sample(&s, id, x, 0.0f);
   }
   acl_search_report_t r;

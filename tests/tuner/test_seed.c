@@ -17,8 +17,9 @@ static double model(void *user, const acl_candidate_t *c, uint64_t call)
   (void)call;
   if (c->algo == ACL_ALGO_NCCL)
     return 1.0e-3;
-  double base = c->algo == 1 && c->proto == 2 ? 0.8e-3 : c->algo == 0 && c->proto == 0 ? 2.0e-3
-                                                                                       : 1.1e-3;
+  double base = c->algo == 1 && c->proto == 2   ? 0.8e-3
+                : c->algo == 0 && c->proto == 0 ? 2.0e-3
+                                                : 1.1e-3;
   double x = log2((c->nchannels > 0 ? c->nchannels : 16) / 24.0);
   return base * (1.0 + 0.05 * x * x);
 }

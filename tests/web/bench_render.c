@@ -37,8 +37,10 @@ int main(int argc, char **argv)
     w->dur_sum = 0.1234;
     w->traj_len = 20;
     for (int t = 0; t < 20; t++)
-      w->traj[t] = (acl_traj_point_t){.step = (uint32_t)t, .cand = {.algo = 1, .proto = 2, .nchannels = 16},
-                                      .busbw = 1.2e11f, .overlap = 0.21f};
+      w->traj[t] = (acl_traj_point_t){.step = (uint32_t)t,
+                                      .cand = {.algo = 1, .proto = 2, .nchannels = 16},
+                                      .busbw = 1.2e11f,
+                                      .overlap = 0.21f};
   }
   acl_strbuf_t sb;
   acl_sb_init(&sb);
@@ -49,14 +51,16 @@ int main(int argc, char **argv)
     acl_render_metrics(s, &sb);
   }
   double t1 = acl_mono_s();
-  printf("metrics: %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len, (t1 - t0) / n * 1e6);
+  printf("metrics: %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len,
+         (t1 - t0) / n * 1e6);
   t0 = acl_mono_s();
   for (int i = 0; i < n; i++) {
     acl_sb_reset(&sb);
     acl_render_state_json(s, &sb);
   }
   t1 = acl_mono_s();
-  printf("state:   %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len, (t1 - t0) / n * 1e6);
+  printf("state:   %ld workloads, %zu bytes, %.1f us per render\n", nw, sb.len,
+         (t1 - t0) / n * 1e6);
   acl_sb_free(&sb);
   free(s);
   return 0;

@@ -124,7 +124,8 @@ static acl_candidate_t next_cand(const acl_snap_workload_t *w)
 {
   static const int8_t aps[][2] = {{1, 2}, {1, 1}, {0, 2}, {0, 1}, {1, 0}};
   uint32_t k = w->traj_len ? w->traj[w->traj_len - 1].step + 1 : 0;
-  acl_candidate_t c = {.algo = aps[(k / 5) % 5][0], .proto = aps[(k / 5) % 5][1],
+  acl_candidate_t c = {.algo = aps[(k / 5) % 5][0],
+                       .proto = aps[(k / 5) % 5][1],
                        .nchannels = (int16_t)(8 + 6 * (k % 5))};
   return c;
 }
@@ -167,7 +168,11 @@ static void build(fixture_t *f, int extra)
   snprintf(s->profiler.source, sizeof(s->profiler.source), "cupti");
   s->profiler.cupti_available = true;
   s->profiler.sample_latency_seconds = -1; /* unknown */
-  static const struct { uint64_t id; const char *name, *role; int rank, nranks, nnodes; } comms[] = {
+  static const struct {
+    uint64_t id;
+    const char *name, *role;
+    int rank, nranks, nnodes;
+  } comms[] = {
       {0x1a2b3c4d5e6f7081ULL, "dp", "decider", 0, 8, 1},
       {0x0badc0ffee000002ULL, "tp", "decider", 1, 2, 1},
       {0x00000000cafe0003ULL, "pp \"stage\\0\"", "follower", 3, 4, 2},
@@ -177,7 +182,8 @@ static void build(fixture_t *f, int extra)
   for (int i = 0; i < 4; i++) {
     acl_snap_comm_t *c = &s->comms[i];
     c->id = comms[i].id;
-    snprintf(c->name, sizeof(c->name), "%s", comms[i].name[0] ? comms[i].name : "0x7777000011112222");
+    snprintf(c->name, sizeof(c->name), "%s",
+             comms[i].name[0] ? comms[i].name : "0x7777000011112222");
     snprintf(c->role, sizeof(c->role), "%s", comms[i].role);
     c->rank = comms[i].rank;
     c->nranks = comms[i].nranks;
@@ -297,7 +303,8 @@ int main(int argc, char **argv)
       ;
     else if (strcmp(a, "--interval-ms") == 0 && v && acl_parse_int(v, 0, 60000, &interval))
       ;
-    else if (strcmp(a, "--workloads") == 0 && v && acl_parse_int(v, 0, ACL_SNAP_MAX_WORKLOADS, &extra))
+    else if (strcmp(a, "--workloads") == 0 && v &&
+             acl_parse_int(v, 0, ACL_SNAP_MAX_WORKLOADS, &extra))
       ;
     else
       return usage(v ? "bad argument or value" : "missing value");
@@ -319,7 +326,8 @@ int main(int argc, char **argv)
     goto out;
   }
   build(&f, (int)extra);
-  acl_web_source_t src = {.user = &f, .render_metrics = render_metrics, .render_state = render_state};
+  acl_web_source_t src = {
+      .user = &f, .render_metrics = render_metrics, .render_state = render_state};
   char err[256];
   acl_web_t *web = acl_web_start(bind, (int)port, &src, err, sizeof(err));
   if (!web) {

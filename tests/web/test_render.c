@@ -319,12 +319,16 @@ Test(metrics, label_values_escaped_and_utf8_sanitised)
 {
   acl_snapshot_t *s = snap_new();
   add_comm(s, 0x11, "a\"b\\c\nd", 0);
-  add_comm(s, 0x22, "bad\xff\xfe" "caf\xc3\xa9", -1);
+  add_comm(s, 0x22,
+           "bad\xff\xfe"
+           "caf\xc3\xa9",
+           -1);
   add_wl(s, 0, 4, 1);
   add_wl(s, 1, 2, 2);
   char *m = metrics_of(s);
   cr_assert(strstr(m, "comm=\"a\\\"b\\\\c\\nd\",rank=\"0\""), "%s", m);
-  cr_assert(strstr(m, "comm=\"bad\xEF\xBF\xBD\xEF\xBF\xBD" "caf\xc3\xa9\",rank=\"unknown\""));
+  cr_assert(strstr(m, "comm=\"bad\xEF\xBF\xBD\xEF\xBF\xBD"
+                      "caf\xc3\xa9\",rank=\"unknown\""));
   free(m);
   free(s);
 }
@@ -332,7 +336,12 @@ Test(metrics, label_values_escaped_and_utf8_sanitised)
 Test(metrics, label_values_carry_no_c1_or_bidi_controls)
 {
   acl_snapshot_t *s = snap_new();
-  add_comm(s, 0x11, "x\xc2\x9b" "2J\xe2\x80\xae" "RLO\xe2\x81\xa6" "y", 0);
+  add_comm(s, 0x11,
+           "x\xc2\x9b"
+           "2J\xe2\x80\xae"
+           "RLO\xe2\x81\xa6"
+           "y",
+           0);
   add_wl(s, 0, 4, 1);
   char *m = metrics_of(s);
   cr_assert(strstr(m, "comm=\"x?2J?RLO?y\""), "%s", m);
@@ -366,8 +375,10 @@ Test(metrics, two_ranks_of_one_comm_in_one_process)
   add_wl(s, 0, 4, 4096);
   add_wl(s, 1, 4, 4096);
   char *m = metrics_of(s);
-  cr_assert(strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"0\",collective=\"all_reduce\""));
-  cr_assert(strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"1\",collective=\"all_reduce\""));
+  cr_assert(
+      strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"0\",collective=\"all_reduce\""));
+  cr_assert(
+      strstr(m, "autoccl_collective_calls_total{comm=\"dp\",rank=\"1\",collective=\"all_reduce\""));
   cr_assert(strstr(m, "autoccl_communicator_ranks{comm=\"dp\",rank=\"1\"} 4"));
   free(m);
   free(s);
@@ -413,10 +424,10 @@ Test(state, schema_and_nulls)
   w->time_saved_seconds = -0.0025; /* a loss is shown, not hidden */
   w->exploration_cost_seconds = 0.004;
   w->traj_len = 2;
-  w->traj[0] = (acl_traj_point_t){.step = 0, .cand = {.algo = ACL_ALGO_NCCL}, .busbw = 1.45e11f,
-                                  .overlap = -1};
-  w->traj[1] = (acl_traj_point_t){.step = 1, .cand = {.algo = 1, .proto = 2, .nchannels = 16},
-                                  .busbw = NAN, .overlap = 0.5f};
+  w->traj[0] = (acl_traj_point_t){
+      .step = 0, .cand = {.algo = ACL_ALGO_NCCL}, .busbw = 1.45e11f, .overlap = -1};
+  w->traj[1] = (acl_traj_point_t){
+      .step = 1, .cand = {.algo = 1, .proto = 2, .nchannels = 16}, .busbw = NAN, .overlap = 0.5f};
   w->source = 2;
   acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
   u->phase = ACL_PHASE_WARMUP;
@@ -426,7 +437,8 @@ Test(state, schema_and_nulls)
   json_t *j = parse(text);
   cr_assert_eq(json_integer_value(json_object_get(j, "version")), 1);
   cr_assert_str_eq(json_string_value(json_object_get(j, "host")), "h\xEF\xBF\xBD");
-  cr_assert(json_is_null(json_object_get(json_object_get(j, "profiler"), "sample_latency_seconds")));
+  cr_assert(
+      json_is_null(json_object_get(json_object_get(j, "profiler"), "sample_latency_seconds")));
   json_t *c = json_array_get(json_object_get(j, "communicators"), 0);
   cr_assert_str_eq(json_string_value(json_object_get(c, "id")), "0x1a2b3c4d5e6f7081");
   json_t *ws = json_object_get(j, "workloads");
@@ -439,18 +451,21 @@ Test(state, schema_and_nulls)
   cr_assert_str_eq(json_string_value(json_object_get(a, "subspace")), "RING/SIMPLE");
   cr_assert_eq(json_integer_value(json_object_get(json_object_get(a, "best"), "channels")), 24);
   cr_assert(json_is_null(json_object_get(json_object_get(a, "baseline"), "proto")));
-  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "baseline"), "algo")), "NCCL");
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "baseline"), "algo")),
+                   "NCCL");
   cr_assert(json_is_null(json_object_get(a, "speedup")), "Inf must render as null");
   cr_assert(json_is_null(json_object_get(a, "busbw")));
   cr_assert(json_is_null(json_object_get(a, "calls_to_converge")));
   cr_assert_float_eq(json_real_value(json_object_get(a, "best_seconds")), 0.000371, 1e-12);
   cr_assert_float_eq(json_number_value(json_object_get(a, "time_saved_seconds")), -0.0025, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "exploration_cost_seconds")), 0.004, 1e-12);
+  cr_assert_float_eq(json_number_value(json_object_get(a, "exploration_cost_seconds")), 0.004,
+                     1e-12);
   json_t *t = json_object_get(a, "trajectory");
   cr_assert_eq(json_array_size(t), 2);
   cr_assert(json_is_null(json_object_get(json_array_get(t, 0), "overlap")));
   cr_assert(json_is_null(json_object_get(json_array_get(t, 1), "busbw")));
-  cr_assert_float_eq(json_number_value(json_object_get(json_array_get(t, 0), "busbw")), 1.45e11, 1e5);
+  cr_assert_float_eq(json_number_value(json_object_get(json_array_get(t, 0), "busbw")), 1.45e11,
+                     1e5);
   cr_assert_str_eq(json_string_value(json_object_get(a, "source")), "table");
   json_t *b = json_array_get(ws, 1);
   cr_assert_str_eq(json_string_value(json_object_get(b, "source")), "nccl");
@@ -488,8 +503,10 @@ Test(state, empty_and_full_snapshots_are_valid_json)
   j = parse(text);
   cr_assert_eq(json_array_size(json_object_get(j, "workloads")), ACL_SNAP_MAX_WORKLOADS);
   cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "workloads"), 0),
-                                               "trajectory")), ACL_SNAP_TRAJ);
-  cr_assert(json_is_null(json_object_get(json_array_get(json_object_get(j, "workloads"), 0), "rank")));
+                                               "trajectory")),
+               ACL_SNAP_TRAJ);
+  cr_assert(
+      json_is_null(json_object_get(json_array_get(json_object_get(j, "workloads"), 0), "rank")));
   cr_assert(json_is_true(json_object_get(j, "workloads_truncated")));
   json_decref(j);
   free(text);
@@ -514,7 +531,8 @@ Test(event, one_line_json)
   cr_assert_eq(json_integer_value(json_object_get(j, "rank")), 2);
   cr_assert_str_eq(json_string_value(json_object_get(j, "collective")), "ReduceScatter");
   cr_assert_eq(json_integer_value(json_object_get(j, "step")), 12);
-  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "candidate"), "algo")), "RING");
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "candidate"), "algo")),
+                   "RING");
   cr_assert(json_is_null(json_object_get(j, "best")));
   cr_assert(json_is_null(json_object_get(j, "speedup")));
   cr_assert_float_eq(json_number_value(json_object_get(j, "busbw")), 1.5e11, 1);

@@ -75,7 +75,8 @@ static size_t http(int port, const char *method, const char *path, char *buf, si
 {
   int fd = dial(port);
   char req[512];
-  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", method, path);
+  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           method, path);
   send_all(fd, req);
   size_t n = 0;
   ssize_t k;
@@ -342,15 +343,15 @@ Test(server, loopback_bind_answers_loopback_host_names_only)
   static const struct {
     const char *host;
     int code;
-  } cases[] = {{"evil.example", 421},   {"evil.example:80", 421}, {"127.0.0.1.nip.io", 421},
-               {"192.168.1.1", 421},    {"[::2]", 421},           {"localhost", 200},
-               {"localhost.:1", 200},   {"127.0.0.1:9", 200},     {"[::1]:9464", 200},
+  } cases[] = {{"evil.example", 421},     {"evil.example:80", 421}, {"127.0.0.1.nip.io", 421},
+               {"192.168.1.1", 421},      {"[::2]", 421},           {"localhost", 200},
+               {"localhost.:1", 200},     {"127.0.0.1:9", 200},     {"[::1]:9464", 200},
                {"grafana.localhost", 200}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char req[256], b[4096];
     int fd = dial(port);
-    snprintf(req, sizeof(req), "GET /api/v1/state HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
-             cases[i].host);
+    snprintf(req, sizeof(req),
+             "GET /api/v1/state HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", cases[i].host);
     send_all(fd, req);
     size_t n = 0;
     ssize_t k;

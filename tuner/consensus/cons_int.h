@@ -18,14 +18,15 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT 3u /* 2: cons_settings_t holds acl_search_params_t; 3: table hash */
-#define ACL_CONS_RING 512      /* published blocks kept per workload */
-#define ACL_CONS_SLOTS 128     /* calls whose samples are being aggregated */
-#define ACL_CONS_MAX_PROCS 128 /* processes recorded for stale detection */
-#define ACL_CONS_ALT_NAMES 8   /* a name and its alternatives (-alt1..) */
+#define ACL_CONS_LAYOUT 3u      /* 2: cons_settings_t holds acl_search_params_t; 3: table hash */
+#define ACL_CONS_RING 512       /* published blocks kept per workload */
+#define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
+#define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
+#define ACL_CONS_ALT_NAMES 8    /* a name and its alternatives (-alt1..) */
 #define ACL_CONS_RANK_BITS 4096 /* ranks whose masks are de-duplicated */
-#define ACL_CONS_WARM_SPAN 4   /* NCCL-default block while ranks are missing */
-#define ACL_CONS_DISABLED_SPAN 4096u /* NCCL-default block of a disabled workload: long,
+#define ACL_CONS_WARM_SPAN 4    /* NCCL-default block while ranks are missing */
+#define ACL_CONS_DISABLED_SPAN                                                                     \
+  4096u                               /* NCCL-default block of a disabled workload: long,
                                       * nothing to decide, one lock per 4096 calls */
 #define ACL_CONS_MAX_AHEAD 1000000ull /* a request further ahead is refused */
 /* The sample path may spin this long for the lock, then drops the sample
@@ -82,10 +83,10 @@ typedef struct cons_slot {
 typedef struct cons_wl {
   acl_wkey_t key;
   _Atomic uint32_t present; /* follower segments fill sparse indices */
-  uint32_t dirty;    /* set while the search or ring is being mutated */
-  uint32_t disabled; /* a lock holder died mid-update: NCCL default from now on */
+  uint32_t dirty;           /* set while the search or ring is being mutated */
+  uint32_t disabled;        /* a lock holder died mid-update: NCCL default from now on */
   uint32_t nrestricted;
-  uint8_t phase;     /* of the latest block */
+  uint8_t phase; /* of the latest block */
   uint8_t pad[7];
   _Atomic uint64_t nblocks;
   uint64_t next_call; /* first call not covered by a block */
@@ -134,8 +135,8 @@ typedef struct cons_hdr {
   uint32_t pad0;
   uint64_t creator_start;
   cons_settings_t set;
-  _Atomic uint32_t retired; /* unlinked or being replaced: do not join */
-  _Atomic uint32_t leader;  /* rank 0 is attached on this host */
+  _Atomic uint32_t retired;    /* unlinked or being replaced: do not join */
+  _Atomic uint32_t leader;     /* rank 0 is attached on this host */
   _Atomic uint32_t nworkloads; /* indices in use (sparse on followers) */
   uint32_t pad1;
   /* AUTOCCL_TABLE agreement: the creator's table hash (0 = none); a rank
@@ -149,7 +150,7 @@ typedef struct cons_hdr {
   uint32_t attached; /* ranks (acl_cons_t) attached on this host */
   uint32_t nprocs;
   cons_proc_t procs[ACL_CONS_MAX_PROCS];
-  uint64_t refused;   /* workload creations refused: table full */
+  uint64_t refused;    /* workload creations refused: table full */
   uint64_t recoveries; /* dead lock holders recovered */
   uint64_t blocks_published;
 } cons_hdr_t;
@@ -190,9 +191,9 @@ typedef struct cons_map {
 typedef struct cons_local {
   acl_wkey_t key;
   uint8_t used, resolved, restricted, pad;
-  uint32_t widx;  /* ACL_CONS_WIDX_NONE: table full, NCCL default */
-  uint64_t next;  /* this rank's next call index */
-  uint64_t hint;  /* block number to look at first */
+  uint32_t widx;           /* ACL_CONS_WIDX_NONE: table full, NCCL default */
+  uint64_t next;           /* this rank's next call index */
+  uint64_t hint;           /* block number to look at first */
   uint64_t c_start, c_end; /* cached block */
   uint16_t c_cand_id;
   uint8_t c_phase;
@@ -215,13 +216,13 @@ struct acl_cons {
   char coord_host[256];
   int coord_port;
   struct acl_relay_client *client; /* follower hosts */
-  bool registered;             /* rank 0: registered with the relay server */
+  bool registered;                 /* rank 0: registered with the relay server */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
   _Atomic uint64_t samples_busy;  /* samples dropped: the lock was held */
   _Atomic uint64_t busy_since_ns; /* first busy sample since the last acquisition */
   _Atomic uint64_t refused_keys;  /* workloads this rank found the table full for */
   _Atomic int stall_tid;          /* the holder last named in a warning */
-  const acl_table_t *table; /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
+  const acl_table_t *table;       /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
   uint64_t table_hash;
 };
 

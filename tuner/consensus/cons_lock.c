@@ -241,7 +241,4 @@ int cons_lock_try(acl_cons_t *c, cons_hdr_t *h)
   return -1;
 }
 
-void cons_unlock(cons_hdr_t *h)
-{
-  pthread_mutex_unlock(&h->lock);
-}
+void cons_unlock(cons_hdr_t *h) { pthread_mutex_unlock(&h->lock); }

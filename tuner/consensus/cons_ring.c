@@ -4,8 +4,7 @@
 
 /* ---- published blocks ---------------------------------------------------- */
 
-static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res,
-                       cons_blk_t *b)
+static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res, cons_blk_t *b)
 {
   b->num = num;
   b->start = start;

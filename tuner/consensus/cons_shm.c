@@ -31,10 +31,7 @@ static void sleep_ms(int ms)
   nanosleep(&ts, NULL);
 }
 
-size_t cons_wl_size(void)
-{
-  return (sizeof(cons_wl_t) + 63) & ~(size_t)63;
-}
+size_t cons_wl_size(void) { return (sizeof(cons_wl_t) + 63) & ~(size_t)63; }
 
 static size_t hdr_span(void)
 {
@@ -78,11 +75,11 @@ uint64_t cons_settings_hash(const cons_settings_t *s)
 
 int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char *msg, size_t len)
 {
-#define DIFF_I(f, what)                                                                      \
-  if (a->f != b->f) {                                                                        \
-    snprintf(msg, len, "%s differs: this rank has %d, the communicator has %d", what,        \
-             (int)a->f, (int)b->f);                                                          \
-    return 1;                                                                                \
+#define DIFF_I(f, what)                                                                            \
+  if (a->f != b->f) {                                                                              \
+    snprintf(msg, len, "%s differs: this rank has %d, the communicator has %d", what, (int)a->f,   \
+             (int)b->f);                                                                           \
+    return 1;                                                                                      \
   }
   if (a->mode != b->mode) {
     snprintf(msg, len, "AUTOCCL_MODE differs: this rank has %s, the communicator has %s",
@@ -98,8 +95,10 @@ int cons_settings_diff(const cons_settings_t *a, const cons_settings_t *b, char 
   DIFF_I(search.nranks, "search nranks")
   DIFF_I(search.drift_window, "search drift_window")
   if (a->search.budget != b->search.budget) {
-    snprintf(msg, len, "AUTOCCL_EXPLORE_BUDGET differs: this rank has %g %%, the communicator "
-             "has %g %%", 100.0 * a->search.budget, 100.0 * b->search.budget);
+    snprintf(msg, len,
+             "AUTOCCL_EXPLORE_BUDGET differs: this rank has %g %%, the communicator "
+             "has %g %%",
+             100.0 * a->search.budget, 100.0 * b->search.budget);
     return 1;
   }
   if (a->search.drift_ratio != b->search.drift_ratio ||
@@ -132,8 +131,8 @@ void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator)
 /* Identifies the job, so a segment of another job is never joined. */
 static uint64_t job_identity(void)
 {
-  static const char *vars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "MASTER_ADDR",
-                               "MASTER_PORT", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"};
+  static const char *vars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",   "MASTER_ADDR",
+                               "MASTER_PORT",         "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"};
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
     const char *v = getenv(vars[i]);
@@ -221,15 +220,17 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
 typedef enum { JOIN_OK, JOIN_RETRY, JOIN_FAIL } join_rc_t;
 
 /* Judges an existing segment: join it, retry (it was replaced), or fail. */
-static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t have,
-                           acl_cons_t *c, uint64_t deadline, char *err, size_t errlen)
+static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t have, acl_cons_t *c,
+                           uint64_t deadline, char *err, size_t errlen)
 {
   uint64_t magic;
   while ((magic = atomic_load_explicit(&h->magic, memory_order_acquire)) != ACL_CONS_MAGIC) {
     int32_t cp = h->creator_pid;
     if (magic != 0 && cp > 0 && cons_proc_alive(cp, 0)) {
-      snprintf(err, errlen, "consensus segment %s is corrupt (magic %016llx); not used; "
-               "remove /dev/shm%s if no job uses it", name, (unsigned long long)magic, name);
+      snprintf(err, errlen,
+               "consensus segment %s is corrupt (magic %016llx); not used; "
+               "remove /dev/shm%s if no job uses it",
+               name, (unsigned long long)magic, name);
       return JOIN_FAIL;
     }
     if (cp > 0 && !cons_proc_alive(cp, 0)) {
@@ -240,8 +241,10 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
       return JOIN_RETRY;
     }
     if (acl_mono_ns() > deadline) {
-      snprintf(err, errlen, "consensus segment %s never finished initialising (creator "
-               "pid %d); remove /dev/shm%s if no job uses it", name, (int)cp, name);
+      snprintf(err, errlen,
+               "consensus segment %s never finished initialising (creator "
+               "pid %d); remove /dev/shm%s if no job uses it",
+               name, (int)cp, name);
       return JOIN_FAIL;
     }
     sleep_ms(1);
@@ -250,14 +253,17 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
     return JOIN_RETRY;
   if (h->layout != ACL_CONS_LAYOUT || h->hdr_size != sizeof(cons_hdr_t) ||
       h->wl_size != cons_wl_size()) {
-    snprintf(err, errlen, "consensus segment %s has another layout (another autoccl "
-             "version?); all ranks must load the same plugin", name);
+    snprintf(err, errlen,
+             "consensus segment %s has another layout (another autoccl "
+             "version?); all ranks must load the same plugin",
+             name);
     return JOIN_FAIL;
   }
   if (h->total_size != have) {
-    snprintf(err, errlen, "consensus segment %s is corrupt (its header says %llu bytes, the "
-             "file has %zu); not used; remove /dev/shm%s if no job uses it", name,
-             (unsigned long long)h->total_size, have, name);
+    snprintf(err, errlen,
+             "consensus segment %s is corrupt (its header says %llu bytes, the "
+             "file has %zu); not used; remove /dev/shm%s if no job uses it",
+             name, (unsigned long long)h->total_size, have, name);
     return JOIN_FAIL;
   }
   char ebuf[200];
@@ -280,22 +286,25 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
     shm_unlink(name);
     cons_unlock(h);
     acl_warn("consensus: replacing stale segment %s (generation %llx, %s job, all "
-             "attached processes dead)", name, (unsigned long long)h->generation,
-             same_job ? "same" : "another");
+             "attached processes dead)",
+             name, (unsigned long long)h->generation, same_job ? "same" : "another");
     return JOIN_RETRY;
   }
   if (!same_job) {
     cons_unlock(h);
-    snprintf(err, errlen, "consensus segment %s belongs to another live job (pid %d, job "
+    snprintf(err, errlen,
+             "consensus segment %s belongs to another live job (pid %d, job "
              "identity from TORCHELASTIC_RUN_ID/SLURM_JOB_ID/MASTER_ADDR/MASTER_PORT "
-             "differs)", name, (int)h->procs[0].pid);
+             "differs)",
+             name, (int)h->procs[0].pid);
     return JOIN_FAIL;
   }
   if (h->total_size != size || cons_settings_diff(&c->set, &h->set, ebuf, sizeof(ebuf))) {
     if (h->total_size != size && !cons_settings_diff(&c->set, &h->set, ebuf, sizeof(ebuf)))
       snprintf(ebuf, sizeof(ebuf), "segment size differs");
     cons_unlock(h);
-    snprintf(err, errlen, "settings mismatch with the ranks already in comm %016llx: %s "
+    snprintf(err, errlen,
+             "settings mismatch with the ranks already in comm %016llx: %s "
              "(every rank must run with the same AUTOCCL_* settings)",
              (unsigned long long)c->comm_id, ebuf);
     return JOIN_FAIL;
@@ -348,8 +357,10 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, bool
     }
     if (have < sizeof(cons_hdr_t)) {
       close(fd);
-      snprintf(err, errlen, "shared memory %s stays empty (a creator died right after "
-               "creating it?); remove /dev/shm%s if no job uses it", name, name);
+      snprintf(err, errlen,
+               "shared memory %s stays empty (a creator died right after "
+               "creating it?); remove /dev/shm%s if no job uses it",
+               name, name);
       return NULL;
     }
     void *p = mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -400,9 +411,8 @@ static void reclaim_one(void *user, const char *name)
   /* The whole file: taking a dead holder's lock recovers its workloads
    * (recover_locked), which lie past the header. */
   size_t have = (size_t)st.st_size;
-  void *p = have >= sizeof(cons_hdr_t)
-                ? mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                : MAP_FAILED;
+  void *p = have >= sizeof(cons_hdr_t) ? mmap(NULL, have, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                       : MAP_FAILED;
   close(fd);
   if (p == MAP_FAILED)
     return;
@@ -480,12 +490,14 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
       break;
     /* Every rank of this host sees the same file and skips to the same
      * next name: they still meet, on a segment nobody else can open. */
-    acl_warn("consensus: comm %016llx: %s; not used: trying the next name", (unsigned long long)c->comm_id, err);
+    acl_warn("consensus: comm %016llx: %s; not used: trying the next name",
+             (unsigned long long)c->comm_id, err);
     snprintf(skipped[alt], sizeof(skipped[alt]), "%s", name);
   }
   if (!m) {
     if (alt == ACL_CONS_ALT_NAMES)
-      snprintf(err, errlen, "the %d consensus segment names of comm %016llx (%s ...) are all "
+      snprintf(err, errlen,
+               "the %d consensus segment names of comm %016llx (%s ...) are all "
                "taken by files that are not ours; remove them, or run as their owner",
                ACL_CONS_ALT_NAMES, (unsigned long long)c->comm_id, skipped[0]);
     goto out;

@@ -17,8 +17,8 @@
 
 static bool key_eq(const acl_wkey_t *a, const acl_wkey_t *b)
 {
-  return a->comm_id == b->comm_id && a->nbytes == b->nbytes &&
-         a->num_pipe_ops == b->num_pipe_ops && a->coll == b->coll;
+  return a->comm_id == b->comm_id && a->nbytes == b->nbytes && a->num_pipe_ops == b->num_pipe_ops &&
+         a->coll == b->coll;
 }
 
 static cons_wl_t *wl_find(cons_hdr_t *h, const acl_wkey_t *key, uint32_t *widx)
@@ -96,12 +96,16 @@ int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *
     }
     w = cons_wl(h, n);
     memset(w, 0, sizeof(*w));
-    w->key = (acl_wkey_t){.comm_id = key->comm_id, .nbytes = key->nbytes,
-                          .num_pipe_ops = key->num_pipe_ops, .coll = key->coll};
+    w->key = (acl_wkey_t){.comm_id = key->comm_id,
+                          .nbytes = key->nbytes,
+                          .num_pipe_ops = key->num_pipe_ops,
+                          .coll = key->coll};
     acl_search_init(&w->search, &h->set.search, &w->key, cost);
     if (seed && !atomic_load_explicit(&h->table_off, memory_order_relaxed)) {
-      acl_table_query_t q = {.coll = key->coll, .nbytes = key->nbytes,
-                             .nnodes = h->set.nnodes, .nranks = h->set.nranks,
+      acl_table_query_t q = {.coll = key->coll,
+                             .nbytes = key->nbytes,
+                             .nnodes = h->set.nnodes,
+                             .nranks = h->set.nranks,
                              .pipe_ops = key->num_pipe_ops};
       const acl_table_rule_t *rule = acl_table_find(seed, &q);
       if (rule)
@@ -190,8 +194,8 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
     return NULL;
   }
   if (p->nranks < 1 || p->nnodes < 1 || p->rank < -1 || p->rank >= p->nranks) {
-    snprintf(err, errlen, "consensus: invalid communicator (rank %d of %d, %d nodes)",
-             p->rank, p->nranks, p->nnodes);
+    snprintf(err, errlen, "consensus: invalid communicator (rank %d of %d, %d nodes)", p->rank,
+             p->nranks, p->nnodes);
     return NULL;
   }
   if (p->cfg->max_workloads < 1 || p->cfg->max_workloads > ACL_CONFIG_MAX_WORKLOADS_MAX) {
@@ -199,9 +203,11 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
     return NULL;
   }
   if (p->nnodes > 1 && p->rank < 0) {
-    snprintf(err, errlen, "consensus: %d nodes but this rank's number is unknown: load "
+    snprintf(err, errlen,
+             "consensus: %d nodes but this rank's number is unknown: load "
              "autoccl as the profiler plugin too (NCCL_PROFILER_PLUGIN) so the leader host "
-             "can be found", p->nnodes);
+             "can be found",
+             p->nnodes);
     return NULL;
   }
   acl_cons_t *c = calloc(1, sizeof(*c));
@@ -286,11 +292,13 @@ static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
     if (cand->algo < 0 || cand->algo >= ACL_NUM_ALGO || cand->proto < 0 ||
         cand->proto >= ACL_NUM_PROTO || cost[cand->algo][cand->proto] < 0.0f) {
       char cb[48];
-      snprintf(err, errlen, "call %llu of %s/%llu bytes: the communicator decided %s, which "
+      snprintf(err, errlen,
+               "call %llu of %s/%llu bytes: the communicator decided %s, which "
                "this rank's cost table marks unsupported; failing this collective rather "
-               "than diverging", (unsigned long long)k,
-               acl_coll_name(e ? e->key.coll : -1),
-               (unsigned long long)(e ? e->key.nbytes : 0), acl_candidate_str(cand, cb, sizeof(cb)));
+               "than diverging",
+               (unsigned long long)k, acl_coll_name(e ? e->key.coll : -1),
+               (unsigned long long)(e ? e->key.nbytes : 0),
+               acl_candidate_str(cand, cb, sizeof(cb)));
       return -1;
     }
   }
@@ -317,7 +325,8 @@ static void cache_blk(cons_local_t *e, const cons_blk_t *b)
 
 static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)
 {
-  snprintf(err, errlen, "call %llu of %s/%llu bytes is older than the %d decision blocks "
+  snprintf(err, errlen,
+           "call %llu of %s/%llu bytes is older than the %d decision blocks "
            "kept: this rank lags too far behind the others; no guess is made",
            (unsigned long long)k, acl_coll_name(key->coll), (unsigned long long)key->nbytes,
            ACL_CONS_RING);
@@ -326,8 +335,8 @@ static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)
 
 bool cons_leader_here(acl_cons_t *c)
 {
-  return c->role == CONS_ROLE_DECIDER || atomic_load_explicit(&c->hdr->leader,
-                                                              memory_order_relaxed);
+  return c->role == CONS_ROLE_DECIDER ||
+         atomic_load_explicit(&c->hdr->leader, memory_order_relaxed);
 }
 
 /* Leader host: the first rank to reach an undecided call steps the search. */
@@ -361,8 +370,8 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
   cons_blk_t b;
   uint64_t pub = 0;
   bool first = !e || !e->restricted;
-  int rc = cons_serve_locked(c->hdr, c->table, key, k, cost, first ? c->rank : CONS_NO_RESTRICT, &widx,
-                             &b, &pub);
+  int rc = cons_serve_locked(c->hdr, c->table, key, k, cost, first ? c->rank : CONS_NO_RESTRICT,
+                             &widx, &b, &pub);
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
   if (rc == 1)
@@ -408,8 +417,11 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
       q = r == 0 ? k : cons_ring_end(w); /* first call this host lacks */
     }
     acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
-                           .rank = c->rank, .comm_id = c->comm_id, .key = *key,
-                           .call_idx = q, .settings_hash = c->set_hash};
+                           .rank = c->rank,
+                           .comm_id = c->comm_id,
+                           .key = *key,
+                           .call_idx = q,
+                           .settings_hash = c->set_hash};
     memcpy(req.cost, cost, sizeof(req.cost));
     acl_relay_resp_t resp;
     int left = c->timeout_ms - (int)((acl_mono_ns() - t0) / 1000000ull);
@@ -445,9 +457,13 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
       if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
         atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
     }
-    cons_blk_t nb = {.num = resp.block_num, .start = resp.start, .len = resp.len,
-                     .cand_id = resp.cand_id, .phase = resp.phase,
-                     .sample_shift = resp.sample_shift, .cand = resp.cand};
+    cons_blk_t nb = {.num = resp.block_num,
+                     .start = resp.start,
+                     .len = resp.len,
+                     .cand_id = resp.cand_id,
+                     .phase = resp.phase,
+                     .sample_shift = resp.sample_shift,
+                     .cand = resp.cand};
     cons_ring_put(w, &nb);
     cons_unlock(c->hdr);
     if (!e && !(e = local_insert(c, key, resp.widx))) {
@@ -462,8 +478,8 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
 }
 
 int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
-                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
-                    char *err, size_t errlen)
+                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out, char *err,
+                    size_t errlen)
 {
   char dummy[8];
   if (!err || !errlen) {
@@ -519,9 +535,10 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
   uint32_t widx = ACL_CONS_WIDX_NONE;
   cons_blk_t b;
   uint64_t pub = 0;
-  int rank = req->flags & ACL_RELAY_F_RESTRICT ? (req->rank >= 0 ? req->rank : -1)
-                                               : CONS_NO_RESTRICT;
-  int rc = cons_serve_locked(c->hdr, c->table, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub);
+  int rank =
+      req->flags & ACL_RELAY_F_RESTRICT ? (req->rank >= 0 ? req->rank : -1) : CONS_NO_RESTRICT;
+  int rc = cons_serve_locked(c->hdr, c->table, &req->key, req->call_idx, req->cost, rank, &widx, &b,
+                             &pub);
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
   resp->widx = widx;

@@ -30,8 +30,8 @@ typedef struct acl_cons_params {
   uint64_t comm_id;
   int nranks;
   int nnodes;
-  int rank;                   /* -1 when unknown (no profiler ABI) */
-  const acl_config_t *cfg;    /* with nranks, the settings of every workload's search */
+  int rank;                /* -1 when unknown (no profiler ABI) */
+  const acl_config_t *cfg; /* with nranks, the settings of every workload's search */
   /* Internal (tests, simulator): salts the segment name so that simulated
    * hosts on one machine do not share a segment. NULL or "" in production. */
   const char *shm_ns;
@@ -70,8 +70,8 @@ void acl_cons_destroy(acl_cons_t *c); /* last rank out removes the segment; NULL
  * negative with a message in err when this rank cannot apply a consistent
  * decision (the collective must then fail with a clear NCCL error). */
 int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
-                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
-                    char *err, size_t errlen);
+                    const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out, char *err,
+                    size_t errlen);
 
 /* A measured call of this rank. */
 void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
@@ -96,9 +96,9 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
 typedef struct acl_cons_stats {
   uint64_t lock_acquisitions, blocks_published, relay_calls;
   double wait_seconds;
-  uint64_t refused;     /* workloads refused by the full table (segment-wide) */
-  uint64_t recoveries;  /* dead lock holders recovered (segment-wide) */
-  uint32_t attached;    /* ranks attached to this host's segment */
+  uint64_t refused;    /* workloads refused by the full table (segment-wide) */
+  uint64_t recoveries; /* dead lock holders recovered (segment-wide) */
+  uint32_t attached;   /* ranks attached to this host's segment */
   uint32_t nworkloads;
   /* Sample classes over the segment's workloads (docs/profiler.md): fed,
    * late (dropped), partial (a local rank never reported), skewed (slowest
@@ -107,7 +107,7 @@ typedef struct acl_cons_stats {
   /* This rank: samples dropped because the lock was held (never waited
    * for), and workloads the full table refused it. */
   uint64_t samples_busy, refused_here;
-  int role;             /* 0 decider (leader host), 1 follower host */
+  int role; /* 0 decider (leader host), 1 follower host */
   char shm_name[96];
 } acl_cons_stats_t;
 void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st);

@@ -43,8 +43,8 @@ static struct addrinfo *resolve(const char *host, int port, bool passive)
 {
   char ps[16];
   snprintf(ps, sizeof(ps), "%d", port);
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = passive ? AI_PASSIVE : 0};
+  struct addrinfo hints = {
+      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = passive ? AI_PASSIVE : 0};
   struct addrinfo *res = NULL;
   return getaddrinfo(host, ps, &hints, &res) == 0 ? res : NULL;
 }
@@ -55,7 +55,8 @@ static struct addrinfo *resolve(const char *host, int port, bool passive)
 #define SRV_BUF 512       /* a connection's partial frames: above a request frame */
 #define SRV_BACKLOG 128   /* listen() backlog: follower ranks connecting at once */
 #define SRV_POLL_MS 1000  /* a fallback wake-up: stopping and new work go through srv.wake */
-#define CLIENT_RETRY_MS 20 /* between attempts within AUTOCCL_TIMEOUT_MS: a local
+#define CLIENT_RETRY_MS                                                                            \
+  20 /* between attempts within AUTOCCL_TIMEOUT_MS: a local
                             * network round trip is far shorter, a host's start far longer */
 
 typedef struct srv_conn {
@@ -72,7 +73,7 @@ typedef struct srv_comm {
 } srv_comm_t;
 
 static struct {
-  pthread_mutex_t mu;      /* lifecycle, comm registry (held while serving) */
+  pthread_mutex_t mu; /* lifecycle, comm registry (held while serving) */
   int lfd, wake[2];
   bool running;
   pthread_t thr;
@@ -207,8 +208,8 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
   s->ctx = ctx;
   pthread_mutex_lock(&srv.mu);
   if (srv.running && (strcmp(srv.host, host) != 0 || srv.port != port)) {
-    snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host,
-             srv.port, host, port);
+    snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host, srv.port,
+             host, port);
     goto out;
   }
   for (srv_comm_t *o = srv.comms; o; o = o->next)
@@ -367,8 +368,8 @@ static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size
 }
 
 /* One exchange on a connected socket; -1 drops the connection. */
-static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n,
-                       acl_relay_resp_t *resp, uint64_t deadline, char *why, size_t whylen)
+static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n, acl_relay_resp_t *resp,
+                       uint64_t deadline, char *why, size_t whylen)
 {
   if (send(cl->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
     snprintf(why, whylen, "send: %s", strerror(errno));
@@ -424,8 +425,9 @@ int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
     snprintf(why, sizeof(why), "%s", acl_relay_status_name(ACL_RELAY_NO_COMM));
     nap_ms(CLIENT_RETRY_MS); /* the leader host may not have created the comm yet */
   } while (acl_mono_ns() / 1000000u < deadline);
-  snprintf(err, errlen, "no decision from the leader host's relay %s:%d within %d ms "
-           "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?", cl->host, cl->port,
-           timeout_ms, why);
+  snprintf(err, errlen,
+           "no decision from the leader host's relay %s:%d within %d ms "
+           "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?",
+           cl->host, cl->port, timeout_ms, why);
   return -1;
 }

@@ -79,16 +79,14 @@ const char *acl_relay_status_name(int status);
 
 /* Coordinator address: coordinator ("host:port", "[v6]:port") when non-empty,
  * else master_addr with master_port + 1. 0, or -1 with a message. */
-int acl_relay_parse_addr(const char *coordinator, const char *master_addr,
-                         const char *master_port, char *host, size_t hostlen, int *port,
-                         char *err, size_t errlen);
+int acl_relay_parse_addr(const char *coordinator, const char *master_addr, const char *master_port,
+                         char *host, size_t hostlen, int *port, char *err, size_t errlen);
 
 /* The server side is a transport: it knows nothing of consensus. The host
  * holding rank 0 of a communicator registers a serve callback for that
  * communicator; requests for it are answered by that callback, called on the
  * relay thread with the registry lock held (unregister waits for it). */
-typedef void (*acl_relay_serve_fn)(void *ctx, const acl_relay_req_t *req,
-                                   acl_relay_resp_t *resp);
+typedef void (*acl_relay_serve_fn)(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp);
 /* Rank 0: start (first time) the process-wide server on host:port and
  * register comm_id with serve(ctx, ...). 0, or -1 with err. */
 int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,

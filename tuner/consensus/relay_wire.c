@@ -163,10 +163,13 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
 
 const char *acl_relay_status_name(int s)
 {
-  static const char *names[] = {"ok", "workload table full", "call too old",
+  static const char *names[] = {"ok",
+                                "workload table full",
+                                "call too old",
                                 "communicator not registered on the leader host",
                                 "settings differ from the leader host (AUTOCCL_* mismatch)",
-                                "leader host busy (lock timeout)", "malformed request",
+                                "leader host busy (lock timeout)",
+                                "malformed request",
                                 "call index too far ahead"};
   return s >= 0 && s < ACL_RELAY_NSTATUS ? names[s] : "unknown status";
 }
@@ -199,12 +202,12 @@ int acl_relay_parse_addr(const char *coord, const char *maddr, const char *mport
     *port = (int)pv;
     return 0;
   bad_coord:
-    snprintf(err, errlen, "AUTOCCL_COORDINATOR=\"%.100s\" is not host:port (port 1..65535)",
-             coord);
+    snprintf(err, errlen, "AUTOCCL_COORDINATOR=\"%.100s\" is not host:port (port 1..65535)", coord);
     return -1;
   }
   if (!maddr || !*maddr || !mport || !*mport) {
-    snprintf(err, errlen, "several nodes need a coordinator: set AUTOCCL_COORDINATOR=host:port "
+    snprintf(err, errlen,
+             "several nodes need a coordinator: set AUTOCCL_COORDINATOR=host:port "
              "(or MASTER_ADDR and MASTER_PORT; the relay then uses MASTER_PORT+1)");
     return -1;
   }
@@ -220,4 +223,3 @@ int acl_relay_parse_addr(const char *coord, const char *maddr, const char *mport
   *port = (int)pv + 1;
   return 0;
 }
-

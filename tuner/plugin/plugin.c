@@ -57,7 +57,8 @@ static void proc_start_locked(ncclDebugLogger_t log)
       acl_proc.table = NULL;
     } else if (acl_table_meta_refused_locked(err, sizeof(err))) {
       acl_warn("cannot use tuning table (AUTOCCL_TABLE): %s: %s: its %d rules are not "
-               "used; %s", acl_proc.cfg.table_path, err, acl_proc.table->nrules,
+               "used; %s",
+               acl_proc.cfg.table_path, err, acl_proc.table->nrules,
                online ? "every workload explores" : "leaving NCCL's choices");
       free(acl_proc.table);
       acl_proc.table = NULL;
@@ -184,8 +185,7 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
    * samples; with KernelCh as the source, events stay off until a call
    * needs them (events_gate). */
   int full = acl_prof_nccl_mask(acl_proc.prof);
-  *mask = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE &&
-                  !(full & ncclProfileKernelCh)
+  *mask = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE && !(full & ncclProfileKernelCh)
               ? full
               : 0;
   if (r)
@@ -339,8 +339,7 @@ static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *
 {
   if (atomic_fetch_or(&r->logged, bit) & bit)
     return;
-  acl_error("comm %016llx rank %d: %s: %s", (unsigned long long)r->comm_id, r->rank, what,
-            detail);
+  acl_error("comm %016llx rank %d: %s: %s", (unsigned long long)r->comm_id, r->rank, what, detail);
 }
 
 /* Static mode. Every rank of the communicator computes the same decision
@@ -349,17 +348,20 @@ static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *
  * availability on every rank of a communicator (its cost table is built
  * from the communicator's shared topology). */
 static ncclResult_t decide_static(acl_rank_t *r, int coll, size_t nbytes, int pipe_ops,
-                                  float (*t)[NCCL_NUM_PROTOCOLS], int *nch,
-                                  acl_chunk_pending_t *pe)
+                                  float (*t)[NCCL_NUM_PROTOCOLS], int *nch, acl_chunk_pending_t *pe)
 {
   if (r->cons && !acl_cons_table_agreed(r->cons)) {
     if (!(atomic_fetch_or(&r->logged, ACL_LOGGED_TABLE_HASH) & ACL_LOGGED_TABLE_HASH))
       acl_warn("comm %016llx rank %d: the ranks' AUTOCCL_TABLE files differ; every rank "
-               "leaves NCCL's own choices", (unsigned long long)r->comm_id, r->rank);
+               "leaves NCCL's own choices",
+               (unsigned long long)r->comm_id, r->rank);
     return ncclSuccess;
   }
-  acl_table_query_t q = {.coll = coll, .nbytes = nbytes, .nnodes = r->nnodes,
-                         .nranks = r->nranks, .pipe_ops = pipe_ops};
+  acl_table_query_t q = {.coll = coll,
+                         .nbytes = nbytes,
+                         .nnodes = r->nnodes,
+                         .nranks = r->nranks,
+                         .pipe_ops = pipe_ops};
   const acl_table_rule_t *rule = acl_table_find(acl_proc.table, &q);
   if (!rule || rule->cand.algo == ACL_ALGO_NCCL)
     return ncclSuccess;
@@ -398,12 +400,11 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     return ncclSuccess;
   if (mode == ACL_MODE_STATIC)
     return acl_proc.table ? decide_static(r, coll, nbytes, pipe_ops, t, nch, pe) : ncclSuccess;
-  acl_wkey_t key = {.comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops,
-                    .coll = (uint8_t)coll};
+  acl_wkey_t key = {
+      .comm_id = r->comm_id, .nbytes = nbytes, .num_pipe_ops = pipe_ops, .coll = (uint8_t)coll};
   acl_decision_t d;
   char err[256];
-  if (acl_cons_decide(r->cons, &key, (const float (*)[ACL_NUM_PROTO])t, &d, err,
-                      sizeof(err)) != 0) {
+  if (acl_cons_decide(r->cons, &key, (const float(*)[ACL_NUM_PROTO])t, &d, err, sizeof(err)) != 0) {
     log_once(r, ACL_LOGGED_DECIDE, "no consistent decision, failing this collective", err);
     return ncclInternalError;
   }
@@ -434,9 +435,14 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
                                 memory_order_relaxed);
   }
   if (r->prof_rank && sampled) {
-    acl_call_tag_t tag = {.rank_ctx = r, .call_idx = d.call_idx, .widx = d.widx,
-                          .cand_id = d.cand_id, .coll = (uint8_t)coll, .phase = (uint8_t)d.phase,
-                          .nbytes = nbytes, .cand = d.cand,
+    acl_call_tag_t tag = {.rank_ctx = r,
+                          .call_idx = d.call_idx,
+                          .widx = d.widx,
+                          .cand_id = d.cand_id,
+                          .coll = (uint8_t)coll,
+                          .phase = (uint8_t)d.phase,
+                          .nbytes = nbytes,
+                          .cand = d.cand,
                           .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
     acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
   }
@@ -484,8 +490,8 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
     bool own = s->tag.cand.algo == ACL_ALGO_NCCL && s->ran_nch > 0;
     int nch = own ? s->ran_nch : atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
     if (nch > 0 && !atomic_exchange(&st->hinted, true))
-      acl_cons_hint_channels(r->cons, s->tag.widx, own ? s->ran_algo : -1,
-                             own ? s->ran_proto : -1, nch);
+      acl_cons_hint_channels(r->cons, s->tag.widx, own ? s->ran_algo : -1, own ? s->ran_proto : -1,
+                             nch);
   }
   if (r->cons) {
     /* A clamped candidate teaches the search (once is enough: the search
@@ -520,8 +526,7 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   }
 }
 
-ncclResult_t acl_plugin_event_start(acl_rank_t *r, void **eHandle,
-                                    ncclProfilerEventDescr_v5_t *d)
+ncclResult_t acl_plugin_event_start(acl_rank_t *r, void **eHandle, ncclProfilerEventDescr_v5_t *d)
 {
   *eHandle = NULL;
   if (!r || !r->prof_rank || !acl_proc.prof)

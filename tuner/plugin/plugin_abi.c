@@ -60,15 +60,15 @@ static ncclResult_t tuner_init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_
 }
 
 static ncclResult_t get_coll_info_v5(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
-                                     float **collCostTable, int numAlgo, int numProto,
-                                     int regBuff, int *nChannels)
+                                     float **collCostTable, int numAlgo, int numProto, int regBuff,
+                                     int *nChannels)
 {
   (void)regBuff; /* can differ between ranks: never part of a decision */
   if (numAlgo != NCCL_NUM_ALGORITHMS || numProto != NCCL_NUM_PROTOCOLS || !collCostTable)
     return ncclSuccess; /* a table shape we don't know: leave NCCL's choice */
   /* collCostTable is really float[7][3]. */
   return acl_plugin_get_coll_info(ctx, (int)coll, nBytes, numPipeOps,
-                                  (float (*)[NCCL_NUM_PROTOCOLS])(void *)collCostTable, nChannels);
+                                  (float(*)[NCCL_NUM_PROTOCOLS])(void *)collCostTable, nChannels);
 }
 
 static ncclResult_t get_coll_info_v3(void *ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
@@ -79,9 +79,9 @@ static ncclResult_t get_coll_info_v3(void *ctx, ncclFunc_t coll, size_t nBytes, 
                           nChannels);
 }
 
-static ncclResult_t get_coll_info_v2(void *ctx, ncclFunc_t coll, size_t nBytes,
-                                     int collNetSupport, int nvlsSupport, int numPipeOps,
-                                     int *algorithm, int *protocol, int *nChannels)
+static ncclResult_t get_coll_info_v2(void *ctx, ncclFunc_t coll, size_t nBytes, int collNetSupport,
+                                     int nvlsSupport, int numPipeOps, int *algorithm, int *protocol,
+                                     int *nChannels)
 {
   (void)collNetSupport;
   (void)nvlsSupport;
@@ -102,21 +102,27 @@ static ncclResult_t tuner_fini(void *ctx)
   return ncclSuccess;
 }
 
-ACL_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {
-    .name = "autoccl", .init = tuner_init_v6, .getCollInfo = get_coll_info_v5,
-    .finalize = tuner_fini, .getChunkSize = get_chunk_size_v6};
-ACL_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {
-    .name = "autoccl", .init = tuner_init_v5, .getCollInfo = get_coll_info_v5,
-    .finalize = tuner_fini};
-ACL_EXPORT ncclTuner_v4_t ncclTunerPlugin_v4 = {
-    .name = "autoccl", .init = tuner_init_v4, .getCollInfo = get_coll_info_v5,
-    .destroy = tuner_fini};
-ACL_EXPORT ncclTuner_v3_t ncclTunerPlugin_v3 = {
-    .name = "autoccl", .init = tuner_init_v3, .getCollInfo = get_coll_info_v3,
-    .destroy = tuner_fini};
-ACL_EXPORT ncclTuner_v2_t ncclTunerPlugin_v2 = {
-    .name = "autoccl", .init = tuner_init_v2, .getCollInfo = get_coll_info_v2,
-    .destroy = tuner_fini};
+ACL_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {.name = "autoccl",
+                                                .init = tuner_init_v6,
+                                                .getCollInfo = get_coll_info_v5,
+                                                .finalize = tuner_fini,
+                                                .getChunkSize = get_chunk_size_v6};
+ACL_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {.name = "autoccl",
+                                                .init = tuner_init_v5,
+                                                .getCollInfo = get_coll_info_v5,
+                                                .finalize = tuner_fini};
+ACL_EXPORT ncclTuner_v4_t ncclTunerPlugin_v4 = {.name = "autoccl",
+                                                .init = tuner_init_v4,
+                                                .getCollInfo = get_coll_info_v5,
+                                                .destroy = tuner_fini};
+ACL_EXPORT ncclTuner_v3_t ncclTunerPlugin_v3 = {.name = "autoccl",
+                                                .init = tuner_init_v3,
+                                                .getCollInfo = get_coll_info_v3,
+                                                .destroy = tuner_fini};
+ACL_EXPORT ncclTuner_v2_t ncclTunerPlugin_v2 = {.name = "autoccl",
+                                                .init = tuner_init_v2,
+                                                .getCollInfo = get_coll_info_v2,
+                                                .destroy = tuner_fini};
 
 static ncclResult_t prof_init(void **ctx, uint64_t commId, int *mask, const char *commName,
                               int nNodes, int nranks, int rank, ncclDebugLogger_t log)

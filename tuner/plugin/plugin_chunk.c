@@ -21,8 +21,8 @@ acl_chunk_pending_t *acl_chunk_note(acl_rank_t *r, int coll, size_t nbytes)
   if (r->abi < 6)
     return NULL;
   acl_chunk_pending_t *pe = &r->chunk_pend[r->chunk_head++ % ACL_CHUNK_PENDING];
-  *pe = (acl_chunk_pending_t){.nbytes = nbytes ? nbytes : 1, .coll = (int8_t)coll,
-                              .algo = -1, .proto = -1, .log2 = 0};
+  *pe = (acl_chunk_pending_t){
+      .nbytes = nbytes ? nbytes : 1, .coll = (int8_t)coll, .algo = -1, .proto = -1, .log2 = 0};
   return pe;
 }
 
@@ -35,8 +35,8 @@ void acl_chunk_choose(acl_chunk_pending_t *pe, const acl_candidate_t *c)
   pe->log2 = acl_chunk_log2_valid(c->chunk_log2) ? (int8_t)c->chunk_log2 : 0;
 }
 
-ncclResult_t acl_plugin_get_chunk_size(acl_rank_t *r, int coll, size_t nbytes, int algo,
-                                       int proto, int nchannels, size_t *chunk)
+ncclResult_t acl_plugin_get_chunk_size(acl_rank_t *r, int coll, size_t nbytes, int algo, int proto,
+                                       int nchannels, size_t *chunk)
 {
   (void)nchannels; /* a scale of NCCL's own chunk, whatever the channels */
   if (!r || !chunk || *chunk == 0 || r->abi < 6)

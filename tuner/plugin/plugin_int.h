@@ -27,8 +27,8 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t dur_ns;
   /* Samples with a known overlap: their collective ns and exposed ns. */
   _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
-  _Atomic int nccl_nch;  /* channels NCCL's own choice ran, 0 unknown */
-  atomic_bool hinted;    /* nccl_nch handed to the search */
+  _Atomic int nccl_nch; /* channels NCCL's own choice ran, 0 unknown */
+  atomic_bool hinted;   /* nccl_nch handed to the search */
   /* Event gating (plugin.c events_gate), touched by the rank's own calls
    * only: this workload's next call index and sampling shift, and the
    * workload that followed it last time (training repeats its sequence). */
@@ -81,11 +81,11 @@ struct acl_rank {
   struct acl_cons *cons;
   char cons_err[256];
   void *prof_rank;
-  int *nccl_mask; /* NCCL's event mask (profiler init); NCCL rereads it */
-  bool events_left; /* this rank left the mask on: its next call carries events */
-  uint32_t last_widx; /* workload of this rank's previous call */
-  uint32_t ncalls; /* this rank's calls, for the profiler duty check */
-  uint32_t stall_calls; /* this rank's calls, for the stopped-workload check */
+  int *nccl_mask;          /* NCCL's event mask (profiler init); NCCL rereads it */
+  bool events_left;        /* this rank left the mask on: its next call carries events */
+  uint32_t last_widx;      /* workload of this rank's previous call */
+  uint32_t ncalls;         /* this rank's calls, for the profiler duty check */
+  uint32_t stall_calls;    /* this rank's calls, for the stopped-workload check */
   acl_rank_stats_t *stats; /* indexed by workload index */
   int nstats;
   _Atomic unsigned logged;
@@ -101,17 +101,17 @@ typedef struct acl_proc {
   pthread_mutex_t lock; /* ranks list, start/stop */
   bool cfg_loaded;
   acl_config_t cfg;
-  acl_table_t *table;   /* AUTOCCL_TABLE: static mode, online warm start */
+  acl_table_t *table;     /* AUTOCCL_TABLE: static mode, online warm start */
   acl_table_entry_t *out; /* decisions of communicators gone (AUTOCCL_TABLE_OUT) */
   int nout, nout_cap;
-  bool out_full_warned; /* ACL_TABLE_KEEP_MAX reached (plugin_table.c) */
+  bool out_full_warned;          /* ACL_TABLE_KEEP_MAX reached (plugin_table.c) */
   _Atomic unsigned table_warned; /* bit per unavailable (algo, proto): warned once */
-  bool table_failed;    /* reported; not retried until the last rank goes */
-  uint64_t t0_ns; /* acl_mono_ns() when the configuration was loaded */
+  bool table_failed;             /* reported; not retried until the last rank goes */
+  uint64_t t0_ns;                /* acl_mono_ns() when the configuration was loaded */
   struct acl_prof *prof;
   struct acl_web *web;
-  bool web_failed;      /* logged once; not retried */
-  bool obs_stopping;    /* acl_obs_stop_locked has dropped the lock */
+  bool web_failed;   /* logged once; not retried */
+  bool obs_stopping; /* acl_obs_stop_locked has dropped the lock */
   pthread_t watcher;
   bool watcher_running;
   atomic_bool watcher_stop;
@@ -127,8 +127,8 @@ struct acl_decision;
 void acl_stall_note(struct acl_rank *r, int coll, size_t nbytes, const struct acl_decision *d);
 
 /* plugin_table.c; called with acl_proc.lock held. */
-void acl_table_keep_locked(struct acl_rank *r); /* r's decisions outlive it */
-void acl_table_write_out_locked(void);         /* AUTOCCL_TABLE_OUT, atomically */
+void acl_table_keep_locked(struct acl_rank *r);      /* r's decisions outlive it */
+void acl_table_write_out_locked(void);               /* AUTOCCL_TABLE_OUT, atomically */
 void acl_table_render_json_locked(acl_strbuf_t *sb); /* GET /api/v1/table */
 /* acl_proc.table was measured with another NCCL version or GPU model than
  * this process has (acl_table_meta_check): true, with err saying which. */

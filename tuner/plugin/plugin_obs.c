@@ -126,8 +126,7 @@ static void snapshot_build(acl_snapshot_t *s)
   pthread_mutex_unlock(&acl_proc.lock);
 }
 
-static void render_with(void (*render)(const acl_snapshot_t *, acl_strbuf_t *),
-                        acl_strbuf_t *out)
+static void render_with(void (*render)(const acl_snapshot_t *, acl_strbuf_t *), acl_strbuf_t *out)
 {
   pthread_mutex_lock(&snap_lock);
   if (!snap)
@@ -176,12 +175,10 @@ typedef struct seen {
 #define WATCH_PERIOD_US 250000
 #define WATCH_MAX_EVENTS 64 /* per period, so a burst can't flood clients */
 
-static seen_t *seen_find(seen_t *tab, int n, const acl_snapshot_t *s,
-                         const acl_snap_workload_t *w)
+static seen_t *seen_find(seen_t *tab, int n, const acl_snapshot_t *s, const acl_snap_workload_t *w)
 {
   for (int i = 0; i < n; i++)
-    if (tab[i].comm_id == s->comms[w->comm].id && tab[i].rank == w->rank &&
-        tab[i].widx == w->widx)
+    if (tab[i].comm_id == s->comms[w->comm].id && tab[i].rank == w->rank && tab[i].widx == w->widx)
       return &tab[i];
   return NULL;
 }
@@ -206,7 +203,9 @@ static void *watcher_main(void *arg)
         if (nseen == ACL_SNAP_MAX_WORKLOADS)
           continue;
         p = &tab[nseen++];
-        *p = (seen_t){.comm_id = s->comms[w->comm].id, .rank = w->rank, .widx = w->widx,
+        *p = (seen_t){.comm_id = s->comms[w->comm].id,
+                      .rank = w->rank,
+                      .widx = w->widx,
                       .phase = ACL_PHASE_COUNT};
       }
       const char *ev = NULL;
@@ -242,11 +241,13 @@ void acl_obs_start_locked(void)
     return;
   int port = cfg->http_port == 0 ? 0 : cfg->http_port + cfg->local_rank;
   char err[256] = "";
-  acl_web_source_t src = {.user = NULL, .render_metrics = src_metrics, .render_state = src_state,
+  acl_web_source_t src = {.user = NULL,
+                          .render_metrics = src_metrics,
+                          .render_state = src_state,
                           .render_table = src_table};
   if (port > 65535) {
-    snprintf(err, sizeof(err), "port %d (AUTOCCL_HTTP_PORT + local rank %d) is out of range",
-             port, cfg->local_rank);
+    snprintf(err, sizeof(err), "port %d (AUTOCCL_HTTP_PORT + local rank %d) is out of range", port,
+             cfg->local_rank);
   } else {
     acl_proc.web = acl_web_start(cfg->http_bind, port, &src, err, sizeof(err));
   }

@@ -21,8 +21,7 @@
 
 static bool searching(uint8_t phase)
 {
-  return phase == ACL_PHASE_BASELINE || phase == ACL_PHASE_EXPLORING ||
-         phase == ACL_PHASE_RETUNING;
+  return phase == ACL_PHASE_BASELINE || phase == ACL_PHASE_EXPLORING || phase == ACL_PHASE_RETUNING;
 }
 
 void acl_stall_note(acl_rank_t *r, int coll, size_t nbytes, const acl_decision_t *d)

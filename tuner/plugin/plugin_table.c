@@ -75,13 +75,17 @@ static int rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap, 
   for (int i = 0; i < k; i++) {
     const acl_snap_workload_t *w = &ws[i];
     bool conv = acl_phase_decided(w->phase);
-    acl_table_entry_t e = {
-        .coll = w->key.coll, .nbytes = w->key.nbytes, .nnodes = r->nnodes,
-        .nranks = r->nranks, .pipe_ops = w->key.num_pipe_ops,
-        .cand = conv ? w->current : w->best, .converged = conv,
-        .source = acl_search_source_name(w->source),
-        .speedup = w->has_speedup ? w->speedup : 0.0, .samples = w->samples,
-        .measured_unix = t};
+    acl_table_entry_t e = {.coll = w->key.coll,
+                           .nbytes = w->key.nbytes,
+                           .nnodes = r->nnodes,
+                           .nranks = r->nranks,
+                           .pipe_ops = w->key.num_pipe_ops,
+                           .cand = conv ? w->current : w->best,
+                           .converged = conv,
+                           .source = acl_search_source_name(w->source),
+                           .speedup = w->has_speedup ? w->speedup : 0.0,
+                           .samples = w->samples,
+                           .measured_unix = t};
     if (!conv && !w->has_best)
       e.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL, .proto = -1};
     dropped += !put(v, n, cap, &e, max);
@@ -166,8 +170,10 @@ static void render_locked(acl_strbuf_t *sb, int fmt)
   nccl_version(ver, sizeof(ver));
   gpu_model(gpu, sizeof(gpu));
   if (fmt < 0) {
-    acl_table_meta_t m = {.nccl_version = ver[0] ? ver : NULL, .gpu = gpu[0] ? gpu : NULL,
-                          .host = host, .generated_unix = now_unix()};
+    acl_table_meta_t m = {.nccl_version = ver[0] ? ver : NULL,
+                          .gpu = gpu[0] ? gpu : NULL,
+                          .host = host,
+                          .generated_unix = now_unix()};
     acl_table_render_json(sb, &m, v, n);
   } else {
     acl_table_t *t = calloc(1, sizeof(*t));

@@ -59,14 +59,13 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   int n = 0;
   if (err && errlen)
     err[0] = '\0';
-#define FIX(field, bad, value)                                                               \
-  if (bad) {                                                                                 \
-    double had_ = (double)p->field;                                                          \
-    p->field = (value);                                                                      \
-    fixed(&n, err, errlen, #field, had_, (double)p->field);                                  \
+#define FIX(field, bad, value)                                                                     \
+  if (bad) {                                                                                       \
+    double had_ = (double)p->field;                                                                \
+    p->field = (value);                                                                            \
+    fixed(&n, err, errlen, #field, had_, (double)p->field);                                        \
   }
-  FIX(warmup_calls, p->warmup_calls < 0 || p->warmup_calls > ACL_CONFIG_WARMUP_MAX,
-      d.warmup_calls)
+  FIX(warmup_calls, p->warmup_calls < 0 || p->warmup_calls > ACL_CONFIG_WARMUP_MAX, d.warmup_calls)
   FIX(samples_per_cand, p->samples_per_cand < ACL_CONFIG_SAMPLES_MIN, ACL_CONFIG_SAMPLES_MIN)
   FIX(samples_per_cand, p->samples_per_cand > ACL_SEARCH_MAX_SAMPLES, ACL_SEARCH_MAX_SAMPLES)
   FIX(max_channels, p->max_channels < 1, d.max_channels)
@@ -216,8 +215,7 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
 
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
 {
-  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 ||
-      nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
+  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
   acl_search_cand_t *c = &s->cands[cand_id];
   c->ran_ch = (int16_t)nch;
@@ -253,8 +251,7 @@ static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
     /* NCCL's own choice waits for the budget: unvalidated, a candidate
      * ahead on a few samples may well be slower. */
-    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out,
-                                 len);
+    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
   return acl_search_hand_out(s, id, out, len);
 }
 

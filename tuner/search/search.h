@@ -28,12 +28,13 @@
 #include "core/config.h"
 #include "core/types.h"
 
-#define ACL_SEARCH_MAX_CANDS 96 /* candidates tracked per workload */
-#define ACL_SEARCH_TRAJ 64      /* trajectory ring length */
+#define ACL_SEARCH_MAX_CANDS 96                       /* candidates tracked per workload */
+#define ACL_SEARCH_TRAJ 64                            /* trajectory ring length */
 #define ACL_SEARCH_MAX_SAMPLES ACL_CONFIG_SAMPLES_MAX /* samples kept per candidate */
-#define ACL_SEARCH_CAND_NCCL 0  /* cand id 0 is always NCCL's own choice (in ceiling
+#define ACL_SEARCH_CAND_NCCL                                                                       \
+  0                                    /* cand id 0 is always NCCL's own choice (in ceiling
                                  * mode capped at the stock channel count) */
-#define ACL_SEARCH_MAX_CHANNELS 64 /* highest max_channels */
+#define ACL_SEARCH_MAX_CHANNELS 64     /* highest max_channels */
 #define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
 
 /* The search's settings: part of the settings every rank of a communicator
@@ -68,35 +69,35 @@ _Static_assert(sizeof(acl_search_params_t) == 56, "acl_search_params_t has no pa
 
 typedef struct acl_search_cand {
   acl_candidate_t cand;
-  uint16_t nsamples;     /* kept (ring of ACL_SEARCH_MAX_SAMPLES) */
-  uint16_t ntotal_lo;    /* total samples seen, low 16 bits */
+  uint16_t nsamples;  /* kept (ring of ACL_SEARCH_MAX_SAMPLES) */
+  uint16_t ntotal_lo; /* total samples seen, low 16 bits */
   float seconds[ACL_SEARCH_MAX_SAMPLES];
   float overlap[ACL_SEARCH_MAX_SAMPLES];
   double robust_seconds; /* trimmed statistic, 0 = not judged yet */
   /* private */
-  uint16_t planned;      /* calls handed out in the current evaluation */
-  uint16_t got;          /* samples received in the current evaluation */
-  uint8_t judged;        /* 1 = robust_seconds is a verdict */
-  uint8_t sub;           /* subspace index, 0xff for the baseline */
+  uint16_t planned;                      /* calls handed out in the current evaluation */
+  uint16_t got;                          /* samples received in the current evaluation */
+  uint8_t judged;                        /* 1 = robust_seconds is a verdict */
+  uint8_t sub;                           /* subspace index, 0xff for the baseline */
   uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
-  uint8_t tried;         /* 1 = already a decision or a background challenger */
+  uint8_t tried;                         /* 1 = already a decision or a background challenger */
   uint8_t pad;
-  int16_t ran_ch;        /* channels NCCL ran it with (Coll events), 0 unknown */
-  uint16_t waits;        /* blocks waited for its pending samples */
+  int16_t ran_ch; /* channels NCCL ran it with (Coll events), 0 unknown */
+  uint16_t waits; /* blocks waited for its pending samples */
 } acl_search_cand_t;
 
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
 typedef struct acl_search_sub {
   int8_t algo, proto;
-  uint8_t state;           /* 0 pending, 1 active, 2 done, 3 pruned, 4 invalid */
-  uint8_t axis;            /* axis being descended */
+  uint8_t state;                       /* 0 pending, 1 active, 2 done, 3 pruned, 4 invalid */
+  uint8_t axis;                        /* axis being descended */
   uint8_t center[ACL_SEARCH_NUM_AXES]; /* grid index of the incumbent */
-  int8_t lo, hi;           /* exclusive bracket on the current axis */
-  uint8_t step;            /* current step in grid indices */
-  uint8_t dir;             /* 0 try up next, 1 try down next */
-  uint8_t checked;         /* first point passed the prune rule */
-  uint8_t clamp_idx;       /* lowest channel grid index NCCL ran clamped, 0xff none */
-  uint16_t clamp_ch;       /* ... and the channels it ran: every request from
+  int8_t lo, hi;                       /* exclusive bracket on the current axis */
+  uint8_t step;                        /* current step in grid indices */
+  uint8_t dir;                         /* 0 try up next, 1 try down next */
+  uint8_t checked;                     /* first point passed the prune rule */
+  uint8_t clamp_idx;                   /* lowest channel grid index NCCL ran clamped, 0xff none */
+  uint16_t clamp_ch;                   /* ... and the channels it ran: every request from
                             * clamp_idx up runs as clamp_ch */
 } acl_search_sub_t;
 
@@ -105,23 +106,23 @@ typedef struct acl_search_sub {
 typedef struct acl_search {
   acl_search_params_t params;
   acl_wkey_t key;
-  uint8_t state;            /* the state machine's state (search_sm.c) */
-  uint8_t resume;           /* in a waiting state: the state it returns to */
+  uint8_t state;  /* the state machine's state (search_sm.c) */
+  uint8_t resume; /* in a waiting state: the state it returns to */
   uint8_t nsubs;
-  uint8_t cur_sub;          /* index into subs of the active subspace, 0xff none */
-  uint32_t valid_mask;      /* ACL_AP_BIT(a, p): runnable on every rank */
+  uint8_t cur_sub;                         /* index into subs of the active subspace, 0xff none */
+  uint32_t valid_mask;                     /* ACL_AP_BIT(a, p): runnable on every rank */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's prior, us */
   int8_t nccl_algo, nccl_proto;            /* NCCL's argmin of the cost table */
   uint16_t ncands;
-  uint16_t current;         /* cand id under test / applied */
-  uint16_t best;            /* best cand id so far */
-  uint64_t calls_planned;   /* calls handed out by acl_search_next */
+  uint16_t current;       /* cand id under test / applied */
+  uint16_t best;          /* best cand id so far */
+  uint64_t calls_planned; /* calls handed out by acl_search_next */
   uint64_t samples_seen;
   uint64_t calls_to_converge; /* 0 until converged */
-  uint64_t tune_start_call; /* calls_planned when this (re)tuning began */
-  uint64_t explore_calls;   /* calls handed out while exploring (cap) */
-  uint32_t steps;           /* candidates judged (exploration steps) */
-  uint32_t traj_head;       /* next write index in traj */
+  uint64_t tune_start_call;   /* calls_planned when this (re)tuning began */
+  uint64_t explore_calls;     /* calls handed out while exploring (cap) */
+  uint32_t steps;             /* candidates judged (exploration steps) */
+  uint32_t traj_head;         /* next write index in traj */
   uint32_t traj_len;
   uint32_t retunes;
   uint32_t tune_start_step; /* steps when this (re)tuning began */
@@ -129,20 +130,20 @@ typedef struct acl_search {
   uint32_t drift_count;     /* samples of the decision since convergence */
   uint32_t drift_head;
   float drift_win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
-  double overlap_conv;      /* mean overlap when converged, <0 unknown */
+  double overlap_conv;                          /* mean overlap when converged, <0 unknown */
   /* background validation of the decision against cand 0 (search_conv.c) */
-  uint8_t val_refines;      /* background challengers tried after the baseline */
-  uint8_t from_table;       /* the decision is a tuning table's (acl_search_seed),
+  uint8_t val_refines;          /* background challengers tried after the baseline */
+  uint8_t from_table;           /* the decision is a tuning table's (acl_search_seed),
                              * not measured again since: provenance, not state */
-  uint16_t challenger;      /* cand id interleaved with the decision */
-  int16_t hint_ch;          /* channels NCCL's choice ran, 0 = unknown */
-  uint16_t seed_id;         /* cand id of the table's decision (from_table) */
-  uint32_t val_handed;      /* blocks handed out in this validation: even = the
+  uint16_t challenger;          /* cand id interleaved with the decision */
+  int16_t hint_ch;              /* channels NCCL's choice ran, 0 = unknown */
+  uint16_t seed_id;             /* cand id of the table's decision (from_table) */
+  uint32_t val_handed;          /* blocks handed out in this validation: even = the
                              * decision's, odd = the challenger's */
-  uint32_t val_n[2];        /* samples kept: [0] decision, [1] challenger */
+  uint32_t val_n[2];            /* samples kept: [0] decision, [1] challenger */
   double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
-  uint64_t decision_call;   /* calls since tuning began when the decision was taken */
-  uint64_t verdict_call;    /* ... when validation ended, 0 = not yet */
+  uint64_t decision_call;       /* calls since tuning began when the decision was taken */
+  uint64_t verdict_call;        /* ... when validation ended, 0 = not yet */
   /* The decision against NCCL's own choice measured interleaved (same
    * interference regime): log(t_nccl / t_decision) and its standard error,
    * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
@@ -155,14 +156,14 @@ typedef struct acl_search {
    * workload has cost so far; while it would be, the incumbent runs
    * unsampled (a waiting state). */
   double spent_s;
-  uint8_t events_paid;      /* the workload's first profiler events were charged */
+  uint8_t events_paid; /* the workload's first profiler events were charged */
   uint8_t pad_b[3];
-  uint32_t drift_run;       /* consecutive samples past the drift rule */
-  uint32_t outliers;        /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
-  uint32_t merged;          /* candidates judged by a twin, no calls spent */
-  uint32_t wait_mark;       /* c0_sampled when a candidate began waiting for its
+  uint32_t drift_run;  /* consecutive samples past the drift rule */
+  uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
+  uint32_t merged;     /* candidates judged by a twin, no calls spent */
+  uint32_t wait_mark;  /* c0_sampled when a candidate began waiting for its
                              * late samples */
-  uint32_t c0_sampled;      /* sampled calls of NCCL's choice handed out this tuning */
+  uint32_t c0_sampled; /* sampled calls of NCCL's choice handed out this tuning */
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
@@ -181,20 +182,20 @@ typedef struct acl_search_report {
   uint64_t calls_to_converge;
   uint32_t retunes;
   /* background validation (added; zero for searches that never converged) */
-  uint8_t validating;       /* 1 while cand 0 is still interleaved */
-  uint64_t calls_to_decision; /* calls until the current decision was taken */
-  uint64_t calls_to_verdict;  /* calls until validation ended, 0 = open */
+  uint8_t validating;               /* 1 while cand 0 is still interleaved */
+  uint64_t calls_to_decision;       /* calls until the current decision was taken */
+  uint64_t calls_to_verdict;        /* calls until validation ended, 0 = open */
   double exploration_spent_seconds; /* charged to the exploration budget */
-  double cost_seconds;        /* the workload's estimated time so far */
+  double cost_seconds;              /* the workload's estimated time so far */
   uint32_t merged, outliers;
-  uint8_t source;             /* ACL_SEARCH_SRC_*: where the decision came from */
-  uint64_t samples;           /* samples the search has used */
+  uint8_t source;   /* ACL_SEARCH_SRC_*: where the decision came from */
+  uint64_t samples; /* samples the search has used */
   /* speedup's interval (ACL_SEARCH_SPEEDUP_Z standard errors), 0 = none:
    * only when speedup comes from the decision and NCCL's own choice measured
    * interleaved (background validation), or is exactly 1 (the decision is
    * NCCL's own choice). */
   double speedup_lo, speedup_hi;
-  uint8_t speedup_paired;     /* 1 = speedup measured interleaved (or exactly 1) */
+  uint8_t speedup_paired; /* 1 = speedup measured interleaved (or exactly 1) */
 } acl_search_report_t;
 /* The interval's width in standard errors: the bar at which validation
  * reverts a decision (ACL_VAL_Z_DROP), so a converged decision's interval
@@ -202,9 +203,9 @@ typedef struct acl_search_report {
 #define ACL_SEARCH_SPEEDUP_Z 2.0
 
 /* Where a workload's decision comes from (acl_search_report_t.source). */
-#define ACL_SEARCH_SRC_NCCL 0     /* NCCL's own choice (also while exploring) */
-#define ACL_SEARCH_SRC_EXPLORED 1 /* found by this run's exploration */
-#define ACL_SEARCH_SRC_TABLE 2    /* a tuning table's (warm start), validated */
+#define ACL_SEARCH_SRC_NCCL 0                /* NCCL's own choice (also while exploring) */
+#define ACL_SEARCH_SRC_EXPLORED 1            /* found by this run's exploration */
+#define ACL_SEARCH_SRC_TABLE 2               /* a tuning table's (warm start), validated */
 const char *acl_search_source_name(int src); /* "nccl", "explored", "table" */
 
 /* The one place of the search's defaults (the AUTOCCL_* ones from

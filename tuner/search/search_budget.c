@@ -40,8 +40,7 @@ double acl_search_step_cost(const acl_search_t *s, int id)
 
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
-int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
-                          uint32_t *len)
+int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out, uint32_t *len)
 {
   double per_call = s->params.budget * acl_search_ref_seconds(s);
   double deficit = need - acl_search_budget_left(s);

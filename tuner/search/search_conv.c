@@ -194,10 +194,7 @@ static void retune(acl_search_t *s);
 
 /* The table's decision is slower than NCCL's own choice here: the workload
  * explores as if the table were silent. */
-static void seed_failed(acl_search_t *s)
-{
-  retune(s);
-}
+static void seed_failed(acl_search_t *s) { retune(s); }
 
 /* The decision lost against NCCL's own choice: back to it (a table's
  * decision: the workload explores as if the table were silent). */
@@ -353,8 +350,8 @@ static void drift_check(acl_search_t *s, double seconds)
   }
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
-  uint32_t backoff = s->retunes < ACL_SEARCH_RETUNE_BACKOFF_MAX ? s->retunes
-                                                                : ACL_SEARCH_RETUNE_BACKOFF_MAX;
+  uint32_t backoff =
+      s->retunes < ACL_SEARCH_RETUNE_BACKOFF_MAX ? s->retunes : ACL_SEARCH_RETUNE_BACKOFF_MAX;
   if (!(slow || shift))
     s->drift_run = 0;
   else if (++s->drift_run >= (uint32_t)w << backoff)
@@ -423,8 +420,7 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
     int n = acl_search_axis_count(s, ACL_SEARCH_AXIS_CHANNELS);
     for (int i = 0; i < n && cand->nchannels > 0; i++)
       if (abs(acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, i) - cand->nchannels) <
-          abs(acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, c->axis_idx[0]) -
-              cand->nchannels))
+          abs(acl_search_axis_value(s, ACL_SEARCH_AXIS_CHANNELS, c->axis_idx[0]) - cand->nchannels))
         c->axis_idx[0] = (uint8_t)i;
     c->judged = 1; /* a verdict from an earlier run: usable; timed once sampled */
     c->tried = 1;
@@ -458,13 +454,17 @@ acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->sta
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
   switch (s->state) {
-  case ACL_PHASE_WAIT_SAMPLES: return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
+  case ACL_PHASE_WAIT_SAMPLES:
+    return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
   case ACL_PHASE_WAIT_BUDGET:
   case ACL_PHASE_PAUSED:
   case ACL_PHASE_WARMUP:
-  case ACL_PHASE_DISABLED: return ACL_SEARCH_SAMPLE_NEVER;
-  case ACL_PHASE_CONVERGED: break;
-  default: return 0; /* measuring or validating: every call */
+  case ACL_PHASE_DISABLED:
+    return ACL_SEARCH_SAMPLE_NEVER;
+  case ACL_PHASE_CONVERGED:
+    break;
+  default:
+    return 0; /* measuring or validating: every call */
   }
   double t = s->converged_seconds;
   uint8_t shift = 0;
@@ -501,8 +501,7 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
     r->speedup_lo = exp(s->pair_log - ACL_SEARCH_SPEEDUP_Z * s->pair_se);
     r->speedup_hi = exp(s->pair_log + ACL_SEARCH_SPEEDUP_Z * s->pair_se);
     r->speedup_paired = 1;
-  } else if (!decided && r->baseline_seconds > 0.0 &&
-             r->best_seconds > 0.0) {
+  } else if (!decided && r->baseline_seconds > 0.0 && r->best_seconds > 0.0) {
     /* exploring: the best so far against the baseline, no interval */
     r->speedup = r->baseline_seconds / r->best_seconds;
   }

@@ -8,8 +8,7 @@
 
 static bool better(const acl_search_t *s, int a, int b)
 {
-  return s->cands[a].robust_seconds <
-         s->cands[b].robust_seconds * (1.0 - ACL_SEARCH_BETTER_EPS);
+  return s->cands[a].robust_seconds < s->cands[b].robust_seconds * (1.0 - ACL_SEARCH_BETTER_EPS);
 }
 
 static void traj_push(acl_search_t *s, int id)

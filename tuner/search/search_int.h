@@ -29,18 +29,18 @@ enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
  * with their names); acl_search_t.state changes only in acl_sm_fire(), by
  * the transition table there (docs/tuner.md draws it). */
 typedef enum acl_sm_event {
-  EV_WARMED = 0,   /* the warm-up calls are handed out */
-  EV_SEED_TABLE,   /* a tuning table's decision is taken (warm start) */
-  EV_SEED_NCCL,    /* a tuning table says NCCL's own choice */
-  EV_MEASURED,     /* the baseline is judged */
-  EV_NO_BUDGET,    /* the next block would overdraw the budget */
-  EV_LATE,         /* the candidate's samples have not arrived */
-  EV_NEXT_BLOCK,   /* a waiting block is over */
-  EV_PROVISIONAL,  /* exploration found a faster candidate */
-  EV_CHALLENGE,    /* a challenger of the decision is picked */
-  EV_SETTLED,      /* no challenger left: validation is over */
-  EV_FALLBACK,     /* the decision cannot run on some rank: NCCL's choice */
-  EV_DRIFT,        /* sustained drift, or the table's decision lost */
+  EV_WARMED = 0,  /* the warm-up calls are handed out */
+  EV_SEED_TABLE,  /* a tuning table's decision is taken (warm start) */
+  EV_SEED_NCCL,   /* a tuning table says NCCL's own choice */
+  EV_MEASURED,    /* the baseline is judged */
+  EV_NO_BUDGET,   /* the next block would overdraw the budget */
+  EV_LATE,        /* the candidate's samples have not arrived */
+  EV_NEXT_BLOCK,  /* a waiting block is over */
+  EV_PROVISIONAL, /* exploration found a faster candidate */
+  EV_CHALLENGE,   /* a challenger of the decision is picked */
+  EV_SETTLED,     /* no challenger left: validation is over */
+  EV_FALLBACK,    /* the decision cannot run on some rank: NCCL's choice */
+  EV_DRIFT,       /* sustained drift, or the table's decision lost */
   EV_COUNT
 } acl_sm_event_t;
 
@@ -112,8 +112,8 @@ int acl_search_best_judged(const acl_search_t *s, bool include_baseline);
 
 /* search_chunk.c: the chunk-size axis (same level as search_grid.c). */
 int acl_search_chunk_count(const acl_search_t *s);
-int acl_search_chunk_value(const acl_search_t *s, int idx); /* log2 of NCCL's own */
-int acl_search_chunk_start(const acl_search_t *s);          /* index of NCCL's own */
+int acl_search_chunk_value(const acl_search_t *s, int idx);  /* log2 of NCCL's own */
+int acl_search_chunk_start(const acl_search_t *s);           /* index of NCCL's own */
 int acl_search_chunk_index(const acl_search_t *s, int log2); /* nearest grid index */
 /* Exclusive top of the chunk bracket for algo: Ring stops at NCCL's own. */
 int acl_search_chunk_hi(const acl_search_t *s, int algo);

@@ -48,8 +48,8 @@ static const sm_edge_t sm_edges[] = {
 #define SM_NEDGES ((int)(sizeof sm_edges / sizeof sm_edges[0]))
 
 static const char *const sm_event_names[EV_COUNT] = {
-    "warmed",      "seeded",    "seeded-nccl", "measured", "no-budget", "late",
-    "next-block", "provisional", "challenge",  "settled",  "fallback",  "drift"};
+    "warmed",     "seeded",      "seeded-nccl", "measured", "no-budget", "late",
+    "next-block", "provisional", "challenge",   "settled",  "fallback",  "drift"};
 
 bool acl_search_phase_waits(acl_phase_t ph) { return acl_sm_is_wait(ph); }
 

@@ -30,18 +30,23 @@
 #define ACL_SEARCH_MAX_SEEN_CHANNELS 4096
 
 /* ---- exploration (search_explore.c, docs/tuner.md "Exploration") ---- */
-#define ACL_SEARCH_BETTER_EPS 0.02   /* a move must beat the incumbent by 2%: about the noise
+#define ACL_SEARCH_BETTER_EPS                                                                      \
+  0.02                              /* a move must beat the incumbent by 2%: about the noise
                                       * of a 5-sample trimmed mean at 10% per-call noise */
-#define ACL_SEARCH_PROV_MARGIN 0.01  /* provisional decision: >1% better than cand 0 */
-#define ACL_SEARCH_EARLY_N 3         /* samples before an early verdict */
-#define ACL_SEARCH_EARLY_REJECT 1.15 /* median > 1.15x best so far: judged early
+#define ACL_SEARCH_PROV_MARGIN 0.01 /* provisional decision: >1% better than cand 0 */
+#define ACL_SEARCH_EARLY_N 3        /* samples before an early verdict */
+#define ACL_SEARCH_EARLY_REJECT                                                                    \
+  1.15                        /* median > 1.15x best so far: judged early
                                       * (tunerbench: p5 0.9446 vs 0.9424 at 1.25) */
-#define ACL_SEARCH_EARLY2_N 2        /* first look at a candidate: 2 samples ... */
-#define ACL_SEARCH_EARLY2_REJECT 1.40 /* ... both > 1.40x best so far: judged at once
+#define ACL_SEARCH_EARLY2_N 2 /* first look at a candidate: 2 samples ... */
+#define ACL_SEARCH_EARLY2_REJECT                                                                   \
+  1.40 /* ... both > 1.40x best so far: judged at once
                                        * (tunerbench: 1 run < 0.99x vs 2 at 1.25) */
-#define ACL_SEARCH_SKIP_PRIOR 3.0    /* subspaces NCCL predicts > 3x the min: skipped
+#define ACL_SEARCH_SKIP_PRIOR                                                                      \
+  3.0 /* subspaces NCCL predicts > 3x the min: skipped
                                       * (its model errs by tens of percent, not 3x) */
-#define ACL_SEARCH_MAX_STEPS 40      /* candidates judged per (re)tuning: the grid has 12
+#define ACL_SEARCH_MAX_STEPS                                                                       \
+  40                                   /* candidates judged per (re)tuning: the grid has 12
                                       * channel points, a few subspaces survive pruning */
 #define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
 /* First step of a descent in grid units: from scratch 3 (x2.8 channels),
@@ -63,7 +68,7 @@
 /* Once settled, one consensus block covers 1024 calls: the per-call cost of
  * agreeing vanishes, and drift still shows within a block. */
 #define ACL_SEARCH_CONVERGED_BLOCK 1024u
-#define ACL_SEARCH_OVERLAP_SHIFT 0.3 /* sustained overlap change that re-tunes */
+#define ACL_SEARCH_OVERLAP_SHIFT 0.3    /* sustained overlap change that re-tunes */
 #define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped at x64 */
 
 /* ---- exploration budget (search_budget.c, docs/tuner.md; the share itself
@@ -79,17 +84,18 @@
  * 4), at most 8192 (a budget that grows slowly is looked at again). */
 #define ACL_SEARCH_WAIT_MIN 16u
 #define ACL_SEARCH_WAIT_MAX 8192u
-#define ACL_SEARCH_PROBE_SHIFT 4   /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
+#define ACL_SEARCH_PROBE_SHIFT 4 /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
 #define ACL_SEARCH_SAMPLE_WAITS 64
 
 /* ---- background validation and refinement (search_conv.c) ---- */
-#define ACL_VAL_RUN 12u      /* decision calls between two challenger blocks: the
+#define ACL_VAL_RUN                                                                                \
+  12u                    /* decision calls between two challenger blocks: the
                               * challenger (maybe slower) runs 1 call in 4 */
-#define ACL_VAL_BLOCK 4u     /* challenger (cand 0) calls per block */
-#define ACL_VAL_MIN 8u       /* challenger samples before any verdict */
-#define ACL_VAL_MAX 96u      /* challenger samples: no verdict by then -> revert */
+#define ACL_VAL_BLOCK 4u /* challenger (cand 0) calls per block */
+#define ACL_VAL_MIN 8u   /* challenger samples before any verdict */
+#define ACL_VAL_MAX 96u  /* challenger samples: no verdict by then -> revert */
 /* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
  * validation ends on NCCL's choice. */
 #define ACL_VAL_MAX_BLOCKS (2u * ACL_VAL_MAX / ACL_VAL_BLOCK)
@@ -98,13 +104,13 @@
  * 3.0 at every look left 2 runs at 0.9813 and 0.9868). */
 #define ACL_VAL_Z_KEEP 3.5
 #define ACL_VAL_Z_LAST 2.5
-#define ACL_VAL_Z_DROP 2.0   /* revert early: gain < 0 by 2 standard errors */
+#define ACL_VAL_Z_DROP 2.0     /* revert early: gain < 0 by 2 standard errors */
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
-#define ACL_REF_MAX 48u      /* samples of a refinement challenger */
-#define ACL_REF_Z 2.5        /* promote a challenger: faster by 2.5 standard errors */
-#define ACL_REF_Z_BASE 4.0   /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
-#define ACL_REF_MAX_TRIES 6  /* refinement challengers per tuning */
-#define ACL_REF_NEAR 1.10    /* other subspaces: only bests within 10% of the decision */
+#define ACL_REF_MAX 48u        /* samples of a refinement challenger */
+#define ACL_REF_Z 2.5          /* promote a challenger: faster by 2.5 standard errors */
+#define ACL_REF_Z_BASE 4.0     /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
+#define ACL_REF_MAX_TRIES 6    /* refinement challengers per tuning */
+#define ACL_REF_NEAR 1.10      /* other subspaces: only bests within 10% of the decision */
 /* Around NCCL's own choice one grid step is a few percent at most, too
  * little to prove against it: challengers two steps away (tunerbench, kept:
  * p5 0.9459 vs 0.9457, H200 p5 0.9374 vs 0.9424). */

@@ -1,0 +1,54 @@
+/* Private to a rank process (sim/rank.c, sim/rank_plugin.c). */
+#ifndef ACL_SIM_RANK_INT_H
+#define ACL_SIM_RANK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profiler/simfeed.h"
+#include "sim/nccl_model.h"
+#include "sim/sim.h"
+
+typedef struct comm_rank {
+  void *tctx, *pctx;
+  bool tinit, pinit;
+  int mask;
+  int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
+  uint64_t seq[ACL_NUM_COLL];
+  uint64_t ncalls;            /* calls on this communicator (same on every rank) */
+  int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
+  bool connected;             /* replay: the first call connected (comm set-up) */
+} comm_rank_t;
+
+typedef struct rank_drv {
+  const acl_sim_world_t *w;
+  const acl_sim_plugin_t *pl;
+  acl_simfeed_t *feed;
+  int rank, host;
+  comm_rank_t *comms;
+  uint64_t clock_ns;
+  uint64_t jitter_rng;
+  FILE *log;
+  acl_sim_rank_slot_t *slot;
+  /* The call in flight (decided, not yet run). */
+  acl_candidate_t ran;
+  bool failed_call;
+} rank_drv_t;
+
+/* Counts a plugin error on this rank's slot and keeps the first message
+ * (fmt takes the rank, what and rc). */
+void acl_sim_rank_note_error(rank_drv_t *d, const char *fmt, const char *what, int rc);
+/* Channels the decided call runs on (NCCL's count when the plugin left it). */
+int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call);
+
+/* sim/rank_plugin.c: communicator c's profiler and tuner init (-1 with err
+ * when the tuner fails it, as NCCL fails the communicator) and finalize. */
+int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen);
+void acl_sim_rank_comm_fini(rank_drv_t *d, int c);
+/* The Coll and KernelCh events of a call that ran [start_ns, +dur_ns). */
+void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
+                              uint64_t dur_ns);
+
+#endif
