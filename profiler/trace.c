@@ -395,6 +395,15 @@ void acl_trace_stop(void)
   pthread_mutex_unlock(&g_mu);
 }
 
+/* The plugin unloaded (dlclose) or the process ends: the retired recorder
+ * kept for late producers goes with the library, or LeakSanitizer counts it
+ * as leaked once the library's globals are unmapped. */
+__attribute__((destructor)) static void trace_unload(void)
+{
+  free(g_retired);
+  g_retired = NULL;
+}
+
 bool acl_trace_on(void) { return atomic_load_explicit(&g_tr, memory_order_relaxed) != NULL; }
 
 static void push(tracer_t *t, const rec_t *r, _Atomic uint64_t *counter)

@@ -20,7 +20,7 @@ SOURCE_DIRS = ("core", "profiler", "tuner", "web", "tui", "sim", "bench")
 
 CHECKS = [
     # Block lengths and sample counts of the search (tuner/search).
-    ("docs/tuner.md", r"then blocks of (\d+) \|", ["ACL_SEARCH_CONVERGED_BLOCK"]),
+    ("docs/tuner.md", r"\| the decision, blocks of (\d+) \|", ["ACL_SEARCH_CONVERGED_BLOCK"]),
     ("docs/tuner.md", r"Block length once settled: (\d+) calls", ["ACL_SEARCH_CONVERGED_BLOCK"]),
     ("docs/tuner.md", r"is at most (\d+) calls away", ["ACL_SEARCH_CONVERGED_BLOCK"]),
     ("docs/consensus.md", r"Converged blocks cover (\d+)\s+calls", ["ACL_SEARCH_CONVERGED_BLOCK"]),
@@ -36,7 +36,7 @@ CHECKS = [
     ("docs/tuner.md", r"At most (\d+) candidates judged and (\d+) x `samples_per_cand`",
      ["ACL_SEARCH_MAX_STEPS", "ACL_SEARCH_MAX_EXPLORE_MULT"]),
     # Validation (tuner/search/search_conv.c).
-    ("docs/tuner.md", r"while validating, blocks of (\d+) decision calls \+ (\d+) challenger calls",
+    ("docs/tuner.md", r"a new decision, blocks of (\d+) decision calls \+ (\d+) calls of NCCL's choice",
      ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
     ("docs/tuner.md", r"runs in blocks of (\d+)\s+calls interleaved with blocks of (\d+) calls",
      ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
