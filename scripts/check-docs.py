@@ -90,6 +90,9 @@ def constants(root):
             for f in sorted(files):
                 if f.endswith((".h", ".c")):
                     text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
+                    # A #define continued with a backslash (clang-format breaks
+                    # a long one after its name) is read as one line.
+                    text = re.sub(r"[ \t]*\\\n[ \t]*", " ", text)
                     for m in DEFINE.finditer(text):
                         raw.setdefault(m.group(1), m.group(2))
     return raw
