@@ -150,7 +150,8 @@ out:
 int acl_table_parse_json(const char *text, size_t len, acl_table_t *t, char *err, size_t errlen)
 {
   (void)text, (void)len, (void)t;
-  snprintf(err, errlen, "a JSON table needs autoccl built with jansson; export to .txt or .csv");
+  snprintf(err, errlen,
+           "JSON: this autoccl was built without jansson; export the table to .txt or .csv");
   return -1;
 }
 #endif

@@ -45,7 +45,7 @@ int acl_search_chunk_hi(const acl_search_t *s, int algo)
 
 bool acl_search_chunk_worth(const acl_search_t *s, int id)
 {
-  if (id <= 0 || !s->cands[id].judged)
+  if (id <= 0 || id >= s->ncands || !s->cands[id].judged)
     return false;
   double best = 0.0;
   for (int i = 0; i < s->ncands; i++)
