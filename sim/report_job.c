@@ -114,7 +114,7 @@ bool acl_sim_job_text(const acl_sim_world_t *w, FILE *out)
 {
   char path[330];
   acl_sim_report_path(w, 0, false, path, sizeof(path) - 4);
-  strcat(path, ".txt");
+  snprintf(path + strlen(path), sizeof(path) - strlen(path), ".txt");
   char *tx = slurp(path);
   if (!tx)
     return false;
@@ -205,9 +205,9 @@ void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl)
       snprintf(dst + o, sizeof(dst) - o, ".%d", p);
     acl_sim_report_path(w, p, false, src, sizeof(src) - 4);
     bool ok = copy_file(src, dst);
-    strcat(src, ".txt");
+    snprintf(src + strlen(src), sizeof(src) - strlen(src), ".txt");
     if (ok && strlen(dst) + 4 < sizeof(dst)) {
-      strcat(dst, ".txt");
+      snprintf(dst + strlen(dst), sizeof(dst) - strlen(dst), ".txt");
       ok = copy_file(src, dst);
     }
     if (!ok)

@@ -99,7 +99,7 @@ void acl_report_write_locked(bool at_exit)
   acl_report_json(kept, &js);
   acl_report_text(kept, &tx);
   write_one(path, &js, "job report");
-  strcat(path, ".txt");
+  snprintf(path + strlen(path), sizeof(path) - strlen(path), ".txt");
   write_one(path, &tx, "job report text");
   /* The text in the log too, line by line (NCCL_DEBUG=INFO shows it). */
   if (acl_sb_ok(&tx) && tx.data) {
