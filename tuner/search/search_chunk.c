@@ -5,6 +5,7 @@
  * inside each subspace's descent; with params.chunk_axis = 0 (every older
  * ABI, AUTOCCL_CHUNK=off) the axis is one point, NCCL's own, and the descent
  * skips it. Part of search_grid.c's level: calls nothing in the search. */
+#include "core/abi.h"
 #include "tuner/search/search_int.h"
 
 /* k of the points, ascending so that the descent's unimodal walk holds.
@@ -40,7 +41,7 @@ int acl_search_chunk_hi(const acl_search_t *s, int algo)
 {
   if (!s->params.chunk_axis)
     return 1;
-  return algo == 1 /* NCCL_ALGO_RING */ ? CHUNK_GRID_NCCL + 1 : CHUNK_GRID_N;
+  return algo == NCCL_ALGO_RING ? CHUNK_GRID_NCCL + 1 : CHUNK_GRID_N;
 }
 
 bool acl_search_chunk_worth(const acl_search_t *s, int id)
