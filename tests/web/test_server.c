@@ -37,7 +37,7 @@ static void r_table(void *u, acl_strbuf_t *out)
   (void)u;
   acl_sb_puts(out, "{\"version\":1,\"entries\":[]}");
 }
-static const acl_web_source_t k_src = {NULL, r_metrics, r_state, r_table};
+static const acl_web_source_t k_src = {NULL, r_metrics, r_state, r_table, NULL, NULL};
 
 static const char *g_src; /* source address of the next dials; NULL: any */
 
@@ -160,7 +160,7 @@ Test(server, routes_and_status_codes)
 
 Test(server, render_failure_and_missing_source)
 {
-  acl_web_source_t src = {NULL, r_fail, NULL, NULL};
+  acl_web_source_t src = {NULL, r_fail, NULL, NULL, NULL, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   http(acl_web_port(w), "GET", "/metrics", b, sizeof(b));
@@ -375,7 +375,7 @@ static void r_count(void *u, acl_strbuf_t *out)
 
 Test(server, renders_are_reused_briefly_then_refreshed)
 {
-  acl_web_source_t src = {NULL, r_count, r_count, NULL};
+  acl_web_source_t src = {NULL, r_count, r_count, NULL, NULL, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   g_renders = 0;
