@@ -53,13 +53,7 @@ case "$csp" in
   *) fail "the page's CSP does not let it reach its own host's ports: $csp" ;;
 esac
 echo "chromium-host: CORS only for a sibling's page; Host guard first; CSP: $csp"
-PROFILE="$TMP/chromium-profile"
-mkdir -p "$PROFILE"
-chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-  --disable-background-networking --disable-component-update --disable-sync \
-  --disable-dev-shm-usage --user-data-dir="$PROFILE" --remote-debugging-port=0 \
-  --remote-allow-origins='*' about:blank >"$TMP/chromium.log" 2>&1 &
-CHR=$!; PIDS+=("$CHR")
+start_chromium
 rc=0
 timeout 100 python3 "$HERE/cdp_host.py" "$PROFILE" "http://127.0.0.1:$BASEP/" "$OUT_DIR" || rc=$?
 kill -TERM "$CHR" 2>/dev/null || true
