@@ -392,3 +392,82 @@ Test(server, renders_are_reused_briefly_then_refreshed)
   cr_assert(strstr(b, want), "%s", b);
   acl_web_stop(w);
 }
+
+/* The host view's cross-origin rule (web/cors.c): a page of this host's
+ * other process (its port, by the request's own Host name) may read the
+ * state and the host list; nothing else may, and a cached answer never
+ * carries one client's Origin to another. */
+static bool peer_7001(void *u, int port)
+{
+  (void)u;
+  return port == 7001;
+}
+static void r_host(void *u, acl_strbuf_t *out)
+{
+  (void)u;
+  acl_sb_puts(out, "{\"version\":1,\"processes\":[]}");
+}
+
+static void get_origin(int port, const char *path, const char *host, const char *origin, char *b,
+                       size_t len)
+{
+  char req[512];
+  int fd = dial(port);
+  snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n", path,
+           host, origin ? "Origin: " : "", origin ? origin : "", origin ? "\r\n" : "");
+  send_all(fd, req);
+  size_t n = 0;
+  ssize_t k;
+  while (n + 1 < len && (k = recv(fd, b + n, len - 1 - n, 0)) > 0)
+    n += (size_t)k;
+  b[n] = '\0';
+  close(fd);
+}
+
+Test(server, cors_only_for_a_sibling_page)
+{
+  acl_web_source_t src = {NULL, r_metrics, r_state, r_table, r_host, peer_7001};
+  acl_web_t *w = start(&src);
+  int port = acl_web_port(w);
+  static char b[65536];
+  static const struct {
+    const char *path, *host, *origin;
+    bool allowed;
+  } cases[] = {
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001", true},
+      {"/api/v1/host", "localhost:1", "http://localhost:7001", true},
+      {"/api/v1/state", "127.0.0.1:1", NULL, false},                     /* same origin */
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7002", false},  /* no such sibling */
+      {"/api/v1/state", "127.0.0.1:1", "http://localhost:7001", false},  /* another name */
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1", false},       /* no port */
+      {"/api/v1/state", "127.0.0.1:1", "https://127.0.0.1:7001", false}, /* another scheme */
+      {"/api/v1/state", "127.0.0.1:1", "null", false},
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001/x", false},
+      {"/metrics", "127.0.0.1:1", "http://127.0.0.1:7001", false},
+      {"/api/v1/table", "127.0.0.1:1", "http://127.0.0.1:7001", false},
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001", true}, /* cached apart */
+      {"/api/v1/state", "127.0.0.1:1", NULL, false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    get_origin(port, cases[i].path, cases[i].host, cases[i].origin, b, sizeof(b));
+    cr_expect(strncmp(b, "HTTP/1.1 200", 12) == 0, "%s %s: %.40s", cases[i].path,
+              cases[i].origin ? cases[i].origin : "-", b);
+    char want[128];
+    snprintf(want, sizeof(want), "Access-Control-Allow-Origin: %s\r\n",
+             cases[i].origin ? cases[i].origin : "");
+    bool has = strstr(b, "Access-Control-Allow-Origin:") != NULL;
+    cr_expect_eq(has, cases[i].allowed, "%s Origin %s: ACAO %s", cases[i].path,
+                 cases[i].origin ? cases[i].origin : "-", has ? "sent" : "absent");
+    if (cases[i].allowed)
+      cr_expect(strstr(b, want) && strstr(b, "Vary: Origin\r\n"), "%s", b);
+  }
+  /* A foreign Host is refused before any Origin is looked at. */
+  get_origin(port, "/api/v1/state", "evil.example:1", "http://evil.example:7001", b, sizeof(b));
+  cr_expect(strncmp(b, "HTTP/1.1 421", 12) == 0, "%.40s", b);
+  /* The page may fetch from its own host name at any port, nothing else. */
+  get_origin(port, "/", "localhost:1", NULL, b, sizeof(b));
+  cr_expect(strstr(b, "connect-src 'self' http://localhost:*;"), "%.600s", b);
+  get_origin(port, "/app.js", "localhost:1", NULL, b, sizeof(b));
+  cr_expect(strstr(b, "connect-src 'self';"), "%.600s", b);
+  acl_web_stop(w);
+}
