@@ -70,7 +70,7 @@ PY
 tmux -L "$SOCK" -f /dev/null new-session -d -s top -x 160 -y 48 \
   "env LANG=C.UTF-8 LC_ALL=C.UTF-8 build/tui/autoccl-top --url http://127.0.0.1:9464"
 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
-  --user-data-dir="$TMP/chromium" --window-size=1400,1020 --virtual-time-budget=4000 \
+  --user-data-dir="$TMP/chromium" --window-size=1500,1900 --virtual-time-budget=4000 \
   --screenshot="$TMP/dashboard.png" 'http://127.0.0.1:9464/?poll=1' >"$TMP/chromium.log" 2>&1
 sleep 3  # autoccl-top: the 4 sources connected and drawn
 tmux -L "$SOCK" send-keys -t top G k k k  # the last workload (ReduceScatter), rank 0

@@ -327,7 +327,9 @@ function render() {
   $('host').dataset.answering = String(ok);
   const ws = state.workloads || [];
   if (!ws.some((w) => wkey(w) === selectedKey)) {
-    const pick = ws.find((w) => !w.decided && w.state !== 'warmup' && w.state !== 'disabled') || ws[0];
+    // First choice: a search under way with points to draw.
+    const live = (w) => !w.decided && w.state !== 'warmup' && w.state !== 'disabled';
+    const pick = ws.find((w) => live(w) && (w.trajectory || []).length) || ws.find(live) || ws[0];
     selectedKey = pick ? wkey(pick) : null;
   }
   renderHeadline();
