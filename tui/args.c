@@ -180,7 +180,7 @@ static int expand_local_ranks(acl_top_opts_t *o, char *err, size_t errlen)
                 o->local_ranks, ACL_TOP_MAX_URLS);
   for (int k = 0; k < given; k++) {
     const char *u = o->urls[k];
-    long port;
+    long port = 0;
     if (acl_top_url_port(u, &port, NULL, 0) < 0)
       return fail(err, errlen, "URL %s: no port to count local ranks from", u);
     if (port + o->local_ranks - 1 > 65535)
