@@ -71,12 +71,10 @@ static void send_all(int fd, const char *s)
 }
 
 /* One request with Connection: close; the whole response in buf. */
-static size_t http(int port, const char *method, const char *path, char *buf, size_t len)
+/* Sends req on a new connection, reads the whole answer into buf. */
+static size_t exchange(int port, const char *req, char *buf, size_t len)
 {
   int fd = dial(port);
-  char req[512];
-  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-           method, path);
   send_all(fd, req);
   size_t n = 0;
   ssize_t k;
@@ -85,6 +83,14 @@ static size_t http(int port, const char *method, const char *path, char *buf, si
   buf[n] = '\0';
   close(fd);
   return n;
+}
+
+static size_t http(int port, const char *method, const char *path, char *buf, size_t len)
+{
+  char req[512];
+  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           method, path);
+  return exchange(port, req, buf, len);
 }
 
 /* Reads until needle shows up (or timeout); returns whether it did. */
@@ -420,16 +426,9 @@ static void get_origin(int port, const char *path, const char *host, const char 
                        size_t len)
 {
   char req[512];
-  int fd = dial(port);
   snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n", path,
            host, origin ? "Origin: " : "", origin ? origin : "", origin ? "\r\n" : "");
-  send_all(fd, req);
-  size_t n = 0;
-  ssize_t k;
-  while (n + 1 < len && (k = recv(fd, b + n, len - 1 - n, 0)) > 0)
-    n += (size_t)k;
-  b[n] = '\0';
-  close(fd);
+  exchange(port, req, b, len);
 }
 
 Test(server, cors_only_for_a_sibling_page)
