@@ -25,7 +25,7 @@ static void req(const uint8_t *d, size_t n)
     acl_relay_req_t r2;
     FZ_CHECK(acl_relay_decode_req(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
   }
-  FZ_CHECK(r.key.coll < ACL_NUM_COLL && r.key.comm_id == r.comm_id && r.rank >= -1,
+  FZ_CHECK(r.key.coll < ACL_NUM_COLL && r.key.comm_id == r.comm_id && r.rank >= -1 && r.host_id,
            "decoded request out of range");
 }
 
@@ -45,6 +45,24 @@ static void resp(const uint8_t *d, size_t n)
   }
   FZ_CHECK(r.status < ACL_RELAY_NSTATUS, "status %u accepted", r.status);
   FZ_CHECK(strcmp(acl_relay_status_name(r.status), "unknown status") != 0, "status name");
+}
+
+static void push(const uint8_t *d, size_t n)
+{
+  acl_relay_push_t r;
+  long got = acl_relay_decode_push(d, n, &r);
+  FZ_CHECK(got >= -1 && got <= (long)n, "decode_push returned %ld for %zu bytes", got, n);
+  if (got <= 0)
+    return;
+  uint8_t buf[4 + ACL_RELAY_PUSH_LEN];
+  size_t len = acl_relay_encode_push(&r, buf, sizeof(buf));
+  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "push does not round-trip");
+  for (size_t i = 0; i < (size_t)got; i++) {
+    acl_relay_push_t r2;
+    FZ_CHECK(acl_relay_decode_push(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
+  }
+  acl_relay_resp_t ro;
+  FZ_CHECK(acl_relay_decode_resp(d, n, &ro) == -1, "a push parsed as an answer");
 }
 
 static void addr(const uint8_t *d, size_t n)
@@ -85,15 +103,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 1 || size > 8192)
     return 0;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
   case 0:
     req(data + 1, size - 1);
     break;
   case 1:
     resp(data + 1, size - 1);
     break;
-  default:
+  case 2:
     addr(data + 1, size - 1);
+    break;
+  default:
+    push(data + 1, size - 1);
   }
   return 0;
 }

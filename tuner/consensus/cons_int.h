@@ -18,7 +18,8 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT 3u      /* 2: cons_settings_t holds acl_search_params_t; 3: table hash */
+#define ACL_CONS_LAYOUT                                                                            \
+  4u /* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: commit */
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -43,6 +44,11 @@
 #define ACL_CONS_DETACH_MS 250
 
 enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };
+#define CONS_COMMIT_SEALED (1ull << 63)
+/* A follower waiting for a commit sleeps on its relay connection this long
+ * between pulls: pushes wake it at once, the pull only notices a leader that
+ * died without closing the connection (a host, not a process). */
+#define CONS_COMMIT_POLL_MS 50
 
 /* One published block, read without the lock as a seqlock: tag is the block
  * number + 1 once the words are written, 0 while they are. */
@@ -104,6 +110,10 @@ typedef struct cons_wl {
   uint16_t pad2;
   uint32_t nblocks_search; /* blocks the search decided (not warm-up) */
   uint32_t pad3;
+  /* Follower hosts: calls below it are held by every live follower host
+   * (the leader's commit horizon, relay.h); CONS_COMMIT_SEALED once the
+   * leader is lost: frozen, calls from it on run NCCL's choice. */
+  _Atomic uint64_t commit;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
@@ -135,10 +145,10 @@ typedef struct cons_hdr {
   uint32_t pad0;
   uint64_t creator_start;
   cons_settings_t set;
-  _Atomic uint32_t retired;    /* unlinked or being replaced: do not join */
-  _Atomic uint32_t leader;     /* rank 0 is attached on this host */
-  _Atomic uint32_t nworkloads; /* indices in use (sparse on followers) */
-  uint32_t pad1;
+  _Atomic uint32_t retired;     /* unlinked or being replaced: do not join */
+  _Atomic uint32_t leader;      /* rank 0 is attached on this host */
+  _Atomic uint32_t nworkloads;  /* indices in use (sparse on followers) */
+  _Atomic uint32_t leader_lost; /* follower host: a rank could not reach the leader */
   /* AUTOCCL_TABLE agreement: the creator's table hash (0 = none); a rank
    * joining with another raises table_off, and every rank then leaves
    * NCCL's choices instead of the table's (never some ranks only). */
@@ -172,7 +182,8 @@ _Static_assert(offsetof(cons_hdr_t, magic) == 0, "joiners read the magic first")
 _Static_assert(offsetof(cons_hdr_t, lock) % 8 == 0 && offsetof(cons_hdr_t, retired) % 4 == 0,
                "header lock and atomics aligned");
 _Static_assert(offsetof(cons_wl_t, present) % 4 == 0 && offsetof(cons_wl_t, nblocks) % 8 == 0 &&
-                   offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0,
+                   offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0 &&
+                   offsetof(cons_wl_t, commit) % 8 == 0,
                "workload atomics and the search state aligned");
 _Static_assert(_Alignof(cons_wl_t) <= 64 && _Alignof(cons_hdr_t) <= 4096,
                "workloads sit at 64-byte strides after a page-aligned header");
@@ -217,6 +228,7 @@ struct acl_cons {
   int coord_port;
   struct acl_relay_client *client; /* follower hosts */
   bool registered;                 /* rank 0: registered with the relay server */
+  uint64_t host_id;                /* follower: this host's segment, for the commit */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
   _Atomic uint64_t samples_busy;  /* samples dropped: the lock was held */
   _Atomic uint64_t busy_since_ns; /* first busy sample since the last acquisition */

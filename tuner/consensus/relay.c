@@ -61,6 +61,10 @@ static struct addrinfo *resolve(const char *host, int port, bool passive)
 
 typedef struct srv_conn {
   int fd;
+  int slot;         /* its host's slot in the comm's commit table, -1 none yet */
+  bool broken;      /* a push could not be written whole: closed by the loop */
+  uint64_t comm_id; /* of its first answered request (pushes go there) */
+  uint64_t seq;     /* that comm's registration (a later one has its own table) */
   size_t len;
   uint8_t buf[SRV_BUF];
 } srv_conn_t;
@@ -69,6 +73,8 @@ typedef struct srv_comm {
   uint64_t comm_id;
   acl_relay_serve_fn serve;
   void *ctx;
+  acl_relay_commit_t *commit;
+  uint64_t seq; /* registration number */
   struct srv_comm *next;
 } srv_comm_t;
 
@@ -80,21 +86,76 @@ static struct {
   char host[256];
   int port;
   srv_comm_t *comms;
+  uint64_t seq; /* registrations so far */
   srv_conn_t *conns;
   int nconns;
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = {-1, -1}};
 
-static void srv_handle(const acl_relay_req_t *req, acl_relay_resp_t *resp)
+static srv_comm_t *srv_comm_find(uint64_t comm_id)
+{
+  for (srv_comm_t *s = srv.comms; s; s = s->next)
+    if (s->comm_id == comm_id)
+      return s;
+  return NULL;
+}
+
+/* A commit grew: one pass of pushes to every connection of the comm, before
+ * any answer goes out (relay.h). A socket too full to take a whole frame is
+ * closed (its peer stopped reading; a partial frame would corrupt it). */
+static void srv_push(void *ctx, uint32_t widx, uint64_t commit)
+{
+  const srv_comm_t *s = ctx;
+  acl_relay_push_t p = {.widx = widx, .comm_id = s->comm_id, .commit = commit};
+  uint8_t out[4 + ACL_RELAY_PUSH_LEN];
+  size_t n = acl_relay_encode_push(&p, out, sizeof(out));
+  for (int i = 0; i < srv.nconns; i++) {
+    srv_conn_t *cn = &srv.conns[i];
+    if (cn->slot < 0 || cn->comm_id != s->comm_id || cn->seq != s->seq || cn->broken)
+      continue;
+    if (send(cn->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
+      cn->broken = true;
+  }
+}
+
+/* Answers req on cn; tracks what cn's host holds. */
+static void srv_handle(srv_conn_t *cn, const acl_relay_req_t *req, acl_relay_resp_t *resp)
 {
   memset(resp, 0, sizeof(*resp));
   resp->status = ACL_RELAY_NO_COMM;
   pthread_mutex_lock(&srv.mu);
-  for (srv_comm_t *s = srv.comms; s; s = s->next)
-    if (s->comm_id == req->comm_id) {
-      s->serve(s->ctx, req, resp);
-      break;
+  srv_comm_t *s = srv_comm_find(req->comm_id);
+  if (s) {
+    s->serve(s->ctx, req, resp);
+    if (resp->status == ACL_RELAY_OK && s->commit) {
+      if (cn->slot < 0 && cn->comm_id == 0) {
+        cn->comm_id = req->comm_id;
+        cn->seq = s->seq;
+        cn->slot = acl_relay_commit_join(s->commit, req->host_id);
+      }
+      /* the follower appends the block when it starts where its host's
+       * blocks end (they are contiguous) */
+      uint64_t held = req->held_end, end = resp->start + resp->len;
+      if (resp->start <= held && end > held)
+        held = end;
+      bool mine = cn->comm_id == req->comm_id && cn->seq == s->seq;
+      resp->commit =
+          acl_relay_commit_held(s->commit, mine ? cn->slot : -1, resp->widx, held, srv_push, s);
     }
+  }
   pthread_mutex_unlock(&srv.mu);
+}
+
+/* cn is going away: its host may stop being live. */
+static void srv_conn_gone(srv_conn_t *cn)
+{
+  if (cn->slot < 0)
+    return;
+  pthread_mutex_lock(&srv.mu);
+  srv_comm_t *s = srv_comm_find(cn->comm_id);
+  if (s && s->seq == cn->seq)
+    acl_relay_commit_leave(s->commit, cn->slot, srv_push, s);
+  pthread_mutex_unlock(&srv.mu);
+  cn->slot = -1;
 }
 
 /* false: close the connection */
@@ -115,7 +176,7 @@ static bool srv_read(srv_conn_t *cn)
       return cn->len < SRV_BUF;
     acl_relay_resp_t resp;
     uint8_t out[4 + ACL_RELAY_RESP_LEN];
-    srv_handle(&req, &resp);
+    srv_handle(cn, &req, &resp);
     size_t n = acl_relay_encode_resp(&resp, out, sizeof(out));
     if (send(cn->fd, out, n, MSG_NOSIGNAL) != (ssize_t)n)
       return false; /* one small answer per request: a full socket is a dead peer */
@@ -147,18 +208,25 @@ static void *srv_main(void *arg)
           close(fd);
         } else {
           set_nodelay(fd);
-          srv.conns[srv.nconns].fd = fd;
-          srv.conns[srv.nconns].len = 0;
+          srv.conns[srv.nconns] = (srv_conn_t){.fd = fd, .slot = -1};
           srv.nconns++;
         }
       }
     }
-    for (int i = srv.nconns - 1; i >= 0; i--) {
-      if (!pf[2 + i].revents)
-        continue;
-      if (!srv_read(&srv.conns[i])) {
-        close(srv.conns[i].fd);
+    for (int i = srv.nconns - 1; i >= 0; i--)
+      if (pf[2 + i].revents && !srv_read(&srv.conns[i]))
+        srv.conns[i].broken = true;
+    /* closing may grow commits, whose pushes may break more connections */
+    for (bool again = true; again;) {
+      again = false;
+      for (int i = srv.nconns - 1; i >= 0; i--) {
+        if (!srv.conns[i].broken)
+          continue;
+        again = true;
+        srv_conn_t gone = srv.conns[i];
         srv.conns[i] = srv.conns[--srv.nconns];
+        close(gone.fd);
+        srv_conn_gone(&gone);
       }
     }
   }
@@ -206,6 +274,12 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
   s->comm_id = comm_id;
   s->serve = serve;
   s->ctx = ctx;
+  s->commit = acl_relay_commit_create();
+  if (!s->commit) {
+    free(s);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
   pthread_mutex_lock(&srv.mu);
   if (srv.running && (strcmp(srv.host, host) != 0 || srv.port != port)) {
     snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host, srv.port,
@@ -240,6 +314,7 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
     srv.running = true;
     acl_info("consensus relay listening on %s:%d", srv.host, srv.port);
   }
+  s->seq = ++srv.seq;
   s->next = srv.comms;
   srv.comms = s;
   s = NULL;
@@ -256,6 +331,8 @@ fail_srv:
   srv.conns = NULL;
 out:
   pthread_mutex_unlock(&srv.mu);
+  if (s)
+    acl_relay_commit_destroy(s->commit);
   free(s);
   return rc;
 }
@@ -266,7 +343,8 @@ void acl_relay_unregister(void *ctx)
   for (srv_comm_t **pp = &srv.comms; *pp; pp = &(*pp)->next)
     if ((*pp)->ctx == ctx) {
       srv_comm_t *s = *pp;
-      *pp = s->next;
+      *pp = s->next; /* its connections' seq now matches nothing */
+      acl_relay_commit_destroy(s->commit);
       free(s);
       break;
     }
@@ -295,13 +373,20 @@ void acl_relay_unregister(void *ctx)
 
 /* ---- client ----------------------------------------------------------------- */
 
+#define CL_BUF 512 /* unread frames: an answer and the pushes sent before it */
+
 struct acl_relay_client {
   char host[256];
   int port;
   int fd;
+  acl_relay_push_fn on_push;
+  void *ctx;
+  size_t have;
+  uint8_t buf[CL_BUF];
 };
 
-acl_relay_client_t *acl_relay_client_create(const char *host, int port)
+acl_relay_client_t *acl_relay_client_create(const char *host, int port, acl_relay_push_fn on_push,
+                                            void *ctx)
 {
   acl_relay_client_t *cl = calloc(1, sizeof(*cl));
   if (!cl)
@@ -309,6 +394,8 @@ acl_relay_client_t *acl_relay_client_create(const char *host, int port)
   snprintf(cl->host, sizeof(cl->host), "%s", host);
   cl->port = port;
   cl->fd = -1;
+  cl->on_push = on_push;
+  cl->ctx = ctx;
   return cl;
 }
 
@@ -321,11 +408,30 @@ void acl_relay_client_destroy(acl_relay_client_t *cl)
   free(cl);
 }
 
+static int cl_frames(acl_relay_client_t *cl, acl_relay_resp_t *resp, bool *got);
+
+/* Before a connection is dropped, the pushes already delivered to it are
+ * read (a reset or a failed send must not lose a commit the server sent
+ * before it died: docs/consensus.md, "Leader loss"); stale answers are
+ * skipped. */
 static void cl_close(acl_relay_client_t *cl)
 {
+  for (int n = 0; cl->fd >= 0 && n < 4096; n++) {
+    acl_relay_resp_t stale;
+    bool got = false;
+    if (cl_frames(cl, &stale, &got) != 0)
+      break;
+    if (got)
+      continue; /* an answer came after its caller gave up: keep reading */
+    ssize_t r = recv(cl->fd, cl->buf + cl->have, sizeof(cl->buf) - cl->have, MSG_DONTWAIT);
+    if (r <= 0)
+      break;
+    cl->have += (size_t)r;
+  }
   if (cl->fd >= 0)
     close(cl->fd);
   cl->fd = -1;
+  cl->have = 0;
 }
 
 static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size_t whylen)
@@ -364,43 +470,102 @@ static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size
     return -1;
   set_nodelay(fd);
   cl->fd = fd;
+  cl->have = 0;
   return 0;
+}
+
+/* Consumes the whole frames in cl->buf: pushes go to on_push, an answer to
+ * *resp (*got set). -1: malformed, or an answer nobody asked for. */
+static int cl_frames(acl_relay_client_t *cl, acl_relay_resp_t *resp, bool *got)
+{
+  for (;;) {
+    if (cl->have < 4)
+      return 0;
+    uint32_t flen = (uint32_t)cl->buf[0] | (uint32_t)cl->buf[1] << 8 | (uint32_t)cl->buf[2] << 16 |
+                    (uint32_t)cl->buf[3] << 24;
+    long used;
+    if (flen == ACL_RELAY_PUSH_LEN) {
+      acl_relay_push_t p;
+      used = acl_relay_decode_push(cl->buf, cl->have, &p);
+      if (used > 0 && cl->on_push)
+        cl->on_push(cl->ctx, &p);
+    } else {
+      if (!resp || *got)
+        return -1;
+      used = acl_relay_decode_resp(cl->buf, cl->have, resp);
+      if (used > 0)
+        *got = true;
+    }
+    if (used < 0)
+      return -1;
+    if (used == 0)
+      return 0;
+    memmove(cl->buf, cl->buf + used, cl->have - (size_t)used);
+    cl->have -= (size_t)used;
+  }
+}
+
+/* Reads what is there (waiting up to wait_ms for something); 1 read, 0
+ * nothing yet, -1 closed or broken. */
+static int cl_recv(acl_relay_client_t *cl, int wait_ms, char *why, size_t whylen)
+{
+  struct pollfd p = {.fd = cl->fd, .events = POLLIN};
+  if (poll(&p, 1, wait_ms) <= 0)
+    return 0;
+  ssize_t r = recv(cl->fd, cl->buf + cl->have, sizeof(cl->buf) - cl->have, 0);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+    snprintf(why, whylen, "%s", r == 0 ? "connection closed" : strerror(errno));
+    return -1;
+  }
+  if (r > 0)
+    cl->have += (size_t)r;
+  return 1;
 }
 
 /* One exchange on a connected socket; -1 drops the connection. */
 static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n, acl_relay_resp_t *resp,
                        uint64_t deadline, char *why, size_t whylen)
 {
+  bool got = false;
+  if (cl_frames(cl, NULL, &got) != 0) { /* pushes read earlier, never an answer */
+    snprintf(why, whylen, "malformed frame");
+    return -1;
+  }
   if (send(cl->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
     snprintf(why, whylen, "send: %s", strerror(errno));
     return -1;
   }
-  uint8_t buf[4 + ACL_RELAY_RESP_LEN];
-  size_t have = 0;
   for (;;) {
-    long used = acl_relay_decode_resp(buf, have, resp);
-    if (used > 0)
-      return 0;
-    if (used < 0) {
+    if (cl_frames(cl, resp, &got) != 0) {
       snprintf(why, whylen, "malformed answer");
       return -1;
     }
+    if (got)
+      return 0;
     uint64_t now = acl_mono_ns() / 1000000u;
     if (now >= deadline) {
       snprintf(why, whylen, "no answer in time");
       return -1;
     }
-    struct pollfd p = {.fd = cl->fd, .events = POLLIN};
-    if (poll(&p, 1, (int)(deadline - now)) <= 0)
-      continue;
-    ssize_t r = recv(cl->fd, buf + have, sizeof(buf) - have, 0);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-      snprintf(why, whylen, "%s", r == 0 ? "connection closed" : strerror(errno));
+    if (cl_recv(cl, (int)(deadline - now), why, whylen) < 0)
+      return -1;
+  }
+}
+
+int acl_relay_client_poll(acl_relay_client_t *cl, int wait_ms)
+{
+  if (!cl || cl->fd < 0)
+    return -1;
+  char why[64];
+  bool got = false;
+  for (int r = cl_recv(cl, wait_ms, why, sizeof(why)); r != 0;
+       r = cl_recv(cl, 0, why, sizeof(why))) {
+    if (r < 0 || cl_frames(cl, NULL, &got) != 0) {
+      cl_close(cl);
       return -1;
     }
-    if (r > 0)
-      have += (size_t)r;
   }
+  return 0;
 }
 
 int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
