@@ -1,5 +1,5 @@
 /* The multi-host relay's wire parser and coordinator address. First byte
- * picks the parser. Checks: a frame that decodes re-encodes to the same
+ * (mod 5) picks the parser: request, answer, address, push, held. Checks: a frame that decodes re-encodes to the same
  * bytes (the format is strict, so canonical); every shorter prefix of it is
  * "incomplete", never a different frame; a frame never consumes more than
  * it was given; addresses come back terminated with a port in range, and a
@@ -65,6 +65,25 @@ static void push(const uint8_t *d, size_t n)
   FZ_CHECK(acl_relay_decode_resp(d, n, &ro) == -1, "a push parsed as an answer");
 }
 
+static void held(const uint8_t *d, size_t n)
+{
+  acl_relay_held_t r;
+  long got = acl_relay_decode_held(d, n, &r);
+  FZ_CHECK(got >= -1 && got <= (long)n, "decode_held returned %ld for %zu bytes", got, n);
+  if (got <= 0)
+    return;
+  uint8_t buf[4 + ACL_RELAY_HELD_LEN];
+  size_t len = acl_relay_encode_held(&r, buf, sizeof(buf));
+  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "held does not round-trip");
+  for (size_t i = 0; i < (size_t)got; i++) {
+    acl_relay_held_t r2;
+    FZ_CHECK(acl_relay_decode_held(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
+  }
+  FZ_CHECK(r.host_id != 0, "host id 0 accepted");
+  acl_relay_req_t rq;
+  FZ_CHECK(acl_relay_decode_req(d, n, &rq) == -1, "a held frame parsed as a request");
+}
+
 static void addr(const uint8_t *d, size_t n)
 {
   /* Three NUL-separated strings: coordinator, MASTER_ADDR, MASTER_PORT. */
@@ -103,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 1 || size > 8192)
     return 0;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
   case 0:
     req(data + 1, size - 1);
     break;
@@ -113,8 +132,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   case 2:
     addr(data + 1, size - 1);
     break;
-  default:
+  case 3:
     push(data + 1, size - 1);
+    break;
+  default:
+    held(data + 1, size - 1);
   }
   return 0;
 }

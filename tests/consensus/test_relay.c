@@ -134,6 +134,31 @@ Test(wire, push_roundtrip_and_strictness)
   cr_assert_eq(acl_relay_decode_resp(buf, n, &ro), -1);
 }
 
+Test(wire, held_roundtrip_and_strictness)
+{
+  acl_relay_held_t h = {.widx = 9, .comm_id = 77, .host_id = 0xabc, .held_end = 1 << 20}, o;
+  uint8_t buf[64], bad[64];
+  size_t n = acl_relay_encode_held(&h, buf, sizeof(buf));
+  cr_assert_eq(n, 4 + ACL_RELAY_HELD_LEN);
+  cr_assert_eq(acl_relay_encode_held(&h, buf, n - 1), 0);
+  cr_assert_eq(acl_relay_decode_held(buf, n, &o), (long)n);
+  cr_assert(o.widx == 9 && o.comm_id == 77 && o.host_id == 0xabc && o.held_end == 1 << 20);
+  for (size_t k = 0; k < n; k++)
+    cr_assert_eq(acl_relay_decode_held(buf, k, &o), 0);
+  const int flips[] = {0, 4, 5, 6, 7}; /* length, version, type, reserved */
+  const uint8_t vals[] = {ACL_RELAY_PUSH_LEN, 1, 3, 1, 1};
+  for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+    memcpy(bad, buf, n);
+    bad[flips[i]] = vals[i];
+    cr_assert_eq(acl_relay_decode_held(bad, n, &o), -1, "byte %d accepted", flips[i]);
+  }
+  memcpy(bad, buf, n);
+  memset(bad + 4 + 16, 0, 8);
+  cr_assert_eq(acl_relay_decode_held(bad, n, &o), -1, "host id 0 accepted");
+  acl_relay_req_t ro;
+  cr_assert_eq(acl_relay_decode_req(buf, n, &ro), -1, "a held frame parsed as a request");
+}
+
 /* Random bytes and mutated valid frames: never a crash, never an
  * out-of-range accepted value. */
 Test(wire, fuzz)
@@ -429,12 +454,13 @@ Test(commit, horizon_over_live_hosts)
   int a = acl_relay_commit_join(rc, 0xa), b = acl_relay_commit_join(rc, 0xb);
   cr_assert(a >= 0 && b >= 0 && a != b);
   cr_assert_eq(acl_relay_commit_join(rc, 0xa), a, "a second connection of host a");
+  cr_assert_eq(acl_relay_commit_held(rc, b, 3, 0, log_grown, &g), 0);
   cr_assert_eq(acl_relay_commit_held(rc, a, 3, 1024, log_grown, &g), 0, "b holds nothing yet");
   cr_assert_eq(g.n, 0);
   cr_assert_eq(acl_relay_commit_held(rc, b, 3, 512, log_grown, &g), 512);
   cr_assert(g.n == 1 && g.widx[0] == 3 && g.commit[0] == 512, "one push of the growth");
   cr_assert_eq(acl_relay_commit_held(rc, b, 3, 100, log_grown, &g), 512, "never lowered");
-  cr_assert_eq(acl_relay_commit_held(rc, b, 4, 8, log_grown, &g), 0, "per workload");
+  cr_assert_eq(acl_relay_commit_held(rc, a, 4, 8, log_grown, &g), 8, "per workload");
   /* b dies (its only connection closes): the commit grows to a's */
   acl_relay_commit_leave(rc, b, log_grown, &g);
   cr_assert_eq(acl_relay_commit_held(rc, a, 3, 1024, log_grown, &g), 1024);

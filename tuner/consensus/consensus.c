@@ -605,7 +605,13 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
                      .cand = resp.cand};
     cons_ring_put(w, &nb);
     cons_unlock(c->hdr);
-    commit_raise(w, resp.commit); /* after the block: the commit never passes what is held */
+    /* the server counts only what this host says it holds (relay.h) */
+    acl_relay_held_t held = {.widx = resp.widx,
+                             .comm_id = c->comm_id,
+                             .host_id = c->host_id,
+                             .held_end = cons_ring_end(w)};
+    acl_relay_client_held(c->client, &held);
+    commit_raise(w, resp.commit);
     if (!e && !(e = local_insert(c, key, resp.widx))) {
       snprintf(err, errlen, "consensus: per-rank workload table full");
       return -1;

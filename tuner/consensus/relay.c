@@ -117,7 +117,21 @@ static void srv_push(void *ctx, uint32_t widx, uint64_t commit)
   }
 }
 
-/* Answers req on cn; tracks what cn's host holds. */
+/* Records that cn's host holds calls below held on widx (registry lock
+ * held): the first frame of a connection joins its host. */
+static uint64_t srv_held(srv_comm_t *s, srv_conn_t *cn, uint64_t comm_id, uint64_t host_id,
+                         uint32_t widx, uint64_t held)
+{
+  if (cn->slot < 0 && cn->comm_id == 0) {
+    cn->comm_id = comm_id;
+    cn->seq = s->seq;
+    cn->slot = acl_relay_commit_join(s->commit, host_id);
+  }
+  bool mine = cn->comm_id == comm_id && cn->seq == s->seq;
+  return acl_relay_commit_held(s->commit, mine ? cn->slot : -1, widx, held, srv_push, s);
+}
+
+/* Answers req on cn; tracks what cn's host says it holds. */
 static void srv_handle(srv_conn_t *cn, const acl_relay_req_t *req, acl_relay_resp_t *resp)
 {
   memset(resp, 0, sizeof(*resp));
@@ -126,22 +140,18 @@ static void srv_handle(srv_conn_t *cn, const acl_relay_req_t *req, acl_relay_res
   srv_comm_t *s = srv_comm_find(req->comm_id);
   if (s) {
     s->serve(s->ctx, req, resp);
-    if (resp->status == ACL_RELAY_OK && s->commit) {
-      if (cn->slot < 0 && cn->comm_id == 0) {
-        cn->comm_id = req->comm_id;
-        cn->seq = s->seq;
-        cn->slot = acl_relay_commit_join(s->commit, req->host_id);
-      }
-      /* the follower appends the block when it starts where its host's
-       * blocks end (they are contiguous) */
-      uint64_t held = req->held_end, end = resp->start + resp->len;
-      if (resp->start <= held && end > held)
-        held = end;
-      bool mine = cn->comm_id == req->comm_id && cn->seq == s->seq;
-      resp->commit =
-          acl_relay_commit_held(s->commit, mine ? cn->slot : -1, resp->widx, held, srv_push, s);
-    }
+    if (resp->status == ACL_RELAY_OK)
+      resp->commit = srv_held(s, cn, req->comm_id, req->host_id, resp->widx, req->held_end);
   }
+  pthread_mutex_unlock(&srv.mu);
+}
+
+static void srv_handle_held(srv_conn_t *cn, const acl_relay_held_t *h)
+{
+  pthread_mutex_lock(&srv.mu);
+  srv_comm_t *s = srv_comm_find(h->comm_id);
+  if (s)
+    srv_held(s, cn, h->comm_id, h->host_id, h->widx, h->held_end);
   pthread_mutex_unlock(&srv.mu);
 }
 
@@ -169,11 +179,21 @@ static bool srv_read(srv_conn_t *cn)
   cn->len += (size_t)r;
   for (;;) {
     acl_relay_req_t req;
-    long used = acl_relay_decode_req(cn->buf, cn->len, &req);
+    acl_relay_held_t held;
+    long used = cn->len >= 4 && cn->buf[0] == ACL_RELAY_HELD_LEN && !cn->buf[1] && !cn->buf[2] &&
+                        !cn->buf[3]
+                    ? acl_relay_decode_held(cn->buf, cn->len, &held)
+                    : acl_relay_decode_req(cn->buf, cn->len, &req);
     if (used < 0)
       return false; /* protocol error: drop the peer, change nothing */
     if (used == 0)
       return cn->len < SRV_BUF;
+    if (cn->buf[0] == ACL_RELAY_HELD_LEN) { /* no answer */
+      srv_handle_held(cn, &held);
+      memmove(cn->buf, cn->buf + used, cn->len - (size_t)used);
+      cn->len -= (size_t)used;
+      continue;
+    }
     acl_relay_resp_t resp;
     uint8_t out[4 + ACL_RELAY_RESP_LEN];
     srv_handle(cn, &req, &resp);
@@ -550,6 +570,14 @@ static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n, acl
     if (cl_recv(cl, (int)(deadline - now), why, whylen) < 0)
       return -1;
   }
+}
+
+void acl_relay_client_held(acl_relay_client_t *cl, const acl_relay_held_t *h)
+{
+  uint8_t out[4 + ACL_RELAY_HELD_LEN];
+  size_t n = acl_relay_encode_held(h, out, sizeof(out));
+  if (cl && cl->fd >= 0 && send(cl->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
+    cl_close(cl); /* a partial frame would corrupt the stream */
 }
 
 int acl_relay_client_poll(acl_relay_client_t *cl, int wait_ms)

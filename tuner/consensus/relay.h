@@ -22,12 +22,17 @@
  * Push payload (ACL_RELAY_PUSH_LEN bytes, server to client, unasked):
  *   u8 version=2, u8 type=3, u16 reserved=0, u32 widx, u64 comm_id,
  *   u64 commit
+ * Held payload (ACL_RELAY_HELD_LEN bytes, client to server, no answer):
+ *   u8 version=2, u8 type=4, u16 reserved=0, u32 widx, u64 comm_id,
+ *   u64 host_id (!= 0), u64 held_end
  * Parsing is strict: any other length, version, type, flag bit, reserved
  * value, collective or status is rejected.
  *
  * Commit horizon (docs/consensus.md, "Leader loss"): held_end is the first
  * call the sender's host holds no block for (its blocks are contiguous from
- * call 0). The server keeps, per communicator and workload, the smallest
+ * call 0), sent with every request and, once an answer's block is stored, in
+ * a held frame: the server counts only what a host said it holds, never an
+ * answer it sent (which may arrive after its asker gave up). The server keeps, per communicator and workload, the smallest
  * held_end over the live follower hosts (a host is live while it holds an
  * open connection) and never lowers it: the commit. Whenever a commit grows,
  * the server pushes it to every connection of the communicator in one pass
@@ -45,6 +50,7 @@
 #define ACL_RELAY_REQ_LEN 148
 #define ACL_RELAY_RESP_LEN 48
 #define ACL_RELAY_PUSH_LEN 24
+#define ACL_RELAY_HELD_LEN 32
 #define ACL_RELAY_FRAME_MAX 4096 /* a longer declared frame is a protocol error */
 
 enum {
@@ -88,16 +94,23 @@ typedef struct acl_relay_push {
   uint64_t comm_id, commit;
 } acl_relay_push_t;
 
+typedef struct acl_relay_held {
+  uint32_t widx;
+  uint64_t comm_id, host_id, held_end;
+} acl_relay_held_t;
+
 /* Encode into buf (cap >= 4 + payload); returns the frame length, 0 if cap is
  * too small. */
 size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap);
 size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap);
 size_t acl_relay_encode_push(const acl_relay_push_t *r, uint8_t *buf, size_t cap);
+size_t acl_relay_encode_held(const acl_relay_held_t *r, uint8_t *buf, size_t cap);
 /* Pure parsers of one frame at buf: > 0 bytes consumed, 0 incomplete (need
  * more bytes), -1 malformed (close the connection). */
 long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out);
 long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out);
 long acl_relay_decode_push(const uint8_t *buf, size_t len, acl_relay_push_t *out);
+long acl_relay_decode_held(const uint8_t *buf, size_t len, acl_relay_held_t *out);
 const char *acl_relay_status_name(int status);
 
 /* Coordinator address: coordinator ("host:port", "[v6]:port") when non-empty,
@@ -129,6 +142,9 @@ void acl_relay_client_destroy(acl_relay_client_t *cl); /* NULL ok */
  * ACL_RELAY_NO_COMM until then. 0 with *resp (any status), -1 with err. */
 int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
                           acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen);
+/* Tells the server what this host holds now (no answer; dropped silently
+ * when the connection is down: the commit then waits, never runs ahead). */
+void acl_relay_client_held(acl_relay_client_t *cl, const acl_relay_held_t *h);
 /* Reads the pushes already sent on the connection, waiting up to wait_ms
  * for one. 0; -1 when the connection is closed or broken (or never made). */
 int acl_relay_client_poll(acl_relay_client_t *cl, int wait_ms);

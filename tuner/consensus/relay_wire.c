@@ -197,6 +197,40 @@ long acl_relay_decode_push(const uint8_t *buf, size_t len, acl_relay_push_t *out
   return 4 + ACL_RELAY_PUSH_LEN;
 }
 
+size_t acl_relay_encode_held(const acl_relay_held_t *r, uint8_t *buf, size_t cap)
+{
+  if (cap < 4 + ACL_RELAY_HELD_LEN)
+    return 0;
+  uint8_t *p = buf + 4;
+  memset(p, 0, ACL_RELAY_HELD_LEN);
+  put32(buf, ACL_RELAY_HELD_LEN);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = 4;
+  put32(p + 4, r->widx);
+  put64(p + 8, r->comm_id);
+  put64(p + 16, r->host_id);
+  put64(p + 24, r->held_end);
+  return 4 + ACL_RELAY_HELD_LEN;
+}
+
+long acl_relay_decode_held(const uint8_t *buf, size_t len, acl_relay_held_t *out)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != ACL_RELAY_HELD_LEN)
+    return -1;
+  if (len < 4 + ACL_RELAY_HELD_LEN)
+    return 0;
+  const uint8_t *p = buf + 4;
+  if (p[0] != ACL_RELAY_VERSION || p[1] != 4 || p[2] || p[3] || get64(p + 16) == 0)
+    return -1;
+  *out = (acl_relay_held_t){.widx = get32(p + 4),
+                            .comm_id = get64(p + 8),
+                            .host_id = get64(p + 16),
+                            .held_end = get64(p + 24)};
+  return 4 + ACL_RELAY_HELD_LEN;
+}
+
 const char *acl_relay_status_name(int s)
 {
   static const char *names[] = {"ok",
