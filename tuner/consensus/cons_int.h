@@ -49,6 +49,10 @@ enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };
  * between pulls: pushes wake it at once, the pull only notices a leader that
  * died without closing the connection (a host, not a process). */
 #define CONS_COMMIT_POLL_MS 50
+/* A converged block's next block is fetched ahead with at most this wait: a
+ * loopback or LAN round trip is far shorter; a slower answer is not waited
+ * for (the call it serves is covered already). */
+#define CONS_PREFETCH_MS 50
 
 /* One published block, read without the lock as a seqlock: tag is the block
  * number + 1 once the words are written, 0 while they are. */
@@ -206,6 +210,7 @@ typedef struct cons_local {
   uint64_t next;           /* this rank's next call index */
   uint64_t hint;           /* block number to look at first */
   uint64_t c_start, c_end; /* cached block */
+  uint64_t pf_end;         /* follower: end of the block whose successor was fetched ahead */
   uint16_t c_cand_id;
   uint8_t c_phase;
   uint8_t c_sample_shift;

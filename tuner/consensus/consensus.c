@@ -474,6 +474,99 @@ static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint
   return rc;
 }
 
+/* Asks the leader's relay for the block covering call q of key and stores
+ * it in this host's segment, then tells the relay what the host holds.
+ * 0 stored (resp set); 1 answered without a block (resp->status; err set
+ * unless FULL/TOO_OLD); -1 no answer (err), the leader may be gone. */
+static int fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons_wl_t *w,
+                 uint64_t q, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int timeout_ms,
+                 acl_relay_resp_t *resp_out, char *err, size_t errlen)
+{
+  acl_relay_resp_t resp;
+  acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
+                         .rank = c->rank,
+                         .comm_id = c->comm_id,
+                         .key = *key,
+                         .call_idx = q,
+                         .settings_hash = c->set_hash,
+                         .host_id = c->host_id,
+                         .held_end = w ? cons_ring_end(w) : 0};
+  memcpy(req.cost, cost, sizeof(req.cost));
+  atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
+  uint64_t w0 = acl_mono_ns();
+  int rc = acl_relay_client_call(c->client, &req, &resp, timeout_ms, err, errlen);
+  atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
+  *resp_out = resp;
+  if (rc != 0)
+    return -1;
+  if (resp.status == ACL_RELAY_FULL || resp.status == ACL_RELAY_TOO_OLD)
+    return 1;
+  if (resp.status != ACL_RELAY_OK) {
+    snprintf(err, errlen, "coordinator %s:%d refused call %llu of %s/%llu bytes: %s", c->coord_host,
+             c->coord_port, (unsigned long long)q, acl_coll_name(key->coll),
+             (unsigned long long)key->nbytes, acl_relay_status_name(resp.status));
+    return 1;
+  }
+  if (resp.widx >= (uint32_t)c->set.max_workloads) {
+    snprintf(err, errlen, "coordinator sent workload index %u beyond the table",
+             (unsigned)resp.widx);
+    resp_out->status = ACL_RELAY_BAD;
+    return 1;
+  }
+  if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0) {
+    resp_out->status = ACL_RELAY_BUSY;
+    return 1;
+  }
+  w = cons_wl(c->hdr, resp.widx);
+  if (!atomic_load_explicit(&w->present, memory_order_acquire)) {
+    memset(w, 0, sizeof(*w));
+    w->key = req.key;
+    memset(w->key.pad, 0, sizeof(w->key.pad));
+    atomic_store_explicit(&w->present, 1, memory_order_release);
+    if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
+      atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
+  }
+  cons_blk_t nb = {.num = resp.block_num,
+                   .start = resp.start,
+                   .len = resp.len,
+                   .cand_id = resp.cand_id,
+                   .phase = resp.phase,
+                   .sample_shift = resp.sample_shift,
+                   .cand = resp.cand};
+  cons_ring_put(w, &nb);
+  cons_unlock(c->hdr);
+  /* the server counts only what this host says it holds (relay.h) */
+  acl_relay_held_t held = {.widx = resp.widx,
+                           .comm_id = c->comm_id,
+                           .host_id = c->host_id,
+                           .held_end = cons_ring_end(w)};
+  acl_relay_client_held(c->client, &held);
+  commit_raise(w, resp.commit);
+  return 0;
+}
+
+/* Follower host, converged block b held and committed: from its middle on,
+ * fetch the next block once (short wait), so that its commit is there
+ * before any host needs it and the leader host (which never waits) does not
+ * run ahead of it. Before the middle, come back then (c_end). */
+static void prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_t *b, uint64_t k,
+                     const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  uint64_t end = b->start + b->len, mid = b->start + b->len / 2;
+  if (!acl_phase_decided((acl_phase_t)b->phase) || e->pf_end == end || cons_ring_end(w) != end ||
+      atomic_load_explicit(&c->hdr->leader_lost, memory_order_relaxed))
+    return;
+  if (k < mid) {
+    e->c_end = e->c_end < mid ? e->c_end : mid;
+    return;
+  }
+  e->pf_end = end; /* once per block and rank, answered or not */
+  acl_relay_resp_t resp;
+  char err[256];
+  int ms = c->timeout_ms < CONS_PREFETCH_MS ? c->timeout_ms : CONS_PREFETCH_MS;
+  (void)fetch(c, e, &e->key, w, end, cost, ms, &resp, err, sizeof(err));
+}
+
 /* Follower host: fetch the blocks from the leader host's relay, one at a time,
  * without holding the local lock across the network; run a call from a held
  * block once the leader's commit covers it. */
@@ -551,67 +644,22 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
                timeout_ms);
       return -1;
     }
-    acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
-                           .rank = c->rank,
-                           .comm_id = c->comm_id,
-                           .key = *key,
-                           .call_idx = q,
-                           .settings_hash = c->set_hash,
-                           .host_id = c->host_id,
-                           .held_end = w ? cons_ring_end(w) : 0};
-    memcpy(req.cost, cost, sizeof(req.cost));
+    /* a pull late in the wait still gets a fair chance: a slow answer must
+     * not pass for a dead leader (the bound grows by this much at most) */
+    int ask_ms = left > 2 * CONS_COMMIT_POLL_MS ? left : 2 * CONS_COMMIT_POLL_MS;
     acl_relay_resp_t resp;
-    atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
-    uint64_t w0 = acl_mono_ns();
-    int rc = acl_relay_client_call(c->client, &req, &resp, left > 0 ? left : 1, err, errlen);
-    atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
-    if (rc != 0) {
+    int rc = fetch(c, e, key, w, q, cost, ask_ms, &resp, err, errlen);
+    if (rc < 0) {
       snprintf(lost_err, sizeof(lost_err), "%s", err);
       leader_lost(c, err);
       continue; /* sealed now: the held and committed calls still run */
     }
-    if (resp.status == ACL_RELAY_FULL)
+    if (rc > 0 && resp.status == ACL_RELAY_FULL)
       return refused(c, e, key, cost, out, err, errlen);
-    if (resp.status == ACL_RELAY_TOO_OLD)
+    if (rc > 0 && resp.status == ACL_RELAY_TOO_OLD)
       return too_old(key, q, err, errlen);
-    if (resp.status != ACL_RELAY_OK) {
-      snprintf(err, errlen, "coordinator %s:%d refused call %llu of %s/%llu bytes: %s",
-               c->coord_host, c->coord_port, (unsigned long long)q, acl_coll_name(key->coll),
-               (unsigned long long)key->nbytes, acl_relay_status_name(resp.status));
+    if (rc > 0)
       return -1;
-    }
-    if (resp.widx >= (uint32_t)c->set.max_workloads) {
-      snprintf(err, errlen, "coordinator sent workload index %u beyond the table",
-               (unsigned)resp.widx);
-      return -1;
-    }
-    if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0)
-      return -1;
-    w = cons_wl(c->hdr, resp.widx);
-    if (!atomic_load_explicit(&w->present, memory_order_acquire)) {
-      memset(w, 0, sizeof(*w));
-      w->key = req.key;
-      memset(w->key.pad, 0, sizeof(w->key.pad));
-      atomic_store_explicit(&w->present, 1, memory_order_release);
-      if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
-        atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
-    }
-    cons_blk_t nb = {.num = resp.block_num,
-                     .start = resp.start,
-                     .len = resp.len,
-                     .cand_id = resp.cand_id,
-                     .phase = resp.phase,
-                     .sample_shift = resp.sample_shift,
-                     .cand = resp.cand};
-    cons_ring_put(w, &nb);
-    cons_unlock(c->hdr);
-    /* the server counts only what this host says it holds (relay.h) */
-    acl_relay_held_t held = {.widx = resp.widx,
-                             .comm_id = c->comm_id,
-                             .host_id = c->host_id,
-                             .held_end = cons_ring_end(w)};
-    acl_relay_client_held(c->client, &held);
-    commit_raise(w, resp.commit);
     if (!e && !(e = local_insert(c, key, resp.widx))) {
       snprintf(err, errlen, "consensus: per-rank workload table full");
       return -1;
@@ -651,9 +699,13 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
       cons_wl_t *w = cons_wl(c->hdr, e->widx);
       int r = cons_ring_find(w, k, &e->hint, &b);
       if (r == 0) {
-        cache_blk(e, &b, run_limit(c, w));
-        if (k < e->c_end)
+        uint64_t lim = run_limit(c, w);
+        cache_blk(e, &b, lim);
+        if (k < e->c_end) {
+          if (lim != UINT64_MAX)
+            prefetch(c, e, w, &b, k, cost);
           return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+        }
       }
       if (r == -2)
         return too_old(key, k, err, errlen);
