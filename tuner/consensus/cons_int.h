@@ -287,6 +287,27 @@ int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *
  * it (the caller is then killed); with widx valid, also mark that workload
  * as being mutated. 0 on success. */
 int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
+/* cons_follow.c: follower hosts (docs/consensus.md, "Leader loss") */
+struct acl_relay_push;
+struct acl_relay_resp;
+/* This host's identity for the leader's commit (its segment); never 0. */
+uint64_t cons_host_id(const cons_hdr_t *h);
+/* The relay client's push callback (ctx: the acl_cons_t). */
+void cons_on_push(void *ctx, const struct acl_relay_push *p);
+/* Calls of w this rank may run from held blocks (UINT64_MAX on the leader
+ * host); reads the pushes already delivered first. */
+uint64_t cons_run_limit(acl_cons_t *c, cons_wl_t *w);
+/* Marks the leader lost for this host (one WARN per process). */
+void cons_leader_lost(acl_cons_t *c, const char *why);
+/* Fetches and stores the block covering call q: 0 stored, 1 answered
+ * without a block (resp->status), -1 no answer (err). */
+int cons_fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons_wl_t *w,
+               uint64_t q, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int timeout_ms,
+               struct acl_relay_resp *resp, char *err, size_t errlen);
+/* Converged block b held and committed: fetches the next one ahead, once. */
+void cons_prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_t *b, uint64_t k,
+                   const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
+
 /* cons_ring.c */
 /* Lock-free read of the block covering call: 0 hit, 1 not yet published,
  * -2 overwritten (call too old). */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -181,22 +180,6 @@ static cons_local_t *local_insert(acl_cons_t *c, const acl_wkey_t *k, uint32_t w
 /* ---- create / destroy ------------------------------------------------------ */
 
 static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp);
-static void on_push(void *ctx, const acl_relay_push_t *p);
-
-/* This host's identity for the leader's commit: its segment (a restarted
- * host has a new one), on this machine. Never 0. */
-static uint64_t host_id_of(const cons_hdr_t *h)
-{
-  char hn[256] = "";
-  gethostname(hn, sizeof(hn) - 1);
-  uint64_t v[3] = {h->generation, (uint64_t)(uint32_t)h->creator_pid, h->creator_start};
-  uint64_t x = 0xcbf29ce484222325ull; /* FNV-1a */
-  for (const char *q = hn; *q; q++)
-    x = (x ^ (uint8_t)*q) * 0x100000001b3ull;
-  for (size_t i = 0; i < sizeof(v); i++)
-    x = (x ^ ((const uint8_t *)v)[i]) * 0x100000001b3ull;
-  return x ? x : 1;
-}
 
 acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen)
 {
@@ -263,7 +246,7 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
       goto fail;
     if (p->rank != 0) {
       c->role = CONS_ROLE_FOLLOWER;
-      c->client = acl_relay_client_create(c->coord_host, c->coord_port, on_push, c);
+      c->client = acl_relay_client_create(c->coord_host, c->coord_port, cons_on_push, c);
       if (!c->client) {
         snprintf(err, errlen, "consensus: out of memory");
         goto fail;
@@ -274,7 +257,7 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   if (!c->map)
     goto fail;
   c->hdr = c->map->hdr;
-  c->host_id = host_id_of(c->hdr);
+  c->host_id = cons_host_id(c->hdr);
   if (p->nnodes > 1 && p->rank == 0) {
     atomic_store(&c->hdr->leader, 1);
     if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, serve_remote, c, err,
@@ -413,53 +396,6 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
   return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
 }
 
-/* ---- follower hosts: the commit horizon (docs/consensus.md, "Leader loss") */
-
-/* Raises w's commit to v, unless it is sealed (lock-free: pushes and answers
- * may be read by any local rank). */
-static void commit_raise(cons_wl_t *w, uint64_t v)
-{
-  uint64_t cur = atomic_load_explicit(&w->commit, memory_order_acquire);
-  while (!(cur & CONS_COMMIT_SEALED) && cur < v &&
-         !atomic_compare_exchange_weak_explicit(&w->commit, &cur, v, memory_order_acq_rel,
-                                                memory_order_acquire))
-    ;
-}
-
-/* A commit pushed by the leader's relay (read on any of this rank's calls). */
-static void on_push(void *ctx, const acl_relay_push_t *p)
-{
-  acl_cons_t *c = ctx;
-  if (!c->hdr || p->comm_id != c->comm_id || p->widx >= (uint32_t)c->set.max_workloads)
-    return;
-  cons_wl_t *w = cons_wl(c->hdr, p->widx);
-  if (atomic_load_explicit(&w->present, memory_order_acquire))
-    commit_raise(w, p->commit);
-}
-
-/* Calls of w this rank may run from held blocks: all on the leader host,
- * below the commit on a follower host. */
-static uint64_t run_limit(acl_cons_t *c, cons_wl_t *w)
-{
-  if (cons_leader_here(c))
-    return UINT64_MAX;
-  acl_relay_client_poll(c->client, 0); /* pushes already sent to this rank */
-  return atomic_load_explicit(&w->commit, memory_order_acquire) & ~CONS_COMMIT_SEALED;
-}
-
-/* The leader is unreachable: every workload of this host freezes at the
- * commit it knows when first touched after this (the same value for every
- * local rank: one atomic). */
-static void leader_lost(acl_cons_t *c, const char *why)
-{
-  static atomic_flag said = ATOMIC_FLAG_INIT;
-  atomic_store_explicit(&c->hdr->leader_lost, 1, memory_order_release);
-  if (!atomic_flag_test_and_set(&said))
-    acl_warn("consensus: comm %016llx lost its leader host (%s); this host runs the blocks every "
-             "live host held (the commit) and NCCL's choice after them, for every workload",
-             (unsigned long long)c->comm_id, why);
-}
-
 /* A call past a sealed commit: NCCL's choice, the call index consumed. */
 static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint32_t widx,
                      uint64_t k, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
@@ -472,99 +408,6 @@ static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint
   if (e)
     e->next = k + 1;
   return rc;
-}
-
-/* Asks the leader's relay for the block covering call q of key and stores
- * it in this host's segment, then tells the relay what the host holds.
- * 0 stored (resp set); 1 answered without a block (resp->status; err set
- * unless FULL/TOO_OLD); -1 no answer (err), the leader may be gone. */
-static int fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons_wl_t *w,
-                 uint64_t q, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int timeout_ms,
-                 acl_relay_resp_t *resp_out, char *err, size_t errlen)
-{
-  acl_relay_resp_t resp;
-  acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
-                         .rank = c->rank,
-                         .comm_id = c->comm_id,
-                         .key = *key,
-                         .call_idx = q,
-                         .settings_hash = c->set_hash,
-                         .host_id = c->host_id,
-                         .held_end = w ? cons_ring_end(w) : 0};
-  memcpy(req.cost, cost, sizeof(req.cost));
-  atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
-  uint64_t w0 = acl_mono_ns();
-  int rc = acl_relay_client_call(c->client, &req, &resp, timeout_ms, err, errlen);
-  atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
-  *resp_out = resp;
-  if (rc != 0)
-    return -1;
-  if (resp.status == ACL_RELAY_FULL || resp.status == ACL_RELAY_TOO_OLD)
-    return 1;
-  if (resp.status != ACL_RELAY_OK) {
-    snprintf(err, errlen, "coordinator %s:%d refused call %llu of %s/%llu bytes: %s", c->coord_host,
-             c->coord_port, (unsigned long long)q, acl_coll_name(key->coll),
-             (unsigned long long)key->nbytes, acl_relay_status_name(resp.status));
-    return 1;
-  }
-  if (resp.widx >= (uint32_t)c->set.max_workloads) {
-    snprintf(err, errlen, "coordinator sent workload index %u beyond the table",
-             (unsigned)resp.widx);
-    resp_out->status = ACL_RELAY_BAD;
-    return 1;
-  }
-  if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0) {
-    resp_out->status = ACL_RELAY_BUSY;
-    return 1;
-  }
-  w = cons_wl(c->hdr, resp.widx);
-  if (!atomic_load_explicit(&w->present, memory_order_acquire)) {
-    memset(w, 0, sizeof(*w));
-    w->key = req.key;
-    memset(w->key.pad, 0, sizeof(w->key.pad));
-    atomic_store_explicit(&w->present, 1, memory_order_release);
-    if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
-      atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
-  }
-  cons_blk_t nb = {.num = resp.block_num,
-                   .start = resp.start,
-                   .len = resp.len,
-                   .cand_id = resp.cand_id,
-                   .phase = resp.phase,
-                   .sample_shift = resp.sample_shift,
-                   .cand = resp.cand};
-  cons_ring_put(w, &nb);
-  cons_unlock(c->hdr);
-  /* the server counts only what this host says it holds (relay.h) */
-  acl_relay_held_t held = {.widx = resp.widx,
-                           .comm_id = c->comm_id,
-                           .host_id = c->host_id,
-                           .held_end = cons_ring_end(w)};
-  acl_relay_client_held(c->client, &held);
-  commit_raise(w, resp.commit);
-  return 0;
-}
-
-/* Follower host, converged block b held and committed: from its middle on,
- * fetch the next block once (short wait), so that its commit is there
- * before any host needs it and the leader host (which never waits) does not
- * run ahead of it. Before the middle, come back then (c_end). */
-static void prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_t *b, uint64_t k,
-                     const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
-{
-  uint64_t end = b->start + b->len, mid = b->start + b->len / 2;
-  if (!acl_phase_decided((acl_phase_t)b->phase) || e->pf_end == end || cons_ring_end(w) != end ||
-      atomic_load_explicit(&c->hdr->leader_lost, memory_order_relaxed))
-    return;
-  if (k < mid) {
-    e->c_end = e->c_end < mid ? e->c_end : mid;
-    return;
-  }
-  e->pf_end = end; /* once per block and rank, answered or not */
-  acl_relay_resp_t resp;
-  char err[256];
-  int ms = c->timeout_ms < CONS_PREFETCH_MS ? c->timeout_ms : CONS_PREFETCH_MS;
-  (void)fetch(c, e, &e->key, w, end, cost, ms, &resp, err, sizeof(err));
 }
 
 /* Follower host: fetch the blocks from the leader host's relay, one at a time,
@@ -590,7 +433,7 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
     uint64_t q = 0;
     bool waiting = false;
     if (w) {
-      uint64_t lim = run_limit(c, w);
+      uint64_t lim = cons_run_limit(c, w);
       if (lost)
         lim = atomic_fetch_or_explicit(&w->commit, CONS_COMMIT_SEALED, memory_order_acq_rel) &
               ~CONS_COMMIT_SEALED;
@@ -648,10 +491,10 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
      * not pass for a dead leader (the bound grows by this much at most) */
     int ask_ms = left > 2 * CONS_COMMIT_POLL_MS ? left : 2 * CONS_COMMIT_POLL_MS;
     acl_relay_resp_t resp;
-    int rc = fetch(c, e, key, w, q, cost, ask_ms, &resp, err, errlen);
+    int rc = cons_fetch(c, e, key, w, q, cost, ask_ms, &resp, err, errlen);
     if (rc < 0) {
       snprintf(lost_err, sizeof(lost_err), "%s", err);
-      leader_lost(c, err);
+      cons_leader_lost(c, err);
       continue; /* sealed now: the held and committed calls still run */
     }
     if (rc > 0 && resp.status == ACL_RELAY_FULL)
@@ -699,11 +542,11 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
       cons_wl_t *w = cons_wl(c->hdr, e->widx);
       int r = cons_ring_find(w, k, &e->hint, &b);
       if (r == 0) {
-        uint64_t lim = run_limit(c, w);
+        uint64_t lim = cons_run_limit(c, w);
         cache_blk(e, &b, lim);
         if (k < e->c_end) {
           if (lim != UINT64_MAX)
-            prefetch(c, e, w, &b, k, cost);
+            cons_prefetch(c, e, w, &b, k, cost);
           return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
         }
       }

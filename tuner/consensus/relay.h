@@ -41,6 +41,7 @@
 #ifndef ACL_TUNER_RELAY_H
 #define ACL_TUNER_RELAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -148,6 +149,13 @@ void acl_relay_client_held(acl_relay_client_t *cl, const acl_relay_held_t *h);
 /* Reads the pushes already sent on the connection, waiting up to wait_ms
  * for one. 0; -1 when the connection is closed or broken (or never made). */
 int acl_relay_client_poll(acl_relay_client_t *cl, int wait_ms);
+
+/* ---- inside the relay: socket helpers (relay.c) ------------------------- */
+struct addrinfo;
+struct addrinfo *acl_relay_resolve(const char *host, int port, bool passive);
+int acl_relay_nonblock(int fd);
+void acl_relay_nodelay(int fd);
+void acl_relay_nap_ms(int ms);
 
 /* ---- relay.c <-> relay_commit.c (the server's commit horizon) ---------- */
 typedef struct acl_relay_commit acl_relay_commit_t;
