@@ -42,7 +42,8 @@ typedef struct shm {
   _Atomic uint64_t divergent_followers;     /* two follower hosts' ranks ran different candidates */
   _Atomic uint64_t first_err_ns[MAX_HOSTS]; /* first failing decide after the leader died */
   _Atomic uint64_t leader_dead_ns;
-  _Atomic uint64_t hist[NBUCKET]; /* follower decide latency */
+  _Atomic uint64_t hist[NBUCKET];   /* follower decide latency */
+  _Atomic uint64_t hist_x[NBUCKET]; /* the same, calls of exploring blocks only */
   _Atomic uint64_t hist_max_ns;
   _Atomic uint64_t dead_max_ns; /* longest decide after the leader died */
   _Atomic uint64_t errors_live; /* failed decides while the leader ran */
@@ -152,6 +153,8 @@ static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int po
       }
       if (follower) {
         atomic_fetch_add_explicit(&sh->hist[bucket_of(dt)], 1, memory_order_relaxed);
+        if (rc == 0 && d.phase == ACL_PHASE_EXPLORING)
+          atomic_fetch_add_explicit(&sh->hist_x[bucket_of(dt)], 1, memory_order_relaxed);
         uint64_t m = atomic_load_explicit(&sh->hist_max_ns, memory_order_relaxed);
         while (dt > m && !atomic_compare_exchange_weak(&sh->hist_max_ns, &m, dt))
           ;
@@ -224,17 +227,27 @@ static double arg_d(int argc, char **argv, const char *name, double def)
   return def;
 }
 
-static double pct(const shm_t *sh, double q)
+static double pct_of(const _Atomic uint64_t *hist, double q)
 {
   uint64_t total = 0, acc = 0;
   for (int b = 0; b < NBUCKET; b++)
-    total += sh->hist[b];
+    total += hist[b];
   for (int b = 0; b < NBUCKET; b++) {
-    acc += sh->hist[b];
+    acc += hist[b];
     if (total && (double)acc >= q * (double)total)
       return bucket_upper_us(b);
   }
   return NAN;
+}
+
+static double pct(const shm_t *sh, double q) { return pct_of(sh->hist, q); }
+
+static uint64_t hist_total(const _Atomic uint64_t *hist)
+{
+  uint64_t t = 0;
+  for (int b = 0; b < NBUCKET; b++)
+    t += hist[b];
+  return t;
 }
 
 int main(int argc, char **argv)
@@ -372,7 +385,9 @@ int main(int argc, char **argv)
          "\"divergent_between_followers\":%llu,"
          "\"errors\":%llu,"
          "\"follower_p50_us\":%.2f,\"follower_p99_us\":%.2f,\"follower_p999_us\":%.2f,"
-         "\"follower_max_us\":%.1f,\"leader_cpu_pct\":%.1f,\"leader_rss_kib_start\":%ld,"
+         "\"follower_max_us\":%.1f,\"exploring_calls\":%llu,\"exploring_p50_us\":%.2f,"
+         "\"exploring_p99_us\":%.2f,\"exploring_p999_us\":%.2f,\"leader_cpu_pct\":%.1f,\"leader_"
+         "rss_kib_start\":%ld,"
          "\"leader_rss_kib_min\":%ld,\"leader_rss_kib_max\":%ld,\"leader_rss_kib_end\":%ld,"
          "\"follower_killed\":%s,\"restarted_calls\":%llu,\"restarted_errors\":%llu,"
          "\"leader_killed\":%s,\"calls_before_leader_kill\":%llu,"
@@ -382,11 +397,13 @@ int main(int argc, char **argv)
          (unsigned long long)sh->compared, (unsigned long long)sh->divergent,
          (unsigned long long)sh->divergent_dead, (unsigned long long)sh->divergent_followers,
          (unsigned long long)sh->errors, pct(sh, 0.5), pct(sh, 0.99), pct(sh, 0.999),
-         (double)sh->hist_max_ns * 1e-3, cpu_span > 0 ? 100.0 * (cpu_end - cpu_w) / cpu_span : 0.0,
-         rss0, rss_min, rss_max, rss_end, killed_f ? "true" : "false",
-         (unsigned long long)sh->restarted_calls, (unsigned long long)sh->restarted_errors,
-         killed_l ? "true" : "false", (unsigned long long)calls_at_kill, fb_hosts, fb_max,
-         (double)sh->dead_max_ns * 1e-9, (unsigned long long)sh->errors_live, bad_exit);
+         (double)sh->hist_max_ns * 1e-3, (unsigned long long)hist_total(sh->hist_x),
+         pct_of(sh->hist_x, 0.5), pct_of(sh->hist_x, 0.99), pct_of(sh->hist_x, 0.999),
+         cpu_span > 0 ? 100.0 * (cpu_end - cpu_w) / cpu_span : 0.0, rss0, rss_min, rss_max, rss_end,
+         killed_f ? "true" : "false", (unsigned long long)sh->restarted_calls,
+         (unsigned long long)sh->restarted_errors, killed_l ? "true" : "false",
+         (unsigned long long)calls_at_kill, fb_hosts, fb_max, (double)sh->dead_max_ns * 1e-9,
+         (unsigned long long)sh->errors_live, bad_exit);
   /* While the leader runs, no call diverges. With the leader gone, every
    * follower host that needs it falls back, no call waits beyond the timeout
    * (plus 1 s of scheduling on a loaded machine), and the follower hosts
