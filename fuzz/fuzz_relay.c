@@ -10,39 +10,45 @@
 #include "fuzz_common.h"
 #include "tuner/consensus/relay.h"
 
+/* The checks every frame kind gets: what decodes re-encodes to the same
+ * bytes (and not into a buffer one byte short), every shorter prefix is
+ * incomplete, nothing past n is consumed. Returns the bytes consumed. */
+#define FRAME_CHECK(kind, T, LEN)                                                                  \
+  static long check_##kind(const uint8_t *d, size_t n, T *r)                                       \
+  {                                                                                                \
+    long got = acl_relay_decode_##kind(d, n, r);                                                   \
+    FZ_CHECK(got >= -1 && got <= (long)n, "decode_" #kind " returned %ld for %zu bytes", got, n);  \
+    if (got <= 0)                                                                                  \
+      return got;                                                                                  \
+    uint8_t buf[4 + (LEN)];                                                                        \
+    size_t len = acl_relay_encode_##kind(r, buf, sizeof(buf));                                     \
+    FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, #kind " does not round-trip");        \
+    FZ_CHECK(acl_relay_encode_##kind(r, buf, sizeof(buf) - 1) == 0, "encode into a short buffer"); \
+    for (size_t i = 0; i < (size_t)got; i++) {                                                     \
+      T r2;                                                                                        \
+      FZ_CHECK(acl_relay_decode_##kind(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete",   \
+               i);                                                                                 \
+    }                                                                                              \
+    return got;                                                                                    \
+  }
+FRAME_CHECK(req, acl_relay_req_t, ACL_RELAY_REQ_LEN)
+FRAME_CHECK(resp, acl_relay_resp_t, ACL_RELAY_RESP_LEN)
+FRAME_CHECK(push, acl_relay_push_t, ACL_RELAY_PUSH_LEN)
+FRAME_CHECK(held, acl_relay_held_t, ACL_RELAY_HELD_LEN)
+
 static void req(const uint8_t *d, size_t n)
 {
   acl_relay_req_t r;
-  long got = acl_relay_decode_req(d, n, &r);
-  FZ_CHECK(got >= -1 && got <= (long)n, "decode_req returned %ld for %zu bytes", got, n);
-  if (got <= 0)
-    return;
-  uint8_t buf[4 + ACL_RELAY_REQ_LEN];
-  size_t len = acl_relay_encode_req(&r, buf, sizeof(buf));
-  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "request does not round-trip");
-  FZ_CHECK(acl_relay_encode_req(&r, buf, sizeof(buf) - 1) == 0, "encode into a short buffer");
-  for (size_t i = 0; i < (size_t)got; i++) {
-    acl_relay_req_t r2;
-    FZ_CHECK(acl_relay_decode_req(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
-  }
-  FZ_CHECK(r.key.coll < ACL_NUM_COLL && r.key.comm_id == r.comm_id && r.rank >= -1 && r.host_id,
-           "decoded request out of range");
+  if (check_req(d, n, &r) > 0)
+    FZ_CHECK(r.key.coll < ACL_NUM_COLL && r.key.comm_id == r.comm_id && r.rank >= -1 && r.host_id,
+             "decoded request out of range");
 }
 
 static void resp(const uint8_t *d, size_t n)
 {
   acl_relay_resp_t r;
-  long got = acl_relay_decode_resp(d, n, &r);
-  FZ_CHECK(got >= -1 && got <= (long)n, "decode_resp returned %ld for %zu bytes", got, n);
-  if (got <= 0)
+  if (check_resp(d, n, &r) <= 0)
     return;
-  uint8_t buf[4 + ACL_RELAY_RESP_LEN];
-  size_t len = acl_relay_encode_resp(&r, buf, sizeof(buf));
-  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "response does not round-trip");
-  for (size_t i = 0; i < (size_t)got; i++) {
-    acl_relay_resp_t r2;
-    FZ_CHECK(acl_relay_decode_resp(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
-  }
   FZ_CHECK(r.status < ACL_RELAY_NSTATUS, "status %u accepted", r.status);
   FZ_CHECK(strcmp(acl_relay_status_name(r.status), "unknown status") != 0, "status name");
 }
@@ -50,37 +56,18 @@ static void resp(const uint8_t *d, size_t n)
 static void push(const uint8_t *d, size_t n)
 {
   acl_relay_push_t r;
-  long got = acl_relay_decode_push(d, n, &r);
-  FZ_CHECK(got >= -1 && got <= (long)n, "decode_push returned %ld for %zu bytes", got, n);
-  if (got <= 0)
-    return;
-  uint8_t buf[4 + ACL_RELAY_PUSH_LEN];
-  size_t len = acl_relay_encode_push(&r, buf, sizeof(buf));
-  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "push does not round-trip");
-  for (size_t i = 0; i < (size_t)got; i++) {
-    acl_relay_push_t r2;
-    FZ_CHECK(acl_relay_decode_push(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
-  }
   acl_relay_resp_t ro;
-  FZ_CHECK(acl_relay_decode_resp(d, n, &ro) == -1, "a push parsed as an answer");
+  if (check_push(d, n, &r) > 0)
+    FZ_CHECK(acl_relay_decode_resp(d, n, &ro) == -1, "a push parsed as an answer");
 }
 
 static void held(const uint8_t *d, size_t n)
 {
   acl_relay_held_t r;
-  long got = acl_relay_decode_held(d, n, &r);
-  FZ_CHECK(got >= -1 && got <= (long)n, "decode_held returned %ld for %zu bytes", got, n);
-  if (got <= 0)
-    return;
-  uint8_t buf[4 + ACL_RELAY_HELD_LEN];
-  size_t len = acl_relay_encode_held(&r, buf, sizeof(buf));
-  FZ_CHECK(len == (size_t)got && memcmp(buf, d, len) == 0, "held does not round-trip");
-  for (size_t i = 0; i < (size_t)got; i++) {
-    acl_relay_held_t r2;
-    FZ_CHECK(acl_relay_decode_held(d, i, &r2) == 0, "prefix of %zu bytes is not incomplete", i);
-  }
-  FZ_CHECK(r.host_id != 0, "host id 0 accepted");
   acl_relay_req_t rq;
+  if (check_held(d, n, &r) <= 0)
+    return;
+  FZ_CHECK(r.host_id != 0, "host id 0 accepted");
   FZ_CHECK(acl_relay_decode_req(d, n, &rq) == -1, "a held frame parsed as a request");
 }
 
