@@ -260,8 +260,8 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   c->host_id = cons_host_id(c->hdr);
   if (p->nnodes > 1 && p->rank == 0) {
     atomic_store(&c->hdr->leader, 1);
-    if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, serve_remote, c, err,
-                           errlen) != 0)
+    if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, c->host_id, serve_remote, c,
+                           err, errlen) != 0)
       goto fail;
     c->registered = true;
   }

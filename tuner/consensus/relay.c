@@ -71,7 +71,8 @@ typedef struct srv_comm {
   acl_relay_serve_fn serve;
   void *ctx;
   acl_relay_commit_t *commit;
-  uint64_t seq; /* registration number */
+  uint64_t self_host; /* the leader host: never counted */
+  uint64_t seq;       /* registration number */
   struct srv_comm *next;
 } srv_comm_t;
 
@@ -119,6 +120,8 @@ static void srv_push(void *ctx, uint32_t widx, uint64_t commit)
 static uint64_t srv_held(srv_comm_t *s, srv_conn_t *cn, uint64_t comm_id, uint64_t host_id,
                          uint32_t widx, uint64_t held)
 {
+  if (host_id == s->self_host) /* its ranks decide for themselves */
+    return acl_relay_commit_held(s->commit, -1, widx, held, NULL, NULL);
   if (cn->slot < 0 && cn->comm_id == 0) {
     cn->comm_id = comm_id;
     cn->seq = s->seq;
@@ -279,8 +282,8 @@ static int srv_listen(const char *host, int port, char *err, size_t errlen)
   return fd;
 }
 
-int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,
-                       void *ctx, char *err, size_t errlen)
+int acl_relay_register(const char *host, int port, uint64_t comm_id, uint64_t self_host,
+                       acl_relay_serve_fn serve, void *ctx, char *err, size_t errlen)
 {
   int rc = -1;
   srv_comm_t *s = calloc(1, sizeof(*s));
@@ -289,6 +292,7 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
     return -1;
   }
   s->comm_id = comm_id;
+  s->self_host = self_host;
   s->serve = serve;
   s->ctx = ctx;
   s->commit = acl_relay_commit_create();

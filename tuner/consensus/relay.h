@@ -125,9 +125,11 @@ int acl_relay_parse_addr(const char *coordinator, const char *master_addr, const
  * relay thread with the registry lock held (unregister waits for it). */
 typedef void (*acl_relay_serve_fn)(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp);
 /* Rank 0: start (first time) the process-wide server on host:port and
- * register comm_id with serve(ctx, ...). 0, or -1 with err. */
-int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,
-                       void *ctx, char *err, size_t errlen);
+ * register comm_id with serve(ctx, ...). self_host is the leader host's own
+ * id: its other processes may ask before rank 0 has joined its segment, and
+ * never count for the commit. 0, or -1 with err. */
+int acl_relay_register(const char *host, int port, uint64_t comm_id, uint64_t self_host,
+                       acl_relay_serve_fn serve, void *ctx, char *err, size_t errlen);
 /* Drops the registration made with ctx; the last one stops the server. */
 void acl_relay_unregister(void *ctx);
 
