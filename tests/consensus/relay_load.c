@@ -345,6 +345,10 @@ int main(int argc, char **argv)
       atomic_store(&sh->leader_dead_ns, acl_mono_ns());
       kill(pid[0], SIGKILL);
       th_wait(pid[0], 5000);
+      char seg[128]; /* the dead leader host's segment: nobody is left there to remove it */
+      snprintf(seg, sizeof(seg), "/autoccl-%u-%016llx-h0", (unsigned)getuid(),
+               (unsigned long long)comm);
+      shm_unlink(seg);
       atomic_store(&sh->progress[0], UINT64_MAX / 2);
       fprintf(stderr, "relay_load: leader host killed at %.1f s\n", t);
     }
