@@ -147,6 +147,7 @@ void th_feed_call(th_feed_t *f, acl_cons_t *c, const acl_decision_t *d, uint64_t
   for (int i = 0; i < f->n;) {
     if (f->q[i].due <= f->tick || f->n == 64) {
       acl_cons_add_sample(c, f->q[i].widx, f->q[i].call, f->q[i].cand, f->q[i].sec, 0.1f);
+      f->sent++;
       f->q[i] = f->q[--f->n];
     } else {
       i++;

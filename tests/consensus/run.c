@@ -14,6 +14,7 @@
 typedef struct run_shm {
   _Atomic int ready, done;
   _Atomic uint64_t progress[RUN_MAX_RANKS];
+  _Atomic uint64_t samples_sent, samples_busy;
   char err[RUN_MAX_RANKS][256];
   uint64_t rec[]; /* [comm][rank][call] */
 } run_shm_t;
@@ -126,8 +127,13 @@ static int child(const run_spec_t *s, run_shm_t *sh, int proc, uint64_t comm0, i
   }
   atomic_store(&sh->progress[proc], UINT64_MAX / 2);
   barrier(&sh->done, s->nprocs); /* rank 0 serves followers until everyone is done */
-  for (int i = 0; i < s->ncomms * s->ranks_per_proc; i++)
+  for (int i = 0; i < s->ncomms * s->ranks_per_proc; i++) {
+    acl_cons_stats_t st;
+    acl_cons_stats(cs[i], &st);
+    atomic_fetch_add(&sh->samples_busy, st.samples_busy);
+    atomic_fetch_add(&sh->samples_sent, feeds[i].sent);
     acl_cons_destroy(cs[i]);
+  }
   return 0;
 }
 
@@ -162,6 +168,8 @@ int run_consensus(const run_spec_t *s, run_result_t *r)
     }
   }
   r->seconds = acl_mono_s() - t0;
+  r->samples_sent = atomic_load(&sh->samples_sent);
+  r->samples_busy = atomic_load(&sh->samples_busy);
   /* compare every call across ranks */
   uint64_t seen[512];
   int nseen = 0;

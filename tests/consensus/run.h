@@ -34,6 +34,7 @@ typedef struct run_result {
   uint64_t recorded;
   char first_error[256];
   double seconds;
+  uint64_t samples_sent, samples_busy; /* samples dropped: the lock was held */
 } run_result_t;
 
 int run_consensus(const run_spec_t *s, run_result_t *r);

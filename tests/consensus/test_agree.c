@@ -11,10 +11,11 @@ static void check(const run_spec_t *s, uint64_t min_recorded)
   cr_assert_eq(run_consensus(s, &r), 0);
   fprintf(stderr,
           "  %d procs x %d ranks x %d comms, %llu calls: %.2f s, %llu decisions, "
-          "%llu distinct, %llu not NCCL default\n",
+          "%llu distinct, %llu not NCCL default; samples dropped for a busy lock: %llu of %llu\n",
           s->nprocs, s->ranks_per_proc, s->ncomms, (unsigned long long)s->calls, r.seconds,
           (unsigned long long)r.recorded, (unsigned long long)r.distinct,
-          (unsigned long long)r.non_nccl);
+          (unsigned long long)r.non_nccl, (unsigned long long)r.samples_busy,
+          (unsigned long long)r.samples_sent);
   cr_assert_eq(r.child_fail, 0, "a rank failed: %s", r.first_error);
   cr_assert_eq(r.recorded, min_recorded, "decisions recorded %llu, want %llu",
                (unsigned long long)r.recorded, (unsigned long long)min_recorded);

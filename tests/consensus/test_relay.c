@@ -28,6 +28,8 @@ static acl_relay_req_t sample_req(void)
   r.call_idx = 12345;
   r.settings_hash = 0xdeadbeefcafef00dull;
   th_cost(r.cost, 1);
+  r.host_id = 0x0123456789abcdefull;
+  r.held_end = 777;
   return r;
 }
 
@@ -46,11 +48,14 @@ Test(wire, request_roundtrip_and_strictness)
   cr_assert_eq(o.key.comm_id, r.comm_id);
   cr_assert_eq(o.settings_hash, r.settings_hash);
   cr_assert_eq(memcmp(o.cost, r.cost, sizeof(o.cost)), 0);
+  cr_assert_eq(o.host_id, r.host_id);
+  cr_assert_eq(o.held_end, 777);
   for (size_t k = 0; k < n; k++)
     cr_assert_eq(acl_relay_decode_req(buf, k, &o), k < 4 ? 0 : (k < n ? 0 : (long)n));
   uint8_t bad[256];
-  const int flips[] = {0, 4, 5, 6, 7, 16}; /* length, version, type, flags, coll, reserved */
-  const uint8_t vals[] = {0x85, 2, 2, 0x80, 9, 1};
+  /* length, version (1: the format before the commit), type, flags, coll, reserved */
+  const int flips[] = {0, 4, 5, 6, 7, 16};
+  const uint8_t vals[] = {0x85, 1, 2, 0x80, 9, 1};
   for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
     memcpy(bad, buf, n);
     bad[flips[i]] = vals[i];
@@ -60,6 +65,9 @@ Test(wire, request_roundtrip_and_strictness)
   float nan = __builtin_nanf("");
   memcpy(bad + 4 + 48, &nan, 4);
   cr_assert_eq(acl_relay_decode_req(bad, n, &o), -1, "NaN cost accepted");
+  memcpy(bad, buf, n);
+  memset(bad + 4 + 132, 0, 8);
+  cr_assert_eq(acl_relay_decode_req(bad, n, &o), -1, "host id 0 accepted");
 }
 
 Test(wire, response_roundtrip_and_strictness)
@@ -71,7 +79,8 @@ Test(wire, response_roundtrip_and_strictness)
                         .start = 1000,
                         .len = 5,
                         .cand_id = 300,
-                        .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0}};
+                        .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0},
+                        .commit = 0x0102030405060708ull};
   acl_relay_resp_t o;
   uint8_t buf[128];
   size_t n = acl_relay_encode_resp(&r, buf, sizeof(buf));
@@ -83,6 +92,7 @@ Test(wire, response_roundtrip_and_strictness)
   cr_assert_eq(o.len, 5);
   cr_assert_eq(o.cand_id, 300);
   cr_assert(acl_candidate_eq(&o.cand, &r.cand));
+  cr_assert_eq(o.commit, r.commit);
   uint8_t bad[128];
   memcpy(bad, buf, n);
   bad[4 + 2] = ACL_RELAY_NSTATUS;
@@ -94,8 +104,59 @@ Test(wire, response_roundtrip_and_strictness)
   bad[4 + 24] = 0; /* len 0 */
   cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
   memcpy(bad, buf, n);
-  bad[4 + 45] = 1; /* reserved */
+  bad[4 + 35] = 1; /* reserved */
   cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
+  memcpy(bad, buf, n);
+  bad[4] = 1; /* version 1: no commit */
+  cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
+}
+
+Test(wire, push_roundtrip_and_strictness)
+{
+  acl_relay_push_t p = {.widx = 5, .comm_id = 0x1122334455667788ull, .commit = 4096}, o;
+  uint8_t buf[64], bad[64];
+  size_t n = acl_relay_encode_push(&p, buf, sizeof(buf));
+  cr_assert_eq(n, 4 + ACL_RELAY_PUSH_LEN);
+  cr_assert_eq(acl_relay_encode_push(&p, buf, n - 1), 0);
+  cr_assert_eq(acl_relay_decode_push(buf, n, &o), (long)n);
+  cr_assert(o.widx == 5 && o.comm_id == p.comm_id && o.commit == 4096);
+  for (size_t k = 0; k < n; k++)
+    cr_assert_eq(acl_relay_decode_push(buf, k, &o), 0);
+  const int flips[] = {0, 4, 5, 6, 7}; /* length, version, type, reserved */
+  const uint8_t vals[] = {ACL_RELAY_RESP_LEN, 1, 2, 1, 1};
+  for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+    memcpy(bad, buf, n);
+    bad[flips[i]] = vals[i];
+    cr_assert_eq(acl_relay_decode_push(bad, n, &o), -1, "byte %d accepted", flips[i]);
+  }
+  /* an answer is never taken for a push, nor a push for an answer */
+  acl_relay_resp_t ro;
+  cr_assert_eq(acl_relay_decode_resp(buf, n, &ro), -1);
+}
+
+Test(wire, held_roundtrip_and_strictness)
+{
+  acl_relay_held_t h = {.widx = 9, .comm_id = 77, .host_id = 0xabc, .held_end = 1 << 20}, o;
+  uint8_t buf[64], bad[64];
+  size_t n = acl_relay_encode_held(&h, buf, sizeof(buf));
+  cr_assert_eq(n, 4 + ACL_RELAY_HELD_LEN);
+  cr_assert_eq(acl_relay_encode_held(&h, buf, n - 1), 0);
+  cr_assert_eq(acl_relay_decode_held(buf, n, &o), (long)n);
+  cr_assert(o.widx == 9 && o.comm_id == 77 && o.host_id == 0xabc && o.held_end == 1 << 20);
+  for (size_t k = 0; k < n; k++)
+    cr_assert_eq(acl_relay_decode_held(buf, k, &o), 0);
+  const int flips[] = {0, 4, 5, 6, 7}; /* length, version, type, reserved */
+  const uint8_t vals[] = {ACL_RELAY_PUSH_LEN, 1, 3, 1, 1};
+  for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+    memcpy(bad, buf, n);
+    bad[flips[i]] = vals[i];
+    cr_assert_eq(acl_relay_decode_held(bad, n, &o), -1, "byte %d accepted", flips[i]);
+  }
+  memcpy(bad, buf, n);
+  memset(bad + 4 + 16, 0, 8);
+  cr_assert_eq(acl_relay_decode_held(bad, n, &o), -1, "host id 0 accepted");
+  acl_relay_req_t ro;
+  cr_assert_eq(acl_relay_decode_req(buf, n, &ro), -1, "a held frame parsed as a request");
 }
 
 /* Random bytes and mutated valid frames: never a crash, never an
@@ -126,7 +187,11 @@ Test(wire, fuzz)
       cr_assert_lt(o.key.coll, ACL_NUM_COLL);
       cr_assert_eq(o.flags & ~ACL_RELAY_F_RESTRICT, 0);
       cr_assert_geq(o.rank, -1);
+      cr_assert_neq(o.host_id, 0);
     }
+    acl_relay_push_t po;
+    rc = acl_relay_decode_push(buf, len, &po);
+    cr_assert(rc == -1 || rc == 0 || rc == 4 + ACL_RELAY_PUSH_LEN);
     acl_relay_resp_t ro;
     rc = acl_relay_decode_resp(buf, len, &ro);
     cr_assert(rc == -1 || rc == 0 || rc == 4 + ACL_RELAY_RESP_LEN);
@@ -360,4 +425,58 @@ Test(hosts, mismatch_and_garbage, .timeout = 30)
   acl_cons_destroy(c);
   cr_assert_eq(write(leader.go[1], "g", 1), 1);
   cr_assert_eq(th_wait(leader.pid, 5000), 0);
+}
+
+typedef struct grown_log {
+  int n;
+  uint32_t widx[16];
+  uint64_t commit[16];
+} grown_log_t;
+
+static void log_grown(void *ctx, uint32_t widx, uint64_t commit)
+{
+  grown_log_t *g = ctx;
+  if (g->n < 16) {
+    g->widx[g->n] = widx;
+    g->commit[g->n] = commit;
+  }
+  g->n++;
+}
+
+/* The server's commit: the smallest held end over live hosts, never
+ * lowered; a dead host stops counting at once; a late host catches up
+ * before it counts. */
+Test(commit, horizon_over_live_hosts)
+{
+  acl_relay_commit_t *rc = acl_relay_commit_create();
+  cr_assert_not_null(rc);
+  grown_log_t g = {0};
+  int a = acl_relay_commit_join(rc, 0xa), b = acl_relay_commit_join(rc, 0xb);
+  cr_assert(a >= 0 && b >= 0 && a != b);
+  cr_assert_eq(acl_relay_commit_join(rc, 0xa), a, "a second connection of host a");
+  cr_assert_eq(acl_relay_commit_held(rc, b, 3, 0, log_grown, &g), 0);
+  cr_assert_eq(acl_relay_commit_held(rc, a, 3, 1024, log_grown, &g), 0, "b holds nothing yet");
+  cr_assert_eq(g.n, 0);
+  cr_assert_eq(acl_relay_commit_held(rc, b, 3, 512, log_grown, &g), 512);
+  cr_assert(g.n == 1 && g.widx[0] == 3 && g.commit[0] == 512, "one push of the growth");
+  cr_assert_eq(acl_relay_commit_held(rc, b, 3, 100, log_grown, &g), 512, "never lowered");
+  cr_assert_eq(acl_relay_commit_held(rc, a, 4, 8, log_grown, &g), 8, "per workload");
+  /* b dies (its only connection closes): the commit grows to a's */
+  acl_relay_commit_leave(rc, b, log_grown, &g);
+  cr_assert_eq(acl_relay_commit_held(rc, a, 3, 1024, log_grown, &g), 1024);
+  cr_assert_eq(g.commit[g.n - 1], 1024);
+  /* a restarted host (new id) holding less never lowers it nor holds it
+   * back until it caught up */
+  int c = acl_relay_commit_join(rc, 0xc);
+  cr_assert_eq(acl_relay_commit_held(rc, c, 3, 4, log_grown, &g), 1024);
+  cr_assert_eq(acl_relay_commit_held(rc, a, 3, 2048, log_grown, &g), 2048, "c is not in yet");
+  cr_assert_eq(acl_relay_commit_held(rc, c, 3, 2048, log_grown, &g), 2048);
+  cr_assert_eq(acl_relay_commit_held(rc, a, 3, 4096, log_grown, &g), 2048, "c counts now");
+  /* a's first connection closing leaves it live through its second */
+  acl_relay_commit_leave(rc, a, log_grown, &g);
+  cr_assert_eq(acl_relay_commit_held(rc, c, 3, 3000, log_grown, &g), 3000);
+  cr_assert_eq(acl_relay_commit_held(rc, -1, 3, 9999, log_grown, &g), 3000, "no slot: no say");
+  cr_assert_eq(acl_relay_commit_held(rc, a, 1u << 20, 5, log_grown, &g), 0, "widx out of range");
+  acl_relay_commit_destroy(rc);
+  acl_relay_commit_destroy(NULL);
 }

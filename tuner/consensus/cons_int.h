@@ -19,8 +19,8 @@
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 #define ACL_CONS_LAYOUT                                                                            \
-  4u                            /* 2: cons_settings_t holds acl_search_params_t; 3: table hash;
-                            * 4: a process's endpoint port */
+  5u                            /* 2: cons_settings_t holds acl_search_params_t; 3: table hash;
+      * 4: a process's endpoint port; 5: the relay's commit */
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -45,6 +45,15 @@
 #define ACL_CONS_DETACH_MS 250
 
 enum { CONS_ROLE_DECIDER = 0, CONS_ROLE_FOLLOWER = 1 };
+#define CONS_COMMIT_SEALED (1ull << 63)
+/* A follower waiting for a commit sleeps on its relay connection this long
+ * between pulls: pushes wake it at once, the pull only notices a leader that
+ * died without closing the connection (a host, not a process). */
+#define CONS_COMMIT_POLL_MS 50
+/* A converged block's next block is fetched ahead with at most this wait: a
+ * loopback or LAN round trip is far shorter; a slower answer is not waited
+ * for (the call it serves is covered already). */
+#define CONS_PREFETCH_MS 50
 
 /* One published block, read without the lock as a seqlock: tag is the block
  * number + 1 once the words are written, 0 while they are. */
@@ -106,6 +115,10 @@ typedef struct cons_wl {
   uint16_t pad2;
   uint32_t nblocks_search; /* blocks the search decided (not warm-up) */
   uint32_t pad3;
+  /* Follower hosts: calls below it are held by every live follower host
+   * (the leader's commit horizon, relay.h); CONS_COMMIT_SEALED once the
+   * leader is lost: frozen, calls from it on run NCCL's choice. */
+  _Atomic uint64_t commit;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
@@ -141,10 +154,10 @@ typedef struct cons_hdr {
   uint32_t pad0;
   uint64_t creator_start;
   cons_settings_t set;
-  _Atomic uint32_t retired;    /* unlinked or being replaced: do not join */
-  _Atomic uint32_t leader;     /* rank 0 is attached on this host */
-  _Atomic uint32_t nworkloads; /* indices in use (sparse on followers) */
-  uint32_t pad1;
+  _Atomic uint32_t retired;     /* unlinked or being replaced: do not join */
+  _Atomic uint32_t leader;      /* rank 0 is attached on this host */
+  _Atomic uint32_t nworkloads;  /* indices in use (sparse on followers) */
+  _Atomic uint32_t leader_lost; /* follower host: a rank could not reach the leader */
   /* AUTOCCL_TABLE agreement: the creator's table hash (0 = none); a rank
    * joining with another raises table_off, and every rank then leaves
    * NCCL's choices instead of the table's (never some ranks only). */
@@ -178,7 +191,8 @@ _Static_assert(offsetof(cons_hdr_t, magic) == 0, "joiners read the magic first")
 _Static_assert(offsetof(cons_hdr_t, lock) % 8 == 0 && offsetof(cons_hdr_t, retired) % 4 == 0,
                "header lock and atomics aligned");
 _Static_assert(offsetof(cons_wl_t, present) % 4 == 0 && offsetof(cons_wl_t, nblocks) % 8 == 0 &&
-                   offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0,
+                   offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0 &&
+                   offsetof(cons_wl_t, commit) % 8 == 0,
                "workload atomics and the search state aligned");
 _Static_assert(_Alignof(cons_wl_t) <= 64 && _Alignof(cons_hdr_t) <= 4096,
                "workloads sit at 64-byte strides after a page-aligned header");
@@ -201,6 +215,7 @@ typedef struct cons_local {
   uint64_t next;           /* this rank's next call index */
   uint64_t hint;           /* block number to look at first */
   uint64_t c_start, c_end; /* cached block */
+  uint64_t pf_end;         /* follower: end of the block whose successor was fetched ahead */
   uint16_t c_cand_id;
   uint8_t c_phase;
   uint8_t c_sample_shift;
@@ -223,6 +238,7 @@ struct acl_cons {
   int coord_port;
   struct acl_relay_client *client; /* follower hosts */
   bool registered;                 /* rank 0: registered with the relay server */
+  uint64_t host_id;                /* follower: this host's segment, for the commit */
   _Atomic uint64_t wait_ns, blocks_published, lock_acq, relay_calls;
   _Atomic uint64_t samples_busy;  /* samples dropped: the lock was held */
   _Atomic uint64_t busy_since_ns; /* first busy sample since the last acquisition */
@@ -276,6 +292,27 @@ int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *
  * it (the caller is then killed); with widx valid, also mark that workload
  * as being mutated. 0 on success. */
 int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx);
+/* cons_follow.c: follower hosts (docs/consensus.md, "Leader loss") */
+struct acl_relay_push;
+struct acl_relay_resp;
+/* This host's identity for the leader's commit (its segment); never 0. */
+uint64_t cons_host_id(const cons_hdr_t *h);
+/* The relay client's push callback (ctx: the acl_cons_t). */
+void cons_on_push(void *ctx, const struct acl_relay_push *p);
+/* Calls of w this rank may run from held blocks (UINT64_MAX on the leader
+ * host); reads the pushes already delivered first. */
+uint64_t cons_run_limit(acl_cons_t *c, cons_wl_t *w);
+/* Marks the leader lost for this host (one WARN per process). */
+void cons_leader_lost(acl_cons_t *c, const char *why);
+/* Fetches and stores the block covering call q: 0 stored, 1 answered
+ * without a block (resp->status), -1 no answer (err). */
+int cons_fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons_wl_t *w,
+               uint64_t q, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int timeout_ms,
+               struct acl_relay_resp *resp, char *err, size_t errlen);
+/* Converged block b held and committed: fetches the next one ahead, once. */
+void cons_prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_t *b, uint64_t k,
+                   const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
+
 /* cons_ring.c */
 /* Lock-free read of the block covering call: 0 hit, 1 not yet published,
  * -2 overwritten (call too old). */

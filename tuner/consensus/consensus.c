@@ -246,7 +246,7 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
       goto fail;
     if (p->rank != 0) {
       c->role = CONS_ROLE_FOLLOWER;
-      c->client = acl_relay_client_create(c->coord_host, c->coord_port);
+      c->client = acl_relay_client_create(c->coord_host, c->coord_port, cons_on_push, c);
       if (!c->client) {
         snprintf(err, errlen, "consensus: out of memory");
         goto fail;
@@ -257,10 +257,11 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   if (!c->map)
     goto fail;
   c->hdr = c->map->hdr;
+  c->host_id = cons_host_id(c->hdr);
   if (p->nnodes > 1 && p->rank == 0) {
     atomic_store(&c->hdr->leader, 1);
-    if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, serve_remote, c, err,
-                           errlen) != 0)
+    if (acl_relay_register(c->coord_host, c->coord_port, c->comm_id, c->host_id, serve_remote, c,
+                           err, errlen) != 0)
       goto fail;
     c->registered = true;
   }
@@ -313,10 +314,12 @@ static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
   return 0;
 }
 
-static void cache_blk(cons_local_t *e, const cons_blk_t *b)
+/* Caches b, usable below limit (a follower host's commit). */
+static void cache_blk(cons_local_t *e, const cons_blk_t *b, uint64_t limit)
 {
+  uint64_t end = b->start + b->len;
   e->c_start = b->start;
-  e->c_end = b->start + b->len;
+  e->c_end = end < limit ? end : limit < b->start ? b->start : limit;
   e->c_cand_id = b->cand_id;
   e->c_cand = b->cand;
   e->c_phase = b->phase;
@@ -389,83 +392,117 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
   }
   e->restricted = 1;
   e->hint = b.num;
-  cache_blk(e, &b);
+  cache_blk(e, &b, UINT64_MAX);
   return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
 }
 
+/* A call past a sealed commit: NCCL's choice, the call index consumed. */
+static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint32_t widx,
+                     uint64_t k, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                     char *err, size_t errlen)
+{
+  if (!e)
+    e = local_insert(c, key, widx);
+  acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+  int rc = apply(NULL, k, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+  if (e)
+    e->next = k + 1;
+  return rc;
+}
+
 /* Follower host: fetch the blocks from the leader host's relay, one at a time,
- * without holding the local lock across the network. */
+ * without holding the local lock across the network; run a call from a held
+ * block once the leader's commit covers it. */
 static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
                          const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
                          char *err, size_t errlen)
 {
   uint64_t t0 = acl_mono_ns();
+  int timeout_ms = c->timeout_ms;
+  char lost_err[320] = "";
   for (int guard = 0; guard < 100000; guard++) {
     if (cons_leader_here(c)) /* rank 0 attached to this very segment meanwhile */
       return slow_decider(c, e, key, k, cost, out, err, errlen);
+    bool lost = atomic_load_explicit(&c->hdr->leader_lost, memory_order_acquire);
+    uint32_t widx = e ? e->widx : ACL_CONS_WIDX_NONE;
+    cons_wl_t *w = NULL;
+    if (widx == ACL_CONS_WIDX_NONE && lost)
+      w = wl_find(c->hdr, key, &widx); /* this rank's first call of it: the host may hold it */
+    else if (widx != ACL_CONS_WIDX_NONE)
+      w = cons_wl(c->hdr, widx);
     uint64_t q = 0;
-    cons_blk_t b;
-    if (e && e->widx != ACL_CONS_WIDX_NONE) {
-      cons_wl_t *w = cons_wl(c->hdr, e->widx);
-      int r = cons_ring_find(w, k, &e->hint, &b);
-      if (r == 0 && e->restricted) {
-        cache_blk(e, &b);
-        return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+    bool waiting = false;
+    if (w) {
+      uint64_t lim = cons_run_limit(c, w);
+      if (lost)
+        lim = atomic_fetch_or_explicit(&w->commit, CONS_COMMIT_SEALED, memory_order_acq_rel) &
+              ~CONS_COMMIT_SEALED;
+      uint64_t hint = e ? e->hint : 0;
+      cons_blk_t b;
+      int r = cons_ring_find(w, k, &hint, &b);
+      if (r == 0 && k < lim && ((e && e->restricted) || lost)) {
+        if (!e && !(e = local_insert(c, key, widx)))
+          return lost_call(c, e, key, widx, k, cost, out, err, errlen);
+        e->hint = hint;
+        cache_blk(e, &b, lim);
+        return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
       }
       if (r == -2)
         return too_old(key, k, err, errlen);
-      q = r == 0 ? k : cons_ring_end(w); /* first call this host lacks */
+      if (lost) {
+        if (lost_err[0]) { /* this call found the leader gone: say so */
+          lost_call(c, e, key, widx, k, cost, out, err, errlen);
+          snprintf(err, errlen, "%s", lost_err);
+          return -1;
+        }
+        return lost_call(c, e, key, widx, k, cost, out, err, errlen);
+      }
+      waiting = r == 0 && e && e->restricted; /* held, not committed yet */
+      q = r == 0 ? k : cons_ring_end(w);      /* first call this host lacks */
+    } else if (lost) {
+      if (lost_err[0]) {
+        lost_call(c, e, key, ACL_CONS_WIDX_NONE, k, cost, out, err, errlen);
+        snprintf(err, errlen, "%s", lost_err);
+        return -1;
+      }
+      return lost_call(c, e, key, ACL_CONS_WIDX_NONE, k, cost, out, err, errlen);
     }
-    acl_relay_req_t req = {.flags = (e && e->restricted) ? 0 : ACL_RELAY_F_RESTRICT,
-                           .rank = c->rank,
-                           .comm_id = c->comm_id,
-                           .key = *key,
-                           .call_idx = q,
-                           .settings_hash = c->set_hash};
-    memcpy(req.cost, cost, sizeof(req.cost));
+    int left = timeout_ms - (int)((acl_mono_ns() - t0) / 1000000ull);
+    if (waiting && left > 0) {
+      /* the other hosts fetch it as they reach it: their pushes wake us */
+      uint64_t w0 = acl_mono_ns();
+      int pr =
+          acl_relay_client_poll(c->client, left < CONS_COMMIT_POLL_MS ? left : CONS_COMMIT_POLL_MS);
+      atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
+      if (pr == 0 &&
+          (atomic_load_explicit(&w->commit, memory_order_acquire) & ~CONS_COMMIT_SEALED) > k)
+        continue;
+      if (pr == 0 && guard % 8 != 7)
+        continue; /* a pull now and then: a leader host that vanished closes nothing */
+    } else if (waiting) {
+      snprintf(err, errlen,
+               "call %llu of %s/%llu bytes: not every follower host held its block within %d ms "
+               "(AUTOCCL_TIMEOUT_MS; a host stopped?); NCCL's choice for this call",
+               (unsigned long long)k, acl_coll_name(key->coll), (unsigned long long)key->nbytes,
+               timeout_ms);
+      return -1;
+    }
+    /* a pull late in the wait still gets a fair chance: a slow answer must
+     * not pass for a dead leader (the bound grows by this much at most) */
+    int ask_ms = left > 2 * CONS_COMMIT_POLL_MS ? left : 2 * CONS_COMMIT_POLL_MS;
     acl_relay_resp_t resp;
-    int left = c->timeout_ms - (int)((acl_mono_ns() - t0) / 1000000ull);
-    atomic_fetch_add_explicit(&c->relay_calls, 1, memory_order_relaxed);
-    uint64_t w0 = acl_mono_ns();
-    int rc = acl_relay_client_call(c->client, &req, &resp, left > 0 ? left : 1, err, errlen);
-    atomic_fetch_add_explicit(&c->wait_ns, acl_mono_ns() - w0, memory_order_relaxed);
-    if (rc != 0)
-      return -1;
-    if (resp.status == ACL_RELAY_FULL)
+    int rc = cons_fetch(c, e, key, w, q, cost, ask_ms, &resp, err, errlen);
+    if (rc < 0) {
+      snprintf(lost_err, sizeof(lost_err), "%s", err);
+      cons_leader_lost(c, err);
+      continue; /* sealed now: the held and committed calls still run */
+    }
+    if (rc > 0 && resp.status == ACL_RELAY_FULL)
       return refused(c, e, key, cost, out, err, errlen);
-    if (resp.status == ACL_RELAY_TOO_OLD)
+    if (rc > 0 && resp.status == ACL_RELAY_TOO_OLD)
       return too_old(key, q, err, errlen);
-    if (resp.status != ACL_RELAY_OK) {
-      snprintf(err, errlen, "coordinator %s:%d refused call %llu of %s/%llu bytes: %s",
-               c->coord_host, c->coord_port, (unsigned long long)q, acl_coll_name(key->coll),
-               (unsigned long long)key->nbytes, acl_relay_status_name(resp.status));
+    if (rc > 0)
       return -1;
-    }
-    if (resp.widx >= (uint32_t)c->set.max_workloads) {
-      snprintf(err, errlen, "coordinator sent workload index %u beyond the table",
-               (unsigned)resp.widx);
-      return -1;
-    }
-    if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0)
-      return -1;
-    cons_wl_t *w = cons_wl(c->hdr, resp.widx);
-    if (!atomic_load_explicit(&w->present, memory_order_acquire)) {
-      memset(w, 0, sizeof(*w));
-      w->key = req.key;
-      memset(w->key.pad, 0, sizeof(w->key.pad));
-      atomic_store_explicit(&w->present, 1, memory_order_release);
-      if (atomic_load(&c->hdr->nworkloads) <= resp.widx)
-        atomic_store_explicit(&c->hdr->nworkloads, resp.widx + 1, memory_order_release);
-    }
-    cons_blk_t nb = {.num = resp.block_num,
-                     .start = resp.start,
-                     .len = resp.len,
-                     .cand_id = resp.cand_id,
-                     .phase = resp.phase,
-                     .sample_shift = resp.sample_shift,
-                     .cand = resp.cand};
-    cons_ring_put(w, &nb);
-    cons_unlock(c->hdr);
     if (!e && !(e = local_insert(c, key, resp.widx))) {
       snprintf(err, errlen, "consensus: per-rank workload table full");
       return -1;
@@ -502,10 +539,16 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
       return apply(e, k, e->widx, e->c_cand_id, &e->c_cand, cost, out, err, errlen);
     if (e->restricted) {
       cons_blk_t b;
-      int r = cons_ring_find(cons_wl(c->hdr, e->widx), k, &e->hint, &b);
+      cons_wl_t *w = cons_wl(c->hdr, e->widx);
+      int r = cons_ring_find(w, k, &e->hint, &b);
       if (r == 0) {
-        cache_blk(e, &b);
-        return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+        uint64_t lim = cons_run_limit(c, w);
+        cache_blk(e, &b, lim);
+        if (k < e->c_end) {
+          if (lim != UINT64_MAX)
+            cons_prefetch(c, e, w, &b, k, cost);
+          return apply(e, k, e->widx, b.cand_id, &b.cand, cost, out, err, errlen);
+        }
       }
       if (r == -2)
         return too_old(key, k, err, errlen);

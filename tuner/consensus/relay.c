@@ -1,5 +1,5 @@
 /* Multi-host relay: the process-wide server (a poll() thread) and the
- * follower client. Wire format: relay_wire.c. See relay.h. */
+ * socket helpers; the follower client is in relay_client.c. Wire format: relay_wire.c. See relay.h. */
 #include "tuner/consensus/relay.h"
 
 #include <errno.h>
@@ -21,25 +21,25 @@
 
 /* ---- sockets ---------------------------------------------------------------- */
 
-static void nap_ms(int ms)
+void acl_relay_nap_ms(int ms)
 {
   struct timespec ts = {0, (long)ms * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-static int set_nonblock(int fd)
+int acl_relay_nonblock(int fd)
 {
   int fl = fcntl(fd, F_GETFL);
   return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static void set_nodelay(int fd)
+void acl_relay_nodelay(int fd)
 {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static struct addrinfo *resolve(const char *host, int port, bool passive)
+struct addrinfo *acl_relay_resolve(const char *host, int port, bool passive)
 {
   char ps[16];
   snprintf(ps, sizeof(ps), "%d", port);
@@ -55,12 +55,13 @@ static struct addrinfo *resolve(const char *host, int port, bool passive)
 #define SRV_BUF 512       /* a connection's partial frames: above a request frame */
 #define SRV_BACKLOG 128   /* listen() backlog: follower ranks connecting at once */
 #define SRV_POLL_MS 1000  /* a fallback wake-up: stopping and new work go through srv.wake */
-#define CLIENT_RETRY_MS                                                                            \
-  20 /* between attempts within AUTOCCL_TIMEOUT_MS: a local
-                            * network round trip is far shorter, a host's start far longer */
 
 typedef struct srv_conn {
   int fd;
+  int slot;         /* its host's slot in the comm's commit table, -1 none yet */
+  bool broken;      /* a push could not be written whole: closed by the loop */
+  uint64_t comm_id; /* of its first answered request (pushes go there) */
+  uint64_t seq;     /* that comm's registration (a later one has its own table) */
   size_t len;
   uint8_t buf[SRV_BUF];
 } srv_conn_t;
@@ -69,6 +70,9 @@ typedef struct srv_comm {
   uint64_t comm_id;
   acl_relay_serve_fn serve;
   void *ctx;
+  acl_relay_commit_t *commit;
+  uint64_t self_host; /* the leader host: never counted */
+  uint64_t seq;       /* registration number */
   struct srv_comm *next;
 } srv_comm_t;
 
@@ -80,21 +84,88 @@ static struct {
   char host[256];
   int port;
   srv_comm_t *comms;
+  uint64_t seq; /* registrations so far */
   srv_conn_t *conns;
   int nconns;
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = {-1, -1}};
 
-static void srv_handle(const acl_relay_req_t *req, acl_relay_resp_t *resp)
+static srv_comm_t *srv_comm_find(uint64_t comm_id)
+{
+  for (srv_comm_t *s = srv.comms; s; s = s->next)
+    if (s->comm_id == comm_id)
+      return s;
+  return NULL;
+}
+
+/* A commit grew: one pass of pushes to every connection of the comm, before
+ * any answer goes out (relay.h). A socket too full to take a whole frame is
+ * closed (its peer stopped reading; a partial frame would corrupt it). */
+static void srv_push(void *ctx, uint32_t widx, uint64_t commit)
+{
+  const srv_comm_t *s = ctx;
+  acl_relay_push_t p = {.widx = widx, .comm_id = s->comm_id, .commit = commit};
+  uint8_t out[4 + ACL_RELAY_PUSH_LEN];
+  size_t n = acl_relay_encode_push(&p, out, sizeof(out));
+  for (int i = 0; i < srv.nconns; i++) {
+    srv_conn_t *cn = &srv.conns[i];
+    if (cn->slot < 0 || cn->comm_id != s->comm_id || cn->seq != s->seq || cn->broken)
+      continue;
+    if (send(cn->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
+      cn->broken = true;
+  }
+}
+
+/* Records that cn's host holds calls below held on widx (registry lock
+ * held): the first frame of a connection joins its host. */
+static uint64_t srv_held(srv_comm_t *s, srv_conn_t *cn, uint64_t comm_id, uint64_t host_id,
+                         uint32_t widx, uint64_t held)
+{
+  if (host_id == s->self_host) /* its ranks decide for themselves */
+    return acl_relay_commit_held(s->commit, -1, widx, held, NULL, NULL);
+  if (cn->slot < 0 && cn->comm_id == 0) {
+    cn->comm_id = comm_id;
+    cn->seq = s->seq;
+    cn->slot = acl_relay_commit_join(s->commit, host_id);
+  }
+  bool mine = cn->comm_id == comm_id && cn->seq == s->seq;
+  return acl_relay_commit_held(s->commit, mine ? cn->slot : -1, widx, held, srv_push, s);
+}
+
+/* Answers req on cn; tracks what cn's host says it holds. */
+static void srv_handle(srv_conn_t *cn, const acl_relay_req_t *req, acl_relay_resp_t *resp)
 {
   memset(resp, 0, sizeof(*resp));
   resp->status = ACL_RELAY_NO_COMM;
   pthread_mutex_lock(&srv.mu);
-  for (srv_comm_t *s = srv.comms; s; s = s->next)
-    if (s->comm_id == req->comm_id) {
-      s->serve(s->ctx, req, resp);
-      break;
-    }
+  srv_comm_t *s = srv_comm_find(req->comm_id);
+  if (s) {
+    s->serve(s->ctx, req, resp);
+    if (resp->status == ACL_RELAY_OK)
+      resp->commit = srv_held(s, cn, req->comm_id, req->host_id, resp->widx, req->held_end);
+  }
   pthread_mutex_unlock(&srv.mu);
+}
+
+static void srv_handle_held(srv_conn_t *cn, const acl_relay_held_t *h)
+{
+  pthread_mutex_lock(&srv.mu);
+  srv_comm_t *s = srv_comm_find(h->comm_id);
+  if (s)
+    srv_held(s, cn, h->comm_id, h->host_id, h->widx, h->held_end);
+  pthread_mutex_unlock(&srv.mu);
+}
+
+/* cn is going away: its host may stop being live. */
+static void srv_conn_gone(srv_conn_t *cn)
+{
+  if (cn->slot < 0)
+    return;
+  pthread_mutex_lock(&srv.mu);
+  srv_comm_t *s = srv_comm_find(cn->comm_id);
+  if (s && s->seq == cn->seq)
+    acl_relay_commit_leave(s->commit, cn->slot, srv_push, s);
+  pthread_mutex_unlock(&srv.mu);
+  cn->slot = -1;
 }
 
 /* false: close the connection */
@@ -108,14 +179,24 @@ static bool srv_read(srv_conn_t *cn)
   cn->len += (size_t)r;
   for (;;) {
     acl_relay_req_t req;
-    long used = acl_relay_decode_req(cn->buf, cn->len, &req);
+    acl_relay_held_t held;
+    long used = cn->len >= 4 && cn->buf[0] == ACL_RELAY_HELD_LEN && !cn->buf[1] && !cn->buf[2] &&
+                        !cn->buf[3]
+                    ? acl_relay_decode_held(cn->buf, cn->len, &held)
+                    : acl_relay_decode_req(cn->buf, cn->len, &req);
     if (used < 0)
       return false; /* protocol error: drop the peer, change nothing */
     if (used == 0)
       return cn->len < SRV_BUF;
+    if (cn->buf[0] == ACL_RELAY_HELD_LEN) { /* no answer */
+      srv_handle_held(cn, &held);
+      memmove(cn->buf, cn->buf + used, cn->len - (size_t)used);
+      cn->len -= (size_t)used;
+      continue;
+    }
     acl_relay_resp_t resp;
     uint8_t out[4 + ACL_RELAY_RESP_LEN];
-    srv_handle(&req, &resp);
+    srv_handle(cn, &req, &resp);
     size_t n = acl_relay_encode_resp(&resp, out, sizeof(out));
     if (send(cn->fd, out, n, MSG_NOSIGNAL) != (ssize_t)n)
       return false; /* one small answer per request: a full socket is a dead peer */
@@ -143,22 +224,29 @@ static void *srv_main(void *arg)
     if (pf[1].revents & POLLIN) {
       int fd = accept(srv.lfd, NULL, NULL);
       if (fd >= 0) {
-        if (srv.nconns >= SRV_MAX_CONN || set_nonblock(fd) != 0) {
+        if (srv.nconns >= SRV_MAX_CONN || acl_relay_nonblock(fd) != 0) {
           close(fd);
         } else {
-          set_nodelay(fd);
-          srv.conns[srv.nconns].fd = fd;
-          srv.conns[srv.nconns].len = 0;
+          acl_relay_nodelay(fd);
+          srv.conns[srv.nconns] = (srv_conn_t){.fd = fd, .slot = -1};
           srv.nconns++;
         }
       }
     }
-    for (int i = srv.nconns - 1; i >= 0; i--) {
-      if (!pf[2 + i].revents)
-        continue;
-      if (!srv_read(&srv.conns[i])) {
-        close(srv.conns[i].fd);
+    for (int i = srv.nconns - 1; i >= 0; i--)
+      if (pf[2 + i].revents && !srv_read(&srv.conns[i]))
+        srv.conns[i].broken = true;
+    /* closing may grow commits, whose pushes may break more connections */
+    for (bool again = true; again;) {
+      again = false;
+      for (int i = srv.nconns - 1; i >= 0; i--) {
+        if (!srv.conns[i].broken)
+          continue;
+        again = true;
+        srv_conn_t gone = srv.conns[i];
         srv.conns[i] = srv.conns[--srv.nconns];
+        close(gone.fd);
+        srv_conn_gone(&gone);
       }
     }
   }
@@ -168,7 +256,7 @@ static void *srv_main(void *arg)
 
 static int srv_listen(const char *host, int port, char *err, size_t errlen)
 {
-  struct addrinfo *ai = resolve(host, port, true);
+  struct addrinfo *ai = acl_relay_resolve(host, port, true);
   if (!ai) {
     snprintf(err, errlen, "coordinator host \"%s\" does not resolve", host);
     return -1;
@@ -181,7 +269,7 @@ static int srv_listen(const char *host, int port, char *err, size_t errlen)
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SRV_BACKLOG) == 0 &&
-        set_nonblock(fd) == 0)
+        acl_relay_nonblock(fd) == 0)
       break;
     e = errno;
     close(fd);
@@ -194,8 +282,8 @@ static int srv_listen(const char *host, int port, char *err, size_t errlen)
   return fd;
 }
 
-int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_serve_fn serve,
-                       void *ctx, char *err, size_t errlen)
+int acl_relay_register(const char *host, int port, uint64_t comm_id, uint64_t self_host,
+                       acl_relay_serve_fn serve, void *ctx, char *err, size_t errlen)
 {
   int rc = -1;
   srv_comm_t *s = calloc(1, sizeof(*s));
@@ -204,8 +292,15 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
     return -1;
   }
   s->comm_id = comm_id;
+  s->self_host = self_host;
   s->serve = serve;
   s->ctx = ctx;
+  s->commit = acl_relay_commit_create();
+  if (!s->commit) {
+    free(s);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
   pthread_mutex_lock(&srv.mu);
   if (srv.running && (strcmp(srv.host, host) != 0 || srv.port != port)) {
     snprintf(err, errlen, "relay already serves %s:%d, cannot also serve %s:%d", srv.host, srv.port,
@@ -240,6 +335,7 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, acl_relay_s
     srv.running = true;
     acl_info("consensus relay listening on %s:%d", srv.host, srv.port);
   }
+  s->seq = ++srv.seq;
   s->next = srv.comms;
   srv.comms = s;
   s = NULL;
@@ -256,6 +352,8 @@ fail_srv:
   srv.conns = NULL;
 out:
   pthread_mutex_unlock(&srv.mu);
+  if (s)
+    acl_relay_commit_destroy(s->commit);
   free(s);
   return rc;
 }
@@ -266,7 +364,8 @@ void acl_relay_unregister(void *ctx)
   for (srv_comm_t **pp = &srv.comms; *pp; pp = &(*pp)->next)
     if ((*pp)->ctx == ctx) {
       srv_comm_t *s = *pp;
-      *pp = s->next;
+      *pp = s->next; /* its connections' seq now matches nothing */
+      acl_relay_commit_destroy(s->commit);
       free(s);
       break;
     }
@@ -291,143 +390,4 @@ void acl_relay_unregister(void *ctx)
   close(srv.wake[1]);
   srv.lfd = srv.wake[0] = srv.wake[1] = -1;
   pthread_mutex_unlock(&srv.mu);
-}
-
-/* ---- client ----------------------------------------------------------------- */
-
-struct acl_relay_client {
-  char host[256];
-  int port;
-  int fd;
-};
-
-acl_relay_client_t *acl_relay_client_create(const char *host, int port)
-{
-  acl_relay_client_t *cl = calloc(1, sizeof(*cl));
-  if (!cl)
-    return NULL;
-  snprintf(cl->host, sizeof(cl->host), "%s", host);
-  cl->port = port;
-  cl->fd = -1;
-  return cl;
-}
-
-void acl_relay_client_destroy(acl_relay_client_t *cl)
-{
-  if (!cl)
-    return;
-  if (cl->fd >= 0)
-    close(cl->fd);
-  free(cl);
-}
-
-static void cl_close(acl_relay_client_t *cl)
-{
-  if (cl->fd >= 0)
-    close(cl->fd);
-  cl->fd = -1;
-}
-
-static int cl_connect(acl_relay_client_t *cl, uint64_t deadline, char *why, size_t whylen)
-{
-  struct addrinfo *ai = resolve(cl->host, cl->port, false);
-  if (!ai) {
-    snprintf(why, whylen, "host does not resolve");
-    return -1;
-  }
-  int fd = -1;
-  for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-    if (fd < 0 || set_nonblock(fd) != 0)
-      goto next;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-      break;
-    if (errno != EINPROGRESS)
-      goto next;
-    uint64_t now = acl_mono_ns() / 1000000u;
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int left = deadline > now ? (int)(deadline - now) : 0;
-    int soerr = 0;
-    socklen_t sl = sizeof(soerr);
-    if (poll(&p, 1, left) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 &&
-        soerr == 0)
-      break;
-    errno = soerr ? soerr : ETIMEDOUT;
-  next:
-    snprintf(why, whylen, "%s", strerror(errno));
-    if (fd >= 0)
-      close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(ai);
-  if (fd < 0)
-    return -1;
-  set_nodelay(fd);
-  cl->fd = fd;
-  return 0;
-}
-
-/* One exchange on a connected socket; -1 drops the connection. */
-static int cl_exchange(acl_relay_client_t *cl, const uint8_t *req, size_t n, acl_relay_resp_t *resp,
-                       uint64_t deadline, char *why, size_t whylen)
-{
-  if (send(cl->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n) {
-    snprintf(why, whylen, "send: %s", strerror(errno));
-    return -1;
-  }
-  uint8_t buf[4 + ACL_RELAY_RESP_LEN];
-  size_t have = 0;
-  for (;;) {
-    long used = acl_relay_decode_resp(buf, have, resp);
-    if (used > 0)
-      return 0;
-    if (used < 0) {
-      snprintf(why, whylen, "malformed answer");
-      return -1;
-    }
-    uint64_t now = acl_mono_ns() / 1000000u;
-    if (now >= deadline) {
-      snprintf(why, whylen, "no answer in time");
-      return -1;
-    }
-    struct pollfd p = {.fd = cl->fd, .events = POLLIN};
-    if (poll(&p, 1, (int)(deadline - now)) <= 0)
-      continue;
-    ssize_t r = recv(cl->fd, buf + have, sizeof(buf) - have, 0);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-      snprintf(why, whylen, "%s", r == 0 ? "connection closed" : strerror(errno));
-      return -1;
-    }
-    if (r > 0)
-      have += (size_t)r;
-  }
-}
-
-int acl_relay_client_call(acl_relay_client_t *cl, const acl_relay_req_t *req,
-                          acl_relay_resp_t *resp, int timeout_ms, char *err, size_t errlen)
-{
-  uint8_t out[4 + ACL_RELAY_REQ_LEN];
-  size_t n = acl_relay_encode_req(req, out, sizeof(out));
-  uint64_t deadline = acl_mono_ns() / 1000000u + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
-  char why[128] = "no attempt";
-  do {
-    if (cl->fd < 0 && cl_connect(cl, deadline, why, sizeof(why)) != 0) {
-      nap_ms(CLIENT_RETRY_MS);
-      continue;
-    }
-    if (cl_exchange(cl, out, n, resp, deadline, why, sizeof(why)) != 0) {
-      cl_close(cl);
-      nap_ms(CLIENT_RETRY_MS);
-      continue;
-    }
-    if (resp->status != ACL_RELAY_NO_COMM)
-      return 0;
-    snprintf(why, sizeof(why), "%s", acl_relay_status_name(ACL_RELAY_NO_COMM));
-    nap_ms(CLIENT_RETRY_MS); /* the leader host may not have created the comm yet */
-  } while (acl_mono_ns() / 1000000u < deadline);
-  snprintf(err, errlen,
-           "no decision from the leader host's relay %s:%d within %d ms "
-           "(AUTOCCL_TIMEOUT_MS): %s; is the host with rank 0 alive?",
-           cl->host, cl->port, timeout_ms, why);
-  return -1;
 }

@@ -57,6 +57,8 @@ size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap)
     memcpy(&bits, &r->cost[i / ACL_NUM_PROTO][i % ACL_NUM_PROTO], 4);
     put32(p + 48 + 4 * i, bits);
   }
+  put64(p + 132, r->host_id);
+  put64(p + 140, r->held_end);
   return 4 + ACL_RELAY_REQ_LEN;
 }
 
@@ -83,7 +85,9 @@ long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out)
   r.key.nbytes = get64(p + 24);
   r.call_idx = get64(p + 32);
   r.settings_hash = get64(p + 40);
-  if (r.rank < -1)
+  r.host_id = get64(p + 132);
+  r.held_end = get64(p + 140);
+  if (r.rank < -1 || r.host_id == 0)
     return -1;
   for (int i = 0; i < ACL_NUM_AP; i++) {
     uint32_t bits = get32(p + 48 + 4 * i);
@@ -120,6 +124,7 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[33] = (uint8_t)((uint16_t)r->cand.nchannels >> 8);
   p[34] = r->sample_shift;
   put32(p + 36, (uint32_t)r->cand.chunk_log2);
+  put64(p + 40, r->commit);
   return 4 + ACL_RELAY_RESP_LEN;
 }
 
@@ -133,7 +138,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
     return 0;
   const uint8_t *p = buf + 4;
   if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
-      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || get64(p + 40) != 0)
+      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35])
     return -1;
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
@@ -149,6 +154,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.cand.nchannels = (int16_t)(uint16_t)(p[32] | p[33] << 8);
   r.sample_shift = p[34];
   r.cand.chunk_log2 = (int32_t)get32(p + 36);
+  r.commit = get64(p + 40);
   if (r.status == ACL_RELAY_OK) {
     bool nccl = r.cand.algo == ACL_ALGO_NCCL;
     if (r.len == 0 || r.start + r.len < r.start ||
@@ -159,6 +165,70 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   }
   *out = r;
   return 4 + ACL_RELAY_RESP_LEN;
+}
+
+size_t acl_relay_encode_push(const acl_relay_push_t *r, uint8_t *buf, size_t cap)
+{
+  if (cap < 4 + ACL_RELAY_PUSH_LEN)
+    return 0;
+  uint8_t *p = buf + 4;
+  memset(p, 0, ACL_RELAY_PUSH_LEN);
+  put32(buf, ACL_RELAY_PUSH_LEN);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = 3;
+  put32(p + 4, r->widx);
+  put64(p + 8, r->comm_id);
+  put64(p + 16, r->commit);
+  return 4 + ACL_RELAY_PUSH_LEN;
+}
+
+long acl_relay_decode_push(const uint8_t *buf, size_t len, acl_relay_push_t *out)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != ACL_RELAY_PUSH_LEN)
+    return -1;
+  if (len < 4 + ACL_RELAY_PUSH_LEN)
+    return 0;
+  const uint8_t *p = buf + 4;
+  if (p[0] != ACL_RELAY_VERSION || p[1] != 3 || p[2] || p[3])
+    return -1;
+  *out = (acl_relay_push_t){.widx = get32(p + 4), .comm_id = get64(p + 8), .commit = get64(p + 16)};
+  return 4 + ACL_RELAY_PUSH_LEN;
+}
+
+size_t acl_relay_encode_held(const acl_relay_held_t *r, uint8_t *buf, size_t cap)
+{
+  if (cap < 4 + ACL_RELAY_HELD_LEN)
+    return 0;
+  uint8_t *p = buf + 4;
+  memset(p, 0, ACL_RELAY_HELD_LEN);
+  put32(buf, ACL_RELAY_HELD_LEN);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = 4;
+  put32(p + 4, r->widx);
+  put64(p + 8, r->comm_id);
+  put64(p + 16, r->host_id);
+  put64(p + 24, r->held_end);
+  return 4 + ACL_RELAY_HELD_LEN;
+}
+
+long acl_relay_decode_held(const uint8_t *buf, size_t len, acl_relay_held_t *out)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != ACL_RELAY_HELD_LEN)
+    return -1;
+  if (len < 4 + ACL_RELAY_HELD_LEN)
+    return 0;
+  const uint8_t *p = buf + 4;
+  if (p[0] != ACL_RELAY_VERSION || p[1] != 4 || p[2] || p[3] || get64(p + 16) == 0)
+    return -1;
+  *out = (acl_relay_held_t){.widx = get32(p + 4),
+                            .comm_id = get64(p + 8),
+                            .host_id = get64(p + 16),
+                            .held_end = get64(p + 24)};
+  return 4 + ACL_RELAY_HELD_LEN;
 }
 
 const char *acl_relay_status_name(int s)
