@@ -18,7 +18,9 @@
  *   u8 version=1, u8 type=2, u8 status, u8 phase, u32 widx,
  *   u64 block_num, u64 start, u32 len, u16 cand_id, i8 algo, i8 proto,
  *   i16 nchannels, u8 sample_shift (<= 15), u8 reserved=0, i32 chunk_log2,
- *   u64 reserved=0
+ *   u16 safe_id, i8 safe_algo, i8 safe_proto, i16 safe_nchannels,
+ *   i8 safe_chunk_log2, u8 reserved=0 (the block's safe candidate: what a
+ *   call captured into a CUDA graph runs)
  * Parsing is strict: any other length, version, type, flag bit, reserved
  * value, collective or status is rejected. */
 #ifndef ACL_TUNER_RELAY_H
@@ -65,6 +67,8 @@ typedef struct acl_relay_resp {
   uint32_t len;
   uint16_t cand_id;
   acl_candidate_t cand;
+  uint16_t safe_id;     /* acl_decision_t.safe_id */
+  acl_candidate_t safe; /* chunk_log2 within ACL_CHUNK_LOG2_MIN..MAX */
 } acl_relay_resp_t;
 
 /* Encode into buf (cap >= 4 + payload); returns the frame length, 0 if cap is

@@ -120,6 +120,13 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[33] = (uint8_t)((uint16_t)r->cand.nchannels >> 8);
   p[34] = r->sample_shift;
   put32(p + 36, (uint32_t)r->cand.chunk_log2);
+  p[40] = (uint8_t)r->safe_id;
+  p[41] = (uint8_t)(r->safe_id >> 8);
+  p[42] = (uint8_t)r->safe.algo;
+  p[43] = (uint8_t)r->safe.proto;
+  p[44] = (uint8_t)(uint16_t)r->safe.nchannels;
+  p[45] = (uint8_t)((uint16_t)r->safe.nchannels >> 8);
+  p[46] = (uint8_t)(int8_t)r->safe.chunk_log2;
   return 4 + ACL_RELAY_RESP_LEN;
 }
 
@@ -133,7 +140,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
     return 0;
   const uint8_t *p = buf + 4;
   if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
-      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || get64(p + 40) != 0)
+      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[47])
     return -1;
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
@@ -149,7 +156,17 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.cand.nchannels = (int16_t)(uint16_t)(p[32] | p[33] << 8);
   r.sample_shift = p[34];
   r.cand.chunk_log2 = (int32_t)get32(p + 36);
+  r.safe_id = (uint16_t)(p[40] | p[41] << 8);
+  r.safe.algo = (int8_t)p[42];
+  r.safe.proto = (int8_t)p[43];
+  r.safe.nchannels = (int16_t)(uint16_t)(p[44] | p[45] << 8);
+  r.safe.chunk_log2 = (int8_t)p[46];
   if (r.status == ACL_RELAY_OK) {
+    bool snccl = r.safe.algo == ACL_ALGO_NCCL;
+    if ((!snccl && (r.safe.algo < 0 || r.safe.algo >= ACL_NUM_ALGO || r.safe.proto < 0 ||
+                    r.safe.proto >= ACL_NUM_PROTO)) ||
+        r.safe.nchannels < 0 || !acl_chunk_log2_valid(r.safe.chunk_log2))
+      return -1;
     bool nccl = r.cand.algo == ACL_ALGO_NCCL;
     if (r.len == 0 || r.start + r.len < r.start ||
         (!nccl && (r.cand.algo < 0 || r.cand.algo >= ACL_NUM_ALGO || r.cand.proto < 0 ||

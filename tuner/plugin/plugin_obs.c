@@ -26,6 +26,12 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
 {
   w->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
   w->bytes = atomic_load_explicit(&st->bytes, memory_order_relaxed);
+  w->captured_calls = atomic_load_explicit(&st->captured_calls, memory_order_relaxed);
+  if (atomic_load_explicit(&st->last_captured, memory_order_relaxed)) {
+    /* the views show what the graph replays, not the search's state */
+    w->phase = ACL_PHASE_CAPTURED;
+    w->current = acl_captured_cand(st);
+  }
   for (int b = 0; b < ACL_HIST_N; b++)
     w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
