@@ -65,6 +65,10 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   /* NCCL reads its event mask when the call is enqueued, before asking the
    * tuner; what the tuner sets applies from the next call on. */
   cr->api_mask = cr->mask;
+  d->captured = o->capture_every && cr->ncalls % o->capture_every == o->capture_every - 1;
+  d->nccl_left = false;
+  if (o->nranks > 1) /* a one-rank collective never reaches collTaskAppend */
+    acl_sim_rank_api_events(d, call, d->captured);
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
     double t0 = acl_mono_s();
     switch (d->pl->tuner_version) {
@@ -109,6 +113,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
     d->failed_call = true;
     return;
   }
+  d->nccl_left = a == def.algo && p == def.proto && nch == 0;
   d->ran.algo = (int8_t)a;
   d->ran.proto = (int8_t)p;
   /* Replay: what NCCL ran (built channels, its own cut for LL at small sizes). */
@@ -146,6 +151,8 @@ static void log_call(rank_drv_t *d)
     e.proto = d->ran.proto;
     e.nchannels = d->ran.nchannels;
     e.chunk_log2 = (int8_t)d->ran.chunk_log2;
+    e.flags = (uint8_t)((d->captured ? ACL_SIM_LOG_CAPTURED : 0u) |
+                        (d->nccl_left ? ACL_SIM_LOG_NCCL : 0u));
   }
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s", d->rank,
@@ -223,7 +230,8 @@ static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
       own_ns = 1;
     if (dur_ns < own_ns)
       dur_ns = own_ns;
-    acl_sim_rank_prof_events(d, call, d->clock_ns, own_ns);
+    if (!d->captured) /* its kernel runs at the graph's replays, not now */
+      acl_sim_rank_prof_events(d, call, d->clock_ns, own_ns);
     d->clock_ns += dur_ns;
   }
   d->comms[call->comm].ncalls++;

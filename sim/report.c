@@ -27,12 +27,23 @@ typedef struct wstat {
   uint64_t seen;
   uint64_t first_final; /* 1-based workload call where the final decision first ran */
   uint64_t explore;     /* calls that ran anything else */
+  /* captured calls, and those that ran neither NCCL's own choice nor the
+   * final decision: an exploratory candidate frozen into a graph */
+  uint64_t captured, captured_explore;
 } wstat_t;
 
+/* What NCCL ran (and whether it failed); the capture flags aside. */
 static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
 {
   return a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
-         a->chunk_log2 == b->chunk_log2 && a->flags == b->flags;
+         a->chunk_log2 == b->chunk_log2 &&
+         (a->flags & ACL_SIM_LOG_ERROR) == (b->flags & ACL_SIM_LOG_ERROR);
+}
+
+/* Ranks agree on a call: the same run, and the same capture flags. */
+static bool agree_eq(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
+{
+  return same(a, b) && a->flags == b->flags;
 }
 
 static void cand_json(acl_strbuf_t *sb, const acl_candidate_t *c)
@@ -100,7 +111,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     }
     bool agree = true;
     for (int r = 1; r < n; r++)
-      agree = agree && same(&row[0], &row[r]);
+      agree = agree && agree_eq(&row[0], &row[r]);
     if (!agree) {
       divergent++;
       if (first_div == UINT64_MAX)
@@ -125,10 +136,15 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     for (uint64_t k = 0; fread(&row[0], sizeof(row[0]), 1, fs[0]) == 1; k++) {
       wstat_t *s = &ws[st->calls[k % st->ncalls].wid];
       s->seen++;
-      if (!same(&s->last, &row[0]))
+      bool fin = same(&s->last, &row[0]);
+      if (!fin)
         s->explore++;
       else if (!s->first_final)
         s->first_final = s->seen;
+      if (row[0].flags & ACL_SIM_LOG_CAPTURED) {
+        s->captured++;
+        s->captured_explore += !fin && !(row[0].flags & ACL_SIM_LOG_NCCL);
+      }
     }
   }
   uint64_t steps = UINT64_MAX, plugin_errors = 0;
@@ -230,10 +246,12 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     num_json(&sb, vs_oracle);
     acl_sb_printf(&sb,
                   ",\"calls\":%llu,\"calls_to_converge\":%llu,\"decision_changes\":%llu,"
-                  "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu}",
+                  "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu,"
+                  "\"captured_calls\":%llu,\"captured_exploratory\":%llu}",
                   (unsigned long long)s->n, (unsigned long long)s->last_change,
                   (unsigned long long)s->changes, (unsigned long long)s->errors,
-                  (unsigned long long)s->first_final, (unsigned long long)s->explore);
+                  (unsigned long long)s->first_final, (unsigned long long)s->explore,
+                  (unsigned long long)s->captured, (unsigned long long)s->captured_explore);
   }
   acl_sb_puts(&sb, "]}");
   if (!acl_sb_ok(&sb)) {

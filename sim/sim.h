@@ -52,6 +52,14 @@ typedef struct acl_sim_opts {
   /* --nccl 2.30: tuner v6 (getChunkSize after getCollInfo) and profiler v6
    * are looked up first, and synthetic landscapes have a chunk-size model */
   bool nccl230;
+  /* --capture-every N: call k of a communicator is captured into a CUDA
+   * graph when k % N == N - 1 (0: none); NCCL's profiler API events say so
+   * before getCollInfo (docs/consensus.md, CUDA graphs) */
+  uint32_t capture_every;
+  /* --churn-every N: every N steps each rank destroys its communicators and
+   * creates them again under new ids (torch new_group, ncclCommSplit);
+   * 0: they live for the whole run */
+  uint32_t churn_every;
   char plugin[1024];
 } acl_sim_opts_t;
 
@@ -91,6 +99,8 @@ typedef struct acl_sim_logent {
   uint8_t pad[2];
 } acl_sim_logent_t;
 #define ACL_SIM_LOG_ERROR 1u
+#define ACL_SIM_LOG_CAPTURED 2u /* the call was captured into a CUDA graph */
+#define ACL_SIM_LOG_NCCL 4u     /* the plugin left NCCL's own choice (table and channels) */
 
 /* The loaded plugin (one per rank process). */
 typedef struct acl_sim_plugin {

@@ -142,8 +142,8 @@ void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int c
                    ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
                    ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh |
                    ncclProfileNetPlugin;
-  int coll_mask = ncclProfileCollApi | ncclProfileColl | ncclProfileProxyOp |
-                  ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
+  int coll_mask = ncclProfileCollApi | ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
+                  ncclProfileKernelCh | ncclProfileNetPlugin;
   void *gh = NULL, *ch = NULL;
   if (mask & group_mask) {
     ncclProfilerEventDescr_v5_t g = {.type = ncclProfileGroupApi};

@@ -42,7 +42,7 @@ typedef struct choice {
  * faster, a small deterministic ripple so that samples are not identical. */
 static double call_us(int a, int p, int nch, int s)
 {
-  double f = a == NCCL_ALGO_RING && p == NCCL_PROTO_LL128  ? 0.6
+  double f = a == NCCL_ALGO_RING && p == NCCL_PROTO_LL128    ? 0.6
              : a == NCCL_ALGO_RING && p == NCCL_PROTO_SIMPLE ? 1.0
              : p == NCCL_PROTO_LL                            ? 1.6
                                                              : 1.3;
@@ -73,8 +73,8 @@ static void call(rank_t *r, int coll, size_t nbytes, bool captured, int s, choic
   int mask[NR];
   for (int i = 0; i < NR; i++) {
     mask[i] = r[i].mask; /* NCCL stamps the mask when it enqueues */
-    cr_assert(mask[i] & ncclProfileCollApi, "call %d rank %d: mask %#x lost the CollApi bit", s,
-              i, mask[i]);
+    cr_assert(mask[i] & ncclProfileCollApi, "call %d rank %d: mask %#x lost the CollApi bit", s, i,
+              mask[i]);
     acl_h_api_events(P.prof, r[i].pctx, mask[i], coll, nbytes, captured);
   }
   for (int i = 0; i < NR; i++) {
@@ -89,8 +89,8 @@ static void call(rank_t *r, int coll, size_t nbytes, bool captured, int s, choic
     acl_h_select(t0, &a0, &p0);
     out[i] = (choice_t){a, p, nch, a == a0 && p == p0 && nch == 0};
     if (!captured) /* a captured call's kernel runs at replay: no sample now */
-      acl_h_report_call(P.prof, r[i].pctx, mask[i], coll, nbytes, a, p, nch,
-                        call_us(a, p, nch, s), &r[i].clock);
+      acl_h_report_call(P.prof, r[i].pctx, mask[i], coll, nbytes, a, p, nch, call_us(a, p, nch, s),
+                        &r[i].clock);
   }
 }
 

@@ -19,6 +19,9 @@ checks:
   --max-steps N       the run made at most N training steps (--realtime pacing)
   --min-chunked N     at least N workloads whose final decision runs a chunk size
                       other than NCCL's own (--nccl 2.30)
+  --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
+                      and none of them ran an exploratory candidate (neither NCCL's
+                      own choice nor the workload's final decision)
 In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
 """
 import json
@@ -63,7 +66,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
-    min_tuned, min_chunked = None, None
+    min_tuned, min_chunked, min_captured = None, None, None
     expects, max_steps = [], None
     k = 0
     while k < len(opts):
@@ -92,6 +95,8 @@ def main(argv):
             min_tuned = int(v)
         elif o == "--min-chunked":
             min_chunked = int(v)
+        elif o == "--min-captured":
+            min_captured = int(v)
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -176,6 +181,14 @@ def main(argv):
         if len(chunked) < min_chunked:
             fail("%d workloads run a chunk size other than NCCL's, expected >= %d"
                  % (len(chunked), min_chunked), out, err)
+    if min_captured is not None:
+        cap = sum(w["captured_calls"] for w in rep["workloads"])
+        bad = sum(w["captured_exploratory"] for w in rep["workloads"])
+        print("captured calls: %d, of which exploratory: %d" % (cap, bad))
+        if cap < min_captured:
+            fail("%d captured calls, expected >= %d" % (cap, min_captured), out, err)
+        if bad:
+            fail("%d captured calls ran an exploratory candidate" % bad, out, err)
     if min_tuned is not None:
         tuned = [w for w in rep["workloads"] if w["decision_changes"] > 0]
         if len(tuned) < min_tuned:

@@ -18,8 +18,9 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT 4u /* 2: cons_settings_t holds acl_search_params_t; 3: table hash;  \
-                           * 4: a block carries its safe candidate */
+/* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a block
+ * carries its safe candidate (what a call captured into a CUDA graph runs) */
+#define ACL_CONS_LAYOUT 4u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

@@ -458,7 +458,8 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
                 (base == ACL_PHASE_VALIDATING && s->from_table);
   int id = proven && s->current < s->ncands ? s->current : ACL_SEARCH_CAND_NCCL;
   if (out)
-    *out = id == ACL_SEARCH_CAND_NCCL ? (acl_candidate_t){.algo = ACL_ALGO_NCCL} : s->cands[id].cand;
+    *out =
+        id == ACL_SEARCH_CAND_NCCL ? (acl_candidate_t){.algo = ACL_ALGO_NCCL} : s->cands[id].cand;
   return id;
 }
 
