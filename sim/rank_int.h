@@ -20,6 +20,7 @@ typedef struct comm_rank {
   uint64_t ncalls;            /* calls on this communicator (same on every rank) */
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
   bool connected;             /* replay: the first call connected (comm set-up) */
+  uint32_t gen;               /* churn generation (acl_sim_comm_id) */
 } comm_rank_t;
 
 typedef struct rank_drv {

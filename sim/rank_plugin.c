@@ -31,7 +31,7 @@ int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
 {
   const acl_sim_opts_t *o = d->w->o;
   comm_rank_t *cr = &d->comms[c];
-  uint64_t id = d->w->ctl->comm_ids[c];
+  uint64_t id = acl_sim_comm_id(d->w->ctl, c, cr->gen);
   char name[64];
   int first = -1;
   for (size_t i = 0; i < d->w->step->ncalls; i++)

@@ -66,6 +66,38 @@ static void num_json(acl_strbuf_t *sb, double v)
     acl_sb_puts(sb, "null");
 }
 
+/* --churn-every: generations made (the fewest of any rank), the run's
+ * consensus segments still in /dev/shm now that every rank is gone, and
+ * each measured rank process's resources after the warm-up churns and
+ * after the last. */
+static void churn_json(const acl_sim_world_t *w, acl_strbuf_t *sb)
+{
+  static const char *const res[4] = {"shm_maps", "fds", "threads", "rss_kb"};
+  uint32_t cycles = UINT32_MAX;
+  for (int r = 0; r < w->o->nranks; r++)
+    cycles = w->ctl->rank[r].churns < cycles ? w->ctl->rank[r].churns : cycles;
+  acl_sb_printf(sb, ",\"churn\":{\"cycles\":%u,\"warm_cycles\":%u,\"segments_left\":%d,\"ranks\":[",
+                cycles == UINT32_MAX ? 0u : cycles, ACL_SIM_CHURN_WARM,
+                acl_sim_run_segments(w, w->o->ncomms));
+  bool first = true;
+  for (int r = 0; r < w->o->nranks; r++) {
+    const acl_sim_rank_slot_t *s = &w->ctl->rank[r];
+    if (!s->churn_measured)
+      continue;
+    acl_sb_printf(sb, "%s{\"rank\":%d", first ? "" : ",", r);
+    first = false;
+    for (int k = 0; k < 2; k++) {
+      const uint64_t *m = k ? s->churn_last : s->churn_first;
+      acl_sb_printf(sb, ",\"%s\":{", k ? "last" : "first");
+      for (int i = 0; i < 4; i++)
+        acl_sb_printf(sb, "%s\"%s\":%llu", i ? "," : "", res[i], (unsigned long long)m[i]);
+      acl_sb_puts(sb, "}");
+    }
+    acl_sb_puts(sb, "}");
+  }
+  acl_sb_puts(sb, "]}");
+}
+
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
                    const char *endpoint_off, char *const *states)
 {
@@ -199,6 +231,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   acl_sb_puts(&sb, ",\"getcollinfo_seconds\":");
   num_json(&sb, gci);
   acl_sim_job_json(w, states, &sb);
+  if (o->churn_every)
+    churn_json(w, &sb);
   acl_sb_puts(&sb, ",\"workloads\":[");
   for (size_t i = 0; i < st->nworkloads; i++) {
     wstat_t *s = &ws[i];

@@ -19,6 +19,11 @@ checks:
   --max-steps N       the run made at most N training steps (--realtime pacing)
   --min-chunked N     at least N workloads whose final decision runs a chunk size
                       other than NCCL's own (--nccl 2.30)
+  --churn N           at least N communicator generations (--churn-every), none of
+                      the run's consensus segments left once the ranks are gone, and
+                      every measured rank process back to its /dev/shm mappings,
+                      descriptors and threads after the warm-up churns, with its
+                      RSS within 1 MiB
   --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
@@ -66,7 +71,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
-    min_tuned, min_chunked, min_captured = None, None, None
+    min_tuned, min_chunked, min_captured, churn = None, None, None, None
     expects, max_steps = [], None
     k = 0
     while k < len(opts):
@@ -97,6 +102,8 @@ def main(argv):
             min_chunked = int(v)
         elif o == "--min-captured":
             min_captured = int(v)
+        elif o == "--churn":
+            churn = int(v)
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -181,6 +188,27 @@ def main(argv):
         if len(chunked) < min_chunked:
             fail("%d workloads run a chunk size other than NCCL's, expected >= %d"
                  % (len(chunked), min_chunked), out, err)
+    if churn is not None:
+        ch = rep.get("churn")
+        if not ch:
+            fail("report lacks churn", out, err)
+        print("churn: %d cycles, %d segments left, ranks %s" % (
+            ch["cycles"], ch["segments_left"], ch["ranks"]))
+        if ch["cycles"] < churn:
+            fail("%d churn cycles, expected >= %d" % (ch["cycles"], churn), out, err)
+        if ch["segments_left"] != 0:
+            fail("%d consensus segments left in /dev/shm" % ch["segments_left"], out, err)
+        if not ch["ranks"]:
+            fail("no rank process measured", out, err)
+        for r in ch["ranks"]:
+            a, b = r["first"], r["last"]
+            for key in ("shm_maps", "fds", "threads"):
+                if a[key] != b[key]:
+                    fail("rank %d: %s %d after the warm-up churns, %d at the end"
+                         % (r["rank"], key, a[key], b[key]), out, err)
+            if b["rss_kb"] - a["rss_kb"] > 1024:
+                fail("rank %d: RSS grew by %d kB (> 1 MiB)" % (r["rank"], b["rss_kb"] - a["rss_kb"]),
+                     out, err)
     if min_captured is not None:
         cap = sum(w["captured_calls"] for w in rep["workloads"])
         bad = sum(w["captured_exploratory"] for w in rep["workloads"])
