@@ -24,6 +24,8 @@ checks:
                       every measured rank process back to its /dev/shm mappings,
                       descriptors and threads after the warm-up churns, with its
                       RSS within 1 MiB
+  --expect-state S    some workload shows state S both in the live state read at the
+                      end (/api/v1/state, needs --port) and in the plugin's job report
   --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
@@ -71,7 +73,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
-    min_tuned, min_chunked, min_captured, churn = None, None, None, None
+    min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
     expects, max_steps = [], None
     k = 0
     while k < len(opts):
@@ -104,6 +106,8 @@ def main(argv):
             min_captured = int(v)
         elif o == "--churn":
             churn = int(v)
+        elif o == "--expect-state":
+            want_state = v
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -188,6 +192,21 @@ def main(argv):
         if len(chunked) < min_chunked:
             fail("%d workloads run a chunk size other than NCCL's, expected >= %d"
                  % (len(chunked), min_chunked), out, err)
+    if want_state is not None:
+        def states(node):
+            if isinstance(node, dict):
+                if isinstance(node.get("state"), str) and "collective" in node:
+                    yield node["state"]
+                for v in node.values():
+                    yield from states(v)
+            elif isinstance(node, list):
+                for v in node:
+                    yield from states(v)
+        for part in ("final_states", "job_reports"):
+            got = list(states(rep.get(part)))
+            print("%s: %d workloads, states %s" % (part, len(got), sorted(set(got))))
+            if want_state not in got:
+                fail("no workload in %s is %s" % (part, want_state), out, err)
     if churn is not None:
         ch = rep.get("churn")
         if not ch:
