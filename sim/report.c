@@ -40,6 +40,60 @@ static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
          (a->flags & ACL_SIM_LOG_ERROR) == (b->flags & ACL_SIM_LOG_ERROR);
 }
 
+/* Uncaptured calls of the workload looked at on each side of a captured
+ * one: a decision runs at least 12 of every 16 calls (validation and
+ * refinement interleave 4 of another), an explored candidate a few calls. */
+#define CAPTURE_WINDOW 32
+
+/* Captured calls (rank 0's log) and those that ran an exploratory
+ * candidate: neither NCCL's own choice, nor the final decision, nor what
+ * most of the workload's uncaptured calls just before or just after it ran
+ * (the decision applied then, which a later refinement may have replaced). The
+ * simulator sees what ran, not the plugin's state: a candidate under
+ * validation runs most calls too, so this catches exploration, not an
+ * unproven decision (tests/plugin/test_capture.c checks that). */
+static void count_captured(FILE *f, const acl_sim_step_t *st, wstat_t *ws)
+{
+  size_t n = 0, cap = 0;
+  acl_sim_logent_t *v = NULL, e;
+  if (fseek(f, 0, SEEK_SET) != 0)
+    return;
+  while (fread(&e, sizeof(e), 1, f) == 1) {
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 4096;
+      acl_sim_logent_t *nv = realloc(v, nc * sizeof(*nv));
+      if (!nv)
+        break;
+      v = nv;
+      cap = nc;
+    }
+    v[n++] = e;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!(v[i].flags & ACL_SIM_LOG_CAPTURED))
+      continue;
+    uint32_t wid = st->calls[i % st->ncalls].wid;
+    wstat_t *s = &ws[wid];
+    s->captured++;
+    if ((v[i].flags & ACL_SIM_LOG_NCCL) || same(&v[i], &s->last))
+      continue;
+    bool held = false; /* by most calls before it, or most after it */
+    for (int dir = -1; dir <= 1; dir += 2) {
+      int got = 0, agree = 0;
+      for (size_t j = i; got < CAPTURE_WINDOW && (dir < 0 ? j > 0 : j + 1 < n);) {
+        j = dir < 0 ? j - 1 : j + 1;
+        if (st->calls[j % st->ncalls].wid != wid || (v[j].flags & ACL_SIM_LOG_CAPTURED))
+          continue;
+        got++;
+        agree += same(&v[j], &v[i]);
+      }
+      held = held || 2 * agree > got;
+    }
+    s->captured_explore += !held;
+  }
+  free(v);
+}
+
 /* Ranks agree on a call: the same run, and the same capture flags. */
 static bool agree_eq(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
 {
@@ -173,11 +227,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
         s->explore++;
       else if (!s->first_final)
         s->first_final = s->seen;
-      if (row[0].flags & ACL_SIM_LOG_CAPTURED) {
-        s->captured++;
-        s->captured_explore += !fin && !(row[0].flags & ACL_SIM_LOG_NCCL);
-      }
     }
+    count_captured(fs[0], st, ws);
   }
   uint64_t steps = UINT64_MAX, plugin_errors = 0;
   double gci = 0;
