@@ -117,10 +117,12 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
           "finalize %.3f s\n",
           covered, (double)max_decide * 1e-3, (double)max_sample * 1e-3, fin);
   cr_assert_geq(covered, 30, "calls covered by the child's blocks: %d", covered);
-  /* the target is 10 us (a 5 us spin); 1 ms leaves room for a preempted
-   * test process and still fails the 1 s wait this replaces */
-  cr_assert_lt(max_sample, 1000000, "a sample waited %.3f ms", (double)max_sample * 1e-6);
-  cr_assert_lt(max_decide, 1000000, "a covered call waited %.3f ms", (double)max_decide * 1e-6);
+  /* The target is 10 us (a 5 us spin), measured in docs/benchmarks-consensus.md.
+   * 100 ms leaves room for a test preempted on a loaded machine under ASan
+   * (8.5 ms seen) and still fails the waits this replaces: 1 s per sample,
+   * AUTOCCL_TIMEOUT_MS (2.5 s here) per decide. */
+  cr_assert_lt(max_sample, 100000000, "a sample waited %.3f ms", (double)max_sample * 1e-6);
+  cr_assert_lt(max_decide, 100000000, "a covered call waited %.3f ms", (double)max_decide * 1e-6);
   cr_assert_geq(st.samples_busy, (uint64_t)covered - 3, "samples dropped, counted: %llu",
                 (unsigned long long)st.samples_busy);
   cr_assert_lt(fin, 2.0, "finalize took %.2f s with the holder stopped", fin);

@@ -12,6 +12,7 @@
  * Not a Criterion executable: Criterion cannot start under TSan ("Could not
  * initialize inheritable arena"), so it checks with CHECK() and exits 1. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -307,6 +308,15 @@ int main(void)
   atomic_store(&fin_done, true);
   if (scraping)
     pthread_join(scraper, NULL);
+  /* Finalize of the last communicator leaves no thread of the plugin's
+   * behind (endpoint, trace writer, CUPTI feeder): only this one is left. */
+  int tasks = 0;
+  DIR *td = opendir("/proc/self/task");
+  for (struct dirent *e; td && (e = readdir(td));)
+    tasks += e->d_name[0] != '.';
+  if (td)
+    closedir(td);
+  CHECK(tasks == 1, "%d threads alive after the last finalize (expected 1)", tasks);
   printf("ok: %d calls x %d ranks on %d communicators, %d decision changes, %d scrapes\n", ncalls,
          NRANK, NCOMM, changes, atomic_load(&scrapes_ok));
   acl_h_unload(&P);
