@@ -457,9 +457,14 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
   bool proven = base == ACL_PHASE_CONVERGED || base == ACL_PHASE_REFINING ||
                 (base == ACL_PHASE_VALIDATING && s->from_table);
   int id = proven && s->current < s->ncands ? s->current : ACL_SEARCH_CAND_NCCL;
-  if (out)
-    *out =
-        id == ACL_SEARCH_CAND_NCCL ? (acl_candidate_t){.algo = ACL_ALGO_NCCL} : s->cands[id].cand;
+  if (!out)
+    return id;
+  if (id == ACL_SEARCH_CAND_NCCL) {
+    memset(out, 0, sizeof(*out));
+    out->algo = ACL_ALGO_NCCL; /* as step_locked publishes cand 0 */
+  } else {
+    *out = s->cands[id].cand;
+  }
   return id;
 }
 
