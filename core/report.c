@@ -45,6 +45,10 @@ void acl_report_totals(const acl_snapshot_t *s, acl_report_totals_t *t)
     if (w->has_net) {
       t->net_saved_seconds += w->time_saved_seconds;
       t->exploration_cost_seconds += w->exploration_cost_seconds;
+      if (ns > 0) {
+        t->priced_nccl_seconds += ns;
+        t->priced_saved_seconds += w->time_saved_seconds;
+      }
     }
     bool known = false;
     for (int k = 0; k < nseen; k++)
@@ -173,8 +177,12 @@ void acl_report_totals_line(const acl_report_totals_t *t, acl_strbuf_t *out)
   fmt_secs(t->exploration_cost_seconds, false, cost, sizeof(cost));
   fmt_secs(t->per_rank_seconds, true, per, sizeof(per));
   acl_sb_printf(out, "net saved %s of %s NCCL time", saved, nccl);
-  if (t->nccl_seconds > 0)
-    acl_sb_printf(out, " (%+.2f %%)", 100.0 * t->net_saved_seconds / t->nccl_seconds);
+  if (t->priced_nccl_seconds > 0) {
+    bool all = t->priced_nccl_seconds == t->nccl_seconds &&
+               t->priced_saved_seconds == t->net_saved_seconds;
+    acl_sb_printf(out, " (%+.2f %%%s)", 100.0 * t->priced_saved_seconds / t->priced_nccl_seconds,
+                  all ? "" : " where both are known");
+  }
   acl_sb_printf(out, ", exploration cost %s; %d rank%s, %s per rank; %d/%d workloads converged",
                 cost, t->ranks, t->ranks == 1 ? "" : "s", per, t->converged, t->workloads);
 }

@@ -23,6 +23,10 @@ typedef struct acl_report_totals {
   double exploration_cost_seconds; /* >= 0 */
   double per_rank_seconds;         /* net saved / ranks: the job's wall time (every
                                * rank waits for each collective) */
+  /* The same two sums over only the workloads that have both (a workload
+   * re-tuning has a net saving but no NCCL time until its new baseline): the
+   * share saved is priced_saved / priced_nccl, never one set over another. */
+  double priced_nccl_seconds, priced_saved_seconds;
 } acl_report_totals_t;
 
 /* Totals over every workload of s. Ranks are counted per process: the

@@ -103,6 +103,12 @@ static long exchange(const void *req, size_t len, char *resp, size_t cap, double
   return (long)got;
 }
 
+static bool odd_port(void *user, int port)
+{
+  (void)user;
+  return port % 2 == 1;
+}
+
 static void check_alive(void)
 {
   static const char probe[] =
@@ -126,8 +132,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   (void)argc;
   (void)argv;
-  static const acl_web_source_t src = {
-      .user = NULL, .render_metrics = render_metrics, .render_state = render_state};
+  /* With a host list and siblings, so Origin headers reach the CORS
+   * parser (web/cors.c). */
+  static const acl_web_source_t src = {.user = NULL,
+                                       .render_metrics = render_metrics,
+                                       .render_state = render_state,
+                                       .render_host = render_state,
+                                       .is_peer_port = odd_port};
   char err[256] = "";
   web = acl_web_start("127.0.0.1", 0, &src, err, sizeof(err));
   FZ_CHECK(web, "cannot start the endpoint: %s", err);

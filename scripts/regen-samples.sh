@@ -1,8 +1,10 @@
 #!/bin/bash
 # Regenerates the README's samples from the actual demo command:
-#   docs/autoccl-top-demo.txt  autoccl-top (160x48, under tmux) watching ranks 0 and 1,
-#                              also pasted into README.md between the tui-capture markers
-#   docs/dashboard.png         the dashboard of rank 0 (headless Chromium, /?poll=1)
+#   docs/autoccl-top-demo.txt  autoccl-top (160x48, under tmux) watching the host's 4
+#                              local ranks from one URL (local rank 0's), also pasted
+#                              into README.md between the tui-capture markers
+#   docs/dashboard.png         the dashboard served by local rank 0, showing the 4 local
+#                              ranks (headless Chromium, /?poll=1)
 # It runs `build/sim/autoccl-sim --demo` (README set-up command 1's last part)
 # from the repository root, waits until the first interference episode made
 # workloads re-tune and some converged again, captures both, then stops the
@@ -66,15 +68,16 @@ sys.exit("regen-samples: no re-tune within 300 s")
 PY
 
 tmux -L "$SOCK" -f /dev/null new-session -d -s top -x 160 -y 48 \
-  "env LANG=C.UTF-8 LC_ALL=C.UTF-8 build/tui/autoccl-top --url http://127.0.0.1:9464 --url http://127.0.0.1:9465"
+  "env LANG=C.UTF-8 LC_ALL=C.UTF-8 build/tui/autoccl-top --url http://127.0.0.1:9464"
 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
-  --user-data-dir="$TMP/chromium" --window-size=1400,1020 --virtual-time-budget=4000 \
+  --user-data-dir="$TMP/chromium" --window-size=1500,1900 --virtual-time-budget=4000 \
   --screenshot="$TMP/dashboard.png" 'http://127.0.0.1:9464/?poll=1' >"$TMP/chromium.log" 2>&1
-sleep 3  # autoccl-top: both sources connected and drawn
-tmux -L "$SOCK" send-keys -t top G k  # the last workload (ReduceScatter), rank 0
+sleep 3  # autoccl-top: the 4 sources connected and drawn
+tmux -L "$SOCK" send-keys -t top G k k k  # the last workload (ReduceScatter), rank 0
 sleep 1.5
 tmux -L "$SOCK" capture-pane -p -t top | sed 's/[[:space:]]*$//' >"$TMP/top.txt"
-grep -q "connected (stream)" "$TMP/top.txt" || { cat "$TMP/top.txt"; echo "regen-samples: autoccl-top not connected" >&2; exit 1; }
+[ "$(grep -c "connected (stream)" "$TMP/top.txt")" = 4 ] ||
+  { cat "$TMP/top.txt"; echo "regen-samples: autoccl-top not connected to the 4 local ranks" >&2; exit 1; }
 [ -s "$TMP/dashboard.png" ] || { tail "$TMP/chromium.log"; echo "regen-samples: no screenshot" >&2; exit 1; }
 
 cp "$TMP/top.txt" docs/autoccl-top-demo.txt

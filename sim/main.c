@@ -110,6 +110,28 @@ static void kill_all(pid_t *pids, int n)
     }
 }
 
+/* The demo's endpoints: P..P+nprocs-1 must be free before anything runs, or
+ * a second demo would run its whole duration with nothing to watch. The
+ * first port a listener holds (SO_REUSEADDR as the endpoint: a closed
+ * connection's TIME_WAIT does not count), or 0. */
+static int busy_port(int first, int n)
+{
+  for (int p = first; p < first + n && p <= 65535; p++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd < 0)
+      return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)p),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool busy = bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 && errno == EADDRINUSE;
+    close(fd);
+    if (busy)
+      return p;
+  }
+  return 0;
+}
+
 /* Whether every rank process serves its own endpoint (its pid in the
  * state): a port taken by another process must be neither advertised nor
  * read. Waits up to 5 s for the plugins to start. NULL when all do, else
@@ -208,17 +230,16 @@ static void print_where(const acl_sim_opts_t *o, int nprocs, const char *off)
   if (o->demo)
     fprintf(f, "Open a second terminal and watch:\n");
   fprintf(f, "  live tuning:  %s --url http://127.0.0.1:%d", top, o->port);
-  if (nprocs > 1 && o->nhosts <= 1)
-    fprintf(f, " --local-ranks %d", nprocs);
-  else if (nprocs > 1)
-    fprintf(f, " --url http://127.0.0.1:%d", o->port + 1);
+  if (nprocs > 1 && o->nhosts > 1) /* one URL per host: each names its local ranks */
+    fprintf(f, " --url http://127.0.0.1:%d", o->port + nprocs / o->nhosts);
   fprintf(f,
           "\n"
           "  dashboard:    http://127.0.0.1:%d/\n"
           "  Prometheus:   curl -s http://127.0.0.1:%d/metrics\n",
           o->port, o->port);
   if (nprocs > 1)
-    fprintf(f, "  (rank processes serve ports %d..%d)\n", o->port, o->port + nprocs - 1);
+    fprintf(f, "  (rank processes serve ports %d..%d; each URL shows its host's local ranks)\n",
+            o->port, o->port + nprocs - 1);
   if (o->demo)
     fprintf(f, "  Look for: STATE exploring -> converged, SPEEDUP, SAVED (net time saved after\n"
                "  exploration cost); when interference starts, retuning, then converged again;\n"
@@ -282,6 +303,15 @@ int main(int argc, char **argv)
   int guard_fd = -1;
   char err[512] = "";
   int nprocs = o.nranks / o.ranks_per_proc, status = ACL_SIM_EXIT_FAILED;
+  int busy = o.demo && o.port > 0 ? busy_port(o.port, nprocs) : 0;
+  if (busy) {
+    fprintf(stderr,
+            "autoccl-sim: port %d is in use (another autoccl-sim --demo?); the demo serves its\n"
+            "  %d rank processes on ports %d..%d. Stop the other run, or pass --port P with\n"
+            "  P..P+%d free (e.g. --port %d).\n",
+            busy, nprocs, o.port, o.port + nprocs - 1, nprocs - 1, o.port + 100);
+    return ACL_SIM_EXIT_USAGE;
+  }
   pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
   char **states = NULL; /* per rank process: its last /api/v1/state */
   int feed_fd = -1;

@@ -16,9 +16,11 @@ const char acl_top_usage[] =
     "  -u, --url URL        endpoint to watch (repeatable: several ranks/processes\n"
     "                       are merged by communicator); default " ACL_TOP_DEFAULT_URL "\n"
     "                       \"host:port\" means http://host:port\n"
+    "                       Each endpoint's other local ranks (its /api/v1/host)\n"
+    "                       are watched too, unless --local-ranks is given\n"
     "  -l, --local-ranks N  each URL is local rank 0 of a host whose N processes\n"
     "                       serve port, port+1, ... (AUTOCCL_HTTP_PORT + local rank):\n"
-    "                       watch them all from one URL; 1..64 (default 1)\n"
+    "                       watch exactly these; 1..64 (default: ask the endpoint)\n"
     "  -d, --delay SECONDS  refresh interval, 0.1..3600 (default 1)\n"
     "  -b, --batch          print plain text tables instead of the full-screen view\n"
     "  -n, --iterations N   stop after N refreshes\n"
@@ -141,6 +143,31 @@ static int take_value(int argc, char *const *argv, int *i, const char *arg, cons
   return 0;
 }
 
+int acl_top_url_port(const char *u, long *port, char *err, size_t errlen)
+{
+  const char *hs = u + strlen("http://");
+  const char *colon = *hs == '[' ? strchr(hs, ']') : hs;
+  colon = colon ? strchr(colon, ':') : NULL;
+  if (!colon)
+    return fail(err, errlen, "URL %s: no port", u);
+  *port = strtol(colon + 1, NULL, 10);
+  return 0;
+}
+
+int acl_top_url_with_port(const char *u, long port, char *out, size_t outlen)
+{
+  const char *hs = u + strlen("http://");
+  const char *colon = *hs == '[' ? strchr(hs, ']') : hs;
+  colon = colon ? strchr(colon, ':') : NULL;
+  if (!colon || port < 1 || port > 65535)
+    return -1;
+  const char *end = colon + 1;
+  while (isdigit((unsigned char)*end))
+    end++;
+  int n = snprintf(out, outlen, "%.*s:%ld%s", (int)(colon - u), u, port, end);
+  return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
 /* --local-ranks N: every URL (normalised: http://host:port[/prefix]) gets
  * the N-1 ports after its own, as the plugin serves a host's processes. */
 static int expand_local_ranks(acl_top_opts_t *o, char *err, size_t errlen)
@@ -153,20 +180,15 @@ static int expand_local_ranks(acl_top_opts_t *o, char *err, size_t errlen)
                 o->local_ranks, ACL_TOP_MAX_URLS);
   for (int k = 0; k < given; k++) {
     const char *u = o->urls[k];
-    const char *hs = u + strlen("http://");
-    const char *colon = *hs == '[' ? strchr(hs, ']') : hs;
-    colon = colon ? strchr(colon, ':') : NULL;
-    if (!colon)
+    long port = 0;
+    if (acl_top_url_port(u, &port, NULL, 0) < 0)
       return fail(err, errlen, "URL %s: no port to count local ranks from", u);
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
     if (port + o->local_ranks - 1 > 65535)
       return fail(err, errlen, "URL %s: ports %ld..%ld go past 65535", u, port,
                   port + o->local_ranks - 1);
     for (int r = 1; r < o->local_ranks; r++) {
       char *dst = o->urls[o->nurls];
-      int n = snprintf(dst, sizeof(o->urls[0]), "%.*s:%ld%s", (int)(colon - u), u, port + r, end);
-      if (n < 0 || (size_t)n >= sizeof(o->urls[0]))
+      if (acl_top_url_with_port(u, port + r, dst, sizeof(o->urls[0])) < 0)
         return fail(err, errlen, "URL %s too long", u);
       for (int j = 0; j < o->nurls; j++)
         if (strcmp(o->urls[j], dst) == 0)
@@ -249,5 +271,8 @@ int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err
     snprintf(o->urls[0], sizeof(o->urls[0]), "%s", ACL_TOP_DEFAULT_URL);
     o->nurls = 1;
   }
-  return expand_local_ranks(o, err, errlen);
+  if (expand_local_ranks(o, err, errlen) < 0)
+    return -1;
+  o->nuser = o->nurls;
+  return 0;
 }

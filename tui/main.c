@@ -17,9 +17,11 @@ static void sleep_s(double s)
     ;
 }
 
-static int report_unreachable(const acl_top_net_t *net)
+/* Only the URLs the user gave: a sibling found through /api/v1/host that
+ * does not answer is shown as such, not a reason to stop. */
+static int report_unreachable(const acl_top_net_t *net, int nuser)
 {
-  for (int i = 0; i < net->n; i++) {
+  for (int i = 0; i < nuser && i < net->n; i++) {
     const acl_top_src_t *s = &net->src[i];
     if (s->conn == ACL_TOP_CONN_UP)
       continue;
@@ -105,12 +107,18 @@ int main(int argc, char **argv)
     fprintf(stderr, "autoccl-top: cannot initialise libcurl\n");
     goto out;
   }
+  if (o->local_ranks <= 1) /* one URL per host: the endpoint names its siblings */
+    acl_top_discover(o);
   if (!(net = acl_top_net_create(o))) {
     fprintf(stderr, "autoccl-top: out of memory\n");
     goto out_curl;
   }
-  if (acl_top_net_fetch_all(net) > 0) {
-    rc = report_unreachable(net);
+  acl_top_net_fetch_all(net);
+  bool unreachable = false;
+  for (int i = 0; i < o->nuser && i < net->n; i++)
+    unreachable |= net->src[i].conn != ACL_TOP_CONN_UP;
+  if (unreachable) {
+    rc = report_unreachable(net, o->nuser);
     goto out_curl;
   }
   if (o->once) {

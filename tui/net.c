@@ -25,8 +25,8 @@ const char *acl_top_conn_label(const acl_top_src_t *s)
   switch (s->conn) {
   case ACL_TOP_CONN_UP:
     return s->stream_ok ? "connected (stream)" : "connected (polling)";
-  case ACL_TOP_CONN_DOWN:
-    return "disconnected \xe2\x80\x94 retrying";
+  case ACL_TOP_CONN_DOWN: /* never answered: nothing of it is shown */
+    return s->has_model ? "disconnected \xe2\x80\x94 retrying" : "no answer \xe2\x80\x94 retrying";
   default:
     return "connecting";
   }
@@ -70,6 +70,15 @@ static size_t stream_cb(char *ptr, size_t size, size_t nmemb, void *ud)
   return n;
 }
 
+/* Loopback never goes through a proxy; the user's no_proxy still applies. */
+static void noproxy_of(char *out, size_t len)
+{
+  const char *np = getenv("no_proxy");
+  if (!np || !np[0])
+    np = getenv("NO_PROXY");
+  snprintf(out, len, "localhost,127.0.0.1,::1%s%s", np && np[0] ? "," : "", np && np[0] ? np : "");
+}
+
 static void common_opts(acl_top_net_t *net, CURL *h, const char *url, char *errbuf)
 {
   curl_easy_setopt(h, CURLOPT_URL, url);
@@ -94,6 +103,53 @@ static CURL *make_fetch(acl_top_net_t *net, acl_top_src_t *s)
   curl_easy_setopt(h, CURLOPT_PRIVATE, s);
   acl_sb_reset(&s->body);
   return h;
+}
+
+#define HOST_DOC_MAX (1u << 20) /* a host list: 64 processes are ~4 KiB */
+#define DISCOVER_TIMEOUT_MS 2000L
+
+static size_t host_body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+  acl_strbuf_t *b = ud;
+  size_t n = size * nmemb;
+  if (b->len + n > HOST_DOC_MAX)
+    return 0;
+  acl_sb_append(b, ptr, n);
+  return acl_sb_ok(b) ? n : 0;
+}
+
+int acl_top_discover(acl_top_opts_t *o)
+{
+  int added = 0;
+  acl_strbuf_t body;
+  acl_sb_init(&body);
+  for (int k = 0; k < o->nuser; k++) {
+    CURL *h = curl_easy_init();
+    if (!h)
+      break;
+    char url[ACL_TOP_URL_MAX + 32], errbuf[CURL_ERROR_SIZE], err[160];
+    snprintf(url, sizeof(url), "%s/api/v1/host", o->urls[k]);
+    acl_top_net_t tmp = {0};
+    noproxy_of(tmp.noproxy, sizeof(tmp.noproxy));
+    common_opts(&tmp, h, url, errbuf);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, DISCOVER_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, host_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    acl_sb_reset(&body);
+    long code = 0;
+    /* An endpoint without a host list (older, or not the plugin's) is
+     * watched alone; the start check reports an unreachable one. */
+    if (curl_easy_perform(h) == CURLE_OK &&
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200 &&
+        acl_sb_ok(&body) && body.data) {
+      int n = acl_top_add_siblings(o, k, body.data, err, sizeof(err));
+      if (n > 0)
+        added += n;
+    }
+    curl_easy_cleanup(h);
+  }
+  acl_sb_free(&body);
+  return added;
 }
 
 /* Every error message may quote a server or a URL: cleaned for the
@@ -158,12 +214,7 @@ acl_top_net_t *acl_top_net_create(const acl_top_opts_t *o)
     goto fail;
   if (!(n->multi = curl_multi_init()))
     goto fail;
-  const char *np = getenv("no_proxy");
-  if (!np || !np[0])
-    np = getenv("NO_PROXY");
-  /* Loopback never goes through a proxy; the user's no_proxy still applies. */
-  snprintf(n->noproxy, sizeof(n->noproxy), "localhost,127.0.0.1,::1%s%s", np && np[0] ? "," : "",
-           np && np[0] ? np : "");
+  noproxy_of(n->noproxy, sizeof(n->noproxy));
   for (int i = 0; i < n->n; i++) {
     acl_top_src_t *s = &n->src[i];
     snprintf(s->url, sizeof(s->url), "%s", o->urls[i]);

@@ -47,6 +47,9 @@ typedef struct acl_top_net {
   char noproxy[512];
 } acl_top_net_t;
 
+/* Adds the siblings that each of o's first nuser URLs lists in its
+ * /api/v1/host (blocking, 2 s per URL at most). Returns how many. */
+int acl_top_discover(acl_top_opts_t *o);
 /* curl_global_init is the caller's. NULL on ENOMEM. */
 acl_top_net_t *acl_top_net_create(const acl_top_opts_t *o);
 void acl_top_net_destroy(acl_top_net_t *n);
@@ -57,7 +60,8 @@ int acl_top_net_fetch_all(acl_top_net_t *n);
  * if >= 0, becomes readable), handles completions. Returns true when a
  * source's model or connection status changed. */
 bool acl_top_net_step(acl_top_net_t *n, int timeout_ms, int fd);
-/* "connected (stream)", "connected (polling)", "disconnected — retrying". */
+/* "connected (stream)", "connected (polling)", "disconnected — retrying"
+ * (rows kept) or "no answer — retrying" (never answered). */
 const char *acl_top_conn_label(const acl_top_src_t *s);
 
 #endif

@@ -237,12 +237,27 @@ typedef struct acl_top_opts {
   long iterations; /* -n; -1 = until quit */
   bool once, json, no_color, help, version;
   int local_ranks; /* --local-ranks N: each URL stands for ports port..port+N-1 */
+  int nuser;       /* urls[0..nuser) came from the flags; the rest from /api/v1/host */
 } acl_top_opts_t;
 
 /* Normalises "host:port", "http://host[:port][/prefix]" into a base URL
  * without trailing slash. No scheme: http:// and port 9464 are assumed;
  * http:// without port keeps 80. 0 or -1 with err. */
 int acl_top_normalize_url(const char *in, char *out, size_t outlen, char *err, size_t errlen);
+/* The port of a normalised URL. 0, or -1 with err. */
+int acl_top_url_port(const char *u, long *port, char *err, size_t errlen);
+/* The normalised URL u with another port. 0, or -1 (too long, bad port). */
+int acl_top_url_with_port(const char *u, long port, char *out, size_t outlen);
+/* The siblings of URL o->urls[k] that its /api/v1/host document (body)
+ * lists, appended to o->urls (same host name, their ports; URLs already
+ * watched are skipped). Returns how many were added, or -1 with err when
+ * the document is not a host list (nothing is added then). */
+int acl_top_add_siblings(acl_top_opts_t *o, int k, const char *body, char *err, size_t errlen);
+/* Joins fields with two spaces into out, at most width columns: the
+ * fields that fit whole; the first that does not is cut at a word, and
+ * "..." (or the ellipsis character when utf8) ends the line. */
+void acl_top_fit_fields(char *out, size_t outlen, const char *const *fields, int nf, int width,
+                        bool utf8);
 /* 0 ok, -1 bad usage (err says why). Does not print or exit. */
 int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err, size_t errlen);
 extern const char acl_top_usage[];

@@ -174,18 +174,19 @@ static int draw_header(acl_top_ui_t *u, int w)
   for (int i = 0; i < shown; i++, y++) {
     const acl_top_src_t *s = &u->net->src[i];
     const char *label = acl_top_conn_label(s);
-    char host[128] = "";
+    char host[128] = "", url[ACL_TOP_URL_MAX], why[256];
     if (s->has_model)
-      snprintf(host, sizeof(host), "  host %s pid %lld", s->model.host[0] ? s->model.host : "-",
+      snprintf(host, sizeof(host), "host %s pid %lld", s->model.host[0] ? s->model.host : "-",
                (long long)s->model.pid);
     bool down = s->conn == ACL_TOP_CONN_DOWN;
-    snprintf(line, sizeof(line), "%.300s  %s%.127s%s%.255s", s->url,
-             down
-                 ? (acl_top_utf8 ? "disconnected \xe2\x80\x94 retrying" : "disconnected - retrying")
-                 : label,
-             host, down && s->error[0] ? "  " : "", down ? s->error : "");
+    if (down && !acl_top_utf8)
+      label = s->has_model ? "disconnected - retrying" : "no answer - retrying";
+    acl_text_clean(url, sizeof(url), s->url); /* as typed, or from a server */
+    acl_text_clean(why, sizeof(why), down ? s->error : "");
+    const char *fields[] = {url, label, host, why};
+    /* Cut at a field or a word, marked, never mid-word (80 columns). */
     char clean[sizeof(line)];
-    acl_text_clean(clean, sizeof(clean), line); /* the URL as typed, too */
+    acl_top_fit_fields(clean, sizeof(clean), fields, 4, w, acl_top_utf8);
     attr_t a = !u->color                    ? (down ? A_BOLD : 0)
                : down                       ? COLOR_PAIR(ACL_TOP_PAIR_BAD) | A_BOLD
                : s->conn == ACL_TOP_CONN_UP ? COLOR_PAIR(ACL_TOP_PAIR_GOOD)

@@ -1,6 +1,7 @@
 /* Request routing. Read-only: GET and HEAD on known paths, 405 (with
  * Allow) for other methods there, 404 elsewhere. Query strings are ignored
  * (MHD strips them from url). Static bodies are built once and shared. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -9,10 +10,6 @@
 #include "core/log.h"
 #include "web/assets.h"
 #include "web/web_int.h"
-
-static const char k_csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 static struct MHD_Response *static_text(const char *body, const char *ctype)
 {
@@ -39,6 +36,7 @@ int acl_web_routes_init(acl_web_t *w)
                   txt);
   w->r_400_host = static_text("bad request: exactly one Host header is required (HTTP/1.1)\n", txt);
   w->r_healthz = static_text("ok\n", txt);
+  snprintf(w->csp, sizeof(w->csp), ACL_WEB_CSP_FMT, "", "", "");
   w->r_head_sse = static_text("", "text/event-stream; charset=utf-8");
   /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of response pointers */
   w->r_assets = calloc(acl_web_nassets ? acl_web_nassets : 1, sizeof(*w->r_assets));
@@ -56,7 +54,7 @@ int acl_web_routes_init(acl_web_t *w)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->content_type);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "Content-Security-Policy", k_csp);
+    MHD_add_response_header(r, "Content-Security-Policy", w->csp);
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     w->r_assets[i] = r;
   }
@@ -72,7 +70,8 @@ void acl_web_routes_free(acl_web_t *w)
       MHD_destroy_response(*rs[i]);
     *rs[i] = NULL;
   }
-  acl_web_cached_t *cs[] = {&w->c_metrics, &w->c_state, &w->c_table};
+  acl_web_cached_t *cs[] = {&w->c_metrics, &w->c_state,      &w->c_table,
+                            &w->c_host,    &w->c_state_cors, &w->c_host_cors};
   for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
     if (cs[i]->resp)
       MHD_destroy_response(cs[i]->resp);
@@ -89,11 +88,15 @@ void acl_web_routes_free(acl_web_t *w)
 
 typedef void (*render_fn)(void *user, acl_strbuf_t *out);
 
+/* origin: a sibling's page reading this endpoint (web/cors.c), or NULL.
+ * Its answer carries Access-Control-Allow-Origin, so it is cached apart,
+ * for one Origin at a time. */
 static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render_fn fn,
-                               const char *ctype, acl_web_cached_t *cache)
+                               const char *ctype, acl_web_cached_t *cache, const char *origin)
 {
   double now = acl_mono_s();
-  if (cache->resp && now - cache->at < ACL_WEB_CACHE_S && now >= cache->at)
+  if (cache->resp && now - cache->at < ACL_WEB_CACHE_S && now >= cache->at &&
+      strcmp(cache->origin, origin ? origin : "") == 0)
     return MHD_queue_response(conn, MHD_HTTP_OK, cache->resp);
   if (!fn) {
     struct MHD_Response *r = MHD_create_response_from_buffer(
@@ -127,19 +130,24 @@ static enum MHD_Result dynamic(acl_web_t *w, struct MHD_Connection *conn, render
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  if (origin) {
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(r, "Vary", "Origin");
+  }
   enum MHD_Result ret = MHD_queue_response(conn, status, r);
   if (status == MHD_HTTP_OK) { /* keep our reference for the next requests */
     if (cache->resp)
       MHD_destroy_response(cache->resp);
     cache->resp = r;
     cache->at = now;
+    snprintf(cache->origin, sizeof(cache->origin), "%s", origin ? origin : "");
   } else {
     MHD_destroy_response(r);
   }
   return ret;
 }
 
-typedef enum { R_NONE, R_METRICS, R_STATE, R_TABLE, R_EVENTS, R_HEALTHZ, R_ASSET } route_t;
+typedef enum { R_NONE, R_METRICS, R_STATE, R_TABLE, R_HOST, R_EVENTS, R_HEALTHZ, R_ASSET } route_t;
 
 static route_t match(const char *url, size_t *asset)
 {
@@ -153,6 +161,8 @@ static route_t match(const char *url, size_t *asset)
     return R_EVENTS;
   if (strcmp(url, "/api/v1/table") == 0)
     return R_TABLE;
+  if (strcmp(url, "/api/v1/host") == 0)
+    return R_HOST;
   if (strcmp(url, "/healthz") == 0)
     return R_HEALTHZ;
   const char *want = strcmp(url, "/") == 0 ? "/index.html" : url;
@@ -202,16 +212,25 @@ enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char
     return MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, w->r_405);
   if (*upload_size) /* a GET with a body: not ours to read */
     *upload_size = 0;
+  const char *origin;
   switch (rt) {
   case R_METRICS:
     return dynamic(w, conn, w->src.render_metrics, "text/plain; version=0.0.4; charset=utf-8",
-                   &w->c_metrics);
+                   &w->c_metrics, NULL);
   case R_STATE:
-    return dynamic(w, conn, w->src.render_state, "application/json", &w->c_state);
+    origin = acl_web_cors_origin(w, conn);
+    return dynamic(w, conn, w->src.render_state, "application/json",
+                   origin ? &w->c_state_cors : &w->c_state, origin);
   case R_TABLE:
     if (!w->src.render_table)
       return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);
-    return dynamic(w, conn, w->src.render_table, "application/json", &w->c_table);
+    return dynamic(w, conn, w->src.render_table, "application/json", &w->c_table, NULL);
+  case R_HOST:
+    if (!w->src.render_host)
+      return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);
+    origin = acl_web_cors_origin(w, conn);
+    return dynamic(w, conn, w->src.render_host, "application/json",
+                   origin ? &w->c_host_cors : &w->c_host, origin);
   case R_EVENTS:
     if (head)
       return MHD_queue_response(conn, MHD_HTTP_OK, w->r_head_sse);
@@ -219,6 +238,14 @@ enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char
   case R_HEALTHZ:
     return MHD_queue_response(conn, MHD_HTTP_OK, w->r_healthz);
   case R_ASSET:
+    if (strcmp(acl_web_assets[asset].path, "/index.html") == 0) {
+      struct MHD_Response *page = acl_web_page_response(w, conn, &acl_web_assets[asset]);
+      if (!page)
+        return MHD_NO;
+      enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, page);
+      MHD_destroy_response(page);
+      return ret;
+    }
     return MHD_queue_response(conn, MHD_HTTP_OK, w->r_assets[asset]);
   default:
     return MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, w->r_404);

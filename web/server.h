@@ -1,10 +1,11 @@
 /* The embedded HTTP endpoint (libmicrohttpd): /metrics, /api/v1/state,
- * /api/v1/table,
- * /api/v1/events (SSE), /healthz and the dashboard at /. Read-only.
+ * /api/v1/table, /api/v1/host, /api/v1/events (SSE), /healthz and the
+ * dashboard at /. Read-only.
  * A failure to start is reported to the caller and never harms the job. */
 #ifndef ACL_WEB_SERVER_H
 #define ACL_WEB_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/strbuf.h"
@@ -19,6 +20,13 @@ typedef struct acl_web_source {
   void (*render_state)(void *user, acl_strbuf_t *out);
   /* GET /api/v1/table: the tuning table of the decisions (JSON); NULL = 404 */
   void (*render_table)(void *user, acl_strbuf_t *out);
+  /* GET /api/v1/host: this host's processes and their endpoints (JSON);
+   * NULL = 404 */
+  void (*render_host)(void *user, acl_strbuf_t *out);
+  /* Whether port is the endpoint of another process of this host: a page
+   * it served may read /api/v1/state and /api/v1/host here (CORS). NULL:
+   * none may. */
+  bool (*is_peer_port)(void *user, int port);
 } acl_web_source_t;
 
 /* port 0 = any free port (see acl_web_port). NULL with a message in err. */

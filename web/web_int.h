@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "web/assets.h"
 #include "web/server.h"
 
 #define ACL_WEB_MAX_CONN 64                     /* all connections, SSE included (web/guard.c) */
@@ -33,10 +34,20 @@
  * a second per route (Prometheus scrapes every >= 1 s; the dashboard
  * throttles to 2/s). */
 #define ACL_WEB_CACHE_S 0.1
+/* An Origin or Host name the host view accepts: "http://" + a 63-character
+ * name + ":65535" fits (longer names get no cross-origin answer). */
+#define ACL_WEB_ORIGIN_MAX 80
+/* The pages' Content-Security-Policy; %s%s%s adds the page's own host at
+ * any port to connect-src (the siblings of one host, web/cors.c). */
+#define ACL_WEB_CSP_FMT                                                                            \
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "                \
+  "connect-src 'self'%s%s%s; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#define ACL_WEB_CSP_MAX 512
 
 typedef struct acl_web_cached {
   struct MHD_Response *resp; /* refcounted by MHD; NULL = none */
   double at;
+  char origin[ACL_WEB_ORIGIN_MAX]; /* the Origin it answers ("": same-origin only) */
 } acl_web_cached_t;
 
 typedef struct acl_sse_msg {
@@ -76,8 +87,10 @@ struct acl_web {
   acl_web_conn_t conns[ACL_WEB_MHD_CONN];
   int nconns;
   struct MHD_Response *r_404, *r_405, *r_421, *r_400_host, *r_503_sse, *r_healthz, *r_head_sse;
-  struct MHD_Response **r_assets;               /* one per acl_web_assets entry */
-  acl_web_cached_t c_metrics, c_state, c_table; /* MHD thread only */
+  struct MHD_Response **r_assets; /* one per acl_web_assets entry */
+  /* MHD thread only; *_cors: the last answer to a sibling's page */
+  acl_web_cached_t c_metrics, c_state, c_table, c_host, c_state_cors, c_host_cors;
+  char csp[ACL_WEB_CSP_MAX]; /* of the assets but the page */
 };
 
 /* sse.c */
@@ -98,6 +111,14 @@ void acl_web_conn_ip(struct MHD_Connection *conn, acl_web_ip_t *ip);
 bool acl_web_ip_eq(const acl_web_ip_t *a, const acl_web_ip_t *b);
 bool acl_web_is_loopback(const char *addr); /* numeric 127/8 or ::1 */
 bool acl_web_host_ok(const char *host);     /* a loopback name or address, port optional */
+
+/* cors.c */
+/* The request's Origin when it may read this endpoint cross-origin (a
+ * process of this host at another port), else NULL. */
+const char *acl_web_cors_origin(acl_web_t *w, struct MHD_Connection *conn);
+/* The dashboard page with a CSP for this request's host name. NULL: ENOMEM. */
+struct MHD_Response *acl_web_page_response(acl_web_t *w, struct MHD_Connection *conn,
+                                           const acl_web_asset_t *a);
 
 /* routes.c */
 enum MHD_Result acl_web_route(void *cls, struct MHD_Connection *conn, const char *url,

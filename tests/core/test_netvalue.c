@@ -253,3 +253,36 @@ Test(report, totals_rows_and_text)
   acl_sb_free(&sb);
   free(s);
 }
+
+/* A workload with a net saving but no NCCL time yet (re-tuning: its new
+ * baseline is not measured) does not inflate the share: the percentage is
+ * taken over the workloads that have both, and says so. */
+Test(report, share_saved_is_over_workloads_with_both)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  s->nworkloads = 2;
+  for (int i = 0; i < 2; i++) {
+    acl_snap_workload_t *w = &s->workloads[i];
+    w->calls = 100;
+    w->has_net = true;
+    w->time_saved_seconds = 0.01;
+    w->phase = i ? ACL_PHASE_RETUNING : ACL_PHASE_CONVERGED;
+  }
+  s->workloads[0].has_baseline = true;
+  s->workloads[0].baseline_seconds = 1e-3; /* 100 ms of NCCL time */
+  acl_report_totals_t t;
+  acl_report_totals(s, &t);
+  NEAR(t.net_saved_seconds, 0.02);
+  NEAR(t.nccl_seconds, 0.1);
+  NEAR(t.priced_saved_seconds, 0.01);
+  NEAR(t.priced_nccl_seconds, 0.1);
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_report_totals_line(&t, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "(+10.00 % where both are known)"), "%s", sb.data);
+  cr_expect(!strstr(sb.data, "+20.00 %"), "%s", sb.data);
+  acl_sb_free(&sb);
+  free(s);
+}

@@ -2,6 +2,8 @@
 """autoccl-sim --port P while another process serves P:
 the simulator must neither advertise P nor read that process's figures as
 its own; it says its endpoint is off. Bounded: the sim runs 3 s.
+A demo (--demo, 600 s by default) on a busy port stops at once instead,
+with a message that names the port and suggests --port.
 
 usage: port_taken.py SIM PLUGIN
 """
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 SIM, PLUGIN = sys.argv[1], sys.argv[2]
 FOREIGN = 999.5  # the other process's consensus wait: must not show up
@@ -54,8 +57,19 @@ env = dict(os.environ, AUTOCCL_HTTP_PORT="")
 r = subprocess.run([SIM, "--plugin", PLUGIN, "--json", "--ranks", "2", "--duration", "3",
                     "--workload", "tp", "--port", str(port)],
                    capture_output=True, text=True, timeout=60, env=env)
-srv.shutdown()
 problems = []
+t0 = time.monotonic()
+d = subprocess.run([SIM, "--plugin", PLUGIN, "--demo", "--port", str(port)],
+                   capture_output=True, text=True, timeout=60, env=env)
+took = time.monotonic() - t0
+srv.shutdown()
+if d.returncode != 2 or took > 5:
+    problems.append(f"--demo on busy port {port}: exit status {d.returncode} after {took:.1f} s, "
+                    "want 2 within 5 s")
+if f"port {port} is in use" not in d.stderr or "--port P" not in d.stderr:
+    problems.append(f"--demo on a busy port: the message does not name port {port} and --port")
+print(f"port-taken: --demo on a busy port: exit {d.returncode} after {took:.2f} s: "
+      f"{d.stderr.splitlines()[0] if d.stderr else ''}")
 if r.returncode != 0:
     problems.append(f"exit status {r.returncode}")
 lines = [l for l in r.stdout.splitlines() if l.startswith("{")]

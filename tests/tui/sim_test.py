@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """autoccl-top against autoccl-sim: the real plugin, loaded by simulated
 ranks (one process each), serving the endpoint on ports P, P+1, ...; all of
-them are watched at once and merged by communicator. Bounded in time.
+them are watched at once and merged by communicator; one URL finds the
+host's other local ranks (its /api/v1/host), a local rank that does not
+answer is shown as such while the others still show, and at 80 columns the
+connection lines are cut at a field or word, marked. Bounded in time.
 
   sim_test.py AUTOCCL_TOP AUTOCCL_SIM"""
 import json
@@ -48,11 +51,73 @@ def up(port):
         return False
 
 
+def get_host(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/host" % port, timeout=5) as r:
+        return json.load(r)
+
+
+def words(text):
+    """Words with digits blanked (timings in error texts vary by run)."""
+    return ["".join("0" if c.isdigit() else c for c in w) for w in text.split()]
+
+
+def check_host_view(urls, ports, ranks_on):
+    # The host list: every local rank with its pid and port.
+    host = get_host(ports[0])
+    procs = host.get("processes", [])
+    t.check("/api/v1/host lists the 4 local ranks and their ports",
+            [p["local_rank"] for p in procs] == [0, 1, 2, 3] and
+            [p["port"] for p in procs] == ports and
+            all(get_host(p)["processes"] == procs for p in ports[1:]), host)
+    # One URL, no --local-ranks: the endpoint names its siblings.
+    r = subprocess.run([t.TOP, "--url", urls[0], "--once", "--json"], capture_output=True,
+                       text=True, timeout=30, env=t.ENV)
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    t.check("one URL without --local-ranks: every local rank's workloads",
+            r.returncode == 0 and [x["url"] for x in doc.get("sources", [])] == urls and
+            {w["source"] for w in doc.get("workloads", [])} == set(urls), r.stderr[-300:])
+    # Local rank 3 stops answering (stopped; its port still accepts).
+    stopped = procs[3]["pid"]
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        r = subprocess.run([t.TOP, "--url", urls[0], "--once", "--json"], capture_output=True,
+                           text=True, timeout=30, env=t.ENV)
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        src = {x["url"]: x for x in doc.get("sources", [])}
+        err3 = (src.get(urls[3]) or {}).get("error") or ""
+        t.check("a silent local rank: absent, the others shown, exit 0",
+                r.returncode == 0 and src.get(urls[3], {}).get("status", "").startswith("no answer")
+                and err3 and {w["source"] for w in doc.get("workloads", [])} == set(urls[:3]),
+                (r.returncode, r.stderr[-300:], src.get(urls[3])))
+        t.session("w80", "%s --url %s -d 0.5" % (t.TOP, urls[0]), w=80, h=30)
+        scr = t.wait_for("w80", lambda s: "no answer" in s and len(ranks_on(s) - {""}) >= 3, 15)
+        t.check("80 columns: rows of the 3 answering ranks, none of the silent one",
+                ranks_on(scr) - {""} == {"0", "1", "2"}, scr[:800])
+        lines = [ln.rstrip() for ln in scr.split("\n") if ln.startswith("http://")]
+        ok = [ln for ln in lines if "connected (stream)" in ln or "connected (polling)" in ln]
+        silent = [ln for ln in lines if "no answer" in ln]
+        t.check("80 columns: answering lines end on a whole field",
+                len(ok) == 3 and all(ln.split()[-2] == "pid" and ln.split()[-1].isdigit()
+                                     for ln in ok), lines)
+        full = words(urls[3] + "  no answer \u2014 retrying  " + err3)
+        cut = silent[0][:-1].rstrip() if silent and silent[0].endswith("\u2026") else None
+        t.check("80 columns: the silent line is cut at a word and marked with an ellipsis",
+                cut is not None and len(silent[0]) <= 80 and
+                words(cut) == full[:len(words(cut))], (silent, err3))
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+    scr = t.wait_for("w80", lambda s: len(ranks_on(s) - {""}) >= 4, 15)
+    t.check("the local rank answers again: its rows come back", ranks_on(scr) >= {"0", "1", "2", "3"},
+            scr[:800])
+    t.keys("w80", "q")
+
+
 def main():
     t.TOP, sim = sys.argv[1], sys.argv[2]
     base = free_base()
     t0 = time.monotonic()
-    proc = subprocess.Popen([sim, "--port", str(base), "--duration", "40", "--realtime", "-q"],
+    proc = subprocess.Popen([sim, "--ranks", "4", "--port", str(base), "--duration", "70",
+                             "--realtime", "-q"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
@@ -123,6 +188,7 @@ def main():
         t.check("the screen shows the 4 ranks from one URL",
                 ranks_on(scr) >= {"0", "1", "2", "3"}, scr[:800])
         t.keys("one", "q")
+        check_host_view(urls, ports, ranks_on)
     finally:
         t.tmux("kill-server", check_rc=False)
         if proc.poll() is None:

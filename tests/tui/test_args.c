@@ -126,3 +126,46 @@ Test(args, local_ranks_from_one_url)
   bad(ARGC("-u", "h:1", "-u", "h:2", "-l", "2"), ARGV("-u", "h:1", "-u", "h:2", "-l", "2"),
       "given twice");
 }
+
+/* One URL for a host without --local-ranks: the endpoint's /api/v1/host
+ * adds its siblings (same host name and prefix, their ports); watched URLs
+ * are not added twice, processes without an endpoint are skipped, and a
+ * document that is not a host list adds nothing. */
+Test(args, siblings_from_host_document)
+{
+  char err[256];
+  cr_assert_eq(PARSE(&o, err, "--url", "http://[::1]:9464/p"), 0, "%s", err);
+  cr_assert_eq(o.nuser, 1);
+  const char *doc = "{\"version\":1,\"processes\":[{\"local_rank\":0,\"pid\":1,\"port\":9464},"
+                    "{\"local_rank\":1,\"pid\":2,\"port\":9465},{\"local_rank\":2,\"pid\":3,"
+                    "\"port\":null},{\"local_rank\":3,\"pid\":4,\"port\":70000}]}";
+  cr_assert_eq(acl_top_add_siblings(&o, 0, doc, err, sizeof(err)), 1);
+  cr_assert_eq(o.nurls, 2);
+  cr_expect_str_eq(o.urls[1], "http://[::1]:9465/p");
+  cr_assert_eq(acl_top_add_siblings(&o, 0, doc, err, sizeof(err)), 0); /* already watched */
+  cr_assert_eq(acl_top_add_siblings(&o, 0, "{\"version\":1}", err, sizeof(err)), -1);
+  cr_expect(strstr(err, "processes") != NULL, "%s", err);
+  cr_assert_eq(acl_top_add_siblings(&o, 0, "not json", err, sizeof(err)), -1);
+  cr_assert_eq(o.nurls, 2);
+}
+
+/* Connection lines: whole fields while they fit, then a cut at a word and
+ * an ellipsis; the first field (the URL) may be cut anywhere. */
+Test(args, fit_fields_cuts_at_a_word)
+{
+  char out[256];
+  const char *f[] = {"http://127.0.0.1:9467", "no answer \xe2\x80\x94 retrying",
+                     "Operation timed out after 5000 milliseconds"};
+  acl_top_fit_fields(out, sizeof(out), f, 3, 200, true);
+  cr_expect_str_eq(out, "http://127.0.0.1:9467  no answer \xe2\x80\x94 retrying  Operation timed "
+                        "out after 5000 milliseconds");
+  acl_top_fit_fields(out, sizeof(out), f, 3, 61, true); /* 45 columns before the error */
+  cr_expect_str_eq(out, "http://127.0.0.1:9467  no answer \xe2\x80\x94 retrying  Operation "
+                        "timed\xe2\x80\xa6");
+  acl_top_fit_fields(out, sizeof(out), f, 3, 60, false);
+  cr_expect_str_eq(out, "http://127.0.0.1:9467  no answer \xe2\x80\x94 retrying  Operation...");
+  acl_top_fit_fields(out, sizeof(out), f, 3, 30, true); /* the label does not fit a word */
+  cr_expect_str_eq(out, "http://127.0.0.1:9467  no\xe2\x80\xa6");
+  acl_top_fit_fields(out, sizeof(out), f, 3, 10, true);
+  cr_expect_str_eq(out, "http://12\xe2\x80\xa6");
+}

@@ -18,7 +18,10 @@ import sys
 import time
 import urllib.request
 
-PROFILE, URL, FIX_PID, OUT = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+PROFILE = URL = OUT = None  # set from the command line (cdp_host.py imports this file)
+FIX_PID = 0
+if __name__ == "__main__":
+    PROFILE, URL, FIX_PID, OUT = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
 
 class WS:
@@ -181,8 +184,9 @@ def check_poll_mode(ws):
     print("cdp: ?poll=1 renders and refreshes without the event stream")
 
 
-def main():
-    port_file = os.path.join(PROFILE, "DevToolsActivePort")
+def devtools(profile):
+    """The WebSocket of the page of the Chromium that runs with profile."""
+    port_file = os.path.join(profile, "DevToolsActivePort")
     for _ in range(300):
         if os.path.exists(port_file) and open(port_file).read().count("\n") >= 1:
             break
@@ -195,7 +199,11 @@ def main():
         if pages:
             break
         time.sleep(0.1)
-    ws = WS(pages[0]["webSocketDebuggerUrl"])
+    return WS(pages[0]["webSocketDebuggerUrl"])
+
+
+def main():
+    ws = devtools(PROFILE)
     ws.call("Runtime.enable")
     ws.call("Page.enable")
     ws.call("Emulation.setDeviceMetricsOverride", width=1400, height=1100, deviceScaleFactor=1, mobile=False)

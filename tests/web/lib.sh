@@ -61,3 +61,15 @@ free_port() {
 
 # curl_code URL [curl args...]: prints the HTTP status (000 on failure).
 curl_code() { local u=$1; shift; curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$u" || true; }
+
+# start_chromium: headless Chromium with DevTools on a free port, profile
+# in $PROFILE (cdp_dashboard.py reads its DevToolsActivePort); sets CHR.
+start_chromium() {
+  PROFILE="$TMP/chromium-profile"
+  mkdir -p "$PROFILE"
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --disable-dev-shm-usage --user-data-dir="$PROFILE" --remote-debugging-port=0 \
+    --remote-allow-origins='*' about:blank >"$TMP/chromium.log" 2>&1 &
+  CHR=$!; PIDS+=("$CHR")
+}

@@ -12,13 +12,7 @@ timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usag
   --screenshot="$OUT_DIR/dashboard-capture.png" "$BASE/?poll=1" >"$TMP/capture.log" 2>&1 || crc=$?
 [ "$crc" -eq 0 ] && [ -s "$OUT_DIR/dashboard-capture.png" ] ||
   { tail -5 "$TMP/capture.log" >&2; fail "headless capture of /?poll=1 did not finish (rc=$crc)"; }
-PROFILE="$TMP/chromium-profile"
-mkdir -p "$PROFILE"
-chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-  --disable-background-networking --disable-component-update --disable-sync \
-  --disable-dev-shm-usage --user-data-dir="$PROFILE" --remote-debugging-port=0 \
-  --remote-allow-origins='*' about:blank >"$TMP/chromium.log" 2>&1 &
-CHR=$!; PIDS+=("$CHR")
+start_chromium
 rc=0
 timeout 120 python3 "$HERE/cdp_dashboard.py" "$PROFILE" "$BASE/" "$FIX_PID" "$OUT_DIR" || rc=$?
 kill -TERM "$CHR" 2>/dev/null || true

@@ -37,7 +37,7 @@ static void r_table(void *u, acl_strbuf_t *out)
   (void)u;
   acl_sb_puts(out, "{\"version\":1,\"entries\":[]}");
 }
-static const acl_web_source_t k_src = {NULL, r_metrics, r_state, r_table};
+static const acl_web_source_t k_src = {NULL, r_metrics, r_state, r_table, NULL, NULL};
 
 static const char *g_src; /* source address of the next dials; NULL: any */
 
@@ -71,12 +71,10 @@ static void send_all(int fd, const char *s)
 }
 
 /* One request with Connection: close; the whole response in buf. */
-static size_t http(int port, const char *method, const char *path, char *buf, size_t len)
+/* Sends req on a new connection, reads the whole answer into buf. */
+static size_t exchange(int port, const char *req, char *buf, size_t len)
 {
   int fd = dial(port);
-  char req[512];
-  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-           method, path);
   send_all(fd, req);
   size_t n = 0;
   ssize_t k;
@@ -85,6 +83,14 @@ static size_t http(int port, const char *method, const char *path, char *buf, si
   buf[n] = '\0';
   close(fd);
   return n;
+}
+
+static size_t http(int port, const char *method, const char *path, char *buf, size_t len)
+{
+  char req[512];
+  snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           method, path);
+  return exchange(port, req, buf, len);
 }
 
 /* Reads until needle shows up (or timeout); returns whether it did. */
@@ -160,7 +166,7 @@ Test(server, routes_and_status_codes)
 
 Test(server, render_failure_and_missing_source)
 {
-  acl_web_source_t src = {NULL, r_fail, NULL, NULL};
+  acl_web_source_t src = {NULL, r_fail, NULL, NULL, NULL, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   http(acl_web_port(w), "GET", "/metrics", b, sizeof(b));
@@ -383,7 +389,7 @@ static void r_count(void *u, acl_strbuf_t *out)
 
 Test(server, renders_are_reused_briefly_then_refreshed)
 {
-  acl_web_source_t src = {NULL, r_count, r_count, NULL};
+  acl_web_source_t src = {NULL, r_count, r_count, NULL, NULL, NULL};
   acl_web_t *w = start(&src);
   static char b[4096];
   g_renders = 0;
@@ -398,5 +404,77 @@ Test(server, renders_are_reused_briefly_then_refreshed)
   char want[32];
   snprintf(want, sizeof(want), "\r\n\r\nn %d\n", g_renders);
   cr_assert(strstr(b, want), "%s", b);
+  acl_web_stop(w);
+}
+
+/* The host view's cross-origin rule (web/cors.c): a page of this host's
+ * other process (its port, by the request's own Host name) may read the
+ * state and the host list; nothing else may, and a cached answer never
+ * carries one client's Origin to another. */
+static bool peer_7001(void *u, int port)
+{
+  (void)u;
+  return port == 7001;
+}
+static void r_host(void *u, acl_strbuf_t *out)
+{
+  (void)u;
+  acl_sb_puts(out, "{\"version\":1,\"processes\":[]}");
+}
+
+static void get_origin(int port, const char *path, const char *host, const char *origin, char *b,
+                       size_t len)
+{
+  char req[512];
+  snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n", path,
+           host, origin ? "Origin: " : "", origin ? origin : "", origin ? "\r\n" : "");
+  exchange(port, req, b, len);
+}
+
+Test(server, cors_only_for_a_sibling_page)
+{
+  acl_web_source_t src = {NULL, r_metrics, r_state, r_table, r_host, peer_7001};
+  acl_web_t *w = start(&src);
+  int port = acl_web_port(w);
+  static char b[65536];
+  static const struct {
+    const char *path, *host, *origin;
+    bool allowed;
+  } cases[] = {
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001", true},
+      {"/api/v1/host", "localhost:1", "http://localhost:7001", true},
+      {"/api/v1/state", "127.0.0.1:1", NULL, false},                     /* same origin */
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7002", false},  /* no such sibling */
+      {"/api/v1/state", "127.0.0.1:1", "http://localhost:7001", false},  /* another name */
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1", false},       /* no port */
+      {"/api/v1/state", "127.0.0.1:1", "https://127.0.0.1:7001", false}, /* another scheme */
+      {"/api/v1/state", "127.0.0.1:1", "null", false},
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001/x", false},
+      {"/metrics", "127.0.0.1:1", "http://127.0.0.1:7001", false},
+      {"/api/v1/table", "127.0.0.1:1", "http://127.0.0.1:7001", false},
+      {"/api/v1/state", "127.0.0.1:1", "http://127.0.0.1:7001", true}, /* cached apart */
+      {"/api/v1/state", "127.0.0.1:1", NULL, false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    get_origin(port, cases[i].path, cases[i].host, cases[i].origin, b, sizeof(b));
+    cr_expect(strncmp(b, "HTTP/1.1 200", 12) == 0, "%s %s: %.40s", cases[i].path,
+              cases[i].origin ? cases[i].origin : "-", b);
+    char want[128];
+    snprintf(want, sizeof(want), "Access-Control-Allow-Origin: %s\r\n",
+             cases[i].origin ? cases[i].origin : "");
+    bool has = strstr(b, "Access-Control-Allow-Origin:") != NULL;
+    cr_expect_eq(has, cases[i].allowed, "%s Origin %s: ACAO %s", cases[i].path,
+                 cases[i].origin ? cases[i].origin : "-", has ? "sent" : "absent");
+    if (cases[i].allowed)
+      cr_expect(strstr(b, want) && strstr(b, "Vary: Origin\r\n"), "%s", b);
+  }
+  /* A foreign Host is refused before any Origin is looked at. */
+  get_origin(port, "/api/v1/state", "evil.example:1", "http://evil.example:7001", b, sizeof(b));
+  cr_expect(strncmp(b, "HTTP/1.1 421", 12) == 0, "%.40s", b);
+  /* The page may fetch from its own host name at any port, nothing else. */
+  get_origin(port, "/", "localhost:1", NULL, b, sizeof(b));
+  cr_expect(strstr(b, "connect-src 'self' http://localhost:*;"), "%.600s", b);
+  get_origin(port, "/app.js", "localhost:1", NULL, b, sizeof(b));
+  cr_expect(strstr(b, "connect-src 'self';"), "%.600s", b);
   acl_web_stop(w);
 }

@@ -18,9 +18,10 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-/* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a block
- * carries its safe candidate (what a call captured into a CUDA graph runs) */
-#define ACL_CONS_LAYOUT 4u
+/* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
+ * process's endpoint port; 5: a block carries its safe candidate (what a
+ * call captured into a CUDA graph runs) */
+#define ACL_CONS_LAYOUT 5u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -119,6 +120,10 @@ typedef struct cons_proc {
   int32_t pid;
   uint32_t refs;
   uint64_t start_time; /* /proc/<pid>/stat field 22; 0 unknown */
+  /* Its HTTP endpoint (acl_cons_set_endpoint): the host view lists the
+   * processes of a host from here. 0: none (yet). */
+  int32_t http_port;
+  int32_t local_rank;
 } cons_proc_t;
 
 /* Settings that change decisions, the one copy every workload's search is

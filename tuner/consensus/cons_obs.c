@@ -2,6 +2,7 @@
  * and the test hook. Decisions are in consensus.c. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tuner/consensus/cons_int.h"
 
@@ -177,6 +178,33 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
     }
     cons_unlock(c->hdr);
   }
+}
+
+void acl_cons_set_endpoint(acl_cons_t *c, int local_rank, int http_port)
+{
+  if (!c || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
+    return;
+  cons_hdr_t *h = c->hdr;
+  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++)
+    if (h->procs[i].pid == getpid()) {
+      h->procs[i].http_port = http_port;
+      h->procs[i].local_rank = local_rank;
+    }
+  cons_unlock(h);
+}
+
+int acl_cons_peers(acl_cons_t *c, acl_cons_peer_t *out, int max)
+{
+  if (!c || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
+    return -1;
+  cons_hdr_t *h = c->hdr;
+  int k = 0;
+  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && k < max; i++)
+    out[k++] = (acl_cons_peer_t){.pid = h->procs[i].pid,
+                                 .local_rank = h->procs[i].local_rank,
+                                 .http_port = h->procs[i].http_port};
+  cons_unlock(h);
+  return k;
 }
 
 int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)

@@ -118,4 +118,19 @@ typedef struct acl_cons_stats {
 } acl_cons_stats_t;
 void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st);
 
+/* A process of this host attached to the communicator, and the port its
+ * HTTP endpoint serves (0: none). */
+typedef struct acl_cons_peer {
+  int pid;
+  int local_rank;
+  int http_port;
+} acl_cons_peer_t;
+
+/* Records this process's endpoint in the segment (for every other local
+ * process's host view). Bounded wait on the lock; a miss is harmless. */
+void acl_cons_set_endpoint(acl_cons_t *c, int local_rank, int http_port);
+/* The processes of this host attached to c, up to max. -1 when the lock
+ * was not obtained within the observers' bound. */
+int acl_cons_peers(acl_cons_t *c, acl_cons_peer_t *out, int max);
+
 #endif

@@ -210,6 +210,7 @@ static void join_consensus_locked(acl_rank_t *r)
       .chunk_axis = r->abi >= 6 && acl_proc.cfg.chunk_axis,
   };
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
+  acl_obs_joined_locked(r); /* this process's endpoint, for the host view */
   if (!r->cons && acl_proc.cfg.mode != ACL_MODE_ONLINE &&
       !strstr(r->cons_err, "AUTOCCL_MODE differs")) {
     /* Off and static modes never need the segment to be safe, only to

@@ -151,6 +151,8 @@ void acl_chunk_choose(acl_chunk_pending_t *pe, const acl_candidate_t *c);
 /* plugin_obs.c; called with acl_proc.lock held. */
 void acl_obs_start_locked(void);
 void acl_obs_stop_locked(void);
+/* r joined its segment: records this process's endpoint there (host view). */
+void acl_obs_joined_locked(struct acl_rank *r);
 /* The snapshot of /api/v1/state, built in two steps: the process's fields,
  * then one rank at a time (the job report keeps ranks as they finalize). */
 void acl_obs_snap_head_locked(acl_snapshot_t *s);

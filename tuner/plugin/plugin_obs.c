@@ -167,6 +167,93 @@ static void src_table(void *user, acl_strbuf_t *out)
   pthread_mutex_unlock(&acl_proc.lock);
 }
 
+/* ---- one view per host --------------------------------------------------- */
+
+/* Processes listed in /api/v1/host: the consensus segment records at most
+ * this many per communicator (ACL_CONS_MAX_PROCS). */
+#define HOST_MAX_PEERS 128
+
+static int peer_cmp(const void *a, const void *b)
+{
+  const acl_cons_peer_t *x = a, *y = b;
+  return x->local_rank != y->local_rank
+             ? (x->local_rank > y->local_rank) - (x->local_rank < y->local_rank)
+             : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* This host's processes: the union, by pid, of every communicator's
+ * segment, this process included; sorted by local rank. */
+static int host_peers(acl_cons_peer_t *out, int max)
+{
+  acl_cons_peer_t tmp[HOST_MAX_PEERS];
+  pthread_mutex_lock(&acl_proc.lock);
+  int n = 0;
+  out[n++] = (acl_cons_peer_t){.pid = (int)getpid(),
+                               .local_rank = acl_proc.cfg.local_rank,
+                               .http_port = acl_proc.web ? acl_web_port(acl_proc.web) : 0};
+  for (acl_rank_t *r = acl_proc.ranks; r; r = r->next) {
+    int k = r->cons ? acl_cons_peers(r->cons, tmp, HOST_MAX_PEERS) : 0;
+    for (int i = 0; i < k; i++) {
+      bool seen = false;
+      for (int j = 0; j < n && !seen; j++)
+        seen = out[j].pid == tmp[i].pid;
+      if (!seen && n < max)
+        out[n++] = tmp[i];
+    }
+  }
+  pthread_mutex_unlock(&acl_proc.lock);
+  qsort(out, (size_t)n, sizeof(*out), peer_cmp);
+  return n;
+}
+
+/* GET /api/v1/host (docs/api.md). A process whose endpoint is not known
+ * (none, or not started yet) has "port": null. */
+static void src_host(void *user, acl_strbuf_t *out)
+{
+  (void)user;
+  acl_cons_peer_t *p = calloc(HOST_MAX_PEERS, sizeof(*p));
+  if (!p) {
+    out->failed = true;
+    return;
+  }
+  int n = host_peers(p, HOST_MAX_PEERS);
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  acl_sb_printf(out, "{\"version\":1,\"host\":");
+  acl_sb_json_str(out, host);
+  acl_sb_printf(out, ",\"pid\":%d,\"local_rank\":%d,\"processes\":[", (int)getpid(),
+                acl_proc.cfg.local_rank);
+  for (int i = 0; i < n; i++) {
+    acl_sb_printf(out, "%s{\"local_rank\":%d,\"pid\":%d,\"port\":", i ? "," : "", p[i].local_rank,
+                  p[i].pid);
+    if (p[i].http_port > 0)
+      acl_sb_printf(out, "%d}", p[i].http_port);
+    else
+      acl_sb_puts(out, "null}");
+  }
+  acl_sb_puts(out, "]}\n");
+  free(p);
+}
+
+static bool src_is_peer_port(void *user, int port)
+{
+  (void)user;
+  acl_cons_peer_t *p = calloc(HOST_MAX_PEERS, sizeof(*p));
+  bool found = false;
+  int n = p ? host_peers(p, HOST_MAX_PEERS) : 0;
+  for (int i = 0; i < n && !found; i++)
+    found = p[i].http_port == port && p[i].pid != (int)getpid();
+  free(p);
+  return found;
+}
+
+void acl_obs_joined_locked(acl_rank_t *r)
+{
+  if (r && r->cons)
+    acl_cons_set_endpoint(r->cons, acl_proc.cfg.local_rank,
+                          acl_proc.web ? acl_web_port(acl_proc.web) : 0);
+}
+
 /* What the watcher remembers per workload to notice changes. */
 typedef struct seen {
   uint64_t comm_id;
@@ -257,7 +344,9 @@ void acl_obs_start_locked(void)
   acl_web_source_t src = {.user = NULL,
                           .render_metrics = src_metrics,
                           .render_state = src_state,
-                          .render_table = src_table};
+                          .render_table = src_table,
+                          .render_host = src_host,
+                          .is_peer_port = src_is_peer_port};
   if (port > 65535) {
     snprintf(err, sizeof(err), "port %d (AUTOCCL_HTTP_PORT + local rank %d) is out of range", port,
              cfg->local_rank);
@@ -270,6 +359,8 @@ void acl_obs_start_locked(void)
     acl_warn("HTTP endpoint disabled: %s", err);
     return;
   }
+  for (acl_rank_t *r = acl_proc.ranks; r; r = r->next)
+    acl_obs_joined_locked(r); /* communicators that joined before it started */
   char hp[96];
   acl_info("endpoint on http://%s/ (metrics at /metrics)",
            acl_fmt_hostport(hp, sizeof(hp), cfg->http_bind, acl_web_port(acl_proc.web)));

@@ -2,19 +2,27 @@
 // event of the /api/v1/events stream. No libraries, no network but this host.
 // With ?poll=1 it polls the state instead of holding the event stream open,
 // so headless captures (chromium --virtual-time-budget) can finish.
+// One view per host: /api/v1/host lists the host's processes; the state of
+// each sibling is read from its own port on this host name (its endpoint
+// answers this page's Origin), and the page shows them all with the host's
+// totals. A sibling that does not answer is shown as such, never as zeros.
 'use strict';
 
 const REFRESH_MIN_MS = 500;    // at most two state fetches a second
 const POLL_MS = 10000;         // fallback refresh when no events arrive
 const POLL_ONLY_MS = 1000;     // ?poll=1: refresh period, no stream
 const RECONNECT_MS = 3000;     // when the browser gave up on the stream
+const HOST_MS = 10000;         // re-read the host's process list this often
+const SIBLING_TIMEOUT_MS = 2000; // a sibling slower than this is "no answer"
 const POLL_ONLY = new URLSearchParams(window.location.search).get('poll') === '1';
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2',
                  '#ca8a04', '#db2777', '#4b5563', '#65a30d', '#7c3aed', '#0d9488'];
 const $ = (id) => document.getElementById(id);
 
-let state = null;
+let state = null;    // the merged view of every answering process of the host
+let procs = [];      // this host's processes: {local_rank, pid, port, self, ok, error, state}
+let hostReadAt = -Infinity;
 let selectedKey = null;
 let refreshTimer = null;
 let lastRefresh = 0;
@@ -122,6 +130,44 @@ function renderTable() {
   tbody.replaceChildren(...rows);
   $('empty').hidden = rows.length > 0;
   $('truncated').hidden = !state.workloads_truncated;
+}
+
+// Host totals of the processes that answered (null when none measured it).
+function sumOpt(list, f) {
+  let v = null;
+  for (const x of list) if (isNum(f(x))) v = (v || 0) + f(x);
+  return v;
+}
+function hostJob(sts) {
+  const col = sumOpt(sts, (s) => (s.job || {}).collective_seconds);
+  const exp = sumOpt(sts, (s) => (s.job || {}).exposed_seconds);
+  return { collective_seconds: col, exposed_seconds: exp,
+           exposed_share: col > 0 && exp !== null ? exp / col : null,
+           time_saved_seconds: sumOpt(sts, (s) => (s.job || {}).time_saved_seconds) };
+}
+
+function renderHost() {
+  const rows = procs.map((p) => {
+    const tr = document.createElement('tr');
+    tr.className = 'proc ' + (p.ok ? 'answering' : 'no-answer');
+    tr.dataset.localRank = String(p.local_rank);
+    cell(tr, String(p.local_rank) + (p.self ? ' (this page)' : ''));
+    cell(tr, p.port === null ? '—' : String(p.port), 'num');
+    cell(tr, String(p.pid), 'num');
+    cell(tr, p.ok ? 'answering' : 'no answer' + (p.error ? ': ' + p.error : ''),
+         p.ok ? 'ep-ok' : 'ep-none');
+    const ws = p.ok ? p.state.workloads || [] : null;
+    cell(tr, ws ? String(ws.length) : '—', 'num');
+    const t = ws ? totals(ws) : null;
+    const sv = t ? t.saved : null;
+    cell(tr, dash(sv, fmtSigned), 'num' + (isNum(sv) ? (sv > 0 ? ' gain' : sv < 0 ? ' loss' : '') : ''));
+    cell(tr, dash(t ? t.speedup : null, (v) => v.toFixed(3) + '×'), 'num');
+    return tr;
+  });
+  $('host').tBodies[0].replaceChildren(...rows);
+  const ok = procs.filter((p) => p.ok).length;
+  $('host-summary').textContent = procs.length > 1
+    ? ok + ' of ' + procs.length + ' local ranks answering; totals above are theirs' : '';
 }
 
 function renderHeadline() {
@@ -272,15 +318,23 @@ function drawTrajectory(w) {
 
 function render() {
   if (!state) return;
-  $('proc').textContent = state.host + ' · pid ' + state.pid + ' · local rank ' + state.local_rank +
+  const ok = procs.filter((p) => p.ok).length;
+  $('proc').textContent = state.host + ' · ' +
+    (procs.length > 1 ? ok + ' of ' + procs.length + ' local ranks'
+                      : 'pid ' + state.pid + ' · local rank ' + state.local_rank) +
     ' · mode ' + state.mode + ' · up ' + dash(state.uptime_seconds, (v) => v.toFixed(0) + ' s');
+  $('host').dataset.processes = String(procs.length);
+  $('host').dataset.answering = String(ok);
   const ws = state.workloads || [];
   if (!ws.some((w) => wkey(w) === selectedKey)) {
-    const pick = ws.find((w) => !w.decided && w.state !== 'warmup' && w.state !== 'disabled') || ws[0];
+    // First choice: a search under way with points to draw.
+    const live = (w) => !w.decided && w.state !== 'warmup' && w.state !== 'disabled';
+    const pick = ws.find((w) => live(w) && (w.trajectory || []).length) || ws.find(live) || ws[0];
     selectedKey = pick ? wkey(pick) : null;
   }
   renderHeadline();
   renderTable();
+  renderHost();
   renderComms();
   const w = ws.find((x) => wkey(x) === selectedKey) || null;
   $('selected').textContent = w ? commName(w.comm) + ' · ' + w.collective + ' · ' +
@@ -289,17 +343,89 @@ function render() {
   document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
 }
 
+async function getJson(url, timeoutMs) {
+  const ac = new AbortController();
+  const t = setTimeout(() => ac.abort(), timeoutMs);
+  try {
+    const r = await fetch(url, { cache: 'no-store', signal: ac.signal });
+    if (!r.ok) throw new Error('HTTP ' + r.status);
+    return await r.json();
+  } catch (e) {
+    throw new Error(e.name === 'AbortError' ? 'timed out' : e.message);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+// The host's process list: this page's endpoint and its siblings. An
+// endpoint without /api/v1/host (or failing) leaves this process alone.
+async function readHost(own) {
+  let list = null;
+  try {
+    const h = await getJson('/api/v1/host', SIBLING_TIMEOUT_MS);
+    if (Array.isArray(h.processes)) list = h.processes;
+  } catch (e) { /* an older endpoint: one process */ }
+  if (!list || !list.some((p) => p.pid === own.pid))
+    list = [{ local_rank: own.local_rank, pid: own.pid, port: null }];
+  const prev = new Map(procs.map((p) => [p.pid, p]));
+  procs = list.map((p) => Object.assign({ ok: false, error: 'not read yet', state: null },
+                                        prev.get(p.pid) || {},
+                                        { local_rank: p.local_rank, pid: p.pid,
+                                          port: isNum(p.port) ? p.port : null,
+                                          self: p.pid === own.pid }));
+  hostReadAt = Date.now();
+}
+
+function siblingUrl(port) {
+  const h = window.location.hostname;
+  return 'http://' + (h.includes(':') ? '[' + h + ']' : h) + ':' + port + '/api/v1/state';
+}
+
+// Every process's state document merged into one: rows of all, totals of
+// the host (of the processes that answered).
+function merge() {
+  const sts = procs.filter((p) => p.ok).map((p) => p.state);
+  const own = procs.find((p) => p.self);
+  const base = own && own.ok ? own.state : sts[0];
+  const m = Object.assign({}, base);
+  m.workloads = [].concat(...sts.map((s) => s.workloads || []));
+  m.communicators = [].concat(...sts.map((s) => s.communicators || []));
+  m.workloads_truncated = sts.some((s) => s.workloads_truncated);
+  m.job = sts.length > 1 ? hostJob(sts) : base.job;
+  return m;
+}
+
 async function refresh() {
   refreshTimer = null;
   lastRefresh = Date.now();
+  let own;
   try {
-    const r = await fetch('/api/v1/state', { cache: 'no-store' });
-    if (!r.ok) throw new Error('HTTP ' + r.status);
-    state = await r.json();
-    render();
+    own = await getJson('/api/v1/state', SIBLING_TIMEOUT_MS);
   } catch (e) {
     $('proc').textContent = 'state unavailable: ' + e.message;
+    return;
   }
+  if (Date.now() - hostReadAt >= HOST_MS || !procs.some((p) => p.pid === own.pid))
+    await readHost(own);
+  await Promise.all(procs.map(async (p) => {
+    if (p.self) {
+      Object.assign(p, { ok: true, error: null, state: own });
+      return;
+    }
+    if (p.port === null) {
+      Object.assign(p, { ok: false, error: 'no endpoint', state: null });
+      return;
+    }
+    try {
+      const st = await getJson(siblingUrl(p.port), SIBLING_TIMEOUT_MS);
+      if (st.pid !== p.pid) throw new Error('port ' + p.port + ' is served by pid ' + st.pid);
+      Object.assign(p, { ok: true, error: null, state: st });
+    } catch (e) {
+      Object.assign(p, { ok: false, error: e.message, state: null });
+    }
+  }));
+  state = merge();
+  render();
 }
 
 function scheduleRefresh() {
