@@ -133,6 +133,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_sb_puts(sb, "null");
   acl_sb_printf(sb, ", \"retunes\": %" PRIu32 ", \"calls\": %" PRIu64 ", \"bytes_total\": %" PRIu64,
                 w->retunes, w->calls, w->bytes);
+  acl_sb_printf(sb, ", \"captured_calls\": %" PRIu64, w->captured_calls);
   acl_sb_printf(sb, ", \"source\": \"%s\"", acl_source_name(w->source));
   acl_sb_puts(sb, ",\n     \"trajectory\": [");
   int n = clamp_traj(w->traj_len);

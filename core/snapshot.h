@@ -72,6 +72,7 @@ typedef struct acl_snap_workload {
   uint64_t calls_to_converge; /* 0 = not converged */
   uint32_t retunes;
   uint64_t calls;            /* this process's calls of this workload */
+  uint64_t captured_calls;   /* of which captured into a CUDA graph */
   uint64_t bytes;            /* nbytes summed over those calls */
   uint64_t hist[ACL_HIST_N]; /* per-bucket counts (not cumulative) */
   uint64_t dur_count;        /* samples in the histogram (>= sum of hist) */

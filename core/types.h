@@ -68,6 +68,13 @@ typedef enum acl_phase {
   ACL_PHASE_VALIDATING = 8,   /* a new decision runs against NCCL's choice */
   ACL_PHASE_REFINING = 9,     /* a challenger runs against the proven decision */
   ACL_PHASE_PAUSED = 10,      /* validating or refining waits for the budget */
+  /* Not a search state: what the views show for a workload whose latest
+   * call was captured into a CUDA graph (NCCL's profiler said so). Its
+   * replays never reach the tuner and run what the capture got, the proven
+   * decision or NCCL's choice, while the search keeps its own state for
+   * the calls that still come uncaptured; a flag on the workload, named
+   * here so that every view spells it from this one table. */
+  ACL_PHASE_CAPTURED = 11,
   ACL_PHASE_COUNT
 } acl_phase_t;
 

@@ -32,6 +32,10 @@ typedef struct prank {
   uint64_t comm_id;
   int rank, nranks;
   acl_ncclev_rank_t *evr;
+  /* CollApi events (acl_prof_captured): written on the enqueuing thread,
+   * read by getCollInfo, which NCCL runs after ncclGroupEnd. */
+  atomic_bool captured;
+  atomic_ulong captured_events;
 } prank_t;
 
 struct acl_prof {
@@ -352,12 +356,35 @@ int acl_prof_nccl_mask(const acl_prof_t *p)
   return ncclProfileColl | ncclProfileKernelCh;
 }
 
+bool acl_prof_captured(const void *prof_rank)
+{
+  const prank_t *r = prof_rank;
+  return r && atomic_load_explicit(&r->captured, memory_order_relaxed);
+}
+
+uint64_t acl_prof_captured_events(const void *prof_rank)
+{
+  const prank_t *r = prof_rank;
+  return r ? atomic_load_explicit(&r->captured_events, memory_order_relaxed) : 0;
+}
+
 ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
                                  ncclProfilerEventDescr_v5_t *d)
 {
   prank_t *r = prof_rank;
   if (eHandle)
     *eHandle = NULL;
+  if (d && d->type == ncclProfileCollApi) {
+    /* whatever the sample source, even none: capture is about safety */
+    if (r) {
+      atomic_store_explicit(&r->captured, d->collApi.graphCaptured, memory_order_relaxed);
+      if (d->collApi.graphCaptured)
+        atomic_fetch_add_explicit(&r->captured_events, 1, memory_order_relaxed);
+    }
+    return ncclSuccess;
+  }
+  if (d && (d->type & (ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileKernelLaunch)))
+    return ncclSuccess; /* NCCL starts these whenever CollApi is on: not used */
   if (!p || !p->ev)
     return ncclSuccess;
   /* KernelCh events are only sampled when CUPTI is not the source. */

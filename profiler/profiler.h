@@ -64,6 +64,24 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
 /* NCCL profiler v5 events for this rank (the plugin forwards them). The
  * returned mask is what the plugin asks NCCL for. */
 int acl_prof_nccl_mask(const acl_prof_t *p);
+
+/* CUDA-graph capture (README, CUDA graphs). NCCL >= 2.28 (profiler v5)
+ * reports graphCaptured on a CollApi event, which collTaskAppend
+ * (enqueue.cc) starts on the calling thread when the collective is
+ * enqueued, before its group reaches the tuner's getCollInfo
+ * (ncclPrepareTasks, at ncclGroupEnd, possibly on another thread); NCCL
+ * requires every stream of one communicator within a group to be captured
+ * by the same graph, or none. NCCL reads the event mask again for every
+ * call (ncclProfilerStartGroupApiEvent), so the mask the plugin leaves
+ * must always hold this bit. It costs one startEvent call per collective
+ * (its handle is NULL, so no stop follows), and turns on no other event. */
+#define ACL_PROF_CAPTURE_MASK ncclProfileCollApi
+/* Whether the latest collective enqueued on this rank's communicator was
+ * being captured: what its coming getCollInfo calls are. False when the
+ * profiler ABI is not loaded (tuner only) or never said. */
+bool acl_prof_captured(const void *prof_rank);
+/* CollApi events that said captured, on this rank. */
+uint64_t acl_prof_captured_events(const void *prof_rank);
 ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
                                  ncclProfilerEventDescr_v5_t *d);
 ncclResult_t acl_prof_nccl_stop(acl_prof_t *p, void *eHandle);

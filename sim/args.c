@@ -50,6 +50,15 @@ void acl_sim_usage(FILE *f)
         "                         every:PERIOD:LEN=LEVEL and every:PERIOD:FROM-TO=LEVEL;\n"
         "                         LEVEL in 0..1\n"
         "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
+        "  --capture-every N      call k of each communicator is captured into a CUDA graph\n"
+        "                         when k % N == N-1: NCCL's profiler events say so before\n"
+        "                         getCollInfo; the report counts captured calls that ran an\n"
+        "                         exploratory candidate\n"
+        "  --churn-every N        every N steps each rank destroys its communicators and\n"
+        "                         creates them again under new ids (new_group, CommSplit),\n"
+        "                         all but the first of several (the world communicator);\n"
+        "                         the report gives each rank process's /dev/shm entries,\n"
+        "                         descriptors, threads and RSS after the first and last churn\n"
         "  --seed N               seed of noise and jitter (default 1)\n"
         "\n"
         "Run:\n"
@@ -156,6 +165,8 @@ enum {
   OPT_JSON,
   OPT_DEMO,
   OPT_NCCL,
+  OPT_CAPTURE,
+  OPT_CHURN,
 };
 
 static const struct option longopts[] = {
@@ -183,6 +194,8 @@ static const struct option longopts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"demo", no_argument, NULL, OPT_DEMO},
     {"nccl", required_argument, NULL, OPT_NCCL},
+    {"capture-every", required_argument, NULL, OPT_CAPTURE},
+    {"churn-every", required_argument, NULL, OPT_CHURN},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -322,6 +335,16 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       break;
     case OPT_REALTIME:
       o->realtime = true;
+      break;
+    case OPT_CAPTURE:
+      if (!inum(optarg, 1, 1000000, &l))
+        BAD("--capture-every '%s': expected calls 1..1000000", optarg);
+      o->capture_every = (uint32_t)l;
+      break;
+    case OPT_CHURN:
+      if (!inum(optarg, 1, 1000000, &l))
+        BAD("--churn-every '%s': expected steps 1..1000000", optarg);
+      o->churn_every = (uint32_t)l;
       break;
     case OPT_SLOWDOWN:
       if (!num(optarg, 1e-3, 1e6, &o->slowdown))

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/shm.h"
+#include "sim/nccl_model.h"
 #include "sim/sim.h"
 
 static void unlink_own(void *user, const char *name)
@@ -46,6 +47,63 @@ static void rm_logdir(const char *dir)
   rmdir(dir);
 }
 
+uint64_t acl_sim_comm_id(const acl_sim_ctl_t *ctl, int c, uint32_t gen)
+{
+  return gen ? acl_sim_mix(ctl->comm_ids[c] + gen) | 1 : ctl->comm_ids[c];
+}
+
+static uint32_t max_churns(const acl_sim_world_t *w)
+{
+  uint32_t g = 0;
+  for (int r = 0; r < w->o->nranks && r < ACL_SIM_MAX_RANKS; r++)
+    g = w->ctl->rank[r].churns > g ? w->ctl->rank[r].churns : g;
+  return g;
+}
+
+typedef struct seg_count {
+  const acl_sim_world_t *w;
+  int ncomms;
+  uint32_t gens;
+  int n;
+} seg_count_t;
+
+static void count_run_segment(void *user, const char *name)
+{
+  seg_count_t *sc = user;
+  char want[64];
+  for (int c = 0; c < sc->ncomms; c++)
+    for (uint32_t g = 0; g <= sc->gens; g++) {
+      snprintf(want, sizeof(want), "/autoccl-%u-%016llx", (unsigned)getuid(),
+               (unsigned long long)acl_sim_comm_id(sc->w->ctl, c, g));
+      if (strncmp(name, want, strlen(want)) == 0) {
+        sc->n++;
+        return;
+      }
+    }
+}
+
+int acl_sim_run_segments(const acl_sim_world_t *w, int ncomms)
+{
+  char prefix[32];
+  snprintf(prefix, sizeof(prefix), "/autoccl-%u-", (unsigned)getuid());
+  DIR *d = opendir("/dev/shm");
+  if (!d)
+    return -1;
+  closedir(d);
+  seg_count_t sc = {w, ncomms, max_churns(w), 0};
+  acl_shm_scan(prefix, count_run_segment, &sc);
+  return sc.n;
+}
+
+static void unlink_run_segment(void *user, const char *name)
+{
+  seg_count_t *sc = user;
+  int before = sc->n;
+  count_run_segment(user, name);
+  if (sc->n > before)
+    unlink_own(NULL, name);
+}
+
 void acl_sim_cleanup(const acl_sim_world_t *w, int ncomms)
 {
   if (w->logdir[0])
@@ -54,11 +112,18 @@ void acl_sim_cleanup(const acl_sim_world_t *w, int ncomms)
     shm_unlink(w->feed_name);
   /* The ranks' consensus segments: killed ranks never detach. Names carry
    * this run's random communicator ids, so no other job's can match. */
-  for (int c = 0; w->ctl && w->ctl != MAP_FAILED && c < ncomms; c++) {
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "/autoccl-%u-%016llx", (unsigned)getuid(),
-             (unsigned long long)w->ctl->comm_ids[c]);
-    acl_shm_scan(prefix, unlink_own, NULL);
+  if (w->ctl && w->ctl != MAP_FAILED && !w->o->churn_every) {
+    for (int c = 0; c < ncomms; c++) {
+      char prefix[64];
+      snprintf(prefix, sizeof(prefix), "/autoccl-%u-%016llx", (unsigned)getuid(),
+               (unsigned long long)w->ctl->comm_ids[c]);
+      acl_shm_scan(prefix, unlink_own, NULL);
+    }
+  } else if (w->ctl && w->ctl != MAP_FAILED) { /* every generation's ids */
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "/autoccl-%u-", (unsigned)getuid());
+    seg_count_t sc = {w, ncomms, max_churns(w), 0};
+    acl_shm_scan(prefix, unlink_run_segment, &sc);
   }
 }
 

@@ -1,6 +1,7 @@
 /* A rank process: loads the plugin and plays NCCL's part for one or more
  * ranks (per communicator: profiler init, tuner init; per call: cost table,
  * getCollInfo, selection, profiler events; at the end finalize). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -65,6 +66,10 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   /* NCCL reads its event mask when the call is enqueued, before asking the
    * tuner; what the tuner sets applies from the next call on. */
   cr->api_mask = cr->mask;
+  d->captured = o->capture_every && cr->ncalls % o->capture_every == o->capture_every - 1;
+  d->nccl_left = false;
+  if (o->nranks > 1) /* a one-rank collective never reaches collTaskAppend */
+    acl_sim_rank_api_events(d, call, d->captured);
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
     double t0 = acl_mono_s();
     switch (d->pl->tuner_version) {
@@ -109,6 +114,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
     d->failed_call = true;
     return;
   }
+  d->nccl_left = a == def.algo && p == def.proto && nch == 0;
   d->ran.algo = (int8_t)a;
   d->ran.proto = (int8_t)p;
   /* Replay: what NCCL ran (built channels, its own cut for LL at small sizes). */
@@ -146,6 +152,8 @@ static void log_call(rank_drv_t *d)
     e.proto = d->ran.proto;
     e.nchannels = d->ran.nchannels;
     e.chunk_log2 = (int8_t)d->ran.chunk_log2;
+    e.flags = (uint8_t)((d->captured ? ACL_SIM_LOG_CAPTURED : 0u) |
+                        (d->nccl_left ? ACL_SIM_LOG_NCCL : 0u));
   }
   if (fwrite(&e, sizeof(e), 1, d->log) != 1 && !d->slot->error[0])
     snprintf(d->slot->error, sizeof(d->slot->error), "rank %d: writing decision log: %s", d->rank,
@@ -223,7 +231,8 @@ static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
       own_ns = 1;
     if (dur_ns < own_ns)
       dur_ns = own_ns;
-    acl_sim_rank_prof_events(d, call, d->clock_ns, own_ns);
+    if (!d->captured) /* its kernel runs at the graph's replays, not now */
+      acl_sim_rank_prof_events(d, call, d->clock_ns, own_ns);
     d->clock_ns += dur_ns;
   }
   d->comms[call->comm].ncalls++;
@@ -285,6 +294,83 @@ static void publish_overlap(rank_drv_t *d, double level)
   atomic_store(&d->feed->compute_kernels[d->rank], level > 0 ? 2u : 0u);
 }
 
+static uint64_t count_lines(const char *path, const char *needle)
+{
+  FILE *f = fopen(path, "r");
+  char line[512];
+  uint64_t n = 0;
+  while (f && fgets(line, sizeof(line), f))
+    n += strstr(line, needle) != NULL;
+  if (f)
+    fclose(f);
+  return n;
+}
+
+static uint64_t count_dir(const char *path)
+{
+  DIR *d = opendir(path);
+  uint64_t n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static uint64_t rss_kb(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long long kb = 0;
+  while (f && fgets(line, sizeof(line), f))
+    if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+/* Communicator churn (--churn-every): every rank this thread drives
+ * finalizes its communicators and creates them again under the next
+ * generation's ids, as a job calling new_group or ncclCommSplit in a loop
+ * does; with several, communicator 0 is the job's world communicator and
+ * lives throughout. Then the process's resources are recorded
+ * (rank_drv_t.slot). */
+static void churn(rank_drv_t *ds, int n, bool whole_process)
+{
+  const acl_sim_opts_t *o = ds[0].w->o;
+  int from = o->ncomms > 1 ? 1 : 0;
+  char err[256];
+  for (int i = 0; i < n; i++) {
+    for (int c = o->ncomms - 1; c >= from; c--)
+      acl_sim_rank_comm_fini(&ds[i], c);
+    for (int c = from; c < o->ncomms; c++) {
+      comm_rank_t *cr = &ds[i].comms[c];
+      uint64_t ncalls = cr->ncalls; /* noise seeds: the same on every rank */
+      uint32_t gen = cr->gen + 1;
+      memset(cr, 0, sizeof(*cr));
+      cr->ncalls = ncalls;
+      cr->gen = gen;
+      if (acl_sim_rank_comm_init(&ds[i], c, err, sizeof(err)) != 0 && !ds[i].slot->error[0])
+        snprintf(ds[i].slot->error, sizeof(ds[i].slot->error), "%.255s", err);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    acl_sim_rank_slot_t *s = ds[i].slot;
+    s->churns++;
+    if (!whole_process)
+      continue;
+    /* fds: the directory's own descriptor is one of them */
+    uint64_t m[4] = {count_lines("/proc/self/maps", "/dev/shm/"), count_dir("/proc/self/fd") - 1,
+                     count_dir("/proc/self/task"), rss_kb()};
+    if (s->churns == 1 || s->churns == ACL_SIM_CHURN_WARM)
+      memcpy(s->churn_first, m, sizeof(m));
+    memcpy(s->churn_last, m, sizeof(m));
+    s->churn_measured = true;
+  }
+}
+
 /* Drives ranks ds[0..n) from the calling thread (n > 1 only in group mode). */
 static void drive(rank_drv_t *ds, int n)
 {
@@ -297,6 +383,8 @@ static void drive(rank_drv_t *ds, int n)
     double level = acl_sim_interf_level(&o->interf, step);
     for (int i = 0; i < n; i++)
       publish_overlap(&ds[i], level);
+    if (o->churn_every && step > 0 && step % o->churn_every == 0)
+      churn(ds, n, o->group_mode || o->ranks_per_proc == 1);
     for (size_t k = 0; k < w->step->ncalls; k++) {
       const acl_sim_call_t *call = &w->step->calls[k];
       lag_window(&ds[0], step * w->step->ncalls + k);

@@ -20,6 +20,7 @@ typedef struct comm_rank {
   uint64_t ncalls;            /* calls on this communicator (same on every rank) */
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
   bool connected;             /* replay: the first call connected (comm set-up) */
+  uint32_t gen;               /* churn generation (acl_sim_comm_id) */
 } comm_rank_t;
 
 typedef struct rank_drv {
@@ -35,6 +36,8 @@ typedef struct rank_drv {
   /* The call in flight (decided, not yet run). */
   acl_candidate_t ran;
   bool failed_call;
+  bool captured;  /* the call in flight is being captured into a CUDA graph */
+  bool nccl_left; /* the plugin left NCCL's own choice for it */
 } rank_drv_t;
 
 /* Counts a plugin error on this rank's slot and keeps the first message
@@ -47,6 +50,10 @@ int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call);
  * when the tuner fails it, as NCCL fails the communicator) and finalize. */
 int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen);
 void acl_sim_rank_comm_fini(rank_drv_t *d, int c);
+/* What NCCL >= 2.28 emits when it enqueues a collective (collTaskAppend),
+ * before the group reaches getCollInfo: GroupApi and CollApi events, the
+ * latter with graphCaptured, each only when the stamped mask enables it. */
+void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool captured);
 /* The Coll and KernelCh events of a call that ran [start_ns, +dur_ns). */
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
                               uint64_t dur_ns);

@@ -31,7 +31,7 @@ int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
 {
   const acl_sim_opts_t *o = d->w->o;
   comm_rank_t *cr = &d->comms[c];
-  uint64_t id = d->w->ctl->comm_ids[c];
+  uint64_t id = acl_sim_comm_id(d->w->ctl, c, cr->gen);
   char name[64];
   int first = -1;
   for (size_t i = 0; i < d->w->step->ncalls; i++)
@@ -136,6 +136,49 @@ static ncclResult_t prof_start(rank_drv_t *d, void *ctx, void **h, ncclProfilerE
 static ncclResult_t (*prof_stop(rank_drv_t *d))(void *)
 {
   return d->pl->prof6 ? d->pl->prof6->stopEvent : d->pl->prof->stopEvent;
+}
+
+void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool captured)
+{
+  comm_rank_t *cr = &d->comms[call->comm];
+  if (!cr->pinit)
+    return;
+  /* NCCL 2.28 src/plugin/profiler.cc: the masks that start each event */
+  const int group_mask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
+                         ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl |
+                         ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
+                         ncclProfileKernelCh | ncclProfileNetPlugin;
+  const int coll_mask = ncclProfileCollApi | ncclProfileColl | ncclProfileProxyOp |
+                        ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
+  void *gh = NULL, *ch = NULL;
+  ncclResult_t rc;
+  if (cr->api_mask & group_mask) {
+    ncclProfilerEventDescr_v5_t g;
+    memset(&g, 0, sizeof(g));
+    g.type = ncclProfileGroupApi;
+    g.rank = d->rank;
+    g.groupApi.graphCaptured = captured;
+    if ((rc = prof_start(d, cr->pctx, &gh, &g)) != ncclSuccess)
+      acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "startEvent(GroupApi)", rc);
+  }
+  if (cr->api_mask & coll_mask) {
+    ncclProfilerEventDescr_v5_t e;
+    memset(&e, 0, sizeof(e));
+    e.type = ncclProfileCollApi;
+    e.parentObj = gh;
+    e.rank = d->rank;
+    e.collApi.func = acl_coll_name(call->coll);
+    e.collApi.count =
+        acl_sim_count_from_bytes(call->coll, call->nbytes, d->w->o->nranks, ACL_SIM_DTYPE_BYTES);
+    e.collApi.datatype = "ncclFloat32";
+    e.collApi.graphCaptured = captured;
+    if ((rc = prof_start(d, cr->pctx, &ch, &e)) != ncclSuccess)
+      acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "startEvent(CollApi)", rc);
+    if (ch && (rc = prof_stop(d)(ch)) != ncclSuccess)
+      acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "stopEvent(CollApi)", rc);
+  }
+  if (gh && (rc = prof_stop(d)(gh)) != ncclSuccess)
+    acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "stopEvent(GroupApi)", rc);
 }
 
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,

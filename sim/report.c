@@ -27,12 +27,77 @@ typedef struct wstat {
   uint64_t seen;
   uint64_t first_final; /* 1-based workload call where the final decision first ran */
   uint64_t explore;     /* calls that ran anything else */
+  /* captured calls, and those that ran neither NCCL's own choice nor the
+   * final decision: an exploratory candidate frozen into a graph */
+  uint64_t captured, captured_explore;
 } wstat_t;
 
+/* What NCCL ran (and whether it failed); the capture flags aside. */
 static bool same(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
 {
   return a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
-         a->chunk_log2 == b->chunk_log2 && a->flags == b->flags;
+         a->chunk_log2 == b->chunk_log2 &&
+         (a->flags & ACL_SIM_LOG_ERROR) == (b->flags & ACL_SIM_LOG_ERROR);
+}
+
+/* Uncaptured calls of the workload looked at on each side of a captured
+ * one: a decision runs at least 12 of every 16 calls (validation and
+ * refinement interleave 4 of another), an explored candidate a few calls. */
+#define CAPTURE_WINDOW 32
+
+/* Captured calls (rank 0's log) and those that ran an exploratory
+ * candidate: neither NCCL's own choice, nor the final decision, nor what
+ * most of the workload's uncaptured calls just before or just after it ran
+ * (the decision applied then, which a later refinement may have replaced). The
+ * simulator sees what ran, not the plugin's state: a candidate under
+ * validation runs most calls too, so this catches exploration, not an
+ * unproven decision (tests/plugin/test_capture.c checks that). */
+static void count_captured(FILE *f, const acl_sim_step_t *st, wstat_t *ws)
+{
+  size_t n = 0, cap = 0;
+  acl_sim_logent_t *v = NULL, e;
+  if (fseek(f, 0, SEEK_SET) != 0)
+    return;
+  while (fread(&e, sizeof(e), 1, f) == 1) {
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 4096;
+      acl_sim_logent_t *nv = realloc(v, nc * sizeof(*nv));
+      if (!nv)
+        break;
+      v = nv;
+      cap = nc;
+    }
+    v[n++] = e;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!(v[i].flags & ACL_SIM_LOG_CAPTURED))
+      continue;
+    uint32_t wid = st->calls[i % st->ncalls].wid;
+    wstat_t *s = &ws[wid];
+    s->captured++;
+    if ((v[i].flags & ACL_SIM_LOG_NCCL) || same(&v[i], &s->last))
+      continue;
+    bool held = false; /* by most calls before it, or most after it */
+    for (int dir = -1; dir <= 1; dir += 2) {
+      int got = 0, agree = 0;
+      for (size_t j = i; got < CAPTURE_WINDOW && (dir < 0 ? j > 0 : j + 1 < n);) {
+        j = dir < 0 ? j - 1 : j + 1;
+        if (st->calls[j % st->ncalls].wid != wid || (v[j].flags & ACL_SIM_LOG_CAPTURED))
+          continue;
+        got++;
+        agree += same(&v[j], &v[i]);
+      }
+      held = held || 2 * agree > got;
+    }
+    s->captured_explore += !held;
+  }
+  free(v);
+}
+
+/* Ranks agree on a call: the same run, and the same capture flags. */
+static bool agree_eq(const acl_sim_logent_t *a, const acl_sim_logent_t *b)
+{
+  return same(a, b) && a->flags == b->flags;
 }
 
 static void cand_json(acl_strbuf_t *sb, const acl_candidate_t *c)
@@ -53,6 +118,38 @@ static void num_json(acl_strbuf_t *sb, double v)
     acl_sb_printf(sb, "%.6g", v);
   else
     acl_sb_puts(sb, "null");
+}
+
+/* --churn-every: generations made (the fewest of any rank), the run's
+ * consensus segments still in /dev/shm now that every rank is gone, and
+ * each measured rank process's resources after the warm-up churns and
+ * after the last. */
+static void churn_json(const acl_sim_world_t *w, acl_strbuf_t *sb)
+{
+  static const char *const res[4] = {"shm_maps", "fds", "threads", "rss_kb"};
+  uint32_t cycles = UINT32_MAX;
+  for (int r = 0; r < w->o->nranks; r++)
+    cycles = w->ctl->rank[r].churns < cycles ? w->ctl->rank[r].churns : cycles;
+  acl_sb_printf(sb, ",\"churn\":{\"cycles\":%u,\"warm_cycles\":%u,\"segments_left\":%d,\"ranks\":[",
+                cycles == UINT32_MAX ? 0u : cycles, ACL_SIM_CHURN_WARM,
+                acl_sim_run_segments(w, w->o->ncomms));
+  bool first = true;
+  for (int r = 0; r < w->o->nranks; r++) {
+    const acl_sim_rank_slot_t *s = &w->ctl->rank[r];
+    if (!s->churn_measured)
+      continue;
+    acl_sb_printf(sb, "%s{\"rank\":%d", first ? "" : ",", r);
+    first = false;
+    for (int k = 0; k < 2; k++) {
+      const uint64_t *m = k ? s->churn_last : s->churn_first;
+      acl_sb_printf(sb, ",\"%s\":{", k ? "last" : "first");
+      for (int i = 0; i < 4; i++)
+        acl_sb_printf(sb, "%s\"%s\":%llu", i ? "," : "", res[i], (unsigned long long)m[i]);
+      acl_sb_puts(sb, "}");
+    }
+    acl_sb_puts(sb, "}");
+  }
+  acl_sb_puts(sb, "]}");
 }
 
 int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait_s,
@@ -100,7 +197,7 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     }
     bool agree = true;
     for (int r = 1; r < n; r++)
-      agree = agree && same(&row[0], &row[r]);
+      agree = agree && agree_eq(&row[0], &row[r]);
     if (!agree) {
       divergent++;
       if (first_div == UINT64_MAX)
@@ -125,11 +222,13 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     for (uint64_t k = 0; fread(&row[0], sizeof(row[0]), 1, fs[0]) == 1; k++) {
       wstat_t *s = &ws[st->calls[k % st->ncalls].wid];
       s->seen++;
-      if (!same(&s->last, &row[0]))
+      bool fin = same(&s->last, &row[0]);
+      if (!fin)
         s->explore++;
       else if (!s->first_final)
         s->first_final = s->seen;
     }
+    count_captured(fs[0], st, ws);
   }
   uint64_t steps = UINT64_MAX, plugin_errors = 0;
   double gci = 0;
@@ -183,6 +282,8 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
   acl_sb_puts(&sb, ",\"getcollinfo_seconds\":");
   num_json(&sb, gci);
   acl_sim_job_json(w, states, &sb);
+  if (o->churn_every)
+    churn_json(w, &sb);
   acl_sb_puts(&sb, ",\"workloads\":[");
   for (size_t i = 0; i < st->nworkloads; i++) {
     wstat_t *s = &ws[i];
@@ -230,10 +331,12 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
     num_json(&sb, vs_oracle);
     acl_sb_printf(&sb,
                   ",\"calls\":%llu,\"calls_to_converge\":%llu,\"decision_changes\":%llu,"
-                  "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu}",
+                  "\"errors\":%llu,\"first_decision_call\":%llu,\"exploration_calls\":%llu,"
+                  "\"captured_calls\":%llu,\"captured_exploratory\":%llu}",
                   (unsigned long long)s->n, (unsigned long long)s->last_change,
                   (unsigned long long)s->changes, (unsigned long long)s->errors,
-                  (unsigned long long)s->first_final, (unsigned long long)s->explore);
+                  (unsigned long long)s->first_final, (unsigned long long)s->explore,
+                  (unsigned long long)s->captured, (unsigned long long)s->captured_explore);
   }
   acl_sb_puts(&sb, "]}");
   if (!acl_sb_ok(&sb)) {

@@ -52,6 +52,15 @@ typedef struct acl_sim_opts {
   /* --nccl 2.30: tuner v6 (getChunkSize after getCollInfo) and profiler v6
    * are looked up first, and synthetic landscapes have a chunk-size model */
   bool nccl230;
+  /* --capture-every N: call k of a communicator is captured into a CUDA
+   * graph when k % N == N - 1 (0: none); NCCL's profiler API events say so
+   * before getCollInfo (docs/consensus.md, CUDA graphs) */
+  uint32_t capture_every;
+  /* --churn-every N: every N steps each rank destroys its communicators and
+   * creates them again under new ids (torch new_group, ncclCommSplit), all
+   * but communicator 0 when there are several (the world communicator);
+   * 0: they live for the whole run */
+  uint32_t churn_every;
   char plugin[1024];
 } acl_sim_opts_t;
 
@@ -70,7 +79,18 @@ typedef struct acl_sim_rank_slot {
   uint64_t steps_done;
   double gci_seconds; /* wall time inside getCollInfo */
   char error[256];    /* first error, for the report */
+  /* --churn-every: communicator generations this rank went through, and
+   * its process's resources (ACL_SIM_RES_*) after the warm-up churns and
+   * after the last one; measured only where one thread drives the
+   * process's ranks (whole-process counts would race with other threads). */
+  uint32_t churns;
+  bool churn_measured;
+  uint64_t churn_first[4], churn_last[4];
 } acl_sim_rank_slot_t;
+enum { ACL_SIM_RES_SHM_MAPS, ACL_SIM_RES_FDS, ACL_SIM_RES_THREADS, ACL_SIM_RES_RSS_KB };
+/* The first churns load what the plugin makes lazily (its endpoint, the
+ * first communicator's buffers): the comparison starts after them. */
+#define ACL_SIM_CHURN_WARM 20u
 
 typedef struct acl_sim_ctl {
   _Atomic uint32_t stopping;  /* parent wants to stop: wait for stop_step */
@@ -91,6 +111,8 @@ typedef struct acl_sim_logent {
   uint8_t pad[2];
 } acl_sim_logent_t;
 #define ACL_SIM_LOG_ERROR 1u
+#define ACL_SIM_LOG_CAPTURED 2u /* the call was captured into a CUDA graph */
+#define ACL_SIM_LOG_NCCL 4u     /* the plugin left NCCL's own choice (table and channels) */
 
 /* The loaded plugin (one per rank process). */
 typedef struct acl_sim_plugin {
@@ -128,6 +150,12 @@ typedef struct acl_sim_world {
 
 /* cleanup.c: removes the run's feed, logs and consensus segments. */
 void acl_sim_cleanup(const acl_sim_world_t *w, int ncomms);
+/* Communicator c's id in churn generation gen (gen 0: ctl->comm_ids[c]);
+ * the same on every rank. */
+uint64_t acl_sim_comm_id(const acl_sim_ctl_t *ctl, int c, uint32_t gen);
+/* /dev/shm entries left of this run's consensus segments, over every
+ * generation the ranks reached (-1 when /dev/shm cannot be read). */
+int acl_sim_run_segments(const acl_sim_world_t *w, int ncomms);
 /* Forks the guardian that cleans up once the parent and every rank process
  * are gone; returns the descriptor the parent keeps (and its children
  * inherit), -1 when it could not. */

@@ -186,7 +186,7 @@ static int state_rank(const char *s)
   static const acl_phase_t order[] = {
       ACL_PHASE_WARMUP,       ACL_PHASE_BASELINE,  ACL_PHASE_WAIT_BUDGET, ACL_PHASE_EXPLORING,
       ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING,  ACL_PHASE_VALIDATING,  ACL_PHASE_PAUSED,
-      ACL_PHASE_REFINING,     ACL_PHASE_CONVERGED, ACL_PHASE_DISABLED};
+      ACL_PHASE_REFINING,     ACL_PHASE_CONVERGED, ACL_PHASE_CAPTURED,    ACL_PHASE_DISABLED};
   _Static_assert(sizeof order / sizeof order[0] == ACL_PHASE_COUNT, "every state ranked");
   int ph = acl_phase_parse(s);
   for (int i = 0; i < ACL_PHASE_COUNT; i++)

@@ -80,7 +80,9 @@ Test(wire, response_roundtrip_and_strictness)
                         .len = 5,
                         .cand_id = 300,
                         .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0},
-                        .commit = 0x0102030405060708ull};
+                        .commit = 0x0102030405060708ull,
+                        .safe_id = 12,
+                        .safe = {.algo = 1, .proto = 1, .nchannels = 16, .chunk_log2 = -2}};
   acl_relay_resp_t o;
   uint8_t buf[128];
   size_t n = acl_relay_encode_resp(&r, buf, sizeof(buf));
@@ -93,6 +95,8 @@ Test(wire, response_roundtrip_and_strictness)
   cr_assert_eq(o.cand_id, 300);
   cr_assert(acl_candidate_eq(&o.cand, &r.cand));
   cr_assert_eq(o.commit, r.commit);
+  cr_assert_eq(o.safe_id, 12);
+  cr_assert(acl_candidate_eq(&o.safe, &r.safe));
   uint8_t bad[128];
   memcpy(bad, buf, n);
   bad[4 + 2] = ACL_RELAY_NSTATUS;
@@ -105,6 +109,12 @@ Test(wire, response_roundtrip_and_strictness)
   cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
   memcpy(bad, buf, n);
   bad[4 + 35] = 1; /* reserved */
+  cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
+  memcpy(bad, buf, n);
+  bad[4 + 55] = 1; /* reserved */
+  cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
+  memcpy(bad, buf, n);
+  bad[4 + 50] = 7; /* safe algo out of range */
   cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
   memcpy(bad, buf, n);
   bad[4] = 1; /* version 1: no commit */

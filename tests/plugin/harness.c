@@ -132,6 +132,40 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
   *clock += span + 1000;
 }
 
+void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
+                      int captured)
+{
+  static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                       "AllReduce"};
+  /* NCCL 2.28 src/plugin/profiler.cc */
+  int group_mask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
+                   ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
+                   ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh |
+                   ncclProfileNetPlugin;
+  int coll_mask = ncclProfileCollApi | ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
+                  ncclProfileKernelCh | ncclProfileNetPlugin;
+  void *gh = NULL, *ch = NULL;
+  if (mask & group_mask) {
+    ncclProfilerEventDescr_v5_t g = {.type = ncclProfileGroupApi};
+    g.groupApi.graphCaptured = captured != 0;
+    prof->startEvent(pctx, &gh, &g);
+    if (gh)
+      prof->recordEventState(gh, (ncclProfilerEventState_v5_t)23 /* GroupStartApiStop */, NULL);
+  }
+  if (mask & coll_mask) {
+    ncclProfilerEventDescr_v5_t d = {.type = ncclProfileCollApi, .parentObj = gh};
+    d.collApi.func = colls[coll >= 0 && coll < 5 ? coll : 4];
+    d.collApi.count = nbytes / 4;
+    d.collApi.datatype = "ncclFloat32";
+    d.collApi.graphCaptured = captured != 0;
+    prof->startEvent(pctx, &ch, &d);
+    if (ch)
+      prof->stopEvent(ch);
+  }
+  if (gh)
+    prof->stopEvent(gh);
+}
+
 static char log_buf[1 << 16];
 static size_t log_len;
 

@@ -50,6 +50,15 @@ int acl_h_select(float t[7][3], int *algo, int *proto);
 void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
                        int algo, int proto, int nch, double us, uint64_t *clock);
 
+/* What NCCL >= 2.28 does when a collective is enqueued (collTaskAppend),
+ * before its group reaches getCollInfo: a GroupApi event with its state
+ * record, then a CollApi event saying whether the stream is being
+ * captured into a CUDA graph, each only when the mask NCCL reads at that
+ * moment enables it (ncclProfilerStartGroupApiEvent's and
+ * ncclProfilerStartCollApiEvent's masks), stopped when a handle came back. */
+void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
+                      int captured);
+
 /* Messages the plugin sent through the logger we hand it. */
 void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                   const char *fmt, ...);

@@ -138,6 +138,13 @@ static ncclResult_t p_start(void *ctx, void **h, ncclProfilerEventDescr_v5_t *d)
     e->start = d->kernelCh.pTimer;
     p->kch_events++;
     *h = e;
+  } else if (d->type == ncclProfileGroupApi || d->type == ncclProfileCollApi) {
+    /* NCCL 2.28 starts these whenever the mask has a bit of their own
+     * masks (src/plugin/profiler.cc), Coll and KernelCh among them; the
+     * handle stays NULL, so nothing stops them */
+    if (d->type == ncclProfileCollApi && (!d->collApi.func || !d->collApi.datatype ||
+                                          d->collApi.count == 0 || d->collApi.graphCaptured))
+      VIOLATION(p->violations, p->log, "bad CollApi event");
   } else {
     VIOLATION(p->violations, p->log, "event type %llu was not enabled",
               (unsigned long long)d->type);

@@ -19,6 +19,16 @@ checks:
   --max-steps N       the run made at most N training steps (--realtime pacing)
   --min-chunked N     at least N workloads whose final decision runs a chunk size
                       other than NCCL's own (--nccl 2.30)
+  --churn N           at least N communicator generations (--churn-every), none of
+                      the run's consensus segments left once the ranks are gone, and
+                      every measured rank process back to its /dev/shm mappings,
+                      descriptors and threads after the warm-up churns, with its
+                      RSS within 1 MiB
+  --expect-state S    some workload shows state S both in the live state read at the
+                      end (/api/v1/state, needs --port) and in the plugin's job report
+  --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
+                      and none of them ran an exploratory candidate (neither NCCL's
+                      own choice nor the workload's final decision)
 In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
 """
 import json
@@ -63,7 +73,7 @@ def main(argv):
     want_exit, converged, min_speedup = 0, False, None
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
-    min_tuned, min_chunked = None, None
+    min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
     expects, max_steps = [], None
     k = 0
     while k < len(opts):
@@ -92,6 +102,12 @@ def main(argv):
             min_tuned = int(v)
         elif o == "--min-chunked":
             min_chunked = int(v)
+        elif o == "--min-captured":
+            min_captured = int(v)
+        elif o == "--churn":
+            churn = int(v)
+        elif o == "--expect-state":
+            want_state = v
         elif o == "--fake-overlap":
             fake_overlap = int(v)
         elif o == "--expect-stderr":
@@ -176,6 +192,50 @@ def main(argv):
         if len(chunked) < min_chunked:
             fail("%d workloads run a chunk size other than NCCL's, expected >= %d"
                  % (len(chunked), min_chunked), out, err)
+    if want_state is not None:
+        def states(node):
+            if isinstance(node, dict):
+                if isinstance(node.get("state"), str) and "collective" in node:
+                    yield node["state"]
+                for v in node.values():
+                    yield from states(v)
+            elif isinstance(node, list):
+                for v in node:
+                    yield from states(v)
+        for part in ("final_states", "job_reports"):
+            got = list(states(rep.get(part)))
+            print("%s: %d workloads, states %s" % (part, len(got), sorted(set(got))))
+            if want_state not in got:
+                fail("no workload in %s is %s" % (part, want_state), out, err)
+    if churn is not None:
+        ch = rep.get("churn")
+        if not ch:
+            fail("report lacks churn", out, err)
+        print("churn: %d cycles, %d segments left, ranks %s" % (
+            ch["cycles"], ch["segments_left"], ch["ranks"]))
+        if ch["cycles"] < churn:
+            fail("%d churn cycles, expected >= %d" % (ch["cycles"], churn), out, err)
+        if ch["segments_left"] != 0:
+            fail("%d consensus segments left in /dev/shm" % ch["segments_left"], out, err)
+        if not ch["ranks"]:
+            fail("no rank process measured", out, err)
+        for r in ch["ranks"]:
+            a, b = r["first"], r["last"]
+            for key in ("shm_maps", "fds", "threads"):
+                if a[key] != b[key]:
+                    fail("rank %d: %s %d after the warm-up churns, %d at the end"
+                         % (r["rank"], key, a[key], b[key]), out, err)
+            if b["rss_kb"] - a["rss_kb"] > 1024:
+                fail("rank %d: RSS grew by %d kB (> 1 MiB)" % (r["rank"], b["rss_kb"] - a["rss_kb"]),
+                     out, err)
+    if min_captured is not None:
+        cap = sum(w["captured_calls"] for w in rep["workloads"])
+        bad = sum(w["captured_exploratory"] for w in rep["workloads"])
+        print("captured calls: %d, of which exploratory: %d" % (cap, bad))
+        if cap < min_captured:
+            fail("%d captured calls, expected >= %d" % (cap, min_captured), out, err)
+        if bad:
+            fail("%d captured calls ran an exploratory candidate" % bad, out, err)
     if min_tuned is not None:
         tuned = [w for w in rep["workloads"] if w["decision_changes"] > 0]
         if len(tuned) < min_tuned:

@@ -129,7 +129,9 @@ int cons_fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons
                    .cand_id = resp.cand_id,
                    .phase = resp.phase,
                    .sample_shift = resp.sample_shift,
-                   .cand = resp.cand};
+                   .cand = resp.cand,
+                   .safe_id = resp.safe_id,
+                   .safe = resp.safe};
   cons_ring_put(w, &nb);
   cons_unlock(c->hdr);
   /* the server counts only what this host says it holds (relay.h) */

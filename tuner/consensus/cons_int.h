@@ -18,9 +18,10 @@
 #include "tuner/consensus/consensus.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
-#define ACL_CONS_LAYOUT                                                                            \
-  5u                            /* 2: cons_settings_t holds acl_search_params_t; 3: table hash;
-      * 4: a process's endpoint port; 5: the relay's commit */
+/* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
+ * process's endpoint port; 5: the relay's commit, and a block carries its
+ * safe candidate (what a call captured into a CUDA graph runs) */
+#define ACL_CONS_LAYOUT 5u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -61,7 +62,8 @@ typedef struct cons_block {
   _Atomic uint64_t tag;
   _Atomic uint64_t start;
   _Atomic uint64_t info; /* len:32 | cand_id:16 | algo:8 | proto:8 */
-  _Atomic uint64_t res;  /* nchannels:16 | chunk:32 | phase:8 */
+  _Atomic uint64_t res;  /* nchannels:16 | chunk:32 | phase:8 | sample_shift:8 */
+  _Atomic uint64_t safe; /* cand_id:16 | algo:8 | proto:8 | nchannels:16 | chunk:8 */
 } cons_block_t;
 
 /* A plain copy of a block. */
@@ -73,6 +75,8 @@ typedef struct cons_blk {
   uint8_t phase;
   uint8_t sample_shift; /* profiler events on 1 call in 2^shift (acl_decision_t) */
   acl_candidate_t cand;
+  uint16_t safe_id;     /* what a captured call runs (acl_decision_t.safe) */
+  acl_candidate_t safe; /* its chunk scale fits 8 bits (ACL_CHUNK_LOG2_MIN..MAX) */
 } cons_blk_t;
 
 /* Samples of one call from the local ranks, until all reported. */
@@ -184,7 +188,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2 &&
                "shared-segment atomics must be lock-free");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4,
                "shared-segment atomics have their plain size");
-_Static_assert(sizeof(cons_block_t) == 32, "a published block is four 64-bit words");
+_Static_assert(sizeof(cons_block_t) == 40, "a published block is five 64-bit words");
 _Static_assert(sizeof(cons_slot_t) == 24, "cons_slot_t has no implicit padding");
 _Static_assert(sizeof(acl_wkey_t) == 24, "acl_wkey_t has no implicit padding");
 _Static_assert(offsetof(cons_hdr_t, magic) == 0, "joiners read the magic first");
@@ -220,6 +224,8 @@ typedef struct cons_local {
   uint8_t c_phase;
   uint8_t c_sample_shift;
   acl_candidate_t c_cand;
+  uint16_t c_safe_id;
+  acl_candidate_t c_safe;
 } cons_local_t;
 
 struct acl_cons {

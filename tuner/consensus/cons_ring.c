@@ -4,8 +4,14 @@
 
 /* ---- published blocks ---------------------------------------------------- */
 
-static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res, cons_blk_t *b)
+static void blk_unpack(uint64_t num, uint64_t start, uint64_t info, uint64_t res, uint64_t safe,
+                       cons_blk_t *b)
 {
+  b->safe_id = (uint16_t)safe;
+  b->safe.algo = (int8_t)(uint8_t)(safe >> 16);
+  b->safe.proto = (int8_t)(uint8_t)(safe >> 24);
+  b->safe.nchannels = (int16_t)(uint16_t)(safe >> 32);
+  b->safe.chunk_log2 = (int8_t)(uint8_t)(safe >> 48);
   b->num = num;
   b->start = start;
   b->len = (uint32_t)info;
@@ -28,10 +34,11 @@ bool cons_ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b)
   uint64_t start = atomic_load_explicit(&s->start, memory_order_relaxed);
   uint64_t info = atomic_load_explicit(&s->info, memory_order_relaxed);
   uint64_t res = atomic_load_explicit(&s->res, memory_order_relaxed);
+  uint64_t safe = atomic_load_explicit(&s->safe, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&s->tag, memory_order_relaxed) != t1)
     return false;
-  blk_unpack(j, start, info, res, b);
+  blk_unpack(j, start, info, res, safe, b);
   return true;
 }
 
@@ -43,11 +50,16 @@ void cons_ring_publish(cons_wl_t *w, const cons_blk_t *b)
   uint64_t res = (uint64_t)(uint16_t)b->cand.nchannels |
                  (uint64_t)(uint32_t)b->cand.chunk_log2 << 16 | (uint64_t)b->phase << 48 |
                  (uint64_t)b->sample_shift << 56;
+  uint64_t safe = (uint64_t)b->safe_id | (uint64_t)(uint8_t)b->safe.algo << 16 |
+                  (uint64_t)(uint8_t)b->safe.proto << 24 |
+                  (uint64_t)(uint16_t)b->safe.nchannels << 32 |
+                  (uint64_t)(uint8_t)(int8_t)b->safe.chunk_log2 << 48;
   atomic_store_explicit(&s->tag, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&s->start, b->start, memory_order_relaxed);
   atomic_store_explicit(&s->info, info, memory_order_relaxed);
   atomic_store_explicit(&s->res, res, memory_order_relaxed);
+  atomic_store_explicit(&s->safe, safe, memory_order_relaxed);
   atomic_store_explicit(&s->tag, b->num + 1, memory_order_release);
   w->next_call = b->start + b->len;
   w->phase = b->phase;

@@ -51,6 +51,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.phase = ACL_PHASE_DISABLED;
     b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
+    b.safe = b.cand;
   } else if (w->nrestricted < (uint32_t)h->set.nranks &&
              !acl_phase_decided(acl_search_phase(&w->search))) {
     b.len = ACL_CONS_WARM_SPAN;
@@ -58,6 +59,7 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
     b.phase = ACL_PHASE_WARMUP;
     b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
+    b.safe = b.cand;
   } else {
     uint32_t len = 1;
     int id = acl_search_next(&w->search, &b.cand, &len);
@@ -67,6 +69,8 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.len = len ? len : 1;
     b.phase = (uint8_t)acl_search_phase(&w->search);
     b.sample_shift = acl_search_sample_shift(&w->search);
+    /* the state after this step: a challenger block carries the decision */
+    b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
     if (w->nblocks_search > 0 && b.cand_id == w->last_cand &&
         w->samples_fed == w->fed_at_last_block && w->last_len >= b.len)
       b.len = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
@@ -289,6 +293,9 @@ static int apply(cons_local_t *e, uint64_t k, uint32_t widx, uint16_t cand_id,
                  const acl_candidate_t *cand, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO],
                  acl_decision_t *out, char *err, size_t errlen)
 {
+  /* NCCL's choice unless the block says otherwise (refused, disabled) */
+  out->safe_id = e ? e->c_safe_id : ACL_SEARCH_CAND_NCCL;
+  out->safe = e ? e->c_safe : (acl_candidate_t){.algo = ACL_ALGO_NCCL};
   if (cand->algo != ACL_ALGO_NCCL) {
     if (cand->algo < 0 || cand->algo >= ACL_NUM_ALGO || cand->proto < 0 ||
         cand->proto >= ACL_NUM_PROTO || cost[cand->algo][cand->proto] < 0.0f) {
@@ -324,6 +331,8 @@ static void cache_blk(cons_local_t *e, const cons_blk_t *b, uint64_t limit)
   e->c_cand = b->cand;
   e->c_phase = b->phase;
   e->c_sample_shift = b->sample_shift;
+  e->c_safe_id = b->safe_id;
+  e->c_safe = b->safe;
 }
 
 static int too_old(const acl_wkey_t *key, uint64_t k, char *err, size_t errlen)
@@ -600,6 +609,8 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
     resp->len = b.len;
     resp->cand_id = b.cand_id;
     resp->cand = b.cand;
+    resp->safe_id = b.safe_id;
+    resp->safe = b.safe;
   }
 }
 

@@ -59,6 +59,12 @@ typedef struct acl_decision {
   uint8_t sample_shift;
   uint64_t call_idx;
   acl_candidate_t cand; /* algo == ACL_ALGO_NCCL: leave NCCL's choice */
+  /* What a call captured into a CUDA graph runs instead (the block's safe
+   * candidate, acl_search_safe when the block was published): the proven
+   * decision or NCCL's choice, never an exploratory one. Part of the
+   * published block, so every rank maps call_idx to the same answer. */
+  uint16_t safe_id;
+  acl_candidate_t safe;
 } acl_decision_t;
 
 /* Joins (or creates) the communicator's segment. NULL with a message in err

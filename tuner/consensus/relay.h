@@ -18,7 +18,10 @@
  *   u8 version=2, u8 type=2, u8 status, u8 phase, u32 widx,
  *   u64 block_num, u64 start, u32 len, u16 cand_id, i8 algo, i8 proto,
  *   i16 nchannels, u8 sample_shift (<= 15), u8 reserved=0, i32 chunk_log2,
- *   u64 commit
+ *   u64 commit,
+ *   u16 safe_id, i8 safe_algo, i8 safe_proto, i16 safe_nchannels,
+ *   i8 safe_chunk_log2, u8 reserved=0 (the block's safe candidate: what a
+ *   call captured into a CUDA graph runs)
  * Push payload (ACL_RELAY_PUSH_LEN bytes, server to client, unasked):
  *   u8 version=2, u8 type=3, u16 reserved=0, u32 widx, u64 comm_id,
  *   u64 commit
@@ -49,7 +52,7 @@
 
 #define ACL_RELAY_VERSION 2
 #define ACL_RELAY_REQ_LEN 148
-#define ACL_RELAY_RESP_LEN 48
+#define ACL_RELAY_RESP_LEN 56
 #define ACL_RELAY_PUSH_LEN 24
 #define ACL_RELAY_HELD_LEN 32
 #define ACL_RELAY_FRAME_MAX 4096 /* a longer declared frame is a protocol error */
@@ -87,7 +90,9 @@ typedef struct acl_relay_resp {
   uint32_t len;
   uint16_t cand_id;
   acl_candidate_t cand;
-  uint64_t commit; /* calls below it are held by every live follower host */
+  uint64_t commit;      /* calls below it are held by every live follower host */
+  uint16_t safe_id;     /* acl_decision_t.safe_id */
+  acl_candidate_t safe; /* chunk_log2 within ACL_CHUNK_LOG2_MIN..MAX */
 } acl_relay_resp_t;
 
 typedef struct acl_relay_push {

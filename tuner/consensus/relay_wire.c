@@ -125,6 +125,13 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[34] = r->sample_shift;
   put32(p + 36, (uint32_t)r->cand.chunk_log2);
   put64(p + 40, r->commit);
+  p[48] = (uint8_t)r->safe_id;
+  p[49] = (uint8_t)(r->safe_id >> 8);
+  p[50] = (uint8_t)r->safe.algo;
+  p[51] = (uint8_t)r->safe.proto;
+  p[52] = (uint8_t)(uint16_t)r->safe.nchannels;
+  p[53] = (uint8_t)((uint16_t)r->safe.nchannels >> 8);
+  p[54] = (uint8_t)(int8_t)r->safe.chunk_log2;
   return 4 + ACL_RELAY_RESP_LEN;
 }
 
@@ -138,7 +145,7 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
     return 0;
   const uint8_t *p = buf + 4;
   if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
-      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35])
+      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[55])
     return -1;
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
@@ -155,7 +162,17 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.sample_shift = p[34];
   r.cand.chunk_log2 = (int32_t)get32(p + 36);
   r.commit = get64(p + 40);
+  r.safe_id = (uint16_t)(p[48] | p[49] << 8);
+  r.safe.algo = (int8_t)p[50];
+  r.safe.proto = (int8_t)p[51];
+  r.safe.nchannels = (int16_t)(uint16_t)(p[52] | p[53] << 8);
+  r.safe.chunk_log2 = (int8_t)p[54];
   if (r.status == ACL_RELAY_OK) {
+    bool snccl = r.safe.algo == ACL_ALGO_NCCL;
+    if ((!snccl && (r.safe.algo < 0 || r.safe.algo >= ACL_NUM_ALGO || r.safe.proto < 0 ||
+                    r.safe.proto >= ACL_NUM_PROTO)) ||
+        r.safe.nchannels < 0 || !acl_chunk_log2_valid(r.safe.chunk_log2))
+      return -1;
     bool nccl = r.cand.algo == ACL_ALGO_NCCL;
     if (r.len == 0 || r.start + r.len < r.start ||
         (!nccl && (r.cand.algo < 0 || r.cand.algo >= ACL_NUM_ALGO || r.cand.proto < 0 ||

@@ -185,11 +185,14 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
    * samples; with KernelCh as the source, events stay off until a call
    * needs them (events_gate). */
   int full = acl_prof_nccl_mask(acl_proc.prof);
-  *mask = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE && !(full & ncclProfileKernelCh)
-              ? full
-              : 0;
+  bool online = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE;
+  *mask = online && !(full & ncclProfileKernelCh) ? full : 0;
   if (r)
     r->events_left = *mask != 0;
+  /* Online, every call says whether it is being captured into a CUDA
+   * graph (profiler.h): never gated, whatever the sample source. */
+  if (online)
+    *mask |= ACL_PROF_CAPTURE_MASK;
   pthread_mutex_unlock(&acl_proc.lock);
   return r;
 }
@@ -314,8 +317,14 @@ static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
   if (!r->nccl_mask)
     return true;
   int full = acl_prof_nccl_mask(acl_proc.prof);
-  if (!(full & ncclProfileKernelCh))
-    return true; /* CUPTI live (Coll events only) or no source */
+  if (!(full & ncclProfileKernelCh)) {
+    /* CUPTI live (Coll events only) or no source; NCCL's mask is one int
+     * for the process, so keep the capture bit whoever wrote it last */
+    int cur = __atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED);
+    if (!(cur & ACL_PROF_CAPTURE_MASK))
+      __atomic_store_n(r->nccl_mask, cur | ACL_PROF_CAPTURE_MASK, __ATOMIC_RELAXED);
+    return true;
+  }
   bool carries = r->events_left;
   bool want = false;
   if (d->widx < (uint32_t)r->nstats) {
@@ -329,7 +338,7 @@ static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
     want = n->sample_shift < ACL_SEARCH_SAMPLE_NEVER &&
            (n->next_call & ((1ull << n->sample_shift) - 1)) == 0;
   }
-  int m = want ? full : 0;
+  int m = (want ? full : 0) | ACL_PROF_CAPTURE_MASK;
   if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)
     __atomic_store_n(r->nccl_mask, m, __ATOMIC_RELAXED);
   r->events_left = want;
@@ -409,6 +418,15 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     log_once(r, ACL_LOGGED_DECIDE, "no consistent decision, failing this collective", err);
     return ncclInternalError;
   }
+  /* A call captured into a CUDA graph runs what it gets at every replay:
+   * the block's safe candidate (the proven decision or NCCL's choice),
+   * the same on every rank for this call index. Its replays never come
+   * back, so it is neither measured nor tagged. */
+  bool captured = acl_prof_captured(r->prof_rank);
+  if (captured) {
+    d.cand = d.safe;
+    d.cand_id = d.safe_id;
+  }
   if (d.cand.algo != ACL_ALGO_NCCL) {
     if (t[d.cand.algo][d.cand.proto] < 0.0f) {
       log_once(r, ACL_LOGGED_DECIDE, "decided candidate is unavailable on this rank",
@@ -421,7 +439,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
     *nch = d.cand.nchannels;
   acl_stall_note(r, coll, nbytes, &d);
-  bool sampled = events_gate(r, &d);
+  bool sampled = events_gate(r, &d) && !captured;
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
                                           pipe_ops, d.widx, d.cand_id, (uint8_t)coll, d.phase,
@@ -430,7 +448,16 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
     acl_rank_stats_t *st = &r->stats[d.widx];
     atomic_fetch_add_explicit(&st->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->bytes, nbytes, memory_order_relaxed);
+    atomic_store_explicit(&st->last_captured, captured, memory_order_relaxed);
+    if (captured) {
+      uint64_t packed;
+      memcpy(&packed, &d.cand, sizeof packed);
+      atomic_fetch_add_explicit(&st->captured_calls, 1, memory_order_relaxed);
+      atomic_store_explicit(&st->captured_cand, packed, memory_order_relaxed);
+    }
     acl_nv_class_t nc = acl_nv_class((acl_phase_t)d.phase, d.cand.algo == ACL_ALGO_NCCL);
+    if (captured && nc == ACL_NV_EXPLORE)
+      nc = ACL_NV_DECIDED; /* the safe candidate is never an exploratory one */
     if (nc != ACL_NV_FREE)
       atomic_fetch_add_explicit(nc == ACL_NV_EXPLORE ? &st->explore_calls : &st->decided_calls, 1,
                                 memory_order_relaxed);
@@ -465,6 +492,16 @@ ncclResult_t acl_plugin_get_coll_info_v2(acl_rank_t *r, int coll, size_t nbytes,
       *nch = rule->cand.nchannels;
   }
   return ncclSuccess;
+}
+
+_Static_assert(sizeof(acl_candidate_t) == sizeof(uint64_t), "a candidate packs into 64 bits");
+
+acl_candidate_t acl_captured_cand(const acl_rank_stats_t *st)
+{
+  uint64_t packed = atomic_load_explicit(&st->captured_cand, memory_order_relaxed);
+  acl_candidate_t c;
+  memcpy(&c, &packed, sizeof c);
+  return c;
 }
 
 /* Under the profiler's lock: only remember the count; the sample sink hands

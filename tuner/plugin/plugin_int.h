@@ -43,6 +43,13 @@ typedef struct acl_rank_stats {
   bool stall_warned;
   size_t nbytes;
   acl_candidate_t last_cand;
+  /* CUDA-graph capture (profiler/profiler.h acl_prof_captured): calls that
+   * were captured, whether the latest one was (the views then show the
+   * workload as captured), and what the captures got (acl_candidate_t's 8
+   * bytes, so that the endpoint reads it whole). */
+  _Atomic uint64_t captured_calls;
+  atomic_bool last_captured;
+  _Atomic uint64_t captured_cand;
   /* Net value (core/netvalue.h): calls made by class (getCollInfo), the
    * sampled exploration calls and their time (sample sink), and their
    * pricing, which only snapshot builds touch (under acl_proc.lock). */
@@ -125,6 +132,8 @@ extern acl_proc_t acl_proc;
  * per workload whose calls stopped while its search explored. */
 struct acl_decision;
 void acl_stall_note(struct acl_rank *r, int coll, size_t nbytes, const struct acl_decision *d);
+/* plugin.c: the candidate packed in acl_rank_stats_t.captured_cand. */
+acl_candidate_t acl_captured_cand(const acl_rank_stats_t *st);
 
 /* plugin_table.c; called with acl_proc.lock held. */
 void acl_table_keep_locked(struct acl_rank *r);      /* r's decisions outlive it */

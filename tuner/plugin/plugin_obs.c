@@ -26,6 +26,12 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
 {
   w->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
   w->bytes = atomic_load_explicit(&st->bytes, memory_order_relaxed);
+  w->captured_calls = atomic_load_explicit(&st->captured_calls, memory_order_relaxed);
+  if (atomic_load_explicit(&st->last_captured, memory_order_relaxed)) {
+    /* the views show what the graph replays, not the search's state */
+    w->phase = ACL_PHASE_CAPTURED;
+    w->current = acl_captured_cand(st);
+  }
   for (int b = 0; b < ACL_HIST_N; b++)
     w->hist[b] = atomic_load_explicit(&st->hist[b], memory_order_relaxed);
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
@@ -260,6 +266,7 @@ typedef struct seen {
 } seen_t;
 
 #define WATCH_PERIOD_US 250000
+#define WATCH_SLICE_US 5000 /* a finalize waits at most this long for the watcher */
 #define WATCH_MAX_EVENTS 64 /* per period, so a burst can't flood clients */
 
 static seen_t *seen_find(seen_t *tab, int n, const acl_snapshot_t *s, const acl_snap_workload_t *w)
@@ -279,7 +286,13 @@ static void *watcher_main(void *arg)
   acl_sb_init(&sb);
   int nseen = 0;
   while (s && tab && !atomic_load(&acl_proc.watcher_stop)) {
-    usleep(WATCH_PERIOD_US);
+    /* in slices: the last communicator's finalize joins this thread, and
+     * a job that destroys and creates communicators in a loop waits for it */
+    for (int t = 0; t < WATCH_PERIOD_US / WATCH_SLICE_US && !atomic_load(&acl_proc.watcher_stop);
+         t++)
+      usleep(WATCH_SLICE_US);
+    if (atomic_load(&acl_proc.watcher_stop))
+      break;
     snapshot_build(s);
     int events = 0;
     for (int i = 0; i < s->nworkloads && events < WATCH_MAX_EVENTS; i++) {

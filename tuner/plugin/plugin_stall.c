@@ -3,7 +3,10 @@
  * replays of a graph never reach the tuner (NCCL asks getCollInfo once, at
  * capture). The graph then replays whatever ran at capture, perhaps an
  * exploratory candidate, for the rest of the job; the plugin cannot
- * change it, only say so (README, "CUDA graphs"). Touched by the rank's own
+ * change it, only say so (README, "CUDA graphs"). With NCCL's profiler
+ * events (NCCL >= 2.28, autoccl loaded as the profiler too) a captured call
+ * got the proven decision or NCCL's choice instead: a workload whose last
+ * call was captured is not warned about. Touched by the rank's own
  * getCollInfo calls only, like the event gating. */
 #include <stdio.h>
 
@@ -40,7 +43,8 @@ void acl_stall_note(acl_rank_t *r, int coll, size_t nbytes, const acl_decision_t
   for (int i = 0; i < r->nstats; i++) {
     acl_rank_stats_t *st = &r->stats[i];
     if (st->stall_warned || !st->last_call || !searching(st->last_phase) ||
-        now - st->last_call < ACL_STALL_CALLS)
+        now - st->last_call < ACL_STALL_CALLS ||
+        atomic_load_explicit(&st->last_captured, memory_order_relaxed))
       continue;
     st->stall_warned = true;
     char cand[48] = "NCCL's own choice";

@@ -250,6 +250,15 @@ void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
  * calls are dropped. Returns 0, or -1 when cand cannot run here (its pair is
  * not in the cost table): the search explores as without a table. */
 int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand);
+/* The proven decision, what a call captured into a CUDA graph may freeze
+ * for the rest of the job (docs/consensus.md): the decision once validated
+ * against NCCL's own choice (converged, or refining a challenger, or paused
+ * there), or a tuning table's under validation (measured by the run that
+ * wrote the table, as static mode trusts it). Otherwise, and while
+ * measuring or re-tuning, NCCL's own choice (cand id 0). Never an
+ * exploratory candidate or a challenger. Returns the cand id, *out its
+ * candidate. */
+int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
 /* The search's state (acl_phase_name gives its name). */
 acl_phase_t acl_search_phase(const acl_search_t *s);
 /* Transition i of the state machine (docs/tuner.md draws them): the state

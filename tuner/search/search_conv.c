@@ -451,6 +451,23 @@ const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->state; }
 
+int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
+{
+  acl_phase_t base = acl_sm_base(s);
+  bool proven = base == ACL_PHASE_CONVERGED || base == ACL_PHASE_REFINING ||
+                (base == ACL_PHASE_VALIDATING && s->from_table);
+  int id = proven && s->current < s->ncands ? s->current : ACL_SEARCH_CAND_NCCL;
+  if (!out)
+    return id;
+  if (id == ACL_SEARCH_CAND_NCCL) {
+    memset(out, 0, sizeof(*out));
+    out->algo = ACL_ALGO_NCCL; /* as step_locked publishes cand 0 */
+  } else {
+    *out = s->cands[id].cand;
+  }
+  return id;
+}
+
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
   switch (s->state) {
