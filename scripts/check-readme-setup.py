@@ -11,7 +11,7 @@ What it does, bounded in time:
   written, under a PATH that has every command of the current PATH except
   `sudo` (so a bare `sudo` in the line fails with 127, as on a root-only
   Debian image);
-- apt-get: with --real-apt (CI as root: .ci/run) the real one runs. Without
+- apt-get: with --real-apt (by hand, as root) the real one runs. Without
   it (the meson test) a recording stand-in takes its place, checks it was
   asked for `update` and for `install -y` with exactly .ci/packages, and that
   every one of those packages is installed here (dpkg-query), then succeeds;

@@ -21,8 +21,9 @@ uint64_t cons_host_id(const cons_hdr_t *h)
   uint64_t x = 0xcbf29ce484222325ull; /* FNV-1a */
   for (const char *q = hn; *q; q++)
     x = (x ^ (uint8_t)*q) * 0x100000001b3ull;
-  for (size_t i = 0; i < sizeof(v); i++)
-    x = (x ^ ((const uint8_t *)v)[i]) * 0x100000001b3ull;
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    for (int b = 0; b < 64; b += 8) /* bytes low first: the same hash as before on x86 */
+      x = (x ^ ((v[i] >> b) & 0xffu)) * 0x100000001b3ull;
   return x ? x : 1;
 }
 

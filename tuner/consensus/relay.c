@@ -180,15 +180,16 @@ static bool srv_read(srv_conn_t *cn)
   for (;;) {
     acl_relay_req_t req;
     acl_relay_held_t held;
-    long used = cn->len >= 4 && cn->buf[0] == ACL_RELAY_HELD_LEN && !cn->buf[1] && !cn->buf[2] &&
-                        !cn->buf[3]
-                    ? acl_relay_decode_held(cn->buf, cn->len, &held)
-                    : acl_relay_decode_req(cn->buf, cn->len, &req);
+    /* the frame's length tells a held frame from a request; decided once */
+    bool is_held = cn->len >= 4 && cn->buf[0] == ACL_RELAY_HELD_LEN && !cn->buf[1] && !cn->buf[2] &&
+                   !cn->buf[3];
+    long used = is_held ? acl_relay_decode_held(cn->buf, cn->len, &held)
+                        : acl_relay_decode_req(cn->buf, cn->len, &req);
     if (used < 0)
       return false; /* protocol error: drop the peer, change nothing */
     if (used == 0)
       return cn->len < SRV_BUF;
-    if (cn->buf[0] == ACL_RELAY_HELD_LEN) { /* no answer */
+    if (is_held) { /* no answer */
       srv_handle_held(cn, &held);
       memmove(cn->buf, cn->buf + used, cn->len - (size_t)used);
       cn->len -= (size_t)used;
