@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The job report says what the live views say. Runs the README demo
-(`autoccl-sim --demo`, 4 ranks, interference episodes) for DURATION seconds,
+(`autoccl-sim --demo`, 4 ranks, interference episodes) for DURATION seconds
+of demo time (played SLOWDOWN wall seconds per demo second, default 1),
 stops it with Ctrl-C (SIGINT) as a user would, and compares, for every rank
 process and every workload, the plugin's job report (AUTOCCL_REPORT, written
 at finalize) with the /api/v1/state that process served after its last call:
@@ -9,7 +10,7 @@ speedup below 0.99 whose interval lies below 1, no negative exploration
 cost, the report's totals equal to the sum of its rows, and the text report
 (the simulator's Ctrl-C output) printing the same states.
 
-usage: report_vs_state.py SIM PLUGIN DURATION [TEXT_DURATION]
+usage: report_vs_state.py SIM PLUGIN DURATION [TEXT_DURATION [SLOWDOWN]]
 """
 import json
 import os
@@ -21,6 +22,7 @@ import time
 
 SIM, PLUGIN, DURATION = sys.argv[1], sys.argv[2], float(sys.argv[3])
 TEXT_DURATION = float(sys.argv[4]) if len(sys.argv) > 4 else DURATION
+SLOWDOWN = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
 problems = []
 
 
@@ -54,9 +56,10 @@ def free_ports(n):
 def run(extra, duration):
     port = free_ports(4)
     env = dict(os.environ, AUTOCCL_HTTP_PORT="")
-    p = subprocess.Popen([SIM, "--plugin", PLUGIN, "--demo", "--port", str(port)] + extra,
+    p = subprocess.Popen([SIM, "--plugin", PLUGIN, "--demo", "--port", str(port),
+                          "--slowdown", str(SLOWDOWN)] + extra,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(duration)
+    time.sleep(duration * SLOWDOWN)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     return p.returncode, out, err
