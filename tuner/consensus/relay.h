@@ -10,7 +10,7 @@
  *
  * Wire format (all integers little-endian): a frame is u32 payload length,
  * then the payload. Request payload (ACL_RELAY_REQ_LEN bytes):
- *   u8 version=1, u8 type=1, u8 flags (bit0: restrict with cost), u8 coll,
+ *   u8 version=2, u8 type=1, u8 flags (bit0: restrict with cost), u8 coll,
  *   i32 rank, i32 num_pipe_ops, u32 reserved=0,
  *   u64 comm_id, u64 nbytes, u64 call_idx, u64 settings_hash,
  *   f32 cost[7][3] (IEEE-754 bits), u64 host_id (!= 0), u64 held_end

@@ -35,14 +35,46 @@ static uint64_t get64(const uint8_t *p)
   return v;
 }
 
+/* Frame types (relay.h): the payload's second byte. */
+enum { FRAME_REQ = 1, FRAME_RESP = 2, FRAME_PUSH = 3, FRAME_HELD = 4 };
+
+/* Starts a frame of plen payload bytes: length prefix, version and type
+ * written, the rest of the payload zeroed. NULL when cap is too short. */
+static uint8_t *frame_begin(uint8_t *buf, size_t cap, uint32_t plen, uint8_t type)
+{
+  if (cap < 4 + (size_t)plen)
+    return NULL;
+  uint8_t *p = buf + 4;
+  memset(p, 0, plen);
+  put32(buf, plen);
+  p[0] = ACL_RELAY_VERSION;
+  p[1] = type;
+  return p;
+}
+
+/* The payload of a frame that must be plen bytes of the given type: 0 while
+ * it is incomplete, -1 for another length, version or type (the caller checks
+ * the other fields), 1 with *payload set. */
+static int frame_open(const uint8_t *buf, size_t len, uint32_t plen, uint8_t type,
+                      const uint8_t **payload)
+{
+  if (len < 4)
+    return 0;
+  if (get32(buf) != plen)
+    return -1;
+  if (len < 4 + (size_t)plen)
+    return 0;
+  if (buf[4] != ACL_RELAY_VERSION || buf[5] != type)
+    return -1;
+  *payload = buf + 4;
+  return 1;
+}
+
 size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap)
 {
-  if (cap < 4 + ACL_RELAY_REQ_LEN)
+  uint8_t *p = frame_begin(buf, cap, ACL_RELAY_REQ_LEN, FRAME_REQ);
+  if (!p)
     return 0;
-  uint8_t *p = buf + 4;
-  put32(buf, ACL_RELAY_REQ_LEN);
-  p[0] = ACL_RELAY_VERSION;
-  p[1] = 1;
   p[2] = r->flags & ACL_RELAY_F_RESTRICT;
   p[3] = r->key.coll;
   put32(p + 4, (uint32_t)r->rank);
@@ -64,15 +96,11 @@ size_t acl_relay_encode_req(const acl_relay_req_t *r, uint8_t *buf, size_t cap)
 
 long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out)
 {
-  if (len < 4)
-    return 0;
-  if (get32(buf) != ACL_RELAY_REQ_LEN)
-    return -1;
-  if (len < 4 + ACL_RELAY_REQ_LEN)
-    return 0;
-  const uint8_t *p = buf + 4;
-  if (p[0] != ACL_RELAY_VERSION || p[1] != 1 || (p[2] & ~ACL_RELAY_F_RESTRICT) ||
-      p[3] >= ACL_NUM_COLL || get32(p + 12) != 0)
+  const uint8_t *p = NULL;
+  int open = frame_open(buf, len, ACL_RELAY_REQ_LEN, FRAME_REQ, &p);
+  if (open <= 0)
+    return open;
+  if ((p[2] & ~ACL_RELAY_F_RESTRICT) || p[3] >= ACL_NUM_COLL || get32(p + 12) != 0)
     return -1;
   acl_relay_req_t r;
   memset(&r, 0, sizeof(r));
@@ -103,13 +131,9 @@ long acl_relay_decode_req(const uint8_t *buf, size_t len, acl_relay_req_t *out)
 
 size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap)
 {
-  if (cap < 4 + ACL_RELAY_RESP_LEN)
+  uint8_t *p = frame_begin(buf, cap, ACL_RELAY_RESP_LEN, FRAME_RESP);
+  if (!p)
     return 0;
-  uint8_t *p = buf + 4;
-  memset(p, 0, ACL_RELAY_RESP_LEN);
-  put32(buf, ACL_RELAY_RESP_LEN);
-  p[0] = ACL_RELAY_VERSION;
-  p[1] = 2;
   p[2] = r->status;
   p[3] = r->phase;
   put32(p + 4, r->widx);
@@ -137,15 +161,11 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
 
 long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out)
 {
-  if (len < 4)
-    return 0;
-  if (get32(buf) != ACL_RELAY_RESP_LEN)
-    return -1;
-  if (len < 4 + ACL_RELAY_RESP_LEN)
-    return 0;
-  const uint8_t *p = buf + 4;
-  if (p[0] != ACL_RELAY_VERSION || p[1] != 2 || p[2] >= ACL_RELAY_NSTATUS ||
-      p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[55])
+  const uint8_t *p = NULL;
+  int open = frame_open(buf, len, ACL_RELAY_RESP_LEN, FRAME_RESP, &p);
+  if (open <= 0)
+    return open;
+  if (p[2] >= ACL_RELAY_NSTATUS || p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[55])
     return -1;
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
@@ -186,13 +206,9 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
 
 size_t acl_relay_encode_push(const acl_relay_push_t *r, uint8_t *buf, size_t cap)
 {
-  if (cap < 4 + ACL_RELAY_PUSH_LEN)
+  uint8_t *p = frame_begin(buf, cap, ACL_RELAY_PUSH_LEN, FRAME_PUSH);
+  if (!p)
     return 0;
-  uint8_t *p = buf + 4;
-  memset(p, 0, ACL_RELAY_PUSH_LEN);
-  put32(buf, ACL_RELAY_PUSH_LEN);
-  p[0] = ACL_RELAY_VERSION;
-  p[1] = 3;
   put32(p + 4, r->widx);
   put64(p + 8, r->comm_id);
   put64(p + 16, r->commit);
@@ -201,14 +217,11 @@ size_t acl_relay_encode_push(const acl_relay_push_t *r, uint8_t *buf, size_t cap
 
 long acl_relay_decode_push(const uint8_t *buf, size_t len, acl_relay_push_t *out)
 {
-  if (len < 4)
-    return 0;
-  if (get32(buf) != ACL_RELAY_PUSH_LEN)
-    return -1;
-  if (len < 4 + ACL_RELAY_PUSH_LEN)
-    return 0;
-  const uint8_t *p = buf + 4;
-  if (p[0] != ACL_RELAY_VERSION || p[1] != 3 || p[2] || p[3])
+  const uint8_t *p = NULL;
+  int open = frame_open(buf, len, ACL_RELAY_PUSH_LEN, FRAME_PUSH, &p);
+  if (open <= 0)
+    return open;
+  if (p[2] || p[3])
     return -1;
   *out = (acl_relay_push_t){.widx = get32(p + 4), .comm_id = get64(p + 8), .commit = get64(p + 16)};
   return 4 + ACL_RELAY_PUSH_LEN;
@@ -216,13 +229,9 @@ long acl_relay_decode_push(const uint8_t *buf, size_t len, acl_relay_push_t *out
 
 size_t acl_relay_encode_held(const acl_relay_held_t *r, uint8_t *buf, size_t cap)
 {
-  if (cap < 4 + ACL_RELAY_HELD_LEN)
+  uint8_t *p = frame_begin(buf, cap, ACL_RELAY_HELD_LEN, FRAME_HELD);
+  if (!p)
     return 0;
-  uint8_t *p = buf + 4;
-  memset(p, 0, ACL_RELAY_HELD_LEN);
-  put32(buf, ACL_RELAY_HELD_LEN);
-  p[0] = ACL_RELAY_VERSION;
-  p[1] = 4;
   put32(p + 4, r->widx);
   put64(p + 8, r->comm_id);
   put64(p + 16, r->host_id);
@@ -232,14 +241,11 @@ size_t acl_relay_encode_held(const acl_relay_held_t *r, uint8_t *buf, size_t cap
 
 long acl_relay_decode_held(const uint8_t *buf, size_t len, acl_relay_held_t *out)
 {
-  if (len < 4)
-    return 0;
-  if (get32(buf) != ACL_RELAY_HELD_LEN)
-    return -1;
-  if (len < 4 + ACL_RELAY_HELD_LEN)
-    return 0;
-  const uint8_t *p = buf + 4;
-  if (p[0] != ACL_RELAY_VERSION || p[1] != 4 || p[2] || p[3] || get64(p + 16) == 0)
+  const uint8_t *p = NULL;
+  int open = frame_open(buf, len, ACL_RELAY_HELD_LEN, FRAME_HELD, &p);
+  if (open <= 0)
+    return open;
+  if (p[2] || p[3] || get64(p + 16) == 0)
     return -1;
   *out = (acl_relay_held_t){.widx = get32(p + 4),
                             .comm_id = get64(p + 8),
