@@ -72,11 +72,13 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     /* the state after this step: a challenger block carries the decision */
     b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
     if (w->nblocks_search > 0 && b.cand_id == w->last_cand &&
-        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len)
+        w->last_shift < ACL_SEARCH_SAMPLE_NEVER && w->samples_fed == w->fed_at_last_block &&
+        w->last_len >= b.len)
       b.len = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
     w->nblocks_search++;
     w->last_cand = b.cand_id;
     w->last_len = b.len;
+    w->last_shift = b.sample_shift;
     w->fed_at_last_block = w->samples_fed;
   }
   cons_ring_publish(w, &b);
