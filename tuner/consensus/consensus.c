@@ -568,6 +568,17 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
   return slow_follower(c, e, key, k, cost, out, err, errlen);
 }
 
+uint64_t acl_cons_skip(acl_cons_t *c, const acl_wkey_t *key, uint64_t n)
+{
+  cons_local_t *e = c && key ? local_find(c, key) : NULL;
+  if (!e || e->widx == ACL_CONS_WIDX_NONE || e->next - e->c_start >= e->c_end - e->c_start)
+    return 0;
+  uint64_t left = e->c_end - e->next; /* the cached block: decide's fast path */
+  n = n < left ? n : left;
+  e->next += n;
+  return n;
+}
+
 /* ---- relay server side ---------------------------------------------------- */
 
 /* The relay's serve callback for this comm (rank 0 of a multi-host comm):
