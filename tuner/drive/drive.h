@@ -45,7 +45,6 @@ typedef struct acl_drive_step {
   uint64_t call;
   uint32_t n;
   bool events;      /* call `call` carries NCCL's profiler events: measure it */
-  bool new_block;   /* the first call of a block consensus published */
   acl_decision_t d; /* what every rank applies (rank 0's; they agree) */
 } acl_drive_step_t;
 
