@@ -328,3 +328,50 @@ Test(budget, waiting_states_are_reported)
   cr_assert_str_eq(acl_phase_name(ACL_PHASE_WAIT_BUDGET), "waiting-budget");
   cr_assert_eq(acl_phase_parse("paused"), ACL_PHASE_PAUSED);
 }
+
+/* Consensus's starvation back-off: a candidate repeated without new samples
+ * (a profiler that never delivers) gets ever longer blocks, so ranks run
+ * ahead without running the block ring out... */
+Test(budget, starved_blocks_grow)
+{
+  acl_drive_t *d = small_drive(false);
+  char err[256];
+  uint64_t k = 0;
+  while (k < 20000) {
+    acl_drive_step_t st;
+    cr_assert_eq(acl_drive_next(d, 20000 - k, &st, err, sizeof err), 0, "%s", err);
+    k += st.n; /* no sample ever arrives */
+  }
+  acl_cons_stats_t cs;
+  acl_drive_stats(d, &cs);
+  acl_drive_destroy(d);
+  /* waits of 16 calls would publish over a thousand blocks */
+  cr_assert_leq(cs.blocks_published, 64, "%llu blocks", (unsigned long long)cs.blocks_published);
+}
+
+/* ... but a block that wanted no samples (a budget wait) starves nothing:
+ * the baseline measured after a long wait is measured in a few calls, not
+ * in twice the wait's length with profiler events on every call. */
+Test(budget, no_backoff_after_an_unsampled_wait)
+{
+  acl_drive_t *d = small_drive(false);
+  char err[256];
+  uint64_t k = 0, run = 0, longest = 0;
+  bool waited = false;
+  while (k < 100000) {
+    acl_drive_step_t st;
+    cr_assert_eq(acl_drive_next(d, 100000 - k, &st, err, sizeof err), 0, "%s", err);
+    if (st.d.phase == ACL_PHASE_WAIT_BUDGET)
+      waited = true;
+    run = st.d.phase == ACL_PHASE_BASELINE ? run + st.n : 0;
+    if (run > longest)
+      longest = run;
+    if (st.events)
+      acl_drive_sample(d, &st, small_time(NULL, &st.d.cand, k), 0.0f, NULL);
+    k += st.n;
+  }
+  acl_drive_destroy(d);
+  cr_assert(waited, "the baseline never waited for the budget");
+  cr_assert_gt(longest, 0, "never measured the baseline");
+  cr_assert_leq(longest, 40, "the baseline ran %llu calls", (unsigned long long)longest);
+}
