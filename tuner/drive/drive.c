@@ -201,11 +201,13 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   if (!d || !st || !st->events || st->d.widx == ACL_CONS_WIDX_NONE)
     return;
   int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
+  /* The collective ends on every rank at once: each rank's profiler sees it
+   * the same number of calls later (the GPU's lag behind the host). */
+  uint64_t lag = d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0;
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == DRIVE_QUEUE) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);
     double t = r == last ? seconds : seconds * (1.0 + d->skew * unif(&d->rng));
-    uint64_t lag = d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0;
     d->q[d->nq++] = (pend_t){.rank = r,
                              .due = st->call + lag,
                              .call = st->call,

@@ -31,7 +31,7 @@ typedef struct acl_drive_params {
   const acl_config_t *cfg; /* the plugin's settings; NULL: the defaults */
   int chunk_axis;          /* tuner v6 with AUTOCCL_CHUNK on */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's cost table, the same on every rank */
-  int max_lag;  /* a rank's sample arrives 0..max_lag-1 calls late (0: at once) */
+  int max_lag;  /* a call's samples arrive 0..max_lag-1 calls late, on every rank alike */
   double skew;  /* ranks that arrive early measure up to this share more */
   bool per_call; /* decide every call, no skipping (proves skipping changes nothing) */
   uint64_t seed;
