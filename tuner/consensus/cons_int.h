@@ -112,14 +112,11 @@ typedef struct cons_wl {
   uint64_t samples_late, samples_partial, samples_skewed;
   /* Starvation back-off: the search repeating a candidate it has no new
    * samples for gets ever longer blocks, so ranks far ahead of the samples
-   * cannot run the block ring out. Only after a block that asked for
-   * samples: after an unsampled one (waiting for the budget) none could
-   * come, and a measuring block grown to 1024 calls would carry NCCL's
-   * profiler events on every one of them. */
+   * cannot run the block ring out. */
   uint64_t fed_at_last_block;
   uint32_t last_len;
   uint16_t last_cand;
-  uint8_t last_shift; /* the last block's sample_shift: NEVER = it asked for no samples */
+  uint8_t last_sampled; /* the last block wanted samples (sample_shift < NEVER) */
   uint8_t pad2;
   uint32_t nblocks_search; /* blocks the search decided (not warm-up) */
   uint32_t pad3;

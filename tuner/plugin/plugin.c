@@ -335,8 +335,7 @@ static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
       r->stats[r->last_widx].succ = d->widx;
     r->last_widx = d->widx;
     const acl_rank_stats_t *n = st->succ < (uint32_t)r->nstats ? &r->stats[st->succ] : st;
-    want = n->sample_shift < ACL_SEARCH_SAMPLE_NEVER &&
-           (n->next_call & ((1ull << n->sample_shift) - 1)) == 0;
+    want = acl_search_sampled(n->sample_shift, n->next_call);
   }
   int m = (want ? full : 0) | ACL_PROF_CAPTURE_MASK;
   if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)
