@@ -3,7 +3,7 @@
 # machine (docs/benchmarks.md, "One GPU, several ranks"): a lean release
 # build of autoccl-bench, its probe and the plugin (stripped), the CUDA
 # runtime, the scripts, the NCCL library's xz parts and a table that says
-# NCCL's choice. With the NCCL 2.30.7 parts (30 MB).
+# NCCL's choice: 30 MB with the NCCL 2.30.7 parts.
 #
 #   scripts/prepare-gpu-carry.sh DEST [NCCL_PARTS_DIR]
 #
