@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The one-GPU testbed in one device call (docs/benchmarks.md, "One GPU,
+# several ranks"): NCCL restored (or given), then per launch model the
+# recorded matrix (scripts/gpu-record.sh: NCCL's default and the autoccl
+# plugin as long runs, the same-run sweep Ring/Tree x LL/LL128/Simple x
+# {NCCL's, 16, 32, 64} channels, every call traced) and the per-call cost at
+# 64 KiB (NCCL alone against table mode saying NCCL, 10,000 calls, 3 reps).
+# Run from the folder scripts/prepare-gpu-carry.sh made, on the GPU machine:
+#
+#   bash .gpucarry/scripts/gpu-testbed.sh [--launch single|procs|both] [--nccl-lib DIR]
+#                                         [--ranks-per-gpu K] [--no-cost]
+#
+# --launch (default both, one process first): procs starts MPS itself (MPS=start).
+# --nccl-lib DIR: an NCCL library folder; default: restore <carry>/nccl/*.xz.part-*.
+# --ranks-per-gpu K (default 2): ranks = K on one GPU.
+# Environment, as gpu-record.sh: SIZES ("-b 64K -e 256M -f 4"), COLLS, WARMUP_S (2),
+# SWEEP_CH (0,16,32,64), CHILD_TIMEOUT (60), REC_LIMIT (400 s per launch model),
+# COST_ITERS (10000 timed calls of the cost run),
+# EXTRA (--fake: no GPU, no NCCL restore). 2026-12-01 on one H200: one process
+# 304 s, one process per rank 177 s, each cost run about 10 s.
+# Writes $OUT/<launch>/record-iso.{jsonl,log,tar} and $OUT/<launch>/cost.jsonl
+# (8 files for both launch models; the cost run's traces go into the tar).
+set -u
+H=$(cd "$(dirname "$0")/.." && pwd)
+LAUNCH=both NCCLLIB="" K=2 COST=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --launch) LAUNCH=$2; shift ;;
+    --nccl-lib) NCCLLIB=$2; shift ;;
+    --ranks-per-gpu) K=$2; shift ;;
+    --no-cost) COST=0 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
+    *) echo "gpu-testbed.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$LAUNCH" in single) L="single" ;; procs) L="procs" ;; both) L="single procs" ;;
+  *) echo "gpu-testbed.sh: --launch single|procs|both" >&2; exit 2 ;; esac
+OUTDIR=${OUT:-$H/testbed-out}
+EXTRA=${EXTRA:-}
+FAKE=0; [ "${EXTRA#*--fake}" != "$EXTRA" ] && FAKE=1
+T0=$(date +%s)
+NARG=()
+if [ "$FAKE" = 0 ]; then
+  if [ -n "$NCCLLIB" ]; then
+    NCCL=$("$H/scripts/gpu-nccl.sh" --lib "$NCCLLIB") || exit 2
+  else
+    NCCL=$("$H/scripts/gpu-nccl.sh" --parts "$H/nccl" --prefix /tmp/nccl-testbed) || exit 2
+  fi
+  NARG=(--nccl "$NCCL")
+  export LD_LIBRARY_PATH=$NCCL:$H/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} NCCL_MULTI_RANK_GPU_ENABLE=1
+export SIZES=${SIZES:--b 64K -e 256M -f 4} SWEEP_CH=${SWEEP_CH:-0,16,32,64} SWEEP_REPS=${SWEEP_REPS:-1}
+export WARMUP_S=${WARMUP_S:-2} CHILD_TIMEOUT=${CHILD_TIMEOUT:-60}
+B=$H/build-gpu/bench/autoccl-bench
+rc=0
+for l in $L; do
+  D=$OUTDIR/$l
+  mkdir -p "$D"
+  MPS=detect; [ "$l" = procs ] && [ "$FAKE" = 0 ] && MPS=start
+  MPS=$MPS timeout -k 5 "${REC_LIMIT:-400}" "$H/scripts/gpu-record.sh" --part iso --launch "$l" \
+    --gpus "$K" --ranks-per-gpu "$K" "${NARG[@]}" --out "$D" || rc=1
+  echo "# $l: record done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
+  [ "$COST" = 1 ] || continue
+  CT=$(mktemp -d "${TMPDIR:-/tmp}/acl-cost.XXXXXX")
+  timeout -k 5 90 "$B" -g "$K" --ranks-per-gpu "$K" --"$l" --mps "$MPS" -b 64K -e 64K \
+    --compare default,table --table "$H/nccl-table.txt" --reps 3 -w 1000 -n "${COST_ITERS:-10000}" \
+    --trace "$CT/cost-$l" --child-timeout 30 --json -q $EXTRA > "$CT/out" 2>&1 || rc=1
+  cat "$CT/out" >> "$D/record-iso.log"
+  last=$(tail -n 1 "$CT/out")
+  case "$last" in "{"*) echo "$last" > "$D/cost.jsonl" ;; esac
+  [ -f "$D/record-iso.tar" ] && [ -d "$CT/cost-$l" ] && tar -rf "$D/record-iso.tar" -C "$CT" "cost-$l"
+  rm -rf "$CT"
+  echo "# $l: cost done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
+done
+exit $rc
