@@ -56,6 +56,7 @@ void acl_cupti_window_stats(const acl_cupti_t *c, acl_cupti_win_t *w)
   (void)c;
   memset(w, 0, sizeof(*w));
 }
+void acl_cupti_retire(acl_cupti_t *c, const char *why) { (void)c, (void)why; }
 
 #else
 
@@ -104,6 +105,8 @@ struct acl_cupti {
   unsigned long inst;
   atomic_int next_slot;
   atomic_bool backed_off;
+  atomic_bool retire; /* acl_cupti_retire: the flush thread stops the windows */
+  char retire_why[160];
   atomic_bool stopping;
   atomic_bool idle;
   atomic_ulong buffers;
@@ -380,8 +383,43 @@ static void timed_wait(acl_cupti_t *c, uint64_t ns)
   ts.tv_sec += (time_t)(t / 1000000000u);
   ts.tv_nsec = (long)(t % 1000000000u);
   pthread_mutex_lock(&c->mu);
-  if (!atomic_load(&c->stopping))
+  if (!atomic_load(&c->stopping) && !atomic_load(&c->retire))
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* acl_cupti_retire on the flush thread: as close_window, without arming
+ * the detach (a later attach is what deadlocks), then backed off for good. */
+static void retire_now(acl_cupti_t *c)
+{
+  atomic_store(&c->wstate, ACL_DUTY_CLOSED);
+  while (atomic_load(&c->inflight) > 0)
+    sched_yield();
+  pthread_mutex_lock(&g_mu);
+  settle_detach(c);
+  if (atomic_load(&c->attached)) {
+    disable_kinds(c);
+    acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    c->batch(c->u, true);
+  }
+  atomic_store(&c->backed_off, true);
+  pthread_mutex_unlock(&g_mu);
+  acl_info("profiler: CUPTI windows off (%s): attaching CUPTI while their kernels wait on each "
+           "other's launches can deadlock; samples come from NCCL profiler events, overlap "
+           "unknown",
+           c->retire_why);
+}
+
+void acl_cupti_retire(acl_cupti_t *c, const char *why)
+{
+  if (!c || atomic_load(&c->backed_off))
+    return;
+  pthread_mutex_lock(&c->mu);
+  if (!atomic_load(&c->retire)) {
+    snprintf(c->retire_why, sizeof(c->retire_why), "%s", why);
+    atomic_store(&c->retire, true);
+  }
+  pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -391,6 +429,10 @@ static void *flush_main(void *arg)
 {
   acl_cupti_t *c = arg;
   while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
+    if (atomic_load(&c->retire)) {
+      retire_now(c);
+      break;
+    }
     uint64_t now = acl_mono_ns();
     acl_duty_state_t want = acl_duty_step(&c->duty, now);
     bool attached = atomic_load(&c->attached);

@@ -25,6 +25,7 @@ enum { SRC_NONE = 0, SRC_CUPTI = 1, SRC_NCCL = 2, SRC_SIM = 3 };
 static const char *const src_names[] = {"none", "cupti", "nccl", "sim"};
 
 #define LAT_N 512
+#define ACL_PROF_MAX_COMMS 64 /* beyond: not tracked (a shared process is seen by then) */
 
 typedef struct prank {
   acl_prof_t *p;
@@ -52,6 +53,12 @@ struct acl_prof {
   pthread_mutex_t feed_mu;
   const acl_simfeed_t *feed;
   uint64_t feed_retry_ns;
+  /* communicators with a rank attached in this process (rank_attach): a
+   * second rank of one makes it a shared process */
+  pthread_mutex_t comms_mu;
+  uint64_t comm_ids[ACL_PROF_MAX_COMMS];
+  uint16_t comm_ranks[ACL_PROF_MAX_COMMS];
+  atomic_bool shared_process;
   /* counters */
   atomic_ulong samples;
   pthread_mutex_t lat_mu;
@@ -186,6 +193,7 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
   p->user = user;
   pthread_mutex_init(&p->lat_mu, NULL);
   pthread_mutex_init(&p->feed_mu, NULL);
+  pthread_mutex_init(&p->comms_mu, NULL);
   atomic_store(&p->source, SRC_NONE);
   if (p->cfg.mode == ACL_MODE_OFF || p->cfg.profiler == ACL_PROF_OFF) {
     acl_info("profiler: off (%s)",
@@ -288,6 +296,7 @@ void acl_prof_destroy(acl_prof_t *p)
     munmap((void *)p->feed, sizeof(acl_simfeed_t));
   pthread_mutex_destroy(&p->lat_mu);
   pthread_mutex_destroy(&p->feed_mu);
+  pthread_mutex_destroy(&p->comms_mu);
   free(p);
 }
 
@@ -299,10 +308,43 @@ static bool cupti_live(const acl_prof_t *p)
 
 bool acl_prof_is_cupti(const acl_prof_t *p) { return p && atomic_load(&p->source) == SRC_CUPTI; }
 
+/* Counts this process's ranks of comm_id (delta +1 at attach, -1 at
+ * detach). Two ranks of one communicator in one process (ncclCommInitAll,
+ * or several ranks on one GPU) launch kernels that wait for each other's
+ * launches: CUPTI must not attach while they run. */
+static void comm_count(acl_prof_t *p, uint64_t comm_id, int delta)
+{
+  int free_slot = -1, n = 0;
+  pthread_mutex_lock(&p->comms_mu);
+  for (int i = 0; i < ACL_PROF_MAX_COMMS; i++) {
+    if (p->comm_ranks[i] && p->comm_ids[i] == comm_id) {
+      p->comm_ranks[i] = (uint16_t)(p->comm_ranks[i] + delta);
+      n = p->comm_ranks[i];
+      free_slot = -2;
+      break;
+    }
+    if (!p->comm_ranks[i] && free_slot == -1)
+      free_slot = i;
+  }
+  if (delta > 0 && free_slot >= 0) {
+    p->comm_ids[free_slot] = comm_id;
+    p->comm_ranks[free_slot] = 1;
+  }
+  pthread_mutex_unlock(&p->comms_mu);
+  if (n >= 2 && !atomic_exchange(&p->shared_process, true) && p->cupti) {
+    char why[96];
+    snprintf(why, sizeof(why), "this process drives %d ranks of communicator %016llx", n,
+             (unsigned long long)comm_id);
+    acl_cupti_retire(p->cupti, why);
+  }
+}
+
 void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank, int nranks)
 {
   if (!p)
     return NULL;
+  if (nranks > 1)
+    comm_count(p, comm_id, +1);
   prank_t *r = calloc(1, sizeof(*r));
   if (!r)
     return NULL;
@@ -323,6 +365,8 @@ void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank)
   prank_t *r = prof_rank;
   if (!r)
     return;
+  if (p && r->nranks > 1)
+    comm_count(p, r->comm_id, -1);
   acl_ncclev_rank_destroy(p ? p->ev : NULL, r->evr);
   free(r);
 }
@@ -484,6 +528,7 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
   out->incomplete = es.incomplete;
   out->cupti_buffers = acl_cupti_buffers(p->cupti);
   out->extcorr = as.extcorr;
+  out->shared_process = atomic_load(&p->shared_process);
 }
 
 int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)

@@ -118,6 +118,9 @@ void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user);
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;
   uint64_t colls, colls_matched, clamped, incomplete, cupti_buffers, extcorr;
+  /* this process drives two or more ranks of one communicator: no CUPTI
+   * windows (acl_cupti_retire) */
+  bool shared_process;
 } acl_prof_stats_ex_t;
 void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out);
 

@@ -107,6 +107,36 @@ Test(prof, nccl_never_loads_cupti)
   acl_prof_destroy(p);
 }
 
+/* Two ranks of one communicator in this process (ncclCommInitAll, or
+ * several ranks on one GPU) make it a shared process, where CUPTI windows
+ * must stay off; ranks of different communicators do not. */
+Test(prof, shared_process_is_two_ranks_of_one_comm)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_NCCL;
+  acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
+  cr_assert_not_null(p);
+  int ctx[4];
+  void *a = acl_prof_rank_attach(p, &ctx[0], 0x11, 0, 2);
+  void *b = acl_prof_rank_attach(p, &ctx[1], 0x22, 1, 2);
+  void *c = acl_prof_rank_attach(p, &ctx[2], 0x33, 0, 1); /* one rank: never shared */
+  void *d = acl_prof_rank_attach(p, &ctx[3], 0x33, 0, 1);
+  acl_prof_stats_ex_t ex;
+  acl_prof_stats_ex(p, &ex);
+  cr_assert_not(ex.shared_process, "one rank each of two communicators");
+  acl_prof_rank_detach(p, a); /* 0x11 gone: a later rank of it is the first again */
+  a = acl_prof_rank_attach(p, &ctx[0], 0x11, 1, 2);
+  acl_prof_stats_ex(p, &ex);
+  cr_assert_not(ex.shared_process, "a communicator's ranks one after the other");
+  void *e = acl_prof_rank_attach(p, &ctx[0], 0x22, 0, 2);
+  acl_prof_stats_ex(p, &ex);
+  cr_assert(ex.shared_process, "two ranks of communicator 0x22");
+  for (void **r = (void *[]){a, b, c, d, e, NULL}; *r; r++)
+    acl_prof_rank_detach(p, *r);
+  acl_prof_destroy(p);
+}
+
 Test(prof, not_a_cupti_library_falls_back)
 {
   /* a real shared object without CUPTI's symbols */
