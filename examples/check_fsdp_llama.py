@@ -77,6 +77,15 @@ st = {"job": {"exposed_share": 0.3},
                     {"calls": 199, "baseline_seconds": None, "best_seconds": None}]}
 check(ex.tuner_account(st) == (0.25, 0.3, 1), "tuner account %s" % (ex.tuner_account(st),))
 check(ex.tuner_account(None) == (None, None, None), "no state document: nothing known")
+with tempfile.TemporaryDirectory() as d:
+    rp = os.path.join(d, "report-0.json")
+    with open(rp, "w") as f:
+        json.dump({"totals": {"net_saved_seconds": 0.125},
+                   "workloads": [{"calls": 3200, "nccl_seconds": 0.5},
+                                 {"calls": 200, "nccl_seconds": None},
+                                 {"calls": 10, "nccl_seconds": None}]}, f)
+    check(ex.report_account(rp) == (0.125, 1), "report account %s" % (ex.report_account(rp),))
+    check(ex.report_account(os.path.join(d, "none.json")) == (None, None), "no report: unknown")
 one = ex.parse(["--nproc", "2", "--ranks-per-gpu", "2"])
 check("NCCL_MULTI_RANK_GPU_ENABLE=1" in ex.mode_env("nccl", one), "two ranks on a GPU: env")
 check(ex.mode_env("nccl", a) == [], "one rank per GPU: NCCL as it ships")

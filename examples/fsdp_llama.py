@@ -32,12 +32,13 @@ line per mode:
 ratio_vs_nccl is NCCL's median step over the mode's (above 1: faster);
 ratio_low/high its 95 % interval over the repetitions, each mode's launch
 paired with NCCL's of the same repetition (null with fewer than 2).
-time_saved_s is the tuner's own net time saved (the sum of its workloads'
-time_saved_seconds from its /api/v1/state endpoint at the end of the run; null
-where the plugin is off or does not report one); autoccl_exposed_share is
-its own job-level exposed share from the same document, and
-workloads_unsampled the number of its workloads with 200 calls or more and
-neither a baseline nor a best time (no sample reached the search).
+time_saved_s is the tuner's own net time saved per rank, from its job report
+(AUTOCCL_REPORT, set for every autoccl launch), else the sum of its
+workloads' time_saved_seconds from its /api/v1/state endpoint at the end of
+the run; null where the plugin is off or reports none. workloads_unsampled
+is the number of its workloads with 200 calls or more that no sample reached
+(no NCCL time in the report; neither a baseline nor a best time at the
+endpoint); autoccl_exposed_share its own job-level exposed share (endpoint).
 exposed_comm_share is the
 share of a step in which an NCCL kernel runs and no other kernel does, from a
 torch.profiler trace of a few extra steps after the timed ones (--no-overlap
@@ -190,6 +191,22 @@ def tuner_account(st):
     return (sum(vals) if vals else None), share, unsampled
 
 
+def report_account(path):
+    """From the plugin's job report (AUTOCCL_REPORT, written when the
+    communicators are destroyed): its net time saved per rank and the
+    workloads of UNSAMPLED_MIN_CALLS calls or more with no NCCL time (no
+    sample reached the search). None, None when there is no report."""
+    try:
+        with open(path) as f:
+            rep = json.load(f)
+        wls = rep.get("workloads") or []
+        unsampled = sum(1 for w in wls if (w.get("calls") or 0) >= UNSAMPLED_MIN_CALLS
+                        and w.get("nccl_seconds") is None)
+        return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled
+    except (OSError, ValueError, AttributeError):
+        return None, None
+
+
 def tuner_state(port):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=5) as r:
@@ -267,18 +284,26 @@ def worker(args):
     st = tuner_state(int(os.environ["AUTOCCL_HTTP_PORT"])) \
         if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
     saved, acl_share, unsampled = tuner_account(st)
+    known = st is not None
+    dist.destroy_process_group()
+    report = os.environ.get("AUTOCCL_REPORT", "").replace("%r", str(local))
+    if rank == 0 and report:
+        # the job report exists once the communicators are gone: the
+        # plugin's final account (also where its endpoint is not built)
+        r_saved, r_unsampled = report_account(report)
+        if r_unsampled is not None:
+            saved, unsampled, known = r_saved, r_unsampled, True
     if rank == 0:
         rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep, "wrap": args.wrap,
                "median_step_s": statistics.median(times), "steps": len(times),
                "step_s": times, "time_saved_s": saved, "exposed_comm_share": share,
                "autoccl_exposed_share": acl_share,
-               "workloads_unsampled": unsampled if st is not None else None,
+               "workloads_unsampled": unsampled if known else None,
                "ranks_per_gpu": args.ranks_per_gpu,
                "world": dist.get_world_size(), "torch": torch.__version__,
                "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
         with open(args.result, "w") as f:
             f.write(json.dumps(rec) + "\n")
-    dist.destroy_process_group()
 
 
 # ---- driver -------------------------------------------------------------------
@@ -290,6 +315,9 @@ def launch(mode, rep, args, out):
         env[k] = v
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         result = tf.name
+    rdir = tempfile.mkdtemp(prefix="fsdp-llama-report.")
+    if mode != "nccl":
+        env["AUTOCCL_REPORT"] = os.path.join(rdir, "report-%r.json")
     cmd = [args.torchrun, "--standalone", "--nproc-per-node", str(args.nproc), __file__, "--worker",
            "--mode", mode, "--rep", str(rep), "--result", result, "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--overlap-steps", str(args.overlap_steps),
@@ -307,6 +335,9 @@ def launch(mode, rep, args, out):
     finally:
         if os.path.exists(result):
             os.unlink(result)
+        for f in os.listdir(rdir):
+            os.unlink(os.path.join(rdir, f))
+        os.rmdir(rdir)
     if p.returncode != 0 or rec is None:
         print("fsdp_llama: %s rep %d failed (exit %d)" % (mode, rep, p.returncode), file=sys.stderr)
         return None
