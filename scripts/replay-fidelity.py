@@ -2,14 +2,25 @@
 """Fidelity of the replay (docs/trace.md, docs/benchmarks.md): the tuner
 benchmark on replayed traces predicts autoccl/default per workload after
 tuning (final/baseline) and over the first 350 calls (incl./baseline); the
-real 2x H200 matrix measured both (autoccl-bench --compare default,autoccl,
-warm-up 300 + 50 timed). Prints a markdown table and flags |diff| > 5 %.
+GPU matrix measured both (autoccl-bench --compare default,autoccl: warm-up
+300 calls, or --warmup-time seconds in the long runs, + 50 timed). Prints a
+markdown table and flags |diff| > 5 %.
 
-  scripts/replay-fidelity.py AUTOCCL_SIM ISOLATED.jsonl [GEMM.jsonl]"""
+  scripts/replay-fidelity.py [--landscape L] AUTOCCL_SIM MATRIX.jsonl [MATRIX.jsonl ...]
+
+--landscape (default h200-traces, the 2x H200 one): the recorded traces to
+replay, e.g. h200-1gpu-traces (one H200, one process per rank) or
+h200-1gpu-traces:single (one process), against that testbed's matrix."""
 import json, subprocess, sys
 
-sim, files = sys.argv[1], sys.argv[2:]
-p = subprocess.run([sim, "--bench", "--landscape", "h200-traces", "--json"],
+argv = sys.argv[1:]
+land = "h200-traces"
+if argv[:1] == ["--landscape"] and len(argv) > 1:
+    land, argv = argv[1], argv[2:]
+if len(argv) < 2:
+    sys.exit(__doc__)
+sim, files = argv[0], argv[1:]
+p = subprocess.run([sim, "--bench", "--landscape", land, "--json"],
                    capture_output=True, text=True, timeout=300)
 d = json.loads(p.stdout.strip().splitlines()[-1])
 pred = {w["workload"]: w for w in d["per_workload"]}
