@@ -20,8 +20,9 @@
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 /* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
  * process's endpoint port; 5: the relay's commit, and a block carries its
- * safe candidate (what a call captured into a CUDA graph runs) */
-#define ACL_CONS_LAYOUT 5u
+ * safe candidate (what a call captured into a CUDA graph runs); 6: a
+ * workload's seal (a corrupt header freezes every workload consistently) */
+#define ACL_CONS_LAYOUT 6u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -123,6 +124,12 @@ typedef struct cons_wl {
    * (the leader's commit horizon, relay.h); CONS_COMMIT_SEALED once the
    * leader is lost: frozen, calls from it on run NCCL's choice. */
   _Atomic uint64_t commit;
+  /* Leader host: the end of the published blocks, raised before a block is
+   * published; CONS_COMMIT_SEALED once a rank found the header corrupt or
+   * the lock unusable: every rank then runs the blocks below it and NCCL's
+   * choice from it on (one atomic, so one horizon for every rank). Outside
+   * the header, and kept when the slot's workload is created. */
+  _Atomic uint64_t seal;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
@@ -198,6 +205,7 @@ _Static_assert(offsetof(cons_wl_t, present) % 4 == 0 && offsetof(cons_wl_t, nblo
                    offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0 &&
                    offsetof(cons_wl_t, commit) % 8 == 0,
                "workload atomics and the search state aligned");
+_Static_assert(offsetof(cons_wl_t, seal) % 8 == 0, "the seal is one aligned atomic word");
 _Static_assert(_Alignof(cons_wl_t) <= 64 && _Alignof(cons_hdr_t) <= 4096,
                "workloads sit at 64-byte strides after a page-aligned header");
 
@@ -252,10 +260,26 @@ struct acl_cons {
   _Atomic int stall_tid;          /* the holder last named in a warning */
   const acl_table_t *table;       /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
   uint64_t table_hash;
+  /* The header was found corrupt or the lock unusable: consensus is
+   * sealed (cons_seal) and this rank no longer takes the lock. */
+  _Atomic int broken;
 };
 
 /* cons_shm.c */
 size_t cons_wl_size(void);
+/* Workloads that fit a mapping of map_size bytes: the bound of every index
+ * read from the header (which the ranks share and anything can scribble
+ * on). */
+uint32_t cons_wl_fit(size_t map_size);
+/* The header, under the lock, against what this rank knows (its mapping,
+ * settings and communicator): 0 with *nwl the workloads in use, or -1 with
+ * err naming what is wrong. */
+int cons_hdr_check(const acl_cons_t *c, uint32_t *nwl, char *err, size_t errlen);
+/* Freezes every workload of c's segment at its published end (lock-free)
+ * and marks c broken; says why once per rank. */
+void cons_seal(acl_cons_t *c, const char *why);
+/* Whether some rank has sealed c's segment. */
+bool cons_sealed(const acl_cons_t *c);
 cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx);
 /* The settings of p: 0, or -1 with err when a value is out of its limits. */
 int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen);
@@ -266,15 +290,19 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
 void cons_seg_detach(acl_cons_t *c);
 
 /* cons_lock.c */
-/* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c. */
-int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen);
-void cons_unlock(cons_hdr_t *h);
+/* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c
+ * when count; gives up early when the lock's holder does not exist (a
+ * scribbled lock word) or some rank sealed the segment. */
+int cons_lock(acl_cons_t *c, bool count, int timeout_ms, char *err, size_t errlen);
+/* 0, or the pthread error (the lock word was scribbled on). */
+int cons_unlock(cons_hdr_t *h);
 /* The sample path's lock: spins ACL_CONS_SAMPLE_SPIN_NS at most, then
  * counts the sample as dropped and returns -1 (one warning names a holder
  * that keeps it past ACL_CONS_STALL_WARN_MS). */
 int cons_lock_try(acl_cons_t *c, cons_hdr_t *h);
-/* The lock without accounting: 0, or the pthread error (ETIMEDOUT). */
-int cons_lock_raw(cons_hdr_t *h, int timeout_ms);
+/* The lock without accounting: 0, or the pthread error (ETIMEDOUT). A
+ * dead holder's workloads are recovered, indices bounded by max_wl. */
+int cons_lock_raw(cons_hdr_t *h, uint32_t max_wl, int timeout_ms);
 int cons_robust_lock_init(pthread_mutex_t *m);
 /* /proc/<pid>/stat start time; 0 unknown. */
 uint64_t cons_proc_start_time(pid_t pid);
@@ -282,18 +310,22 @@ uint64_t cons_proc_start_time(pid_t pid);
 bool cons_proc_alive(int32_t pid, uint64_t start);
 /* Drops the entries (and attached ranks) of processes that are gone. */
 void cons_prune_dead_locked(cons_hdr_t *h);
+/* h->nprocs bounded by the array. */
+uint32_t cons_nprocs(const cons_hdr_t *h);
 
 /* consensus.c: the decider step, shared with the relay server. Called with
  * the lock held. Finds or creates the workload (ACL_CONS_WIDX_NONE when the
  * table is full), restricts with cost when restrict_rank != INT32_MIN (-1:
  * unknown rank, counted without de-duplication), and makes sure a block
- * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead. */
+ * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead, -4 the
+ * header is corrupt (err) or the workload sealed: cons_seal's fallback. */
 #define CONS_NO_RESTRICT INT32_MIN
 /* Joining rank c's table hash against the segment's (lock held). */
 void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator);
-int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *key, uint64_t call,
+int cons_serve_locked(acl_cons_t *c, const acl_wkey_t *key, uint64_t call,
                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
-                      uint32_t *widx, cons_blk_t *blk, uint64_t *published);
+                      uint32_t *widx, cons_blk_t *blk, uint64_t *published, char *err,
+                      size_t errlen);
 /* Test hook (tests/consensus/test_fail.c): take the segment lock and keep
  * it (the caller is then killed); with widx valid, also mark that workload
  * as being mutated. 0 on success. */

@@ -70,11 +70,17 @@ int cons_robust_lock_init(pthread_mutex_t *m)
   return rc ? -1 : 0;
 }
 
+uint32_t cons_nprocs(const cons_hdr_t *h)
+{
+  uint32_t n = h->nprocs;
+  return n < ACL_CONS_MAX_PROCS ? n : ACL_CONS_MAX_PROCS;
+}
+
 /* Drops the entries (and attached ranks) of processes that are gone. */
 void cons_prune_dead_locked(cons_hdr_t *h)
 {
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++) {
+  uint32_t k = 0, n = cons_nprocs(h);
+  for (uint32_t i = 0; i < n; i++) {
     if (h->procs[i].pid == getpid() || cons_proc_alive(h->procs[i].pid, h->procs[i].start_time))
       h->procs[k++] = h->procs[i];
     else
@@ -85,11 +91,11 @@ void cons_prune_dead_locked(cons_hdr_t *h)
 
 /* A dead holder may have left a workload half-updated: such a workload is
  * disabled (NCCL default, published consistently to every rank). */
-static void recover_locked(cons_hdr_t *h)
+static void recover_locked(cons_hdr_t *h, uint32_t max_wl)
 {
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
-  if (n > (uint32_t)h->set.max_workloads)
-    n = (uint32_t)h->set.max_workloads;
+  if (n > max_wl) /* the header's word is not trusted: the mapping is the bound */
+    n = max_wl;
   for (uint32_t i = 0; i < n; i++) {
     cons_wl_t *w = cons_wl(h, i);
     if (w->dirty) {
@@ -102,18 +108,41 @@ static void recover_locked(cons_hdr_t *h)
 }
 
 /* A trylock result made usable: a dead holder is recovered from. */
-static int after_dead_holder(cons_hdr_t *h, int rc)
+static int after_dead_holder(cons_hdr_t *h, uint32_t max_wl, int rc)
 {
   if (rc != EOWNERDEAD)
     return rc;
   acl_warn("consensus: a process died holding the lock of comm %016llx; recovering",
            (unsigned long long)h->comm_id);
-  recover_locked(h);
+  recover_locked(h, max_wl);
   return pthread_mutex_consistent(&h->lock) != 0 ? ENOTRECOVERABLE : 0;
 }
 
-int cons_lock_raw(cons_hdr_t *h, int timeout_ms)
+/* The mutex's type word is what cons_robust_lock_init wrote: glibc trusts
+ * it (a scribbled one makes it abort on an assertion), so a lock whose type
+ * changed is refused as unusable before glibc sees it. */
+static bool lock_kind_ok(cons_hdr_t *h)
 {
+#ifdef __GLIBC__
+  static int want = -1;
+  if (want == -1) {
+    pthread_mutex_t m;
+    if (cons_robust_lock_init(&m) != 0)
+      return true;
+    want = m.__data.__kind;
+    pthread_mutex_destroy(&m);
+  }
+  return *(volatile int *)&h->lock.__data.__kind == want;
+#else
+  (void)h;
+  return true;
+#endif
+}
+
+int cons_lock_raw(cons_hdr_t *h, uint32_t max_wl, int timeout_ms)
+{
+  if (!lock_kind_ok(h))
+    return EINVAL;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_sec += timeout_ms / 1000;
@@ -125,7 +154,7 @@ int cons_lock_raw(cons_hdr_t *h, int timeout_ms)
   int rc = pthread_mutex_trylock(&h->lock);
   if (rc == EBUSY)
     rc = pthread_mutex_timedlock(&h->lock, &ts);
-  return after_dead_holder(h, rc);
+  return after_dead_holder(h, max_wl, rc);
 }
 
 /* The thread holding the lock, from glibc's mutex word; 0 unknown. Read
@@ -180,18 +209,47 @@ static void warn_stall(acl_cons_t *c, cons_hdr_t *h, uint64_t held_ns, const cha
            (unsigned long long)h->comm_id, (double)held_ns * 1e-6, who, effect);
 }
 
-int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen)
+/* A holder that does not exist: the lock word was scribbled on (a dead
+ * holder would have been reported by the robust lock). Only glibc names it. */
+static bool holder_missing(cons_hdr_t *h)
 {
+#ifdef __GLIBC__
+  char path[48];
+  int tid = holder_tid(h);
+  snprintf(path, sizeof(path), "/proc/%d", tid);
+  return tid <= 0 || access(path, F_OK) != 0;
+#else
+  (void)h;
+  return false;
+#endif
+}
+
+#define CONS_LOCK_SLICE_MS 50 /* a long wait looks at the seal this often */
+
+int cons_lock(acl_cons_t *c, bool count, int timeout_ms, char *err, size_t errlen)
+{
+  cons_hdr_t *h = c->hdr;
+  uint32_t max_wl = (uint32_t)c->set.max_workloads;
   uint64_t t0 = acl_mono_ns();
   int first = timeout_ms < ACL_CONS_STALL_WARN_MS ? timeout_ms : ACL_CONS_STALL_WARN_MS;
-  int rc = cons_lock_raw(h, first);
+  int rc = cons_lock_raw(h, max_wl, first);
+  bool missing = false, sealed = false;
   if (rc == ETIMEDOUT && timeout_ms > first) {
-    warn_stall(c, h, acl_mono_ns() - t0,
-               "decisions that need a new block wait for it (AUTOCCL_TIMEOUT_MS at most)");
-    rc = cons_lock_raw(h, timeout_ms - first);
+    missing = holder_missing(h);
+    if (!missing)
+      warn_stall(count ? c : NULL, h, acl_mono_ns() - t0,
+                 "decisions that need a new block wait for it (AUTOCCL_TIMEOUT_MS at most)");
+  }
+  /* The rest in slices: a rank that sealed the segment meanwhile ends the
+   * wait of every other (nothing is decided under this lock any more). */
+  while (rc == ETIMEDOUT && !missing && !(sealed = cons_sealed(c))) {
+    int left = timeout_ms - (int)((acl_mono_ns() - t0) / 1000000ull);
+    if (left <= 0)
+      break;
+    rc = cons_lock_raw(h, max_wl, left < CONS_LOCK_SLICE_MS ? left : CONS_LOCK_SLICE_MS);
   }
   uint64_t dt = acl_mono_ns() - t0;
-  if (c) {
+  if (count) {
     atomic_fetch_add_explicit(&c->wait_ns, dt, memory_order_relaxed);
     if (rc == 0)
       atomic_fetch_add_explicit(&c->lock_acq, 1, memory_order_relaxed);
@@ -199,10 +257,13 @@ int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t er
   if (rc == 0)
     return 0;
   if (err)
-    snprintf(err, errlen, "consensus lock of comm %016llx %s", (unsigned long long)h->comm_id,
-             rc == ETIMEDOUT ? "not obtained within the timeout (AUTOCCL_TIMEOUT_MS): "
-                               "another rank holds it and does not progress"
-                             : "unusable (not recoverable)");
+    snprintf(err, errlen, "consensus lock of comm %016llx %s", (unsigned long long)c->comm_id,
+             missing  ? "is held by a thread that does not exist (the segment's header was "
+                        "overwritten)"
+             : sealed ? "not taken: another rank sealed the segment"
+             : rc == ETIMEDOUT ? "not obtained within the timeout (AUTOCCL_TIMEOUT_MS): "
+                                 "another rank holds it and does not progress"
+                               : "unusable (not recoverable, or its word was overwritten)");
   return -1;
 }
 
@@ -218,14 +279,18 @@ static inline void cpu_relax(void)
 
 int cons_lock_try(acl_cons_t *c, cons_hdr_t *h)
 {
+  if (atomic_load_explicit(&c->broken, memory_order_relaxed))
+    return -1; /* nothing is decided under this lock any more */
   uint64_t t0 = acl_mono_ns(), now = t0;
   int rc;
   /* Local ranks report the same call within microseconds of each other:
    * a short spin lets them take turns; a longer hold is a stall. */
+  if (!lock_kind_ok(h))
+    return -1;
   while ((rc = pthread_mutex_trylock(&h->lock)) == EBUSY &&
          (now = acl_mono_ns()) - t0 < ACL_CONS_SAMPLE_SPIN_NS)
     cpu_relax();
-  rc = after_dead_holder(h, rc);
+  rc = after_dead_holder(h, (uint32_t)c->set.max_workloads, rc);
   if (rc == 0) {
     atomic_fetch_add_explicit(&c->lock_acq, 1, memory_order_relaxed);
     atomic_store_explicit(&c->busy_since_ns, 0, memory_order_relaxed);
@@ -241,4 +306,4 @@ int cons_lock_try(acl_cons_t *c, cons_hdr_t *h)
   return -1;
 }
 
-void cons_unlock(cons_hdr_t *h) { pthread_mutex_unlock(&h->lock); }
+int cons_unlock(cons_hdr_t *h) { return lock_kind_ok(h) ? pthread_mutex_unlock(&h->lock) : EINVAL; }
