@@ -40,6 +40,16 @@ if len(sys.argv) == 3 and sys.argv[1] == "--child":
 plugin = os.path.abspath(sys.argv[1])
 base = os.path.basename(plugin)
 name = base[len("libnccl-tuner-"):-len(".so")]
+other = os.path.join(os.path.dirname(plugin), "libnccl-profiler-%s.so" % name)
+# A sanitizer build cannot be loaded into this (uninstrumented) Python: there
+# the name is checked to be the same file, which is what makes it one library.
+needed = subprocess.run(["readelf", "-d", plugin], capture_output=True, text=True).stdout
+if "libasan" in needed or "libtsan" in needed or "libubsan" in needed:
+    if not os.path.exists(other) or not os.path.samefile(plugin, other):
+        print("FAIL: %s is not %s" % (other, plugin))
+        sys.exit(1)
+    print("PASS: %s is the plugin (a sanitizer build: not loaded here)" % other)
+    sys.exit(0)
 env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(plugin))
 sys.exit(subprocess.call([sys.executable, os.path.abspath(__file__), "--child", name], env=env,
                          cwd="/"))

@@ -320,6 +320,10 @@ uint32_t cons_nprocs(const cons_hdr_t *h);
  * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead, -4 the
  * header is corrupt (err) or the workload sealed: cons_seal's fallback. */
 #define CONS_NO_RESTRICT INT32_MIN
+/* cons_step.c: the decider step. */
+bool cons_key_eq(const acl_wkey_t *a, const acl_wkey_t *b);
+/* The workload of key among the first n slots (n bounded by the caller). */
+cons_wl_t *cons_wl_find(cons_hdr_t *h, uint32_t n, const acl_wkey_t *key, uint32_t *widx);
 /* Joining rank c's table hash against the segment's (lock held). */
 void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator);
 int cons_serve_locked(acl_cons_t *c, const acl_wkey_t *key, uint64_t call,
