@@ -159,8 +159,8 @@ int cons_hdr_check(const acl_cons_t *c, uint32_t *nwl, char *err, size_t errlen)
     return 0;
   }
   snprintf(err, errlen,
-           "consensus segment %s of comm %016llx has a corrupt header (%s); this communicator "
-           "keeps NCCL's choices from here on, on every rank",
+           "consensus segment %s of comm %016llx has a corrupt header (%s); not used for new "
+           "decisions",
            c->map ? c->map->name : "?", (unsigned long long)c->comm_id, bad);
   return -1;
 }

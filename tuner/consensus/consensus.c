@@ -320,7 +320,12 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
       cons_seal(c, "another rank found the consensus segment unusable and sealed it");
     return sealed_call(c, e, key, k, cost, out, err, errlen);
   }
+  /* Several hosts: the follower hosts run what the relay serves up to their
+   * commit and cannot see a seal here, so this fails loudly instead. */
+  bool can_seal = c->nnodes == 1;
   if (cons_lock(c, true, c->timeout_ms, err, errlen) != 0) {
+    if (!can_seal)
+      return -1;
     cons_seal(c, err);
     return sealed_call(c, e, key, k, cost, out, err, errlen);
   }
@@ -336,6 +341,8 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
     if (rc != -4)
       snprintf(err, errlen, "the consensus lock of comm %016llx could not be released (%s)",
                (unsigned long long)c->comm_id, strerror(urc));
+    if (!can_seal)
+      return -1;
     cons_seal(c, err);
     if (rc == 0 && !e)
       e = local_insert(c, key, widx);
