@@ -322,6 +322,7 @@ typedef struct fz_shm {
   _Atomic int joined, go, done;
   char name[96];
   _Atomic uint64_t errors;
+  _Atomic int sealed;
   char err[FZ_RANKS][256];
   uint64_t rec[FZ_RANKS][FZ_CALLS];
 } fz_shm_t;
@@ -363,13 +364,16 @@ static int fz_rank(fz_shm_t *sh, uint64_t id, int rank)
     th_feed_call(&f, c, &d, k.nbytes, 100);
   }
   atomic_fetch_add(&sh->done, 1);
+  acl_cons_stats_t st;
+  acl_cons_stats(c, &st);
+  atomic_fetch_add(&sh->sealed, st.sealed);
   acl_cons_destroy(c);
   return 0;
 }
 
 Test(guest, header_scribbled_while_running, .timeout = 120)
 {
-  int crashes = 0, hangs = 0, failed = 0, seeds_hit = 0, writes = 0;
+  int crashes = 0, hangs = 0, failed = 0, seeds_hit = 0, writes = 0, seeds_sealed = 0;
   uint64_t divergent = 0, errors = 0, decided = 0;
   double t_all = acl_mono_s();
   for (int seed = 0; seed < 20; seed++) {
@@ -431,13 +435,14 @@ Test(guest, header_scribbled_while_running, .timeout = 120)
       }
     }
     errors += atomic_load(&sh->errors);
+    seeds_sealed += atomic_load(&sh->sealed) > 0;
     if (sh->name[0])
       shm_unlink(sh->name); /* a scribbled attach count may have kept it */
     munmap(sh, sizeof(*sh));
   }
-  cr_log_info("header fuzz: 20 seeds in %.1f s, %d scribbled (%d writes while ranks ran): %llu "
-              "decisions, %llu errors, %d crashes, %d hangs, %llu divergent",
-              acl_mono_s() - t_all, seeds_hit, writes, (unsigned long long)decided,
+  cr_log_info("header fuzz: 20 seeds in %.1f s, %d scribbled (%d writes while ranks ran), %d "
+              "sealed: %llu decisions, %llu errors, %d crashes, %d hangs, %llu divergent",
+              acl_mono_s() - t_all, seeds_hit, writes, seeds_sealed, (unsigned long long)decided,
               (unsigned long long)errors, crashes, hangs, (unsigned long long)divergent);
   cr_assert_geq(seeds_hit, 15, "only %d seeds scribbled on a running segment", seeds_hit);
   cr_assert_eq(crashes, 0, "%d rank processes crashed", crashes);

@@ -1,6 +1,6 @@
 /* Internals of rank consensus, shared by consensus.c (decisions),
  * cons_ring.c (published blocks), cons_shm.c (segment lifetime), cons_lock.c
- * (robust lock, liveness) and cons_obs.c (samples, statistics).
+ * (the lock, liveness) and cons_obs.c (samples, statistics).
  * The relay (relay.c) does not see them: consensus registers a serve
  * callback with it. Not used outside tuner/consensus/ (and its tests).
  * Layout notes: docs/consensus.md. */
@@ -175,7 +175,8 @@ typedef struct cons_hdr {
   uint64_t table_hash;
   _Atomic uint32_t table_off;
   uint32_t pad2;
-  pthread_mutex_t lock;
+  _Atomic uint32_t lock; /* 0 free, else the holder's thread id (cons_lock.c) */
+  uint32_t pad3;
   /* under the lock */
   uint32_t attached; /* ranks (acl_cons_t) attached on this host */
   uint32_t nprocs;
@@ -290,20 +291,19 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
 void cons_seg_detach(acl_cons_t *c);
 
 /* cons_lock.c */
-/* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c
- * when count; gives up early when the lock's holder does not exist (a
- * scribbled lock word) or some rank sealed the segment. */
+/* The segment lock bounded by timeout_ms; 0 or -1 with err. Counts waits
+ * in c when count; gives up early when some rank sealed the segment. */
 int cons_lock(acl_cons_t *c, bool count, int timeout_ms, char *err, size_t errlen);
-/* 0, or the pthread error (the lock word was scribbled on). */
+/* 0, or EINVAL: the word held another thread's id (it was scribbled on). */
 int cons_unlock(cons_hdr_t *h);
 /* The sample path's lock: spins ACL_CONS_SAMPLE_SPIN_NS at most, then
  * counts the sample as dropped and returns -1 (one warning names a holder
  * that keeps it past ACL_CONS_STALL_WARN_MS). */
 int cons_lock_try(acl_cons_t *c, cons_hdr_t *h);
-/* The lock without accounting: 0, or the pthread error (ETIMEDOUT). A
- * dead holder's workloads are recovered, indices bounded by max_wl. */
+/* The lock without accounting: 0, or ETIMEDOUT. A holder that is gone is
+ * taken over from, its workloads recovered (indices bounded by max_wl). */
 int cons_lock_raw(cons_hdr_t *h, uint32_t max_wl, int timeout_ms);
-int cons_robust_lock_init(pthread_mutex_t *m);
+void cons_lock_init(cons_hdr_t *h);
 /* /proc/<pid>/stat start time; 0 unknown. */
 uint64_t cons_proc_start_time(pid_t pid);
 /* pid runs and (start != 0) is the same process that recorded start. */

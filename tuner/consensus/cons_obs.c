@@ -161,6 +161,7 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
   st->lock_acquisitions = atomic_load(&c->lock_acq);
   st->blocks_published = atomic_load(&c->blocks_published);
   st->relay_calls = atomic_load(&c->relay_calls);
+  st->sealed = cons_sealed(c);
   st->samples_busy = atomic_load(&c->samples_busy);
   st->refused_here = atomic_load(&c->refused_keys);
   st->wait_seconds = (double)atomic_load(&c->wait_ns) * 1e-9;

@@ -1,5 +1,5 @@
 /* Consensus segment lifetime: naming, create/join, stale detection and
- * replacement, the robust process-shared lock, detach and removal.
+ * replacement, detach and removal.
  * Another local user can pre-create our names: a file that is not ours
  * (core/shm.h) is never mapped; every rank then skips to the same next
  * name, so they still meet. Leftovers of crashed jobs are reclaimed when a
@@ -219,11 +219,7 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
   h->creator_start = cons_proc_start_time(getpid());
   h->set = c->set;
   cons_table_join_locked(h, c, true);
-  if (cons_robust_lock_init(&h->lock) != 0) {
-    snprintf(err, errlen, "cannot initialise the robust process-shared mutex");
-    munmap(p, size);
-    return NULL;
-  }
+  cons_lock_init(h);
   atomic_store_explicit(&h->magic, ACL_CONS_MAGIC, memory_order_release);
   return h;
 }
