@@ -65,6 +65,8 @@ check(au.get("time_saved_s") == 0.6 and lines["nccl"]["time_saved_s"] is None, "
 check("NCCL_TUNER_PLUGIN=/x.so" in au.get("env", []) and lines["nccl"]["env"] == [], "env per mode")
 ce = ex.mode_env("autoccl_ceiling", a)
 check("NCCL_MIN_NCHANNELS=32" in ce and "AUTOCCL_STOCK_CHANNELS=24" in ce, "ceiling env %s" % ce)
+# The minimum raises the channels; the maximum only lowers (docs/channels.md).
+check(not any(e.startswith("NCCL_MAX_NCHANNELS") for e in ce), "ceiling sets a maximum: %s" % ce)
 
 for bad in (["--modes", "nccl,fast"], ["--modes", ""], ["--ceiling", "24"], ["--reps", "x"]):
     r = subprocess.run([sys.executable, path] + bad, capture_output=True, text=True)
