@@ -156,17 +156,18 @@ static void fmt_bytes(uint64_t b, char *buf, size_t len)
     snprintf(buf, len, "%.1f %s", v, unit[u]);
 }
 
-/* Seconds with a sign and a readable unit: "+1.234 s", "-56.7 ms". */
+/* Seconds with a sign in s or ms: "+1.234 s", "-56.7 ms", "0.037 ms". The
+ * unit is picked after rounding, so 0.9999 s is "1.000 s", not "1000.0 ms". */
 static void fmt_secs(double v, bool sign, char *buf, size_t len)
 {
   const char *sg = sign && v > 0 ? "+" : "";
   double a = fabs(v);
-  if (a >= 1.0 || a == 0.0)
+  if (a >= 0.99995 || a == 0.0) /* from here "%.1f ms" would say 1000.0 */
     snprintf(buf, len, "%s%.3f s", sg, v);
   else if (a >= 1e-3)
     snprintf(buf, len, "%s%.1f ms", sg, v * 1e3);
   else
-    snprintf(buf, len, "%s%.0f us", sg, v * 1e6);
+    snprintf(buf, len, "%s%.3f ms", sg, v * 1e3);
 }
 
 void acl_report_totals_line(const acl_report_totals_t *t, acl_strbuf_t *out)

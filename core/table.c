@@ -272,6 +272,11 @@ int acl_table_parse(const char *text, size_t len, acl_table_t *out, char *err, s
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  /* A UTF-8 byte order mark, as some editors save: not part of the table. */
+  if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+    text += 3;
+    len -= 3;
+  }
   size_t pos = 0;
   while (pos < len && isspace((unsigned char)text[pos]))
     pos++;
@@ -374,20 +379,38 @@ int acl_table_load(const char *path, acl_table_t *out, char *err, size_t errlen)
     snprintf(err, errlen, "%s: larger than %u bytes", path, ACL_TABLE_MAX_BYTES);
     goto out;
   }
-  if (!(buf = malloc((size_t)st.st_size + 1))) {
+  /* Read to the end, not to st_size: a /proc or sysfs file says 0 bytes
+   * and has text, /proc/self/mem says 0 and fails to read (an I/O error
+   * must be named, not taken for an empty table). */
+  size_t cap = (size_t)st.st_size + 1 < 4096 ? 4096 : (size_t)st.st_size + 1, got = 0;
+  if (!(buf = malloc(cap + 1))) {
     snprintf(err, errlen, "%s: out of memory", path);
     goto out;
   }
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+  for (;;) {
+    if (got == cap) {
+      char *nb = cap <= ACL_TABLE_MAX_BYTES ? realloc(buf, cap * 2 + 1) : NULL;
+      if (!nb) {
+        snprintf(err, errlen, "%s: larger than %u bytes", path, ACL_TABLE_MAX_BYTES);
+        goto out;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t k = read(fd, buf + got, cap - got);
     if (k < 0 && errno == EINTR)
       continue;
-    if (k <= 0) {
-      snprintf(err, errlen, "%s: %s", path, k < 0 ? strerror(errno) : "shorter than its size");
+    if (k < 0) {
+      snprintf(err, errlen, "%s: cannot be read: %s", path, strerror(errno));
       goto out;
     }
+    if (k == 0)
+      break;
     got += (size_t)k;
+  }
+  if (got > ACL_TABLE_MAX_BYTES) {
+    snprintf(err, errlen, "%s: larger than %u bytes", path, ACL_TABLE_MAX_BYTES);
+    goto out;
   }
   char inner[320];
   if (acl_table_parse(buf, got, out, inner, sizeof(inner)) != 0) {

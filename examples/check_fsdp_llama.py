@@ -91,6 +91,8 @@ check("NCCL_MULTI_RANK_GPU_ENABLE=1" in ex.mode_env("nccl", one), "two ranks on 
 check(ex.mode_env("nccl", a) == [], "one rank per GPU: NCCL as it ships")
 ce = ex.mode_env("autoccl_ceiling", a)
 check("NCCL_MIN_NCHANNELS=32" in ce and "AUTOCCL_STOCK_CHANNELS=24" in ce, "ceiling env %s" % ce)
+# The minimum raises the channels; the maximum only lowers (docs/channels.md).
+check(not any(e.startswith("NCCL_MAX_NCHANNELS") for e in ce), "ceiling sets a maximum: %s" % ce)
 
 for bad in (["--modes", "nccl,fast"], ["--modes", ""], ["--ceiling", "24"], ["--reps", "x"],
             ["--nproc", "3", "--ranks-per-gpu", "2"], ["--nccl-lib", "/nonexistent/libnccl.so.2"],

@@ -18,9 +18,11 @@ bundles (LD_PRELOAD). Without them it runs one rank per GPU, unchanged.
 Modes (--modes, default all three):
   nccl             NCCL as it ships: no plugin, no NCCL_* channel variables
   autoccl          NCCL_TUNER_PLUGIN = NCCL_PROFILER_PLUGIN = --plugin
-  autoccl_ceiling  autoccl plus NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=--ceiling
-                   and AUTOCCL_STOCK_CHANNELS=--stock-channels (ceiling mode,
-                   docs/channels.md)
+  autoccl_ceiling  autoccl plus NCCL_MIN_NCHANNELS=--ceiling and
+                   AUTOCCL_STOCK_CHANNELS=--stock-channels (ceiling mode,
+                   docs/channels.md: the minimum raises the channels NCCL
+                   builds; NCCL_MAX_NCHANNELS only lowers them, so it is left
+                   unset, as the README's ceiling line does)
 
 Output (--out, JSON lines): one "torch_step_run" line per launch, then one
 line per mode:
@@ -87,7 +89,7 @@ def mode_env(mode, args):
         env += ["NCCL_TUNER_PLUGIN=%s" % args.plugin, "NCCL_PROFILER_PLUGIN=%s" % args.plugin,
                 "AUTOCCL_HTTP_PORT=%d" % args.http_port]
     if mode == "autoccl_ceiling":
-        env += ["NCCL_MIN_NCHANNELS=%d" % args.ceiling, "NCCL_MAX_NCHANNELS=%d" % args.ceiling,
+        env += ["NCCL_MIN_NCHANNELS=%d" % args.ceiling,
                 "AUTOCCL_STOCK_CHANNELS=%d" % args.stock_channels]
     return env
 

@@ -8,11 +8,19 @@ group an expression over the constants (#define NAME VALUE anywhere under
 the source folders, macros resolved). Every match in the doc must agree, and
 the pattern must match at least once (a reworded doc updates its row here).
 
+Links to a section (`[x](#anchor)`, `[x](docs/y.md#anchor)`) and "as in
+<Section>" must name a heading that exists.
+
 usage: check-docs.py [ROOT]        (ROOT: the source tree, default .)
        check-docs.py --self-test   (proves each check fails on a bad tree)
+       check-docs.py --needed PLUGIN ROOT
+                                   every library PLUGIN needs at run time
+                                   (readelf -d) is named in README.md
 """
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -162,6 +170,89 @@ def check_forbidden(root):
     return problems
 
 
+def slug(title):
+    """GitHub's anchor for a heading."""
+    t = re.sub(r"[`*_]", "", title.strip().lower())
+    t = re.sub(r"[^\w\- ]", "", t)
+    return t.replace(" ", "-")
+
+
+def headings(path):
+    text = open(path, encoding="utf-8", errors="replace").read()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [m.group(1).strip() for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*$", text, re.M)]
+
+
+def check_sections(root):
+    docs = [os.path.join(root, "README.md")] + sorted(
+        os.path.join(root, "docs", f) for f in os.listdir(os.path.join(root, "docs"))
+        if f.endswith(".md"))
+    problems = []
+    for path in docs:
+        if not os.path.exists(path):
+            continue
+        text = open(path, encoding="utf-8", errors="replace").read()
+        rel = os.path.relpath(path, root)
+        own = headings(path)
+        for m in re.finditer(r"\]\(([^)\s#]*\.md)?#([^)\s]+)\)", text):
+            target = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1))) \
+                if m.group(1) else path
+            if not os.path.exists(target):
+                continue  # a missing file is another check's business
+            if m.group(2) not in {slug(h) for h in headings(target)}:
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append("%s:%d: link to #%s: no such section in %s" %
+                                (rel, line, m.group(2), os.path.relpath(target, root)))
+        for m in re.finditer(r"\bas in ([A-Z][A-Za-z]*(?: [a-z][A-Za-z]*)*)[).,;]", text):
+            if m.group(1) not in own:
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append("%s:%d: 'as in %s': no section of that name" %
+                                (rel, line, m.group(1)))
+    return problems
+
+
+def check_ceiling(root):
+    """The README's ceiling line and examples/fsdp_llama.py's ceiling mode set
+    the same NCCL channel variables."""
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    m = re.search(r"^export (NCCL_M\w+NCHANNELS=\S+.*AUTOCCL_STOCK_CHANNELS=\S+)", readme, re.M)
+    if not m:
+        return ["README.md: no 'export NCCL_..NCHANNELS=.. AUTOCCL_STOCK_CHANNELS=..' line"]
+    doc = set(re.findall(r"(NCCL_\w+NCHANNELS)=", m.group(1)))
+    ex = open(os.path.join(root, "examples", "fsdp_llama.py"), encoding="utf-8").read()
+    f = re.search(r"if mode == \"autoccl_ceiling\":\n(.*?)\n    return env", ex, re.S)
+    if not f:
+        return ["examples/fsdp_llama.py: no autoccl_ceiling branch in mode_env"]
+    code = set(re.findall(r"\"(NCCL_\w+NCHANNELS)=", f.group(1)))
+    if doc != code:
+        return ["examples/fsdp_llama.py's ceiling mode sets %s, README.md's ceiling line %s" %
+                (sorted(code), sorted(doc))]
+    return []
+
+
+# The C library's own parts need no package of their own.
+LIBC = ("libc.so.", "libm.so.", "ld-linux", "libdl.so.", "libpthread.so.", "librt.so.")
+
+
+def check_needed(plugin, root):
+    if not shutil.which("readelf"):
+        print("readelf not found (binutils): skipped")
+        return 77
+    out = subprocess.run(["readelf", "-d", plugin], capture_output=True, text=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    if not needed:
+        print("%s: no NEEDED entries read" % plugin)
+        return 1
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    missing = [n for n in needed if not n.startswith(LIBC) and "`%s`" % n not in readme]
+    for n in missing:
+        print("README.md does not name `%s`, which %s needs at run time" % (n, plugin))
+    if missing:
+        return 1
+    print("README.md names every library the plugin needs: %s" % ", ".join(needed))
+    return 0
+
+
 def self_test():
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "core"))
@@ -185,6 +276,19 @@ def self_test():
         open(os.path.join(tmp, "core", "y.c"), "w").write("/* see DESIGN.md (issue 7) */\n")
         probs = check_forbidden(tmp)
         assert len(probs) == 2, probs
+        readme = os.path.join(tmp, "README.md")
+        open(readme, "w").write("# T\n\n## Using it\n\nsee [u](#using-it), as in Using it.\n")
+        assert check_sections(tmp) == [], check_sections(tmp)
+        open(readme, "w").write("# T\n\nsee [u](#quick-start), as in Quick start.\n")
+        assert len(check_sections(tmp)) == 2, check_sections(tmp)
+        os.makedirs(os.path.join(tmp, "examples"))
+        open(readme, "w").write("export NCCL_MIN_NCHANNELS=32 AUTOCCL_STOCK_CHANNELS=24\n")
+        ex = os.path.join(tmp, "examples", "fsdp_llama.py")
+        branch = '    if mode == "autoccl_ceiling":\n        env += [%s]\n    return env\n'
+        open(ex, "w").write(branch % '"NCCL_MIN_NCHANNELS=%d" % c')
+        assert check_ceiling(tmp) == [], check_ceiling(tmp)
+        open(ex, "w").write(branch % '"NCCL_MIN_NCHANNELS=%d" % c, "NCCL_MAX_NCHANNELS=%d" % c')
+        assert len(check_ceiling(tmp)) == 1, check_ceiling(tmp)
     print("check-docs self-test: every check fails on a bad input")
     return 0
 
@@ -192,8 +296,11 @@ def self_test():
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
+    if len(argv) == 4 and argv[1] == "--needed":
+        return check_needed(argv[2], argv[3])
     root = argv[1] if len(argv) > 1 else "."
-    problems = check_numbers(root) + check_forbidden(root)
+    problems = check_numbers(root) + check_forbidden(root) + check_sections(root) + \
+        check_ceiling(root)
     for p in problems:
         print(p)
     if problems:

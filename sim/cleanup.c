@@ -30,7 +30,9 @@ static void unlink_own(void *user, const char *name)
   shm_unlink(name);
 }
 
-/* Removes dir's rank logs and dir itself, only if it is our directory. */
+/* Removes what dir holds (rank logs, the plugin's reports and the
+ * temporary files of its writes) and dir itself, only if it is our
+ * directory: a mkdtemp folder of ours, whose every file is the run's. */
 static void rm_logdir(const char *dir)
 {
   struct stat st;
@@ -40,8 +42,8 @@ static void rm_logdir(const char *dir)
   if (d) {
     struct dirent *e;
     while ((e = readdir(d)))
-      if (strncmp(e->d_name, "rank", 4) == 0)
-        unlinkat(dirfd(d), e->d_name, 0);
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+        unlinkat(dirfd(d), e->d_name, 0); /* a folder stays, and so does dir */
     closedir(d);
   }
   rmdir(dir);

@@ -259,10 +259,11 @@ int acl_sim_report(const acl_sim_world_t *w, double wall_s, double endpoint_wait
    * the simulator's table of what NCCL ran only where the plugin wrote none. */
   bool table = false;
   if (!o->json || o->verbose) {
+    /* A blank line parts it from the progress lines, which -q omits. */
     fprintf(out,
-            "\nautoccl-sim report: workload %s on %s, %d ranks (%d host%s, %d communicator%s), "
+            "%sautoccl-sim report: workload %s on %s, %d ranks (%d host%s, %d communicator%s), "
             "%llu steps, %llu calls per rank, %.1f s\n",
-            acl_sim_mix_name(o->mix), acl_land_name(w->land), n, o->nhosts,
+            o->quiet ? "" : "\n", acl_sim_mix_name(o->mix), acl_land_name(w->land), n, o->nhosts,
             o->nhosts == 1 ? "" : "s", o->ncomms, o->ncomms == 1 ? "" : "s",
             (unsigned long long)steps, (unsigned long long)(idx), wall_s);
     table = !acl_sim_job_text(w, out);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safefile.h"
 #include "core/strbuf.h"
 #include "sim/sim.h"
 
@@ -171,48 +172,123 @@ void acl_sim_job_json(const acl_sim_world_t *w, char *const *states, acl_strbuf_
   acl_sb_puts(sb, "]");
 }
 
-/* Copies the whole file src to dst; false on failure. */
-static bool copy_file(const char *src, const char *dst)
+/* The string value of "key": in json (the report's header), at most len-1
+ * bytes, '/' and escapes replaced by '_' (it becomes part of a path). */
+static bool first_str(const char *json, const char *key, char *out, size_t len)
 {
-  char *b = slurp(src);
-  if (!b)
+  char pat[64];
+  snprintf(pat, sizeof(pat), "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  if (!p || len == 0)
     return false;
-  FILE *f = fopen(dst, "wb");
-  bool ok = f && fputs(b, f) >= 0;
-  if (f && fclose(f) != 0)
-    ok = false;
-  free(b);
-  return ok;
+  p += strlen(pat);
+  while (*p == ' ')
+    p++;
+  if (*p++ != '"')
+    return false;
+  size_t o = 0;
+  for (; *p && *p != '"' && o + 1 < len; p++)
+    out[o++] = (*p == '/' || *p == '\\' || (unsigned char)*p < 0x20) ? '_' : *p;
+  out[o] = '\0';
+  return *p == '"' && o > 0;
+}
+
+/* The user's name for the report js of process proc: the plugin's meaning
+ * of the template (%p the pid, %r the local rank, %h the host name; neither
+ * %p nor %r: ".<local rank>" appended on local ranks other than 0), read
+ * from the report itself. A simulated host k > 0 of several is
+ * "<host>.<k>": they all run on this machine. false when it does not fit. */
+static bool dest_name(const acl_sim_world_t *w, int proc, const char *tmpl, const char *js,
+                      char *dst, size_t len)
+{
+  double pid, local;
+  char host[80];
+  if (!first_num(js, "pid", &pid) || !first_num(js, "local_rank", &local) ||
+      !first_str(js, "host", host, sizeof(host) - 8))
+    return false;
+  int rpp = w->o->ranks_per_proc > 0 ? w->o->ranks_per_proc : 1;
+  int ranks_per_host = w->o->nranks / (w->o->nhosts > 0 ? w->o->nhosts : 1);
+  int sim_host = proc * rpp / ranks_per_host;
+  if (w->o->nhosts > 1 && sim_host > 0)
+    snprintf(host + strlen(host), sizeof(host) - strlen(host), ".%d", sim_host);
+  size_t o = 0;
+  bool per_proc = false;
+  for (const char *c = tmpl; *c; c++) {
+    int n;
+    if (c[0] == '%' && (c[1] == 'p' || c[1] == 'r')) {
+      n = snprintf(dst + o, len - o, "%d", (int)(c[1] == 'p' ? pid : local));
+      per_proc = true;
+      c++;
+    } else if (c[0] == '%' && c[1] == 'h') {
+      n = snprintf(dst + o, len - o, "%s", host);
+      c++;
+    } else {
+      n = snprintf(dst + o, len - o, "%c", *c);
+    }
+    if (n < 0 || (size_t)n >= len - o)
+      return false;
+    o += (size_t)n;
+  }
+  if (!per_proc && (int)local != 0) {
+    int n = snprintf(dst + o, len - o, ".%d", (int)local);
+    if (n < 0 || (size_t)n >= len - o)
+      return false;
+  }
+  return true;
+}
+
+/* Writes text to dst as the plugin writes its report: never through a
+ * planted link, FIFO or device (core/safefile.h). */
+static bool write_copy(const char *dst, const char *text, int proc)
+{
+  char err[640];
+  if (acl_sfile_write_atomic(dst, text, strlen(text), 0644, err, sizeof(err)) == 0)
+    return true;
+  fprintf(stderr, "autoccl-sim: AUTOCCL_REPORT: rank process %d's report not copied: %s\n", proc,
+          err);
+  return false;
 }
 
 void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl)
 {
   if (!tmpl || !tmpl[0])
     return;
-  for (int p = 0; p < nprocs_of(w); p++) {
-    char src[340], dst[600];
-    size_t o = 0;
-    for (const char *c = tmpl; *c && o + 24 < sizeof(dst); c++) {
-      if (c[0] == '%' && (c[1] == 'r' || c[1] == 'p')) {
-        o += (size_t)snprintf(dst + o, sizeof(dst) - o, "%d", p);
-        c++;
-      } else {
-        dst[o++] = *c;
-      }
-    }
-    dst[o] = '\0';
-    if (!strstr(tmpl, "%r") && !strstr(tmpl, "%p") && p > 0)
-      snprintf(dst + o, sizeof(dst) - o, ".%d", p);
-    acl_sim_report_path(w, p, false, src, sizeof(src) - 4);
-    bool ok = copy_file(src, dst);
-    snprintf(src + strlen(src), sizeof(src) - strlen(src), ".txt");
-    if (ok && strlen(dst) + 4 < sizeof(dst)) {
-      snprintf(dst + strlen(dst), sizeof(dst) - strlen(dst), ".txt");
-      ok = copy_file(src, dst);
-    }
-    if (!ok)
-      fprintf(stderr,
-              "autoccl-sim: AUTOCCL_REPORT: cannot copy the report of rank process %d to %s\n", p,
-              dst);
+  int n = nprocs_of(w);
+  char(*dst)[600] = calloc((size_t)n, sizeof(*dst));
+  if (!dst) {
+    fprintf(stderr, "autoccl-sim: AUTOCCL_REPORT: out of memory; no report copied\n");
+    return;
   }
+  for (int p = 0; p < n; p++) {
+    char src[340];
+    acl_sim_report_path(w, p, false, src, sizeof(src) - 4);
+    char *js = slurp(src);
+    snprintf(src + strlen(src), sizeof(src) - strlen(src), ".txt");
+    char *tx = slurp(src);
+    if (!js || !tx || !dest_name(w, p, tmpl, js, dst[p], sizeof(dst[p]) - 4)) {
+      fprintf(stderr, "autoccl-sim: AUTOCCL_REPORT: %s\n",
+              !js || !tx ? "a rank process wrote no report; not copied"
+                         : "the path is too long once expanded (or the report lacks its header); "
+                           "not copied");
+      dst[p][0] = '\0';
+      goto next;
+    }
+    for (int q = 0; q < p; q++)
+      if (strcmp(dst[q], dst[p]) == 0) {
+        fprintf(stderr,
+                "autoccl-sim: AUTOCCL_REPORT: rank processes %d and %d would both write %s; "
+                "rank process %d's report not copied (put %%p or %%r in the name)\n",
+                q, p, dst[p], p);
+        goto next;
+      }
+    if (write_copy(dst[p], js, p)) {
+      char txt[604];
+      snprintf(txt, sizeof(txt), "%s.txt", dst[p]);
+      write_copy(txt, tx, p);
+    }
+  next:
+    free(js);
+    free(tx);
+  }
+  free(dst);
 }

@@ -193,8 +193,9 @@ void acl_sim_report_path(const acl_sim_world_t *w, int proc, bool tmpl, char *bu
  * without one: the caller prints its own table). */
 bool acl_sim_job_text(const acl_sim_world_t *w, FILE *out);
 /* Copies every process's report (and its .txt) to the user's AUTOCCL_REPORT
- * template, %r or %p replaced by the process index (the simulator gives its
- * ranks their own template). */
+ * template (the simulator gives its ranks their own): %p, %r and %h as the
+ * plugin expands them, written as the plugin writes (no planted link, FIFO
+ * or device is followed or opened; each refusal is said on stderr). */
 void acl_sim_job_copy(const acl_sim_world_t *w, const char *tmpl);
 /* ,"job_totals":{..},"job_reports":[..],"final_states":[..] into sb. */
 void acl_sim_job_json(const acl_sim_world_t *w, char *const *states, acl_strbuf_t *sb);

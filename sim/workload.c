@@ -242,7 +242,9 @@ bool acl_sim_interf_parse(const char *spec, acl_sim_interf_t *out, char *err, si
       else if (ok)
         b = UINT64_MAX;
       if (!ok || b <= a) {
-        snprintf(err, errlen, "bad episode '%s': need FROM-TO steps with TO > FROM (TO optional)",
+        snprintf(err, errlen,
+                 "bad episode '%s': need FROM-TO steps with TO > FROM (TO optional), or "
+                 "every:PERIOD:LEN",
                  item);
         return false;
       }

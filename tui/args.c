@@ -260,7 +260,7 @@ int acl_top_parse_args(int argc, char *const *argv, acl_top_opts_t *o, char *err
         return fail(err, errlen, "bad iteration count '%s': expected a positive integer", v);
       o->iterations = n;
     } else if (a[0] == '-') {
-      return fail(err, errlen, "unknown option '%s' (see --help)", a);
+      return fail(err, errlen, "unknown option '%s'", a); /* main adds the --help hint */
     } else {
       return fail(err, errlen, "unexpected argument '%s' (URLs go after --url)", a);
     }

@@ -308,3 +308,147 @@ Test(guest, zombie_jobs_segment_reclaimed, .timeout = 30)
   shm_unlink(name);
   cr_assert_not(left, "%s of an exited (zombie) job was not reclaimed", name);
 }
+
+/* Random bytes written into the live header (the segment's first 4 KiB)
+ * while 4 rank processes decide: no rank crashes, none waits past its
+ * bound, and every call gets the same decision (algorithm, protocol,
+ * channels) on every rank that made one. 20 seeds: even ones scribble a
+ * few short spans during the run, odd ones overwrite the whole 4 KiB. */
+#define FZ_RANKS 4
+#define FZ_NWL 3
+#define FZ_CALLS 3000 /* per rank, the workloads cycled */
+
+typedef struct fz_shm {
+  _Atomic int joined, go, done;
+  char name[96];
+  _Atomic uint64_t errors;
+  _Atomic int sealed;
+  char err[FZ_RANKS][256];
+  uint64_t rec[FZ_RANKS][FZ_CALLS];
+} fz_shm_t;
+
+static int fz_rank(fz_shm_t *sh, uint64_t id, int rank)
+{
+  th_rank_t r;
+  th_params(&r, id, rank, FZ_RANKS, 1, "fuzz");
+  r.cfg.timeout_ms = 300;
+  acl_cons_t *c = acl_cons_create(&r.p, sh->err[rank], 256);
+  if (!c)
+    return 3;
+  if (rank == 0) {
+    acl_cons_stats_t st;
+    acl_cons_stats(c, &st);
+    snprintf(sh->name, sizeof(sh->name), "%s", st.shm_name);
+  }
+  atomic_fetch_add(&sh->joined, 1);
+  for (double end = acl_mono_s() + 10; !atomic_load(&sh->go) && acl_mono_s() < end;)
+    usleep(100);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  th_cost(cost, -1);
+  th_feed_t f;
+  th_feed_init(&f, 77u + (uint64_t)rank);
+  static const uint64_t bytes[FZ_NWL] = {4096, 1u << 20, 1u << 24};
+  for (int i = 0; i < FZ_CALLS; i++) {
+    acl_wkey_t k = th_key(id, 4, bytes[i % FZ_NWL]);
+    acl_decision_t d;
+    char err[256];
+    if (acl_cons_decide(c, &k, cost, &d, err, sizeof(err)) != 0) {
+      atomic_fetch_add(&sh->errors, 1);
+      snprintf(sh->err[rank], 256, "call %d: %.200s", i, err);
+      continue; /* no decision recorded: the collective failed on this rank */
+    }
+    uint64_t v = th_pack(&d) >> 16 & 0xffffffffu; /* algo, proto, channels */
+    if (d.widx != ACL_CONS_WIDX_NONE && d.call_idx != (uint64_t)(i / FZ_NWL))
+      v |= 1ull << 40; /* a shifted call index diverges from the other ranks */
+    sh->rec[rank][i] = v;
+    th_feed_call(&f, c, &d, k.nbytes, 100);
+  }
+  atomic_fetch_add(&sh->done, 1);
+  acl_cons_stats_t st;
+  acl_cons_stats(c, &st);
+  atomic_fetch_add(&sh->sealed, st.sealed);
+  acl_cons_destroy(c);
+  return 0;
+}
+
+Test(guest, header_scribbled_while_running, .timeout = 120)
+{
+  int crashes = 0, hangs = 0, failed = 0, seeds_hit = 0, writes = 0, seeds_sealed = 0;
+  uint64_t divergent = 0, errors = 0, decided = 0;
+  double t_all = acl_mono_s();
+  for (int seed = 0; seed < 20; seed++) {
+    fz_shm_t *sh = th_shared(sizeof(*sh));
+    cr_assert_not_null(sh);
+    memset(sh->rec, 0xff, sizeof(sh->rec));
+    uint64_t id = th_comm_id(300 + seed);
+    pid_t pids[FZ_RANKS];
+    for (int r = 0; r < FZ_RANKS; r++) {
+      pids[r] = fork();
+      if (pids[r] == 0)
+        _exit(fz_rank(sh, id, r));
+    }
+    for (double end = acl_mono_s() + 10; atomic_load(&sh->joined) < FZ_RANKS && acl_mono_s() < end;)
+      usleep(200);
+    char path[200];
+    snprintf(path, sizeof(path), "/dev/shm%s", sh->name);
+    int fd = sh->name[0] ? open(path, O_RDWR) : -1;
+    unsigned char *hp =
+        fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+      close(fd);
+    atomic_store(&sh->go, 1);
+    uint64_t rng = 0x5eed0000u + (uint64_t)seed * 7919;
+    int n = 0;
+    for (; hp != MAP_FAILED && n < (seed % 2 ? 1 : 8) && atomic_load(&sh->done) < FZ_RANKS; n++) {
+      usleep((useconds_t)(200 + th_rand(&rng) % 3000));
+      size_t len = seed % 2 ? 4096 : 1 + th_rand(&rng) % 64;
+      size_t off = seed % 2 ? 0 : th_rand(&rng) % (4096 - len);
+      for (size_t b = 0; b < len; b++)
+        hp[off + b] = (unsigned char)th_rand(&rng);
+      writes += atomic_load(&sh->done) < FZ_RANKS; /* while some rank still decides */
+    }
+    seeds_hit += n > 0;
+    if (hp != MAP_FAILED)
+      munmap(hp, 4096);
+    for (int r = 0; r < FZ_RANKS; r++) {
+      int st = th_wait(pids[r], 10000);
+      if (st == -1)
+        hangs++;
+      else if (st >= 128)
+        crashes++;
+      else if (st != 0)
+        failed++;
+      if (st != 0)
+        cr_log_warn("seed %d rank %d: status %d: %s", seed, r, st, sh->err[r]);
+    }
+    for (int i = 0; i < FZ_CALLS; i++) {
+      uint64_t ref = UINT64_MAX;
+      for (int r = 0; r < FZ_RANKS; r++) {
+        uint64_t v = sh->rec[r][i];
+        if (v == UINT64_MAX)
+          continue;
+        decided++;
+        if (ref == UINT64_MAX)
+          ref = v;
+        else if (v != ref)
+          divergent++;
+      }
+    }
+    errors += atomic_load(&sh->errors);
+    seeds_sealed += atomic_load(&sh->sealed) > 0;
+    if (sh->name[0])
+      shm_unlink(sh->name); /* a scribbled attach count may have kept it */
+    munmap(sh, sizeof(*sh));
+  }
+  cr_log_info("header fuzz: 20 seeds in %.1f s, %d scribbled (%d writes while ranks ran), %d "
+              "sealed: %llu decisions, %llu errors, %d crashes, %d hangs, %llu divergent",
+              acl_mono_s() - t_all, seeds_hit, writes, seeds_sealed, (unsigned long long)decided,
+              (unsigned long long)errors, crashes, hangs, (unsigned long long)divergent);
+  cr_assert_geq(seeds_hit, 15, "only %d seeds scribbled on a running segment", seeds_hit);
+  cr_assert_eq(crashes, 0, "%d rank processes crashed", crashes);
+  cr_assert_eq(hangs, 0, "%d rank processes ran past 10 s", hangs);
+  cr_assert_eq(failed, 0, "%d rank processes failed to join or run", failed);
+  cr_assert_eq(divergent, 0, "%llu decisions differ between ranks", (unsigned long long)divergent);
+  cr_assert_gt(decided, 20ull * FZ_RANKS * FZ_CALLS * 9 / 10, "too few decisions: %llu",
+               (unsigned long long)decided);
+}

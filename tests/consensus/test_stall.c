@@ -95,8 +95,9 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
     uint64_t t0 = acl_mono_ns();
     int rc = acl_cons_decide(ca, &k, cost, &d, err, sizeof(err));
     uint64_t t1 = acl_mono_ns();
-    if (rc != 0)
-      break; /* past the published blocks: this one waited for the lock */
+    if (rc != 0 || d.widx == ACL_CONS_WIDX_NONE)
+      break; /* past the published blocks: this one waited for the lock, then
+              * sealed the segment and ran NCCL's choice */
     acl_cons_add_sample(ca, d.widx, d.call_idx, d.cand_id, 1e-4, 0.0f);
     uint64_t t2 = acl_mono_ns();
     max_decide = t1 - t0 > max_decide ? t1 - t0 : max_decide;

@@ -286,3 +286,27 @@ Test(report, share_saved_is_over_workloads_with_both)
   acl_sb_free(&sb);
   free(s);
 }
+
+/* Times in the text are in s or ms only, and the unit is picked after
+ * rounding: 0.9996 ms is not "1000 us", 0.99996 s is not "1000.0 ms". */
+Test(report, times_in_s_or_ms)
+{
+  static const struct {
+    double cost;
+    const char *want;
+  } cases[] = {{0.0009996, "exploration cost 1.000 ms;"},
+               {0.000037, "exploration cost 0.037 ms;"},
+               {0.0123, "exploration cost 12.3 ms;"},
+               {0.99996, "exploration cost 1.000 s;"},
+               {2.5, "exploration cost 2.500 s;"}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    acl_report_totals_t t = {.exploration_cost_seconds = cases[i].cost, .ranks = 1};
+    acl_strbuf_t sb;
+    acl_sb_init(&sb);
+    acl_report_totals_line(&t, &sb);
+    cr_assert(acl_sb_ok(&sb));
+    cr_expect(strstr(sb.data, cases[i].want), "%g s: %s", cases[i].cost, sb.data);
+    cr_expect(!strstr(sb.data, " us"), "%s", sb.data);
+    acl_sb_free(&sb);
+  }
+}

@@ -148,6 +148,19 @@ Test(table, load_names_the_file)
   cr_assert(strstr(err, "/nonexistent/t: No such file"), "%s", err);
 }
 
+/* A file that says 0 bytes and cannot be read is an error, not a table of
+ * no rules; one that says 0 bytes and has text is read to its end. */
+Test(table, unreadable_and_sizeless_files)
+{
+  char err[600] = "";
+  T->nrules = -1;
+  cr_assert_neq(acl_table_load("/proc/self/mem", T, err, sizeof(err)), 0,
+                "/proc/self/mem loaded as %d rules", T->nrules);
+  cr_assert(strstr(err, "/proc/self/mem: cannot be read"), "%s", err);
+  cr_assert_neq(acl_table_load("/proc/self/status", T, err, sizeof(err)), 0);
+  cr_assert(strstr(err, "/proc/self/status: line 1"), "read as empty, not parsed: %s", err);
+}
+
 /* Decisions of a run: three AllReduce sizes (one NCCL's own), one AllGather
  * of another shape, and one still exploring. */
 static const acl_table_entry_t E[] = {
@@ -423,6 +436,29 @@ Test(table, json_document_is_read_back)
   cr_assert_str_eq(T->gpu, "NVIDIA H200");
   free(src);
   acl_sb_free(&sb);
+}
+
+/* An editor's UTF-8 byte order mark before either format. */
+Test(table, byte_order_mark_is_skipped)
+{
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_sb_puts(&sb, "\xef\xbb\xbf");
+  acl_table_meta_t m = {.nccl_version = "2.28.3", .gpu = "NVIDIA H200", .host = "h"};
+  acl_table_render_json(&sb, &m, E, NE);
+  cr_assert(acl_sb_ok(&sb));
+  char err[256];
+  cr_assert_eq(acl_table_parse(sb.data, sb.len, T, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(T->format, ACL_TABLE_FMT_JSON);
+  acl_table_t *src = calloc(1, sizeof(*src));
+  acl_table_from_entries(E, NE, src);
+  cr_assert_eq(T->nrules, src->nrules);
+  free(src);
+  acl_sb_free(&sb);
+  const char *txt = "\xef\xbb\xbf"
+                    "all_reduce 0 1M RING LL 4\n";
+  cr_assert_eq(acl_table_parse(txt, strlen(txt), T, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(T->nrules, 1);
 }
 
 Test(table, json_errors_are_named)

@@ -3,13 +3,19 @@
 parent killed with SIGKILL, a rank killed with SIGKILL, and the leftovers
 of a run killed together with its guardian, removed at the next start.
 Checks the feed segment, the decision-log directory and the ranks'
-consensus segments (found in the ranks' /proc/PID/maps). Bounded: ~20 s.
+consensus segments (found in the ranks' /proc/PID/maps). A run that ends
+normally leaves no directory either, and its copy of AUTOCCL_REPORT names
+files as the plugin does (%h the host, %p the pid, %r the local rank) and
+never writes through a planted symbolic link or opens a planted FIFO.
+Bounded: ~25 s.
 
 usage: crash_cleanup.py SIM PLUGIN
 """
 import glob
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -111,6 +117,54 @@ with tempfile.TemporaryDirectory() as tmp:
     if r.returncode != 0:
         problems.append(f"the next run failed: {r.stderr.decode()[-500:]}")
     left("leftovers of a run killed with its guardian, at the next start", [stale_feed, stale_dir], 1.0)
+
+    # 4. Normal ends, with the user's AUTOCCL_REPORT copied by the simulator.
+    def run_copy(tmpl, extra=()):
+        env = dict(os.environ, TMPDIR=tmp, AUTOCCL_HTTP_PORT="", AUTOCCL_REPORT=tmpl)
+        try:
+            r = subprocess.run([SIM, "--plugin", PLUGIN, "--ranks", "2", "--steps", "5", "--quiet",
+                                "--workload", "tp", *extra], env=env, capture_output=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            problems.append(f"AUTOCCL_REPORT={tmpl}: the run did not end within 20 s")
+            return None
+        rest = glob.glob(os.path.join(tmp, "autoccl-sim.*"))
+        if rest:
+            problems.append(f"a run that ended normally left {rest}")
+            subprocess.run(["rm", "-rf", *rest])
+        return r
+
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    r = run_copy(os.path.join(out, "r-%h-%p-%r.json"))
+    host = socket.gethostname()
+    if r is not None:
+        names = sorted(os.listdir(out))
+        reports = [json.load(open(os.path.join(out, n))) for n in names if n.endswith(".json")]
+        want = sorted(f"r-{x['host']}-{x['pid']}-{x['local_rank']}.json{t}"
+                      for x in reports for t in ("", ".txt"))
+        if len(reports) != 2 or names != want or any(x["host"] != host for x in reports) or \
+                sorted(x["local_rank"] for x in reports) == [0, 0]:
+            problems.append(f"report copies named {names}, expected r-{host}-<pid>-<local rank> "
+                            f"for 2 processes (exit {r.returncode}: {r.stderr.decode()[-300:]})")
+        else:
+            print(f"crash-cleanup: report copies named as the plugin names them: {names}")
+    # A planted link to a file of someone else's, and a planted FIFO.
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    os.chmod(victim, 0o600)
+    os.symlink(victim, os.path.join(out, "p.json"))
+    os.mkfifo(os.path.join(out, "p.json.1"))
+    r = run_copy(os.path.join(out, "p.json"))
+    if r is not None:
+        err = r.stderr.decode()
+        if open(victim).read() != "precious\n":
+            problems.append("the report copy wrote through a planted symbolic link")
+        if "symbolic link" not in err or "FIFO" not in err:
+            problems.append(f"planted link and FIFO not refused with a message: {err[-400:]}")
+        else:
+            print("crash-cleanup: planted link and FIFO refused: " +
+                  " / ".join(l for l in err.splitlines() if "AUTOCCL_REPORT" in l))
 
 for x in problems:
     print("crash-cleanup: PROBLEM:", x)

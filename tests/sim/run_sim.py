@@ -32,12 +32,16 @@ checks:
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
 In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
+Every run gets its own TMPDIR, which must hold nothing of the simulator's
+once it has ended (a run must leave no autoccl-sim.* directory behind).
 """
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -150,11 +154,18 @@ def main(argv):
         if os.path.exists(fake_out):
             os.unlink(fake_out)
         env["ACL_FAKE_OUT"] = fake_out
+    tmp = tempfile.mkdtemp(prefix="run-sim-")
+    env["TMPDIR"] = tmp
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
+        shutil.rmtree(tmp, ignore_errors=True)
         fail("autoccl-sim ran past %.0f s" % timeout, e.stdout or "", e.stderr or "")
+    left = sorted(os.listdir(tmp))
+    shutil.rmtree(tmp, ignore_errors=True)
+    if left:
+        fail("the run left %s in its TMPDIR" % left, p.stdout, p.stderr)
     wall = time.monotonic() - t0
     out, err = p.stdout, p.stderr
     print("$", " ".join(cmd), "-> exit", p.returncode, "in %.1f s" % wall)

@@ -52,6 +52,8 @@ static void bad(int argc, char *const *argv, const char *needle)
   char err[256] = "";
   cr_expect_eq(acl_top_parse_args(argc, argv, &o, err, sizeof(err)), -1, "accepted %s", argv[1]);
   cr_expect(strstr(err, needle) != NULL, "error '%s' lacks '%s'", err, needle);
+  /* main prints the one "Try 'autoccl-top --help'." after every error */
+  cr_expect(strstr(err, "--help") == NULL, "error '%s' carries a second --help hint", err);
 }
 
 Test(args, bad_usage_is_explained)

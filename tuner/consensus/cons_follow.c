@@ -111,7 +111,7 @@ int cons_fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons
     resp_out->status = ACL_RELAY_BAD;
     return 1;
   }
-  if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0) {
+  if (cons_lock(c, true, c->timeout_ms, err, errlen) != 0) {
     resp_out->status = ACL_RELAY_BUSY;
     return 1;
   }

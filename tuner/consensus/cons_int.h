@@ -1,6 +1,6 @@
 /* Internals of rank consensus, shared by consensus.c (decisions),
  * cons_ring.c (published blocks), cons_shm.c (segment lifetime), cons_lock.c
- * (robust lock, liveness) and cons_obs.c (samples, statistics).
+ * (the lock, liveness) and cons_obs.c (samples, statistics).
  * The relay (relay.c) does not see them: consensus registers a serve
  * callback with it. Not used outside tuner/consensus/ (and its tests).
  * Layout notes: docs/consensus.md. */
@@ -20,8 +20,9 @@
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 /* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
  * process's endpoint port; 5: the relay's commit, and a block carries its
- * safe candidate (what a call captured into a CUDA graph runs) */
-#define ACL_CONS_LAYOUT 5u
+ * safe candidate (what a call captured into a CUDA graph runs); 6: a
+ * workload's seal (a corrupt header freezes every workload consistently) */
+#define ACL_CONS_LAYOUT 6u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -124,6 +125,12 @@ typedef struct cons_wl {
    * (the leader's commit horizon, relay.h); CONS_COMMIT_SEALED once the
    * leader is lost: frozen, calls from it on run NCCL's choice. */
   _Atomic uint64_t commit;
+  /* Leader host: the end of the published blocks, raised before a block is
+   * published; CONS_COMMIT_SEALED once a rank found the header corrupt or
+   * the lock unusable: every rank then runs the blocks below it and NCCL's
+   * choice from it on (one atomic, so one horizon for every rank). Outside
+   * the header, and kept when the slot's workload is created. */
+  _Atomic uint64_t seal;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
@@ -169,7 +176,8 @@ typedef struct cons_hdr {
   uint64_t table_hash;
   _Atomic uint32_t table_off;
   uint32_t pad2;
-  pthread_mutex_t lock;
+  _Atomic uint32_t lock; /* 0 free, else the holder's thread id (cons_lock.c) */
+  uint32_t pad3;
   /* under the lock */
   uint32_t attached; /* ranks (acl_cons_t) attached on this host */
   uint32_t nprocs;
@@ -199,6 +207,7 @@ _Static_assert(offsetof(cons_wl_t, present) % 4 == 0 && offsetof(cons_wl_t, nblo
                    offsetof(cons_wl_t, ring) % 8 == 0 && offsetof(cons_wl_t, search) % 8 == 0 &&
                    offsetof(cons_wl_t, commit) % 8 == 0,
                "workload atomics and the search state aligned");
+_Static_assert(offsetof(cons_wl_t, seal) % 8 == 0, "the seal is one aligned atomic word");
 _Static_assert(_Alignof(cons_wl_t) <= 64 && _Alignof(cons_hdr_t) <= 4096,
                "workloads sit at 64-byte strides after a page-aligned header");
 
@@ -253,10 +262,26 @@ struct acl_cons {
   _Atomic int stall_tid;          /* the holder last named in a warning */
   const acl_table_t *table;       /* AUTOCCL_TABLE of this process (seeds searches), or NULL */
   uint64_t table_hash;
+  /* The header was found corrupt or the lock unusable: consensus is
+   * sealed (cons_seal) and this rank no longer takes the lock. */
+  _Atomic int broken;
 };
 
 /* cons_shm.c */
 size_t cons_wl_size(void);
+/* Workloads that fit a mapping of map_size bytes: the bound of every index
+ * read from the header (which the ranks share and anything can scribble
+ * on). */
+uint32_t cons_wl_fit(size_t map_size);
+/* The header, under the lock, against what this rank knows (its mapping,
+ * settings and communicator): 0 with *nwl the workloads in use, or -1 with
+ * err naming what is wrong. */
+int cons_hdr_check(const acl_cons_t *c, uint32_t *nwl, char *err, size_t errlen);
+/* Freezes every workload of c's segment at its published end (lock-free)
+ * and marks c broken; says why once per rank. */
+void cons_seal(acl_cons_t *c, const char *why);
+/* Whether some rank has sealed c's segment. */
+bool cons_sealed(const acl_cons_t *c);
 cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx);
 /* The settings of p: 0, or -1 with err when a value is out of its limits. */
 int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen);
@@ -267,34 +292,45 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
 void cons_seg_detach(acl_cons_t *c);
 
 /* cons_lock.c */
-/* Robust lock bounded by timeout_ms; 0 or -1 with err. Counts waits in c. */
-int cons_lock(acl_cons_t *c, cons_hdr_t *h, int timeout_ms, char *err, size_t errlen);
-void cons_unlock(cons_hdr_t *h);
+/* The segment lock bounded by timeout_ms; 0 or -1 with err. Counts waits
+ * in c when count; gives up early when some rank sealed the segment. */
+int cons_lock(acl_cons_t *c, bool count, int timeout_ms, char *err, size_t errlen);
+/* 0, or EINVAL: the word held another thread's id (it was scribbled on). */
+int cons_unlock(cons_hdr_t *h);
 /* The sample path's lock: spins ACL_CONS_SAMPLE_SPIN_NS at most, then
  * counts the sample as dropped and returns -1 (one warning names a holder
  * that keeps it past ACL_CONS_STALL_WARN_MS). */
 int cons_lock_try(acl_cons_t *c, cons_hdr_t *h);
-/* The lock without accounting: 0, or the pthread error (ETIMEDOUT). */
-int cons_lock_raw(cons_hdr_t *h, int timeout_ms);
-int cons_robust_lock_init(pthread_mutex_t *m);
+/* The lock without accounting: 0, or ETIMEDOUT. A holder that is gone is
+ * taken over from, its workloads recovered (indices bounded by max_wl). */
+int cons_lock_raw(cons_hdr_t *h, uint32_t max_wl, int timeout_ms);
+void cons_lock_init(cons_hdr_t *h);
 /* /proc/<pid>/stat start time; 0 unknown. */
 uint64_t cons_proc_start_time(pid_t pid);
 /* pid runs and (start != 0) is the same process that recorded start. */
 bool cons_proc_alive(int32_t pid, uint64_t start);
 /* Drops the entries (and attached ranks) of processes that are gone. */
 void cons_prune_dead_locked(cons_hdr_t *h);
+/* h->nprocs bounded by the array. */
+uint32_t cons_nprocs(const cons_hdr_t *h);
 
 /* consensus.c: the decider step, shared with the relay server. Called with
  * the lock held. Finds or creates the workload (ACL_CONS_WIDX_NONE when the
  * table is full), restricts with cost when restrict_rank != INT32_MIN (-1:
  * unknown rank, counted without de-duplication), and makes sure a block
- * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead. */
+ * covers call. 0 ok, 1 table full, -2 too old, -3 too far ahead, -4 the
+ * header is corrupt (err) or the workload sealed: cons_seal's fallback. */
 #define CONS_NO_RESTRICT INT32_MIN
+/* cons_step.c: the decider step. */
+bool cons_key_eq(const acl_wkey_t *a, const acl_wkey_t *b);
+/* The workload of key among the first n slots (n bounded by the caller). */
+cons_wl_t *cons_wl_find(cons_hdr_t *h, uint32_t n, const acl_wkey_t *key, uint32_t *widx);
 /* Joining rank c's table hash against the segment's (lock held). */
 void cons_table_join_locked(cons_hdr_t *h, const acl_cons_t *c, bool creator);
-int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *key, uint64_t call,
+int cons_serve_locked(acl_cons_t *c, const acl_wkey_t *key, uint64_t call,
                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
-                      uint32_t *widx, cons_blk_t *blk, uint64_t *published);
+                      uint32_t *widx, cons_blk_t *blk, uint64_t *published, char *err,
+                      size_t errlen);
 /* Test hook (tests/consensus/test_fail.c): take the segment lock and keep
  * it (the caller is then killed); with widx valid, also mark that workload
  * as being mutated. 0 on success. */

@@ -36,9 +36,9 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
   if (cons_lock_try(c, c->hdr) != 0)
     return; /* never waits for a stalled holder: counted, and named once */
   cons_hdr_t *h = c->hdr;
-  if (widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
+  cons_wl_t *w = cons_wl(h, widx); /* widx < max_workloads: inside the mapping */
+  if (!atomic_load_explicit(&w->present, memory_order_acquire))
     goto out;
-  cons_wl_t *w = cons_wl(h, widx);
   if (call_idx < (uint64_t)w->search.params.warmup_calls)
     goto out; /* a warm-up call (CUPTI samples every call): GPU warm-up, not the config */
   cons_slot_t *s = &w->slots[call_idx % ACL_CONS_SLOTS];
@@ -98,10 +98,12 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
   }
   if (!ws || max <= 0)
     return 0;
-  if (cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
+  if (cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
     return 0;
   cons_hdr_t *h = c->hdr;
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  if (n > (uint32_t)c->set.max_workloads) /* the header's word bounded by the mapping */
+    n = (uint32_t)c->set.max_workloads;
   int k = 0;
   for (uint32_t i = 0; i < n && k < max; i++) {
     cons_wl_t *w = cons_wl(h, i);
@@ -153,7 +155,7 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
 
 int acl_cons_search_report(acl_cons_t *c, uint32_t widx, acl_search_report_t *out)
 {
-  if (!c || !out || !cons_leader_here(c) || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0))
+  if (!c || !out || !cons_leader_here(c) || cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0))
     return -1;
   int rc = -1;
   if (widx < atomic_load_explicit(&c->hdr->nworkloads, memory_order_relaxed)) {
@@ -172,12 +174,13 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
   st->lock_acquisitions = atomic_load(&c->lock_acq);
   st->blocks_published = atomic_load(&c->blocks_published);
   st->relay_calls = atomic_load(&c->relay_calls);
+  st->sealed = cons_sealed(c);
   st->samples_busy = atomic_load(&c->samples_busy);
   st->refused_here = atomic_load(&c->refused_keys);
   st->wait_seconds = (double)atomic_load(&c->wait_ns) * 1e-9;
   st->role = cons_leader_here(c) ? CONS_ROLE_DECIDER : CONS_ROLE_FOLLOWER;
   snprintf(st->shm_name, sizeof(st->shm_name), "%s", c->map ? c->map->name : "");
-  if (cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) == 0) {
+  if (cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0) == 0) {
     st->refused = c->hdr->refused;
     st->recoveries = c->hdr->recoveries;
     st->attached = c->hdr->attached;
@@ -195,10 +198,10 @@ void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
 
 void acl_cons_set_endpoint(acl_cons_t *c, int local_rank, int http_port)
 {
-  if (!c || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
+  if (!c || cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
     return;
   cons_hdr_t *h = c->hdr;
-  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS; i++)
+  for (uint32_t i = 0; i < cons_nprocs(h); i++)
     if (h->procs[i].pid == getpid()) {
       h->procs[i].http_port = http_port;
       h->procs[i].local_rank = local_rank;
@@ -208,11 +211,11 @@ void acl_cons_set_endpoint(acl_cons_t *c, int local_rank, int http_port)
 
 int acl_cons_peers(acl_cons_t *c, acl_cons_peer_t *out, int max)
 {
-  if (!c || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
+  if (!c || cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
     return -1;
   cons_hdr_t *h = c->hdr;
   int k = 0;
-  for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && k < max; i++)
+  for (uint32_t i = 0; i < cons_nprocs(h) && k < max; i++)
     out[k++] = (acl_cons_peer_t){.pid = h->procs[i].pid,
                                  .local_rank = h->procs[i].local_rank,
                                  .http_port = h->procs[i].http_port};
@@ -222,9 +225,9 @@ int acl_cons_peers(acl_cons_t *c, acl_cons_peer_t *out, int max)
 
 int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
 {
-  if (!c || cons_lock(NULL, c->hdr, c->timeout_ms, NULL, 0) != 0)
+  if (!c || cons_lock(c, false, c->timeout_ms, NULL, 0) != 0)
     return -1;
-  if (widx < atomic_load(&c->hdr->nworkloads))
+  if (widx < (uint32_t)c->set.max_workloads && widx < atomic_load(&c->hdr->nworkloads))
     cons_wl(c->hdr, widx)->dirty = 1;
   return 0; /* lock kept on purpose */
 }
@@ -239,8 +242,8 @@ static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int algo, i
   if (cons_lock_try(c, c->hdr) != 0)
     return;
   cons_hdr_t *h = c->hdr;
-  if (widx < atomic_load_explicit(&h->nworkloads, memory_order_relaxed)) {
-    cons_wl_t *w = cons_wl(h, widx);
+  cons_wl_t *w = cons_wl(h, widx); /* widx < max_workloads: inside the mapping */
+  if (atomic_load_explicit(&w->present, memory_order_acquire)) {
     w->dirty = 1;
     if (cand_id < 0)
       acl_search_hint_nccl(&w->search, algo, proto, nchannels);

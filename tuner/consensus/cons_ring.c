@@ -1,5 +1,10 @@
 /* Rank consensus: the ring of published blocks, written under the segment
- * lock and read without it as a seqlock (docs/consensus.md). */
+ * lock and read without it as a seqlock (docs/consensus.md), and the seal
+ * that freezes every ring when the segment's header proves corrupt. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
 #include "tuner/consensus/cons_int.h"
 
 /* ---- published blocks ---------------------------------------------------- */
@@ -122,4 +127,62 @@ void cons_ring_put(cons_wl_t *w, const cons_blk_t *blk)
   w->dirty = 1;
   cons_ring_publish(w, blk);
   w->dirty = 0;
+}
+
+/* ---- a corrupt header: checked, then sealed --------------------------------- */
+
+/* The workloads of a leader host are created one after another: nworkloads
+ * is right when the slot below it is in use and its own slot is not. */
+int cons_hdr_check(const acl_cons_t *c, uint32_t *nwl, char *err, size_t errlen)
+{
+  cons_hdr_t *h = c->hdr;
+  uint32_t max = (uint32_t)c->set.max_workloads;
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
+  const char *bad = NULL;
+  if (atomic_load_explicit(&h->magic, memory_order_relaxed) != ACL_CONS_MAGIC ||
+      h->layout != ACL_CONS_LAYOUT || h->hdr_size != sizeof(cons_hdr_t) ||
+      h->wl_size != cons_wl_size())
+    bad = "magic or layout";
+  else if (!c->map || h->total_size != c->map->size || h->comm_id != c->comm_id)
+    bad = "size or communicator";
+  else if (memcmp(&h->set, &c->set, sizeof(c->set)) != 0)
+    bad = "settings";
+  else if (n > max ||
+           (cons_leader_here((acl_cons_t *)c) &&
+            ((n > 0 && !atomic_load_explicit(&cons_wl(h, n - 1)->present, memory_order_acquire)) ||
+             (n < max && atomic_load_explicit(&cons_wl(h, n)->present, memory_order_acquire)))))
+    bad = "workload count";
+  else if (h->nprocs > ACL_CONS_MAX_PROCS || h->attached > (uint32_t)c->nranks + 64u)
+    bad = "process table";
+  if (!bad) {
+    *nwl = n;
+    return 0;
+  }
+  snprintf(err, errlen,
+           "consensus segment %s of comm %016llx has a corrupt header (%s); not used for new "
+           "decisions",
+           c->map ? c->map->name : "?", (unsigned long long)c->comm_id, bad);
+  return -1;
+}
+
+bool cons_sealed(const acl_cons_t *c)
+{
+  if (atomic_load_explicit(&c->broken, memory_order_relaxed))
+    return true;
+  /* cons_seal seals every slot, slot 0 first: its bit is the segment's */
+  return c->hdr && c->set.max_workloads > 0 &&
+         (atomic_load_explicit(&cons_wl(c->hdr, 0)->seal, memory_order_acquire) &
+          CONS_COMMIT_SEALED);
+}
+
+void cons_seal(acl_cons_t *c, const char *why)
+{
+  if (!c->hdr)
+    return;
+  for (uint32_t i = 0; i < (uint32_t)c->set.max_workloads; i++)
+    atomic_fetch_or_explicit(&cons_wl(c->hdr, i)->seal, CONS_COMMIT_SEALED, memory_order_acq_rel);
+  if (atomic_exchange_explicit(&c->broken, 1, memory_order_acq_rel) == 0)
+    acl_warn("consensus: %s; rank %d runs the blocks already published and NCCL's choice after "
+             "them, as every rank of comm %016llx does",
+             why, c->rank, (unsigned long long)c->comm_id);
 }

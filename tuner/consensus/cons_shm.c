@@ -1,5 +1,5 @@
 /* Consensus segment lifetime: naming, create/join, stale detection and
- * replacement, the robust process-shared lock, detach and removal.
+ * replacement, detach and removal.
  * Another local user can pre-create our names: a file that is not ours
  * (core/shm.h) is never mapped; every rank then skips to the same next
  * name, so they still meet. Leftovers of crashed jobs are reclaimed when a
@@ -41,6 +41,14 @@ static size_t hdr_span(void)
 cons_wl_t *cons_wl(cons_hdr_t *h, uint32_t widx)
 {
   return (cons_wl_t *)((char *)h + hdr_span() + (size_t)widx * cons_wl_size());
+}
+
+uint32_t cons_wl_fit(size_t map_size)
+{
+  if (map_size <= hdr_span())
+    return 0;
+  size_t n = (map_size - hdr_span()) / cons_wl_size();
+  return n < ACL_CONFIG_MAX_WORKLOADS_MAX ? (uint32_t)n : ACL_CONFIG_MAX_WORKLOADS_MAX;
 }
 
 int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err, size_t errlen)
@@ -164,7 +172,7 @@ static size_t seg_size(int max_workloads)
 
 static void proc_add_locked(cons_hdr_t *h, pid_t pid, uint64_t start)
 {
-  for (uint32_t i = 0; i < h->nprocs; i++)
+  for (uint32_t i = 0; i < cons_nprocs(h); i++)
     if (h->procs[i].pid == pid) {
       h->procs[i].refs++;
       return;
@@ -175,10 +183,13 @@ static void proc_add_locked(cons_hdr_t *h, pid_t pid, uint64_t start)
 
 static void proc_del_locked(cons_hdr_t *h, pid_t pid)
 {
-  for (uint32_t i = 0; i < h->nprocs; i++)
+  uint32_t n = cons_nprocs(h);
+  for (uint32_t i = 0; i < n; i++)
     if (h->procs[i].pid == pid) {
-      if (--h->procs[i].refs == 0)
-        h->procs[i] = h->procs[--h->nprocs];
+      if (--h->procs[i].refs == 0) {
+        h->procs[i] = h->procs[n - 1];
+        h->nprocs = n - 1;
+      }
       return;
     }
 }
@@ -208,11 +219,7 @@ static cons_hdr_t *seg_init(int fd, const acl_cons_t *c, size_t size, char *err,
   h->creator_start = cons_proc_start_time(getpid());
   h->set = c->set;
   cons_table_join_locked(h, c, true);
-  if (cons_robust_lock_init(&h->lock) != 0) {
-    snprintf(err, errlen, "cannot initialise the robust process-shared mutex");
-    munmap(p, size);
-    return NULL;
-  }
+  cons_lock_init(h);
   atomic_store_explicit(&h->magic, ACL_CONS_MAGIC, memory_order_release);
   return h;
 }
@@ -267,7 +274,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
     return JOIN_FAIL;
   }
   char ebuf[200];
-  if (cons_lock_raw(h, c->timeout_ms) != 0) {
+  if (cons_lock_raw(h, cons_wl_fit(have), c->timeout_ms) != 0) {
     snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
              c->timeout_ms);
     return JOIN_FAIL;
@@ -277,7 +284,7 @@ static join_rc_t seg_judge(const char *name, cons_hdr_t *h, size_t size, size_t 
     return JOIN_RETRY;
   }
   bool any_alive = false;
-  for (uint32_t i = 0; i < h->nprocs && !any_alive; i++)
+  for (uint32_t i = 0; i < cons_nprocs(h) && !any_alive; i++)
     any_alive = cons_proc_alive(h->procs[i].pid, h->procs[i].start_time);
   bool same_job = h->job_id == job_identity();
   if (!any_alive) {
@@ -431,7 +438,7 @@ static void reclaim_one(void *user, const char *name)
   } else if (h->layout == ACL_CONS_LAYOUT && h->hdr_size == sizeof(cons_hdr_t) &&
              h->set.max_workloads >= 1 && h->set.max_workloads <= ACL_CONFIG_MAX_WORKLOADS_MAX &&
              seg_size(h->set.max_workloads) <= have && !any_alive_unlocked(h) &&
-             cons_lock_raw(h, 200) == 0) {
+             cons_lock_raw(h, cons_wl_fit(have), 200) == 0) {
     bool alive = !atomic_load(&h->retired) && cons_proc_alive(h->creator_pid, h->creator_start);
     for (uint32_t i = 0; i < h->nprocs && i < ACL_CONS_MAX_PROCS && !alive; i++)
       alive = cons_proc_alive(h->procs[i].pid, h->procs[i].start_time);
@@ -519,7 +526,7 @@ cons_map_t *cons_seg_attach(acl_cons_t *c, const char *ns, char *err, size_t err
       m = NULL;
       goto out;
     }
-    if (cons_lock_raw(m->hdr, c->timeout_ms) != 0) {
+    if (cons_lock_raw(m->hdr, cons_wl_fit(m->size), c->timeout_ms) != 0) {
       snprintf(err, errlen, "consensus segment %s: lock not obtained within %d ms", name,
                c->timeout_ms);
       m = NULL;
@@ -543,7 +550,12 @@ void cons_seg_detach(acl_cons_t *c)
     return;
   pthread_mutex_lock(&maps_mu);
   cons_hdr_t *h = m->hdr;
-  if (cons_lock_raw(h, ACL_CONS_DETACH_MS) == 0) {
+  if (atomic_load(&c->broken)) {
+    /* Its header cannot be trusted, nor judged stale by the next job: the
+     * name goes now (the ranks still in it keep their mapping). */
+    atomic_store(&h->retired, 1);
+    shm_unlink(m->name);
+  } else if (cons_lock_raw(h, cons_wl_fit(m->size), ACL_CONS_DETACH_MS) == 0) {
     cons_prune_dead_locked(h); /* a crashed rank must not keep the segment alive */
     proc_del_locked(h, getpid());
     if (h->attached > 0)

@@ -1,10 +1,12 @@
 /* Rank consensus: decisions and samples (docs/consensus.md).
- * Segment lifetime and the lock are in cons_shm.c; the multi-host relay
- * (relay.c) is a transport this file registers serve_remote with. */
+ * The decider step is in cons_step.c, segment lifetime and the lock in
+ * cons_shm.c; the multi-host relay (relay.c) is a transport this file
+ * registers serve_remote with. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -12,145 +14,6 @@
 #include "tuner/consensus/relay.h"
 
 #define REFUSED_CAP 1024 /* refused keys remembered per rank */
-
-/* ---- the decider step (lock held) ----------------------------------------- */
-
-static bool key_eq(const acl_wkey_t *a, const acl_wkey_t *b)
-{
-  return a->comm_id == b->comm_id && a->nbytes == b->nbytes && a->num_pipe_ops == b->num_pipe_ops &&
-         a->coll == b->coll;
-}
-
-static cons_wl_t *wl_find(cons_hdr_t *h, const acl_wkey_t *key, uint32_t *widx)
-{
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_acquire);
-  for (uint32_t i = 0; i < n; i++) {
-    cons_wl_t *w = cons_wl(h, i);
-    if (atomic_load_explicit(&w->present, memory_order_acquire) && key_eq(&w->key, key)) {
-      *widx = i;
-      return w;
-    }
-  }
-  return NULL;
-}
-
-/* The next block of w: the search's choice, or NCCL's while some rank of the
- * communicator has not reported its valid set yet, or for good once a dead
- * lock holder left w half-updated. */
-/* Longest block the starvation back-off makes: 512 ring entries x 1024 calls of slack for a lagging rank. */
-#define CONS_STARVE_MAX_LEN 1024u
-
-static void step_locked(cons_hdr_t *h, cons_wl_t *w)
-{
-  cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
-                  .start = w->next_call};
-  w->dirty = 1;
-  if (w->disabled) {
-    b.len = ACL_CONS_DISABLED_SPAN;
-    b.cand_id = ACL_SEARCH_CAND_NCCL;
-    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.phase = ACL_PHASE_DISABLED;
-    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
-    b.safe = b.cand;
-  } else if (w->nrestricted < (uint32_t)h->set.nranks &&
-             !acl_phase_decided(acl_search_phase(&w->search))) {
-    b.len = ACL_CONS_WARM_SPAN;
-    b.cand_id = ACL_SEARCH_CAND_NCCL;
-    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.phase = ACL_PHASE_WARMUP;
-    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
-    b.safe = b.cand;
-  } else {
-    uint32_t len = 1;
-    int id = acl_search_next(&w->search, &b.cand, &len);
-    b.cand_id = (uint16_t)(id < 0 ? 0 : id);
-    if (id <= 0)
-      b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.len = len ? len : 1;
-    b.phase = (uint8_t)acl_search_phase(&w->search);
-    b.sample_shift = acl_search_sample_shift(&w->search);
-    /* the state after this step: a challenger block carries the decision */
-    b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
-    /* Only a block that wanted samples and got none starves: after an
-     * unsampled one (a budget wait) the next measuring block would run
-     * twice the wait's length with events on every call. And it grows a
-     * block, never shortens one: the search counts the calls it planned
-     * (its budget is a share of them), and a long wait cut to the cap
-     * overdrew it. */
-    uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
-    if (w->nblocks_search > 0 && w->last_sampled && b.cand_id == w->last_cand &&
-        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len && grown > b.len)
-      b.len = grown;
-    w->nblocks_search++;
-    w->last_cand = b.cand_id;
-    w->last_len = b.len;
-    w->last_sampled = b.sample_shift < ACL_SEARCH_SAMPLE_NEVER;
-    w->fed_at_last_block = w->samples_fed;
-  }
-  cons_ring_publish(w, &b);
-  w->dirty = 0;
-  h->blocks_published++;
-}
-
-int cons_serve_locked(cons_hdr_t *h, const acl_table_t *seed, const acl_wkey_t *key, uint64_t call,
-                      const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
-                      uint32_t *widx, cons_blk_t *blk, uint64_t *published)
-{
-  cons_wl_t *w = wl_find(h, key, widx);
-  if (!w) {
-    /* "table full" is read from the shared table under the lock, and the
-     * table only grows: every rank reaches the same verdict for a key */
-    uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
-    if (n >= (uint32_t)h->set.max_workloads) {
-      h->refused++;
-      *widx = ACL_CONS_WIDX_NONE;
-      return 1;
-    }
-    w = cons_wl(h, n);
-    memset(w, 0, sizeof(*w));
-    w->key = (acl_wkey_t){.comm_id = key->comm_id,
-                          .nbytes = key->nbytes,
-                          .num_pipe_ops = key->num_pipe_ops,
-                          .coll = key->coll};
-    acl_search_init(&w->search, &h->set.search, &w->key, cost);
-    if (seed && !atomic_load_explicit(&h->table_off, memory_order_relaxed)) {
-      acl_table_query_t q = {.coll = key->coll,
-                             .nbytes = key->nbytes,
-                             .nnodes = h->set.nnodes,
-                             .nranks = h->set.nranks,
-                             .pipe_ops = key->num_pipe_ops};
-      const acl_table_rule_t *rule = acl_table_find(seed, &q);
-      if (rule)
-        acl_search_seed(&w->search, &rule->cand); /* -1: not runnable here, explores */
-    }
-    atomic_store_explicit(&w->present, 1, memory_order_release);
-    atomic_store_explicit(&h->nworkloads, n + 1, memory_order_release);
-    *widx = n;
-  }
-  if (restrict_rank != CONS_NO_RESTRICT) {
-    bool fresh = true;
-    if (restrict_rank >= 0 && restrict_rank < ACL_CONS_RANK_BITS) {
-      uint64_t bit = 1ull << (restrict_rank % 64);
-      fresh = !(w->rank_bits[restrict_rank / 64] & bit);
-      w->rank_bits[restrict_rank / 64] |= bit;
-    }
-    if (fresh) {
-      w->dirty = 1;
-      acl_search_restrict(&w->search, cost);
-      w->dirty = 0;
-      w->nrestricted++;
-    }
-  }
-  if (call >= w->next_call && call - w->next_call > ACL_CONS_MAX_AHEAD)
-    return -3;
-  while (w->next_call <= call) {
-    step_locked(h, w);
-    if (published)
-      (*published)++;
-  }
-  uint64_t hint = atomic_load_explicit(&w->nblocks, memory_order_relaxed) - 1;
-  return cons_ring_find(w, call, &hint, blk) == 0 ? 0 : -2;
-}
 
 /* ---- per-rank workload table ---------------------------------------------- */
 
@@ -168,7 +31,7 @@ static cons_local_t *local_find(acl_cons_t *c, const acl_wkey_t *k)
     cons_local_t *e = &c->tab[i];
     if (!e->used)
       return NULL;
-    if (key_eq(&e->key, k))
+    if (cons_key_eq(&e->key, k))
       return e;
   }
 }
@@ -380,20 +243,111 @@ static int refused(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key,
   return apply(NULL, 0, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
 }
 
+/* A call past a sealed commit: NCCL's choice, the call index consumed. */
+static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint32_t widx,
+                     uint64_t k, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                     char *err, size_t errlen)
+{
+  if (!e)
+    e = local_insert(c, key, widx);
+  acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
+  int rc = apply(NULL, k, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
+  if (e)
+    e->next = k + 1;
+  return rc;
+}
+
+static void ms_sleep(int ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The seal's horizon for every rank: the blocks published below it (read
+ * lock-free from the ring, which lies past the header), NCCL's choice from
+ * it on; the call index consumed either way. A key this rank has not seen
+ * is looked up in the slots without the lock. */
+static int sealed_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
+                       const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
+                       char *err, size_t errlen)
+{
+  uint32_t widx = e ? e->widx : ACL_CONS_WIDX_NONE;
+  for (uint32_t i = 0; !e && i < (uint32_t)c->set.max_workloads; i++) {
+    cons_wl_t *w = cons_wl(c->hdr, i);
+    if (atomic_load_explicit(&w->present, memory_order_acquire) && cons_key_eq(&w->key, key)) {
+      widx = i;
+      break;
+    }
+  }
+  if (!e && !(e = local_insert(c, key, widx)))
+    widx = ACL_CONS_WIDX_NONE;
+  if (widx == ACL_CONS_WIDX_NONE)
+    return lost_call(c, e, key, widx, k, cost, out, err, errlen);
+  cons_wl_t *w = cons_wl(c->hdr, widx);
+  uint64_t hz = atomic_load_explicit(&w->seal, memory_order_acquire) & ~CONS_COMMIT_SEALED;
+  if (k >= hz)
+    return lost_call(c, e, key, widx, k, cost, out, err, errlen);
+  /* Below the horizon: its block was published, or is being (its end was
+   * raised first), by a rank that holds the lock for microseconds. */
+  uint64_t t0 = acl_mono_ns();
+  for (;;) {
+    cons_blk_t b;
+    int r = cons_ring_find(w, k, &e->hint, &b);
+    if (r == 0) {
+      cache_blk(e, &b, hz);
+      return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
+    }
+    if (r == -2)
+      return too_old(key, k, err, errlen);
+    if (acl_mono_ns() - t0 > (uint64_t)c->timeout_ms * 1000000ull) {
+      snprintf(err, errlen,
+               "call %llu of %s/%llu bytes: its block, below the seal, was never published "
+               "within %d ms",
+               (unsigned long long)k, acl_coll_name(key->coll), (unsigned long long)key->nbytes,
+               c->timeout_ms);
+      return -1;
+    }
+    ms_sleep(1);
+  }
+}
+
 static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint64_t k,
                         const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
                         char *err, size_t errlen)
 {
-  if (cons_lock(c, c->hdr, c->timeout_ms, err, errlen) != 0)
-    return -1;
+  if (cons_sealed(c)) {
+    if (!atomic_load_explicit(&c->broken, memory_order_relaxed))
+      cons_seal(c, "another rank found the consensus segment unusable and sealed it");
+    return sealed_call(c, e, key, k, cost, out, err, errlen);
+  }
+  /* Several hosts: the follower hosts run what the relay serves up to their
+   * commit and cannot see a seal here, so this fails loudly instead. */
+  bool can_seal = c->nnodes == 1;
+  if (cons_lock(c, true, c->timeout_ms, err, errlen) != 0) {
+    if (!can_seal)
+      return -1;
+    cons_seal(c, err);
+    return sealed_call(c, e, key, k, cost, out, err, errlen);
+  }
   uint32_t widx = ACL_CONS_WIDX_NONE;
   cons_blk_t b;
   uint64_t pub = 0;
   bool first = !e || !e->restricted;
-  int rc = cons_serve_locked(c->hdr, c->table, key, k, cost, first ? c->rank : CONS_NO_RESTRICT,
-                             &widx, &b, &pub);
-  cons_unlock(c->hdr);
+  int rc = cons_serve_locked(c, key, k, cost, first ? c->rank : CONS_NO_RESTRICT, &widx, &b, &pub,
+                             err, errlen);
+  int urc = cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
+  if (rc == -4 || urc != 0) {
+    if (rc != -4)
+      snprintf(err, errlen, "the consensus lock of comm %016llx could not be released (%s)",
+               (unsigned long long)c->comm_id, strerror(urc));
+    if (!can_seal)
+      return -1;
+    cons_seal(c, err);
+    if (rc == 0 && !e)
+      e = local_insert(c, key, widx);
+    return sealed_call(c, e, key, k, cost, out, err, errlen);
+  }
   if (rc == 1)
     return refused(c, e, key, cost, out, err, errlen);
   if (rc == -2)
@@ -413,20 +367,6 @@ static int slow_decider(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, u
   return apply(e, k, widx, b.cand_id, &b.cand, cost, out, err, errlen);
 }
 
-/* A call past a sealed commit: NCCL's choice, the call index consumed. */
-static int lost_call(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, uint32_t widx,
-                     uint64_t k, const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out,
-                     char *err, size_t errlen)
-{
-  if (!e)
-    e = local_insert(c, key, widx);
-  acl_candidate_t nccl = {.algo = ACL_ALGO_NCCL};
-  int rc = apply(NULL, k, ACL_CONS_WIDX_NONE, 0, &nccl, cost, out, err, errlen);
-  if (e)
-    e->next = k + 1;
-  return rc;
-}
-
 /* Follower host: fetch the blocks from the leader host's relay, one at a time,
  * without holding the local lock across the network; run a call from a held
  * block once the leader's commit covers it. */
@@ -444,7 +384,8 @@ static int slow_follower(acl_cons_t *c, cons_local_t *e, const acl_wkey_t *key, 
     uint32_t widx = e ? e->widx : ACL_CONS_WIDX_NONE;
     cons_wl_t *w = NULL;
     if (widx == ACL_CONS_WIDX_NONE && lost)
-      w = wl_find(c->hdr, key, &widx); /* this rank's first call of it: the host may hold it */
+      w = cons_wl_find(c->hdr, (uint32_t)c->set.max_workloads, key,
+                       &widx); /* this rank's first call of it: the host may hold it */
     else if (widx != ACL_CONS_WIDX_NONE)
       w = cons_wl(c->hdr, widx);
     uint64_t q = 0;
@@ -599,7 +540,8 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
     resp->status = ACL_RELAY_MISMATCH;
     return;
   }
-  if (cons_lock(NULL, c->hdr, c->timeout_ms < 2000 ? c->timeout_ms : 2000, NULL, 0) != 0) {
+  if (cons_sealed(c) ||
+      cons_lock(c, false, c->timeout_ms < 2000 ? c->timeout_ms : 2000, NULL, 0) != 0) {
     resp->status = ACL_RELAY_BUSY;
     return;
   }
@@ -608,8 +550,9 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
   uint64_t pub = 0;
   int rank =
       req->flags & ACL_RELAY_F_RESTRICT ? (req->rank >= 0 ? req->rank : -1) : CONS_NO_RESTRICT;
-  int rc = cons_serve_locked(c->hdr, c->table, &req->key, req->call_idx, req->cost, rank, &widx, &b,
-                             &pub);
+  char err[256];
+  int rc = cons_serve_locked(c, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub, err,
+                             sizeof(err));
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
   resp->widx = widx;
@@ -619,6 +562,8 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
     resp->status = ACL_RELAY_TOO_OLD;
   } else if (rc == -3) {
     resp->status = ACL_RELAY_AHEAD;
+  } else if (rc == -4) {
+    resp->status = ACL_RELAY_BUSY; /* the follower hosts then seal at their commit */
   } else {
     resp->status = ACL_RELAY_OK;
     resp->phase = b.phase;

@@ -125,6 +125,9 @@ typedef struct acl_cons_stats {
    * for), and workloads the full table refused it. */
   uint64_t samples_busy, refused_here;
   int role; /* 0 decider (leader host), 1 follower host */
+  /* 1 once the segment is sealed (a corrupt header or an unusable lock):
+   * the published blocks, then NCCL's choice (docs/consensus.md). */
+  int sealed;
   char shm_name[96];
 } acl_cons_stats_t;
 void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st);

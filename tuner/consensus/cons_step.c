@@ -1,0 +1,178 @@
+/* Rank consensus: the decider step, run under the segment lock by the
+ * first rank of the leader host to reach an undecided call (and by the
+ * relay server for follower hosts): find or create the workload, restrict
+ * its search with a rank's valid set, publish the blocks that cover a call
+ * (docs/consensus.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tuner/consensus/cons_int.h"
+
+bool cons_key_eq(const acl_wkey_t *a, const acl_wkey_t *b)
+{
+  return a->comm_id == b->comm_id && a->nbytes == b->nbytes && a->num_pipe_ops == b->num_pipe_ops &&
+         a->coll == b->coll;
+}
+
+cons_wl_t *cons_wl_find(cons_hdr_t *h, uint32_t n, const acl_wkey_t *key, uint32_t *widx)
+{
+  for (uint32_t i = 0; i < n; i++) {
+    cons_wl_t *w = cons_wl(h, i);
+    if (atomic_load_explicit(&w->present, memory_order_acquire) && cons_key_eq(&w->key, key)) {
+      *widx = i;
+      return w;
+    }
+  }
+  return NULL;
+}
+
+/* The next block of w: the search's choice, or NCCL's while some rank of the
+ * communicator has not reported its valid set yet, or for good once a dead
+ * lock holder left w half-updated. */
+/* Longest block the starvation back-off makes: 512 ring entries x 1024 calls of slack for a lagging rank. */
+#define CONS_STARVE_MAX_LEN 1024u
+
+/* Raises w's published end to end before a block is published: false
+ * when w is sealed (the block is not published). */
+static bool seal_raise(cons_wl_t *w, uint64_t end)
+{
+  uint64_t cur = atomic_load_explicit(&w->seal, memory_order_acquire);
+  do {
+    if (cur & CONS_COMMIT_SEALED)
+      return false;
+    if (cur >= end)
+      return true;
+  } while (!atomic_compare_exchange_weak_explicit(&w->seal, &cur, end, memory_order_acq_rel,
+                                                  memory_order_acquire));
+  return true;
+}
+
+/* Settings from the rank's own copy (equal to the header's at join; the
+ * header's may have been overwritten since). false: w is sealed. */
+static bool step_locked(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w)
+{
+  cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
+                  .start = w->next_call};
+  w->dirty = 1;
+  if (w->disabled) {
+    b.len = ACL_CONS_DISABLED_SPAN;
+    b.cand_id = ACL_SEARCH_CAND_NCCL;
+    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.phase = ACL_PHASE_DISABLED;
+    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
+    b.safe = b.cand;
+  } else if (w->nrestricted < (uint32_t)set->nranks &&
+             !acl_phase_decided(acl_search_phase(&w->search))) {
+    b.len = ACL_CONS_WARM_SPAN;
+    b.cand_id = ACL_SEARCH_CAND_NCCL;
+    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.phase = ACL_PHASE_WARMUP;
+    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
+    b.safe = b.cand;
+  } else {
+    uint32_t len = 1;
+    int id = acl_search_next(&w->search, &b.cand, &len);
+    b.cand_id = (uint16_t)(id < 0 ? 0 : id);
+    if (id <= 0)
+      b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+    b.len = len ? len : 1;
+    b.phase = (uint8_t)acl_search_phase(&w->search);
+    b.sample_shift = acl_search_sample_shift(&w->search);
+    /* the state after this step: a challenger block carries the decision */
+    b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
+    /* Only a block that wanted samples and got none starves: after an
+     * unsampled one (a budget wait) the next measuring block would run
+     * twice the wait's length with events on every call. And it grows a
+     * block, never shortens one: the search counts the calls it planned
+     * (its budget is a share of them), and a long wait cut to the cap
+     * overdrew it. */
+    uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+    if (w->nblocks_search > 0 && w->last_sampled && b.cand_id == w->last_cand &&
+        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len && grown > b.len)
+      b.len = grown;
+    w->nblocks_search++;
+    w->last_cand = b.cand_id;
+    w->last_len = b.len;
+    w->last_sampled = b.sample_shift < ACL_SEARCH_SAMPLE_NEVER;
+    w->fed_at_last_block = w->samples_fed;
+  }
+  if (!seal_raise(w, b.start + b.len)) {
+    w->dirty = 0;
+    return false;
+  }
+  cons_ring_publish(w, &b);
+  w->dirty = 0;
+  h->blocks_published++;
+  return true;
+}
+
+int cons_serve_locked(acl_cons_t *c, const acl_wkey_t *key, uint64_t call,
+                      const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int restrict_rank,
+                      uint32_t *widx, cons_blk_t *blk, uint64_t *published, char *err,
+                      size_t errlen)
+{
+  cons_hdr_t *h = c->hdr;
+  const cons_settings_t *set = &c->set;
+  uint32_t n;
+  if (cons_hdr_check(c, &n, err, errlen) != 0)
+    return -4;
+  cons_wl_t *w = cons_wl_find(h, n, key, widx);
+  if (!w) {
+    /* "table full" is read from the shared table under the lock, and the
+     * table only grows: every rank reaches the same verdict for a key */
+    if (n >= (uint32_t)set->max_workloads) {
+      h->refused++;
+      *widx = ACL_CONS_WIDX_NONE;
+      return 1;
+    }
+    w = cons_wl(h, n);
+    /* all but the seal, which a rank may be setting right now */
+    size_t so = offsetof(cons_wl_t, seal), se = so + sizeof(w->seal);
+    memset(w, 0, so);
+    memset((char *)w + se, 0, sizeof(*w) - se);
+    w->key = (acl_wkey_t){.comm_id = key->comm_id,
+                          .nbytes = key->nbytes,
+                          .num_pipe_ops = key->num_pipe_ops,
+                          .coll = key->coll};
+    acl_search_init(&w->search, &set->search, &w->key, cost);
+    if (c->table && !atomic_load_explicit(&h->table_off, memory_order_relaxed)) {
+      acl_table_query_t q = {.coll = key->coll,
+                             .nbytes = key->nbytes,
+                             .nnodes = set->nnodes,
+                             .nranks = set->nranks,
+                             .pipe_ops = key->num_pipe_ops};
+      const acl_table_rule_t *rule = acl_table_find(c->table, &q);
+      if (rule)
+        acl_search_seed(&w->search, &rule->cand); /* -1: not runnable here, explores */
+    }
+    atomic_store_explicit(&w->present, 1, memory_order_release);
+    atomic_store_explicit(&h->nworkloads, n + 1, memory_order_release);
+    *widx = n;
+  }
+  if (restrict_rank != CONS_NO_RESTRICT) {
+    bool fresh = true;
+    if (restrict_rank >= 0 && restrict_rank < ACL_CONS_RANK_BITS) {
+      uint64_t bit = 1ull << (restrict_rank % 64);
+      fresh = !(w->rank_bits[restrict_rank / 64] & bit);
+      w->rank_bits[restrict_rank / 64] |= bit;
+    }
+    if (fresh) {
+      w->dirty = 1;
+      acl_search_restrict(&w->search, cost);
+      w->dirty = 0;
+      w->nrestricted++;
+    }
+  }
+  if (call >= w->next_call && call - w->next_call > ACL_CONS_MAX_AHEAD)
+    return -3;
+  while (w->next_call <= call) {
+    if (!step_locked(h, set, w)) {
+      snprintf(err, errlen, "comm %016llx: sealed by another rank", (unsigned long long)c->comm_id);
+      return -4;
+    }
+    if (published)
+      (*published)++;
+  }
+  uint64_t hint = atomic_load_explicit(&w->nblocks, memory_order_relaxed) - 1;
+  return cons_ring_find(w, call, &hint, blk) == 0 ? 0 : -2;
+}
