@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/attrib.h"
+#include "profiler/gate.h"
 #include "profiler/ncclev.h"
 #include "profiler/prof_cupti.h"
 #include "profiler/simfeed.h"
@@ -36,6 +37,10 @@ typedef struct prank {
    * read by getCollInfo, which NCCL runs after ncclGroupEnd. */
   atomic_bool captured;
   atomic_ulong captured_events;
+  /* NCCL reported an enqueue (CollApi) for this rank: the gate knows which
+   * calls carry events. Until then (a direct user of this API) every
+   * decided call is taken to carry them, as NCCL alone decides. */
+  atomic_bool enq_seen;
 } prank_t;
 
 struct acl_prof {
@@ -48,6 +53,7 @@ struct acl_prof {
   acl_attr_t *attr;
   acl_cupti_t *cupti;
   acl_ncclev_t *ev;
+  acl_gate_t *gate; /* which calls carry NCCL's events (gate.h) */
   /* sim feed */
   pthread_mutex_t feed_mu;
   const acl_simfeed_t *feed;
@@ -193,7 +199,12 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     return p;
   }
   p->ev = acl_ncclev_create(ev_emit, p);
-  if (!p->ev) {
+  p->gate = acl_gate_create();
+  if (!p->ev || !p->gate) {
+    acl_ncclev_destroy(p->ev);
+    acl_gate_destroy(p->gate);
+    p->ev = NULL;
+    p->gate = NULL;
     acl_warn("profiler: out of memory; no samples");
     return p;
   }
@@ -281,9 +292,16 @@ void acl_prof_destroy(acl_prof_t *p)
              (unsigned long long)es.samples, (unsigned long long)es.mismatches,
              (unsigned long long)es.clamped, (unsigned long long)es.unsampled,
              (unsigned long long)es.pool_exhausted);
+    acl_gate_stats_t gs;
+    acl_gate_stats(p->gate, &gs);
+    acl_info("profiler: %llu collectives enqueued, %llu of them with events; %llu decisions, "
+             "%llu without an enqueue of their size (aggregated by NCCL)",
+             (unsigned long long)gs.enqueued, (unsigned long long)gs.carried,
+             (unsigned long long)gs.decided, (unsigned long long)gs.unseen);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);
+  acl_gate_destroy(p->gate);
   if (p->feed)
     munmap((void *)p->feed, sizeof(acl_simfeed_t));
   pthread_mutex_destroy(&p->lat_mu);
@@ -324,13 +342,23 @@ void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank)
   if (!r)
     return;
   acl_ncclev_rank_destroy(p ? p->ev : NULL, r->evr);
+  acl_gate_forget(p ? p->gate : NULL, r);
   free(r);
 }
 
-void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
+                      uint8_t sample_shift, bool captured)
 {
   prank_t *r = prof_rank;
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
+    return;
+  /* While a CUPTI window is open CUPTI sees every call; otherwise only the
+   * calls whose enqueue carried events are measured. A captured call's
+   * kernel runs at the graph's replays, which never come back. */
+  bool carries = acl_gate_decided(p->gate, r, tag->coll, tag->nbytes, tag->call_idx,
+                                  sample_shift > ACL_GATE_NEVER ? ACL_GATE_NEVER : sample_shift) ||
+                 !atomic_load_explicit(&r->enq_seen, memory_order_relaxed);
+  if (captured || !(carries || cupti_live(p)))
     return;
   uint64_t now = acl_mono_ns();
   if (atomic_load(&p->source) == SRC_CUPTI && acl_cupti_begin(p->cupti)) {
@@ -345,6 +373,23 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
   }
   /* Coll events are checked for mismatches whatever the source. */
   acl_ncclev_push(p->ev, r->evr, tag, now);
+}
+
+int acl_prof_mask_init(acl_prof_t *p, int *mask, bool online)
+{
+  if (!mask)
+    return 0;
+  if (!p || !p->gate) {
+    *mask = online ? ACL_PROF_CAPTURE_MASK : 0;
+    return *mask;
+  }
+  return acl_gate_set_mask(p->gate, mask, online ? ACL_PROF_CAPTURE_MASK : 0);
+}
+
+void acl_prof_mask_release(acl_prof_t *p, int *mask)
+{
+  if (p)
+    acl_gate_release_mask(p->gate, mask);
 }
 
 int acl_prof_nccl_mask(const acl_prof_t *p)
@@ -380,6 +425,17 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
       atomic_store_explicit(&r->captured, d->collApi.graphCaptured, memory_order_relaxed);
       if (d->collApi.graphCaptured)
         atomic_fetch_add_explicit(&r->captured_events, 1, memory_order_relaxed);
+    }
+    /* The enqueue: NCCL just stamped its mask on this collective (gate.h). */
+    int coll = acl_coll_parse(d->collApi.func);
+    int dsz = acl_ncclev_dtype_size(d->collApi.datatype);
+    if (r && p && p->gate && coll >= 0 && dsz > 0) {
+      uint64_t bytes = (uint64_t)d->collApi.count * (uint64_t)dsz;
+      if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
+        bytes *= (uint64_t)r->nranks; /* the tuner sees the whole buffer */
+      acl_gate_enqueued(p->gate, r, coll, bytes, acl_prof_nccl_mask(p));
+      if (!atomic_load_explicit(&r->enq_seen, memory_order_relaxed))
+        atomic_store_explicit(&r->enq_seen, true, memory_order_relaxed);
     }
     return ncclSuccess;
   }

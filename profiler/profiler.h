@@ -58,11 +58,25 @@ void acl_prof_destroy(acl_prof_t *p); /* flushes; accepts NULL */
 void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank, int nranks);
 void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank);
 
-/* Tuner side, on the calling thread, right after a decision. */
-void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag);
+/* Tuner side, on the calling thread, right after every decision (captured:
+ * the call is being captured into a CUDA graph). The decision's block
+ * samples 1 call in 2^sample_shift (ACL_GATE_SAMPLE_NEVER: none): the profiler turns NCCL's
+ * events on for the calls that rule picks, as well as NCCL lets it
+ * (profiler/gate.h), and measures the call when it carries them. */
+#define ACL_GATE_SAMPLE_NEVER 15
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
+                      uint8_t sample_shift, bool captured);
 
-/* NCCL profiler v5 events for this rank (the plugin forwards them). The
- * returned mask is what the plugin asks NCCL for. */
+/* NCCL's event mask, from a communicator's profiler init: one int for the
+ * process, which the profiler keeps from then on. online: the calls need
+ * their CUDA-graph capture bit (ACL_PROF_CAPTURE_MASK). Returns what it
+ * wrote there. */
+int acl_prof_mask_init(acl_prof_t *p, int *mask, bool online);
+/* Its communicator's profiler finalize: the mask is no longer written. */
+void acl_prof_mask_release(acl_prof_t *p, int *mask);
+
+/* The events a sampled call needs from NCCL now (profiler v5 events; the
+ * plugin forwards them). */
 int acl_prof_nccl_mask(const acl_prof_t *p);
 
 /* CUDA-graph capture (README, CUDA graphs). NCCL >= 2.28 (profiler v5)

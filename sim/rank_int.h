@@ -14,8 +14,6 @@
 typedef struct comm_rank {
   void *tctx, *pctx;
   bool tinit, pinit;
-  int mask;
-  int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
   uint64_t ncalls;            /* calls on this communicator (same on every rank) */
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
@@ -38,7 +36,14 @@ typedef struct rank_drv {
   bool failed_call;
   bool captured;  /* the call in flight is being captured into a CUDA graph */
   bool nccl_left; /* the plugin left NCCL's own choice for it */
+  int api_mask;   /* the event mask when it was enqueued: what NCCL stamps on it */
 } rank_drv_t;
+
+/* NCCL's event mask: one int for the whole process (ncclProfilerEventMask,
+ * src/plugin/profiler.cc), whose address every communicator's profiler init
+ * gets; NCCL reads it once per collective, when the collective is enqueued
+ * (collTaskAppend), and stamps it on the task. */
+int acl_sim_event_mask(void);
 
 /* Counts a plugin error on this rank's slot and keeps the first message
  * (fmt takes the rank, what and rc). */
@@ -52,7 +57,8 @@ int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen);
 void acl_sim_rank_comm_fini(rank_drv_t *d, int c);
 /* What NCCL >= 2.28 emits when it enqueues a collective (collTaskAppend),
  * before the group reaches getCollInfo: GroupApi and CollApi events, the
- * latter with graphCaptured, each only when the stamped mask enables it. */
+ * latter with graphCaptured, each only when the stamped mask (d->api_mask)
+ * enables it. */
 void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool captured);
 /* The Coll and KernelCh events of a call that ran [start_ns, +dur_ns). */
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,

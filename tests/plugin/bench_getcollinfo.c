@@ -38,7 +38,9 @@ static void one_call(rank_t *r, size_t nbytes, int feed)
 {
   float t[7][3];
   acl_h_cost_table(ncclFuncAllReduce, nbytes, 2, t);
-  int nch = 0, a, p, mask = r->mask; /* NCCL stamps the mask at enqueue */
+  int nch = 0, a, p;
+  /* the enqueue (CollApi, always on online), then getCollInfo */
+  int mask = acl_h_enqueue(P.prof, r->pctx, &r->mask, ncclFuncAllReduce, nbytes, 2);
   P.v5->getCollInfo(r->tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3, 0, &nch);
   if (!feed)
     return;

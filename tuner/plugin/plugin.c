@@ -127,9 +127,6 @@ static acl_rank_t *rank_create_locked(uint64_t comm_id)
     return NULL;
   }
   r->nstats = cap;
-  for (int i = 0; i < cap; i++)
-    r->stats[i].succ = UINT32_MAX; /* no successor seen yet: itself */
-  r->last_widx = UINT32_MAX;
   r->comm_id = comm_id;
   r->rank = -1;
   r->next = acl_proc.ranks;
@@ -177,22 +174,16 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
     r->nranks = nranks;
     r->nnodes = nnodes;
     snprintf(r->name, sizeof(r->name), "%s", comm_name && *comm_name ? comm_name : "");
-    r->nccl_mask = nranks > 1 ? mask : NULL;
+    r->nccl_mask = mask;
     tls_pending = r;
   }
-  /* NCCL never asks the tuner about a one-rank communicator: no events
-   * either, so such communicators cost nothing. Static mode needs no
-   * samples; with KernelCh as the source, events stay off until a call
-   * needs them (events_gate). */
-  int full = acl_prof_nccl_mask(acl_proc.prof);
+  /* NCCL never asks the tuner about a one-rank communicator, and static
+   * mode needs no samples: such communicators add no events. NCCL's mask
+   * is one for the process; the profiler keeps it (profiler/gate.h). Online,
+   * every call says whether it is being captured into a CUDA graph. */
   bool online = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE;
-  *mask = online && !(full & ncclProfileKernelCh) ? full : 0;
-  if (r)
-    r->events_left = *mask != 0;
-  /* Online, every call says whether it is being captured into a CUDA
-   * graph (profiler.h): never gated, whatever the sample source. */
-  if (online)
-    *mask |= ACL_PROF_CAPTURE_MASK;
+  if (r) /* (out of memory: the process's mask is left as it is) */
+    acl_prof_mask_init(acl_proc.prof, mask, online);
   pthread_mutex_unlock(&acl_proc.lock);
   return r;
 }
@@ -277,6 +268,8 @@ void acl_plugin_profiler_detach(acl_rank_t *r)
     return;
   pthread_mutex_lock(&acl_proc.lock);
   r->has_profiler = false;
+  acl_prof_mask_release(acl_proc.prof, r->nccl_mask);
+  r->nccl_mask = NULL;
   rank_unref_locked(r);
   pthread_mutex_unlock(&acl_proc.lock);
 }
@@ -302,48 +295,8 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
-/* NCCL's profiler events cost several us of host time per call, so with
- * KernelCh as the source they are on only for the calls the search samples.
- * NCCL stamps the mask on a collective when it is enqueued, before the tuner
- * is asked about it (taskAppend in enqueue.cc): the decision of call k sets
- * the mask call k+1 carries. Call k+1 is predicted to be of the workload
- * that followed this one last time (a training step repeats its sequence of
- * collectives), so the mask follows that workload's published sampling rule.
- * The rule depends only on the blocks and the call sequence, so every rank
- * samples the same calls. Returns whether this call carries events, that is
- * whether the profiler gets its tag. */
-static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
-{
-  if (!r->nccl_mask)
-    return true;
-  int full = acl_prof_nccl_mask(acl_proc.prof);
-  if (!(full & ncclProfileKernelCh)) {
-    /* CUPTI live (Coll events only) or no source; NCCL's mask is one int
-     * for the process, so keep the capture bit whoever wrote it last */
-    int cur = __atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED);
-    if (!(cur & ACL_PROF_CAPTURE_MASK))
-      __atomic_store_n(r->nccl_mask, cur | ACL_PROF_CAPTURE_MASK, __ATOMIC_RELAXED);
-    return true;
-  }
-  bool carries = r->events_left;
-  bool want = false;
-  if (d->widx < (uint32_t)r->nstats) {
-    acl_rank_stats_t *st = &r->stats[d->widx];
-    st->next_call = d->call_idx + 1;
-    st->sample_shift = d->sample_shift;
-    if (r->last_widx < (uint32_t)r->nstats)
-      r->stats[r->last_widx].succ = d->widx;
-    r->last_widx = d->widx;
-    const acl_rank_stats_t *n = st->succ < (uint32_t)r->nstats ? &r->stats[st->succ] : st;
-    want = n->sample_shift < ACL_SEARCH_SAMPLE_NEVER &&
-           (n->next_call & ((1ull << n->sample_shift) - 1)) == 0;
-  }
-  int m = (want ? full : 0) | ACL_PROF_CAPTURE_MASK;
-  if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)
-    __atomic_store_n(r->nccl_mask, m, __ATOMIC_RELAXED);
-  r->events_left = want;
-  return carries;
-}
+_Static_assert(ACL_SEARCH_SAMPLE_NEVER == ACL_GATE_SAMPLE_NEVER,
+               "the profiler reads the search's sampling shifts");
 
 static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *detail)
 {
@@ -439,7 +392,6 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
     *nch = d.cand.nchannels;
   acl_stall_note(r, coll, nbytes, &d);
-  bool sampled = events_gate(r, &d) && !captured;
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
                                           pipe_ops, d.widx, d.cand_id, (uint8_t)coll, d.phase,
@@ -462,7 +414,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       atomic_fetch_add_explicit(nc == ACL_NV_EXPLORE ? &st->explore_calls : &st->decided_calls, 1,
                                 memory_order_relaxed);
   }
-  if (r->prof_rank && sampled) {
+  if (r->prof_rank) {
     acl_call_tag_t tag = {.rank_ctx = r,
                           .call_idx = d.call_idx,
                           .widx = d.widx,
@@ -472,7 +424,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
                           .nbytes = nbytes,
                           .cand = d.cand,
                           .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
-    acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
+    acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag, d.sample_shift, captured);
   }
   return ncclSuccess;
 }

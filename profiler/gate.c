@@ -1,0 +1,239 @@
+/* Event gating at the enqueue; see gate.h. One small table per process
+ * (NCCL's mask is one per process), under one mutex that only the threads
+ * enqueueing collectives take: never contended in a job that enqueues from
+ * one thread, a few tens of ns per call. */
+#include "profiler/gate.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/abi.h"
+
+#define GATE_SLOTS 1024 /* (rank, collective, bytes) keys of the process; a power of 2 */
+#define GATE_NONE 0xffffu
+#define GATE_MASKS 8 /* distinct mask addresses (NCCL gives one; tests one per rank) */
+
+typedef struct gent {
+  const void *who;     /* NULL: free */
+  uint64_t bytes;
+  int64_t base;        /* call index of enqueue j is j + base (known after a decision) */
+  uint64_t enq, dec;   /* enqueues and decisions seen */
+  uint64_t pend;       /* carries-events bits of enqueues not yet decided, oldest lowest */
+  uint8_t npend;
+  uint8_t shift;       /* the latest decision's sampling shift */
+  int8_t coll;
+  uint16_t succ;       /* the key enqueued right after this one last time */
+} gent_t;
+
+struct acl_gate {
+  pthread_mutex_t mu;
+  int *mask[GATE_MASKS]; /* NCCL's, process-wide: the same address from every init */
+  int refs[GATE_MASKS];  /* communicators that gave it and are still there */
+  int nmask;
+  int keep;       /* bits always left on (CUDA-graph capture) */
+  int now;        /* what the gate last stored there */
+  uint16_t last;  /* the key enqueued last */
+  acl_gate_stats_t st;
+  gent_t e[GATE_SLOTS];
+  gent_t old[GATE_SLOTS]; /* acl_gate_forget's copy: nothing allocated per finalize */
+};
+
+acl_gate_t *acl_gate_create(void)
+{
+  acl_gate_t *g = calloc(1, sizeof(*g));
+  if (!g)
+    return NULL;
+  if (pthread_mutex_init(&g->mu, NULL) != 0)
+    goto fail;
+  g->last = GATE_NONE;
+  return g;
+fail:
+  free(g);
+  return NULL;
+}
+
+void acl_gate_destroy(acl_gate_t *g)
+{
+  if (!g)
+    return;
+  pthread_mutex_destroy(&g->mu);
+  free(g);
+}
+
+static uint32_t key_hash(const void *who, int coll, uint64_t bytes)
+{
+  uint64_t x = (uint64_t)(uintptr_t)who ^ (bytes * 0x9e3779b97f4a7c15ull) ^ (uint64_t)coll << 56;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return (uint32_t)x & (GATE_SLOTS - 1);
+}
+
+/* The key's slot, created when `make`; GATE_NONE when absent or full. */
+static uint16_t find(acl_gate_t *g, const void *who, int coll, uint64_t bytes, bool make)
+{
+  uint32_t h = key_hash(who, coll, bytes);
+  for (uint32_t i = 0; i < GATE_SLOTS; i++) {
+    uint32_t k = (h + i) & (GATE_SLOTS - 1);
+    gent_t *e = &g->e[k];
+    if (!e->who) {
+      if (!make)
+        return GATE_NONE;
+      memset(e, 0, sizeof(*e));
+      e->who = who;
+      e->coll = (int8_t)coll;
+      e->bytes = bytes;
+      e->shift = ACL_GATE_NEVER;
+      e->succ = GATE_NONE;
+      return (uint16_t)k;
+    }
+    if (e->who == who && e->coll == coll && e->bytes == bytes)
+      return (uint16_t)k;
+  }
+  return GATE_NONE;
+}
+
+static void store_mask(acl_gate_t *g, int m)
+{
+  g->now = m;
+  for (int i = 0; i < g->nmask; i++)
+    if (__atomic_load_n(g->mask[i], __ATOMIC_RELAXED) != m)
+      __atomic_store_n(g->mask[i], m, __ATOMIC_RELAXED);
+}
+
+int acl_gate_set_mask(acl_gate_t *g, int *mask, int keep)
+{
+  if (!g)
+    return mask ? *mask : 0;
+  pthread_mutex_lock(&g->mu);
+  int i = 0;
+  while (i < g->nmask && g->mask[i] != mask)
+    i++;
+  if (mask && i < g->nmask) {
+    g->refs[i]++;
+  } else if (mask && g->nmask < GATE_MASKS) {
+    g->mask[g->nmask] = mask;
+    g->refs[g->nmask++] = 1;
+  } else if (mask) {
+    /* more addresses than NCCL ever gives: this one is left as set */
+    *mask = g->now | keep;
+  }
+  g->keep |= keep;
+  /* a communicator created later sees the same int: what the gate set stays */
+  store_mask(g, g->now | g->keep);
+  int m = g->now;
+  pthread_mutex_unlock(&g->mu);
+  return m;
+}
+
+void acl_gate_release_mask(acl_gate_t *g, int *mask)
+{
+  if (!g || !mask)
+    return;
+  pthread_mutex_lock(&g->mu);
+  for (int i = 0; i < g->nmask; i++) {
+    if (g->mask[i] != mask || --g->refs[i] > 0)
+      continue;
+    g->nmask--;
+    g->mask[i] = g->mask[g->nmask];
+    g->refs[i] = g->refs[g->nmask];
+    break;
+  }
+  pthread_mutex_unlock(&g->mu);
+}
+
+void acl_gate_forget(acl_gate_t *g, const void *who)
+{
+  if (!g || !who)
+    return;
+  pthread_mutex_lock(&g->mu);
+  /* Rebuilt without who's keys (open addressing keeps no tombstones);
+   * successors are relearnt within a step. */
+  memcpy(g->old, g->e, sizeof(g->e));
+  memset(g->e, 0, sizeof(g->e));
+  for (int i = 0; i < GATE_SLOTS; i++) {
+    if (!g->old[i].who || g->old[i].who == who)
+      continue;
+    uint16_t k = find(g, g->old[i].who, g->old[i].coll, g->old[i].bytes, true);
+    if (k != GATE_NONE) {
+      g->e[k] = g->old[i];
+      g->e[k].succ = GATE_NONE;
+    }
+  }
+  g->last = GATE_NONE;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static bool wants(const gent_t *n)
+{
+  if (n->shift >= ACL_GATE_NEVER)
+    return false;
+  uint64_t next = (uint64_t)((int64_t)n->enq + n->base);
+  return (next & ((1ull << n->shift) - 1)) == 0;
+}
+
+bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes, int full)
+{
+  if (!g)
+    return false;
+  pthread_mutex_lock(&g->mu);
+  g->st.enqueued++;
+  /* NCCL stamped what the gate left there (it is the mask's only writer) */
+  bool carries = (g->now & (ncclProfileColl | ncclProfileKernelCh)) != 0;
+  g->st.carried += carries;
+  uint16_t k = find(g, who, coll, bytes, true);
+  bool want = false;
+  if (k != GATE_NONE) {
+    gent_t *e = &g->e[k];
+    if (e->npend == 64) { /* never decided (aggregated by NCCL): keep the newest */
+      e->pend >>= 1;
+      e->npend--;
+    }
+    e->pend |= (uint64_t)carries << e->npend;
+    e->npend++;
+    e->enq++;
+    if (g->last != GATE_NONE)
+      g->e[g->last].succ = k;
+    g->last = k;
+    const gent_t *n = e->succ != GATE_NONE && g->e[e->succ].who ? &g->e[e->succ] : e;
+    want = wants(n);
+  }
+  store_mask(g, (want ? full : 0) | g->keep);
+  pthread_mutex_unlock(&g->mu);
+  return carries;
+}
+
+bool acl_gate_decided(acl_gate_t *g, const void *who, int coll, uint64_t bytes, uint64_t call_idx,
+                      uint8_t shift)
+{
+  if (!g)
+    return false;
+  pthread_mutex_lock(&g->mu);
+  g->st.decided++;
+  bool carries = false;
+  uint16_t k = find(g, who, coll, bytes, false);
+  if (k != GATE_NONE && g->e[k].npend > 0) {
+    gent_t *e = &g->e[k];
+    carries = e->pend & 1u;
+    e->pend >>= 1;
+    e->npend--;
+    e->base = (int64_t)call_idx - (int64_t)e->dec;
+    e->dec++;
+    e->shift = shift;
+  } else {
+    g->st.unseen++;
+  }
+  pthread_mutex_unlock(&g->mu);
+  return carries;
+}
+
+void acl_gate_stats(acl_gate_t *g, acl_gate_stats_t *out)
+{
+  memset(out, 0, sizeof(*out));
+  if (!g)
+    return;
+  pthread_mutex_lock(&g->mu);
+  *out = g->st;
+  pthread_mutex_unlock(&g->mu);
+}
