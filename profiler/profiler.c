@@ -26,6 +26,7 @@ enum { SRC_NONE = 0, SRC_CUPTI = 1, SRC_NCCL = 2, SRC_SIM = 3 };
 static const char *const src_names[] = {"none", "cupti", "nccl", "sim"};
 
 #define LAT_N 512
+#define OWN_N 64
 
 typedef struct prank {
   acl_prof_t *p;
@@ -41,6 +42,10 @@ typedef struct prank {
    * calls carry events. Until then (a direct user of this API) every
    * decided call is taken to carry them, as NCCL alone decides. */
   atomic_bool enq_seen;
+  /* What NCCL's own choice last ran per workload (its Coll events; CUPTI
+   * samples carry none): widx:32 | channels:16 | algo:8 | proto:8, by
+   * widx % OWN_N, written under the NCCL-event source's lock. */
+  _Atomic uint64_t own[OWN_N];
 } prank_t;
 
 struct acl_prof {
@@ -97,6 +102,32 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, 
     p->sink(p->user, &s);
 }
 
+static void own_hook(void *u, void *rank_user, const acl_call_tag_t *tag, int nch, int algo,
+                     int proto)
+{
+  (void)u;
+  prank_t *r = rank_user;
+  if (!r || tag->cand.algo != ACL_ALGO_NCCL || nch <= 0 || nch > 0xffff)
+    return;
+  uint64_t v = (uint64_t)tag->widx << 32 | (uint64_t)nch << 16 | (uint64_t)(uint8_t)algo << 8 |
+               (uint64_t)(uint8_t)proto;
+  atomic_store_explicit(&r->own[tag->widx % OWN_N], v, memory_order_relaxed);
+}
+
+/* ran[]: a CUPTI sample of NCCL's own choice gets what its workload's
+ * latest Coll event said NCCL ran. */
+static void own_fill(const prank_t *r, const acl_call_tag_t *tag, int ran[3])
+{
+  if (!r || tag->cand.algo != ACL_ALGO_NCCL || ran[2] > 0)
+    return;
+  uint64_t v = atomic_load_explicit(&r->own[tag->widx % OWN_N], memory_order_relaxed);
+  if (!v || (uint32_t)(v >> 32) != tag->widx)
+    return;
+  ran[0] = (int8_t)(v >> 8);
+  ran[1] = (int8_t)v;
+  ran[2] = (int)(v >> 16 & 0xffff);
+}
+
 /* CUPTI path: called from the flush thread (or a synchronous flush). */
 static void cupti_batch(void *u, bool final)
 {
@@ -107,9 +138,10 @@ static void cupti_batch(void *u, bool final)
   do {
     n = acl_attr_process(p->attr, final, acl_mono_ns(), buf, 128, &more);
     for (size_t i = 0; i < n; i++) {
+      int ran[3] = {-1, -1, 0};
+      own_fill(buf[i].user, &buf[i].tag, ran);
       deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
-              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct),
-              (const int[3]){-1, -1, 0});
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
     }
   } while (more);
 }
@@ -199,6 +231,7 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     return p;
   }
   p->ev = acl_ncclev_create(ev_emit, p);
+  acl_ncclev_set_coll_hook(p->ev, own_hook, p);
   p->gate = acl_gate_create();
   if (!p->ev || !p->gate) {
     acl_ncclev_destroy(p->ev);
@@ -545,10 +578,4 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
 int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)
 {
   return p ? acl_attr_top_names(p->attr, names, counts, max) : 0;
-}
-
-void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user)
-{
-  if (p)
-    acl_ncclev_set_coll_hook(p->ev, fn, user);
 }

@@ -35,7 +35,9 @@ typedef struct acl_prof_sample {
   double seconds;           /* GPU time of the collective on this rank */
   float overlap;            /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
-  int ran_nch;              /* channels NCCL ran (its Coll event), 0 unknown */
+  /* channels NCCL ran (its Coll event), 0 unknown; for a CUPTI sample of
+   * NCCL's own choice, what the workload's latest such Coll event said */
+  int ran_nch;
   /* For the trace recorder (docs/trace.md). */
   uint64_t call_ns;             /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
   uint64_t gpu_start, gpu_stop; /* the source's stamps, ns (GPU globaltimer, CUPTI) */
@@ -122,12 +124,6 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
  * windows KernelCh events supply durations (acl_prof_nccl_mask follows). */
 /* Whether CUPTI is the sample source (its duty cycle is the plugin's). */
 bool acl_prof_is_cupti(const acl_prof_t *p);
-
-/* Told, for each tagged call whose NCCL Coll event arrives, how many channels
- * NCCL ran (from NCCL's own choice this is its default channel count, the
- * search's starting point). Runs under the profiler's lock: must not block. */
-typedef void (*acl_prof_coll_fn)(void *user, const acl_call_tag_t *tag, int nchannels);
-void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user);
 
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;

@@ -60,7 +60,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   acl_search_restrict(s, cost);
   acl_candidate_t def;
   acl_land_nccl_default(l, coll, nbytes, nranks, &def);
-  acl_search_hint_channels(s, def.nchannels);
+  acl_search_observe(s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = def.nchannels});
   double t_base = acl_land_time(l, coll, nbytes, nranks, &def, interf);
   double m_base = acl_land_mean_time(l, coll, nbytes, nranks, &def, interf);
   double ev = acl_land_event_seconds(l, coll, nbytes);
@@ -95,13 +95,15 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
       }
       if (!events)
         continue;                               /* no events, no sample */
-      acl_search_observe_channels(s, id, need); /* the Coll event's channel count */
+      if (id != ACL_SEARCH_CAND_NCCL) /* the Coll event's channel count */
+        acl_search_observe(s, &(acl_search_obs_t){
+                                  .cand_id = id, .ran_algo = -1, .ran_proto = -1, .ran_nch = need});
       double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
       q[nq++] = (pend_t){id, k + (uint64_t)(acl_bench_unif(&rng) * MAX_LAG), t};
       int w = 0;
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k || nq == MAX_LAG + 1)
-          acl_search_add_sample(s, q[i].cand, q[i].seconds, interf > 0 ? (float)interf : -1.0f);
+          acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand, .seconds = q[i].seconds, .overlap = interf > 0 ? (float)interf : -1.0f});
         else
           q[w++] = q[i];
       }

@@ -27,7 +27,6 @@ acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);
-static void coll_hook(void *user, const acl_call_tag_t *tag, int nch);
 
 /* Called with acl_proc.lock held. */
 static void proc_start_locked(ncclDebugLogger_t log)
@@ -80,7 +79,6 @@ static void proc_start_locked(ncclDebugLogger_t log)
     return;
   if (!acl_proc.prof) {
     acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
-    acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
     acl_trace_start(&(acl_trace_opts_t){.path = acl_proc.cfg.trace_path,
                                         .max_bytes = acl_proc.cfg.trace_max,
                                         .mode = acl_mode_name(acl_proc.cfg.mode),
@@ -456,16 +454,8 @@ acl_candidate_t acl_captured_cand(const acl_rank_stats_t *st)
   return c;
 }
 
-/* Under the profiler's lock: only remember the count; the sample sink hands
- * it to the search. */
-static void coll_hook(void *user, const acl_call_tag_t *tag, int nch)
-{
-  (void)user;
-  acl_rank_t *r = tag->rank_ctx;
-  if (r && tag->cand.algo == ACL_ALGO_NCCL && tag->widx < (uint32_t)r->nstats && nch > 0)
-    atomic_store_explicit(&r->stats[tag->widx].nccl_nch, nch, memory_order_relaxed);
-}
-
+/* The profiler's sample: to consensus as it came (the search's one way
+ * in), then into this rank's view of the workload. */
 static void sample_sink(void *user, const acl_prof_sample_t *s)
 {
   (void)user;
@@ -473,25 +463,17 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   if (!r)
     return;
   acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
-  if (r->cons && s->tag.widx < (uint32_t)r->nstats) {
-    /* What NCCL's own choice really ran (the sample's Coll event; under
-     * CUPTI only the channels, from coll_hook). */
-    acl_rank_stats_t *st = &r->stats[s->tag.widx];
-    bool own = s->tag.cand.algo == ACL_ALGO_NCCL && s->ran_nch > 0;
-    int nch = own ? s->ran_nch : atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
-    if (nch > 0 && !atomic_exchange(&st->hinted, true))
-      acl_cons_hint_channels(r->cons, s->tag.widx, own ? s->ran_algo : -1, own ? s->ran_proto : -1,
-                             nch);
-  }
-  if (r->cons) {
-    /* A clamped candidate teaches the search (once is enough: the search
-     * keeps it); matching counts need no lock. */
-    const acl_candidate_t *c = &s->tag.cand;
-    if (s->ran_nch > 0 && c->algo != ACL_ALGO_NCCL && c->nchannels > s->ran_nch)
-      acl_cons_observe_channels(r->cons, s->tag.widx, s->tag.cand_id, s->ran_nch);
-    acl_cons_add_sample(r->cons, s->tag.widx, s->tag.call_idx, s->tag.cand_id, s->seconds,
-                        s->overlap);
-  }
+  acl_cons_observe(r->cons, &(acl_cons_obs_t){.widx = s->tag.widx,
+                                               .call_idx = s->tag.call_idx,
+                                               .cand_id = s->tag.cand_id,
+                                               .want_nch = s->tag.cand.algo == ACL_ALGO_NCCL
+                                                               ? 0
+                                                               : s->tag.cand.nchannels,
+                                               .seconds = s->seconds,
+                                               .overlap = s->overlap,
+                                               .ran_algo = s->ran_algo,
+                                               .ran_proto = s->ran_proto,
+                                               .ran_nch = s->ran_nch});
   if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int b = acl_hist_bucket(s->seconds);

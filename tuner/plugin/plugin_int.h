@@ -27,8 +27,6 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t dur_ns;
   /* Samples with a known overlap: their collective ns and exposed ns. */
   _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
-  _Atomic int nccl_nch; /* channels NCCL's own choice ran, 0 unknown */
-  atomic_bool hinted;   /* nccl_nch handed to the search */
   /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
    * rank's stall_calls at this workload's last call and what it ran. */
   uint32_t last_call;
