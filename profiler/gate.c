@@ -15,15 +15,15 @@
 #define GATE_MASKS 8 /* distinct mask addresses (NCCL gives one; tests one per rank) */
 
 typedef struct gent {
-  const void *who;     /* NULL: free */
+  const void *who; /* NULL: free */
   uint64_t bytes;
-  int64_t base;        /* call index of enqueue j is j + base (known after a decision) */
-  uint64_t enq, dec;   /* enqueues and decisions seen */
-  uint64_t pend;       /* carries-events bits of enqueues not yet decided, oldest lowest */
+  int64_t base;      /* call index of enqueue j is j + base (known after a decision) */
+  uint64_t enq, dec; /* enqueues and decisions seen */
+  uint64_t pend;     /* carries-events bits of enqueues not yet decided, oldest lowest */
   uint8_t npend;
-  uint8_t shift;       /* the latest decision's sampling shift */
+  uint8_t shift; /* the latest decision's sampling shift */
   int8_t coll;
-  uint16_t succ;       /* the key enqueued right after this one last time */
+  uint16_t succ; /* the key enqueued right after this one last time */
 } gent_t;
 
 struct acl_gate {
@@ -31,9 +31,9 @@ struct acl_gate {
   int *mask[GATE_MASKS]; /* NCCL's, process-wide: the same address from every init */
   int refs[GATE_MASKS];  /* communicators that gave it and are still there */
   int nmask;
-  int keep;       /* bits always left on (CUDA-graph capture) */
-  int now;        /* what the gate last stored there */
-  uint16_t last;  /* the key enqueued last */
+  int keep;      /* bits always left on (CUDA-graph capture) */
+  int now;       /* what the gate last stored there */
+  uint16_t last; /* the key enqueued last */
   acl_gate_stats_t st;
   gent_t e[GATE_SLOTS];
   gent_t old[GATE_SLOTS]; /* acl_gate_forget's copy: nothing allocated per finalize */

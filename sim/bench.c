@@ -186,7 +186,8 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   acl_land_nccl_default(l, coll, nbytes, nranks, &d);
   /* What the profiler's Coll events report for NCCL's own choice. */
   if (!o->no_hint)
-    acl_search_observe(s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = d.nchannels});
+    acl_search_observe(
+        s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = d.nchannels});
 
   memset(r, 0, sizeof *r);
   r->coll = (uint8_t)coll;
@@ -235,7 +236,9 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
         int w = 0;
         for (int i = 0; i < nq; i++) {
           if (q[i].due <= kk || nq == BENCH_MAX_LAG + 1)
-            acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand, .seconds = q[i].seconds, .overlap = q[i].overlap});
+            acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand,
+                                                      .seconds = q[i].seconds,
+                                                      .overlap = q[i].overlap});
           else
             q[w++] = q[i];
         }

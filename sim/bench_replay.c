@@ -60,7 +60,8 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   acl_search_restrict(s, cost);
   acl_candidate_t def;
   acl_land_nccl_default(l, coll, nbytes, nranks, &def);
-  acl_search_observe(s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = def.nchannels});
+  acl_search_observe(
+      s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = def.nchannels});
   double t_base = acl_land_time(l, coll, nbytes, nranks, &def, interf);
   double m_base = acl_land_mean_time(l, coll, nbytes, nranks, &def, interf);
   double ev = acl_land_event_seconds(l, coll, nbytes);
@@ -94,7 +95,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
         conn[run.algo] = need;
       }
       if (!events)
-        continue;                               /* no events, no sample */
+        continue;                     /* no events, no sample */
       if (id != ACL_SEARCH_CAND_NCCL) /* the Coll event's channel count */
         acl_search_observe(s, &(acl_search_obs_t){
                                   .cand_id = id, .ran_algo = -1, .ran_proto = -1, .ran_nch = need});
@@ -103,7 +104,9 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
       int w = 0;
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k || nq == MAX_LAG + 1)
-          acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand, .seconds = q[i].seconds, .overlap = interf > 0 ? (float)interf : -1.0f});
+          acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand,
+                                                    .seconds = q[i].seconds,
+                                                    .overlap = interf > 0 ? (float)interf : -1.0f});
         else
           q[w++] = q[i];
       }

@@ -64,4 +64,18 @@ void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool cap
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
                               uint64_t dur_ns);
 
+/* sim/rank.c: one call's enqueue (the mask stamped, the API events; nth:
+ * calls of its communicator already enqueued in its group), getCollInfo
+ * and NCCL's choice, and its run (events, log; returns seconds). */
+void acl_sim_rank_enqueue(rank_drv_t *d, const acl_sim_call_t *call, int nth);
+void acl_sim_rank_decide(rank_drv_t *d, const acl_sim_call_t *call);
+double acl_sim_rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level);
+
+/* sim/rank_group.c. The calls issued together from call k of the step,
+ * in enqueue order (returns how many, <= ACL_SIM_GROUP_MAX), and a
+ * coalesced group's run on one rank (returns the slowest call's seconds). */
+#define ACL_SIM_GROUP_MAX 8
+int acl_sim_group_at(const acl_sim_step_t *st, size_t k, uint64_t step, const acl_sim_call_t **out);
+double acl_sim_rank_group(rank_drv_t *d, const acl_sim_call_t **g, int m, double level);
+
 #endif

@@ -97,7 +97,13 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
     uint64_t t1 = acl_mono_ns();
     if (rc != 0)
       break; /* past the published blocks: this one waited for the lock */
-    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = d.widx, .call_idx = d.call_idx, .cand_id = d.cand_id, .seconds = 1e-4, .overlap = 0.0f, .ran_algo = -1, .ran_proto = -1});
+    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = d.widx,
+                                           .call_idx = d.call_idx,
+                                           .cand_id = d.cand_id,
+                                           .seconds = 1e-4,
+                                           .overlap = 0.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
     uint64_t t2 = acl_mono_ns();
     max_decide = t1 - t0 > max_decide ? t1 - t0 : max_decide;
     max_sample = t2 - t1 > max_sample ? t2 - t1 : max_sample;

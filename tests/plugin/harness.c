@@ -132,8 +132,8 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
   *clock += span + 1000;
 }
 
-static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
-                       size_t count, int captured);
+static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
+                       int captured);
 
 void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
                       int captured)
@@ -153,8 +153,8 @@ int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, in
   return m;
 }
 
-static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll,
-                       size_t count, int captured)
+static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
+                       int captured)
 {
   static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                        "AllReduce"};

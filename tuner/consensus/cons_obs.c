@@ -12,7 +12,9 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
 {
   if (!w->disabled) {
     w->dirty = 1;
-    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = s->cand_id, .seconds = s->seconds, .overlap = s->overlap});
+    acl_search_observe(
+        &w->search,
+        &(acl_search_obs_t){.cand_id = s->cand_id, .seconds = s->seconds, .overlap = s->overlap});
     w->dirty = 0;
     w->samples_fed++;
     if (s->slowest > ACL_CONS_SKEW_RATIO * s->seconds)
@@ -87,10 +89,10 @@ void acl_cons_observe(acl_cons_t *c, const acl_cons_obs_t *o)
   if (fact) {
     w->dirty = 1;
     acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = o->cand_id,
-                                                        .seconds = -1.0,
-                                                        .ran_algo = o->ran_algo,
-                                                        .ran_proto = o->ran_proto,
-                                                        .ran_nch = o->ran_nch});
+                                                       .seconds = -1.0,
+                                                       .ran_algo = o->ran_algo,
+                                                       .ran_proto = o->ran_proto,
+                                                       .ran_nch = o->ran_nch});
     w->dirty = 0;
   }
   if (o->seconds >= 0.0)

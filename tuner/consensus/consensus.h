@@ -85,9 +85,9 @@ typedef struct acl_cons_obs {
   uint32_t widx;
   uint64_t call_idx;
   uint16_t cand_id;
-  int want_nch;   /* the channels the candidate asked for (0: NCCL's own count) */
-  double seconds; /* < 0: no time, only what NCCL ran */
-  float overlap;  /* 0..1, < 0 unknown */
+  int want_nch;                     /* the channels the candidate asked for (0: NCCL's own count) */
+  double seconds;                   /* < 0: no time, only what NCCL ran */
+  float overlap;                    /* 0..1, < 0 unknown */
   int ran_algo, ran_proto, ran_nch; /* what NCCL ran (its Coll event); -1, -1, 0 unknown */
 } acl_cons_obs_t;
 /* The sample is kept per call until every local rank reported it, then the

@@ -463,17 +463,17 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   if (!r)
     return;
   acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
-  acl_cons_observe(r->cons, &(acl_cons_obs_t){.widx = s->tag.widx,
-                                               .call_idx = s->tag.call_idx,
-                                               .cand_id = s->tag.cand_id,
-                                               .want_nch = s->tag.cand.algo == ACL_ALGO_NCCL
-                                                               ? 0
-                                                               : s->tag.cand.nchannels,
-                                               .seconds = s->seconds,
-                                               .overlap = s->overlap,
-                                               .ran_algo = s->ran_algo,
-                                               .ran_proto = s->ran_proto,
-                                               .ran_nch = s->ran_nch});
+  acl_cons_observe(
+      r->cons,
+      &(acl_cons_obs_t){.widx = s->tag.widx,
+                        .call_idx = s->tag.call_idx,
+                        .cand_id = s->tag.cand_id,
+                        .want_nch = s->tag.cand.algo == ACL_ALGO_NCCL ? 0 : s->tag.cand.nchannels,
+                        .seconds = s->seconds,
+                        .overlap = s->overlap,
+                        .ran_algo = s->ran_algo,
+                        .ran_proto = s->ran_proto,
+                        .ran_nch = s->ran_nch});
   if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int b = acl_hist_bucket(s->seconds);
