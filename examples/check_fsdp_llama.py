@@ -3,7 +3,8 @@
 exposed-communication measure is right on hand-made kernel traces; its
 summary reports a mode only from runs that happened, with the ratio to NCCL
 as it ships; bad arguments are refused; the driver refuses the autoccl
-modes without a plugin and writes nothing.
+modes without a plugin and writes nothing; the DDP example (ddp_buckets.py,
+beside it) is the same driver with --wrap ddp.
 
 usage: check_fsdp_llama.py PATH/TO/fsdp_llama.py"""
 import importlib.util
@@ -51,9 +52,10 @@ check(ex.exposed_share(p) is None, "no NCCL kernel: no figure")
 os.unlink(p)
 
 a = ex.parse(["--plugin", "/x.so", "--reps", "2"])
-runs = [{"mode": m, "median_step_s": t, "steps": 30, "time_saved_s": sv, "exposed_comm_share": 0.1}
-        for m, t, sv in (("nccl", 1.0, None), ("autoccl", 0.98, 0.5), ("nccl", 1.02, None),
-                         ("autoccl", 0.99, 0.7))]
+runs = [{"mode": m, "rep": k, "median_step_s": t, "steps": 30, "time_saved_s": sv,
+         "exposed_comm_share": 0.1}
+        for m, k, t, sv in (("nccl", 0, 1.0, None), ("autoccl", 0, 0.98, 0.5),
+                            ("nccl", 1, 1.02, None), ("autoccl", 1, 0.99, 0.7))]
 lines = {x["mode"]: x for x in ex.summarize(runs, a)}
 check(set(lines) == {"nccl", "autoccl"}, "modes without runs get no line: %s" % sorted(lines))
 au = lines.get("autoccl", {})
@@ -63,10 +65,27 @@ check(abs(au.get("median_step_s", 0) - 0.985) < 1e-12, "median of the rep median
 check(abs(au.get("ratio_vs_nccl", 0) - 1.01 / 0.985) < 1e-12, "ratio vs nccl %s" % au.get("ratio_vs_nccl"))
 check(au.get("time_saved_s") == 0.6 and lines["nccl"]["time_saved_s"] is None, "time saved")
 check("NCCL_TUNER_PLUGIN=/x.so" in au.get("env", []) and lines["nccl"]["env"] == [], "env per mode")
+lo, hi = au.get("ratio_low"), au.get("ratio_high")
+check(lo is not None and lo < au["ratio_vs_nccl"] < hi, "ratio interval %s-%s" % (lo, hi))
+check(lines["nccl"]["ratio_low"] is None, "NCCL's own line has no interval")
+check(ex.ratio_interval(runs[:2], "autoccl") == (None, None), "one pair: no interval")
+# the plugin's account: unsampled = >= 200 calls with neither a baseline nor a best time
+st = {"job": {"exposed_share": 0.3},
+      "workloads": [{"calls": 3200, "baseline_seconds": 0.01, "best_seconds": None,
+                     "time_saved_seconds": 0.25},
+                    {"calls": 200, "baseline_seconds": None, "best_seconds": None},
+                    {"calls": 199, "baseline_seconds": None, "best_seconds": None}]}
+check(ex.tuner_account(st) == (0.25, 0.3, 1), "tuner account %s" % (ex.tuner_account(st),))
+check(ex.tuner_account(None) == (None, None, None), "no state document: nothing known")
+one = ex.parse(["--nproc", "2", "--ranks-per-gpu", "2"])
+check("NCCL_MULTI_RANK_GPU_ENABLE=1" in ex.mode_env("nccl", one), "two ranks on a GPU: env")
+check(ex.mode_env("nccl", a) == [], "one rank per GPU: NCCL as it ships")
 ce = ex.mode_env("autoccl_ceiling", a)
 check("NCCL_MIN_NCHANNELS=32" in ce and "AUTOCCL_STOCK_CHANNELS=24" in ce, "ceiling env %s" % ce)
 
-for bad in (["--modes", "nccl,fast"], ["--modes", ""], ["--ceiling", "24"], ["--reps", "x"]):
+for bad in (["--modes", "nccl,fast"], ["--modes", ""], ["--ceiling", "24"], ["--reps", "x"],
+            ["--nproc", "3", "--ranks-per-gpu", "2"], ["--nccl-lib", "/nonexistent/libnccl.so.2"],
+            ["--wrap", "zero"]):
     r = subprocess.run([sys.executable, path] + bad, capture_output=True, text=True)
     check(r.returncode == 2, "%s: exit %d, wanted 2" % (bad, r.returncode))
 with tempfile.TemporaryDirectory() as d:
@@ -75,6 +94,19 @@ with tempfile.TemporaryDirectory() as d:
                        capture_output=True, text=True)
     check(r.returncode != 0 and "--plugin" in r.stderr and not os.path.exists(out),
           "autoccl without a plugin: exit %d, %s" % (r.returncode, r.stderr.strip()))
+
+# the DDP example is the same driver with --wrap ddp
+ddp = os.path.join(os.path.dirname(os.path.abspath(path)), "ddp_buckets.py")
+py_compile.compile(ddp, doraise=True)
+r = subprocess.run([sys.executable, ddp, "--modes", "nccl", "--wrap", "zero"], capture_output=True,
+                   text=True)
+check(r.returncode == 2, "ddp_buckets.py --wrap zero: exit %d, wanted 2" % r.returncode)
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "t.jsonl")
+    r = subprocess.run([sys.executable, ddp, "--modes", "nccl,autoccl", "--out", out],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "--plugin" in r.stderr and not os.path.exists(out),
+          "ddp_buckets.py without a plugin: exit %d, %s" % (r.returncode, r.stderr.strip()))
 
 for f in fails:
     print("FAIL:", f)

@@ -10,6 +10,11 @@ and their order rotates each repetition so that drift cancels.
   python3 examples/fsdp_llama.py --plugin build/tuner/libnccl-tuner-autoccl.so \\
       --nproc 2 --reps 3 --steps 30 --out torch.jsonl
 
+Several ranks on one GPU (NCCL 2.30.3 or later, under MPS): --ranks-per-gpu K
+puts local ranks K*g..K*g+K-1 on GPU g and sets NCCL_MULTI_RANK_GPU_ENABLE=1;
+--nccl-lib PATH preloads that libnccl.so.2 instead of the one PyTorch
+bundles (LD_PRELOAD). Without them it runs one rank per GPU, unchanged.
+
 Modes (--modes, default all three):
   nccl             NCCL as it ships: no plugin, no NCCL_* channel variables
   autoccl          NCCL_TUNER_PLUGIN = NCCL_PROFILER_PLUGIN = --plugin
@@ -21,10 +26,19 @@ Output (--out, JSON lines): one "torch_step_run" line per launch, then one
 line per mode:
   {"kind": "torch_step", "mode": ..., "median_step_s": ..., "reps": ...,
    "steps": ..., "env": [...], "rep_median_step_s": [...],
-   "ratio_vs_nccl": ..., "time_saved_s": ..., "exposed_comm_share": ...}
+   "ratio_vs_nccl": ..., "ratio_low": ..., "ratio_high": ...,
+   "time_saved_s": ..., "exposed_comm_share": ...,
+   "autoccl_exposed_share": ..., "workloads_unsampled": ...}
+ratio_vs_nccl is NCCL's median step over the mode's (above 1: faster);
+ratio_low/high its 95 % interval over the repetitions, each mode's launch
+paired with NCCL's of the same repetition (null with fewer than 2).
 time_saved_s is the tuner's own net time saved (the sum of its workloads'
 time_saved_seconds from its /api/v1/state endpoint at the end of the run; null
-where the plugin is off or does not report one). exposed_comm_share is the
+where the plugin is off or does not report one); autoccl_exposed_share is
+its own job-level exposed share from the same document, and
+workloads_unsampled the number of its workloads with 200 calls or more and
+neither a baseline nor a best time (no sample reached the search).
+exposed_comm_share is the
 share of a step in which an NCCL kernel runs and no other kernel does, from a
 torch.profiler trace of a few extra steps after the timed ones (--no-overlap
 skips it). A mode whose launches all failed gets no line: nothing is
@@ -35,6 +49,7 @@ the driver needs only Python.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -48,11 +63,25 @@ MODES = ("nccl", "autoccl", "autoccl_ceiling")
 STRIP = ("NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
          "NCCL_ALGO", "NCCL_PROTO", "NCCL_NTHREADS", "NCCL_BUFFSIZE", "AUTOCCL_STOCK_CHANNELS")
 HTTP_PORT_BASE = 9464  # autoccl's documented default port; rank 0 serves it
+UNSAMPLED_MIN_CALLS = 200
+# Student t quantiles (two-sided 95 %) for 1..10 degrees of freedom; 1.96 beyond.
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+
+
+def common_env(args):
+    """The variables every mode sets: the NCCL library and ranks per GPU."""
+    env = []
+    if args.nccl_lib:
+        pre = os.environ.get("LD_PRELOAD", "")
+        env.append("LD_PRELOAD=%s" % (args.nccl_lib + (":" + pre if pre else "")))
+    if args.ranks_per_gpu > 1:
+        env.append("NCCL_MULTI_RANK_GPU_ENABLE=1")
+    return env
 
 
 def mode_env(mode, args):
     """The variables one mode sets (shown in its JSON line)."""
-    env = []
+    env = common_env(args)
     if mode in ("autoccl", "autoccl_ceiling"):
         env += ["NCCL_TUNER_PLUGIN=%s" % args.plugin, "NCCL_PROFILER_PLUGIN=%s" % args.plugin,
                 "AUTOCCL_HTTP_PORT=%d" % args.http_port]
@@ -145,37 +174,59 @@ def exposed_share(trace_path):
     return exposed / (hi - lo) if hi > lo else None
 
 
-def tuner_saved(port):
-    """Sum of the plugin's time_saved_seconds, None when it does not report."""
+def tuner_account(st):
+    """From the plugin's /api/v1/state document: its net time saved (sum of
+    time_saved_seconds, None when none is known), its job-level exposed
+    share, and the workloads of UNSAMPLED_MIN_CALLS calls or more that no
+    sample reached (neither a baseline nor a best time)."""
+    if not isinstance(st, dict):
+        return None, None, None
+    wls = st.get("workloads") or []
+    vals = [w.get("time_saved_seconds") for w in wls]
+    vals = [v for v in vals if isinstance(v, (int, float))]
+    unsampled = sum(1 for w in wls if (w.get("calls") or 0) >= UNSAMPLED_MIN_CALLS
+                    and w.get("baseline_seconds") is None and w.get("best_seconds") is None)
+    share = (st.get("job") or {}).get("exposed_share")
+    return (sum(vals) if vals else None), share, unsampled
+
+
+def tuner_state(port):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=5) as r:
-            st = json.load(r)
+            return json.load(r)
     except (OSError, ValueError):
         return None
-    vals = [w.get("time_saved_seconds") for w in st.get("workloads", [])]
-    vals = [v for v in vals if isinstance(v, (int, float))]
-    return sum(vals) if vals else None
 
 
 def worker(args):
     import torch
     import torch.distributed as dist
-    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-    from torch.distributed.fsdp import MixedPrecision
-    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
     rank = int(os.environ["RANK"])
     local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    dev = local // args.ranks_per_gpu
+    if dev >= torch.cuda.device_count():
+        sys.exit("fsdp_llama: local rank %d wants GPU %d (--ranks-per-gpu %d), %d visible"
+                 % (local, dev, args.ranks_per_gpu, torch.cuda.device_count()))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", dev))
     cfg = dict(vocab=32000, d=args.dim, heads=args.dim // 128, ff=int(args.dim * 8 / 3) // 64 * 64,
                layers=args.layers, seq=args.seq, batch=args.batch)
     torch.manual_seed(0)  # random weights, the same on every rank and mode
     Llama, Block = build_model(torch, cfg)
-    model = FSDP(Llama().cuda(), auto_wrap_policy=ModuleWrapPolicy({Block}),
-                 mixed_precision=MixedPrecision(param_dtype=torch.bfloat16,
-                                                reduce_dtype=torch.bfloat16),
-                 device_id=local, use_orig_params=True)
+    if args.wrap == "ddp":
+        # fp32 parameters, bf16 compute: gradients are AllReduced in fp32
+        # buckets of --bucket-mb as backward produces them
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(Llama().cuda(), device_ids=[dev], bucket_cap_mb=args.bucket_mb)
+    else:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import MixedPrecision
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        model = FSDP(Llama().cuda(), auto_wrap_policy=ModuleWrapPolicy({Block}),
+                     mixed_precision=MixedPrecision(param_dtype=torch.bfloat16,
+                                                    reduce_dtype=torch.bfloat16),
+                     device_id=dev, use_orig_params=True)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator(device="cuda").manual_seed(1 + rank)
 
@@ -213,12 +264,16 @@ def worker(args):
                 p = os.path.join(d, "trace.json")
                 prof.export_chrome_trace(p)
                 share = exposed_share(p)
-    saved = tuner_saved(int(os.environ["AUTOCCL_HTTP_PORT"])) \
+    st = tuner_state(int(os.environ["AUTOCCL_HTTP_PORT"])) \
         if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
+    saved, acl_share, unsampled = tuner_account(st)
     if rank == 0:
-        rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep,
+        rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep, "wrap": args.wrap,
                "median_step_s": statistics.median(times), "steps": len(times),
                "step_s": times, "time_saved_s": saved, "exposed_comm_share": share,
+               "autoccl_exposed_share": acl_share,
+               "workloads_unsampled": unsampled if st is not None else None,
+               "ranks_per_gpu": args.ranks_per_gpu,
                "world": dist.get_world_size(), "torch": torch.__version__,
                "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
         with open(args.result, "w") as f:
@@ -239,7 +294,8 @@ def launch(mode, rep, args, out):
            "--mode", mode, "--rep", str(rep), "--result", result, "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--overlap-steps", str(args.overlap_steps),
            "--dim", str(args.dim), "--layers", str(args.layers), "--seq", str(args.seq),
-           "--batch", str(args.batch)]
+           "--batch", str(args.batch), "--wrap", args.wrap, "--bucket-mb", str(args.bucket_mb),
+           "--ranks-per-gpu", str(args.ranks_per_gpu)]
     t0 = time.time()
     p = subprocess.run(cmd, env=env, timeout=args.timeout)
     rec = None
@@ -261,6 +317,20 @@ def launch(mode, rep, args, out):
     return rec
 
 
+def ratio_interval(runs, mode):
+    """NCCL's step over the mode's, paired by repetition: the geometric mean
+    and its 95 % interval (None, None with fewer than two pairs)."""
+    by = {}
+    for r in runs:
+        by.setdefault(r["rep"], {})[r["mode"]] = r["median_step_s"]
+    logs = [math.log(p["nccl"] / p[mode]) for p in by.values() if "nccl" in p and mode in p]
+    if len(logs) < 2:
+        return None, None
+    m, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    t = T95[len(logs) - 2] if len(logs) - 2 < len(T95) else 1.96
+    return math.exp(m - t * se), math.exp(m + t * se)
+
+
 def summarize(runs, args):
     lines, base = [], None
     for mode in args.modes:
@@ -270,17 +340,27 @@ def summarize(runs, args):
         med = [r["median_step_s"] for r in rs]
         saved = [r["time_saved_s"] for r in rs if r.get("time_saved_s") is not None]
         share = [r["exposed_comm_share"] for r in rs if r.get("exposed_comm_share") is not None]
-        line = {"kind": "torch_step", "mode": mode, "median_step_s": statistics.median(med),
+        ashare = [r["autoccl_exposed_share"] for r in rs
+                  if r.get("autoccl_exposed_share") is not None]
+        unsampled = [r["workloads_unsampled"] for r in rs
+                     if r.get("workloads_unsampled") is not None]
+        line = {"kind": "torch_step", "mode": mode, "wrap": args.wrap,
+                "median_step_s": statistics.median(med),
                 "reps": len(rs), "steps": rs[0]["steps"], "env": mode_env(mode, args),
                 "rep_median_step_s": med,
                 "time_saved_s": statistics.median(saved) if saved else None,
                 "exposed_comm_share": statistics.median(share) if share else None,
+                "autoccl_exposed_share": statistics.median(ashare) if ashare else None,
+                "workloads_unsampled": max(unsampled) if unsampled else None,
+                "ranks_per_gpu": args.ranks_per_gpu,
                 "nccl_version": rs[0].get("nccl_version"), "world": rs[0].get("world")}
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
     for line in lines:
         line["ratio_vs_nccl"] = base / line["median_step_s"] if base else None
+        line["ratio_low"], line["ratio_high"] = ratio_interval(runs, line["mode"]) \
+            if base and line["mode"] != "nccl" else (None, None)
     return lines
 
 
@@ -300,10 +380,14 @@ def driver(args):
         for line in lines:
             out.write(json.dumps(line) + "\n")
     for line in lines:
-        print("%-16s median step %.4f s over %d reps x %d steps  x%s vs nccl  saved %s  exposed %s"
+        iv = ("" if line["ratio_low"] is None
+              else " (95 %% %.3f-%.3f)" % (line["ratio_low"], line["ratio_high"]))
+        print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  saved %s  "
+              "exposed %s (autoccl's %s)  unsampled %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
-                 "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-",
-                 line["time_saved_s"], line["exposed_comm_share"]))
+                 "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
+                 line["time_saved_s"], line["exposed_comm_share"], line["autoccl_exposed_share"],
+                 line["workloads_unsampled"]))
     return 0 if len(lines) == len(args.modes) else 1
 
 
@@ -324,6 +408,10 @@ def parse(argv):
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--http-port", type=int, default=HTTP_PORT_BASE)
+    ap.add_argument("--wrap", choices=("fsdp", "ddp"), default="fsdp")
+    ap.add_argument("--bucket-mb", type=int, default=25, help="DDP's gradient bucket size")
+    ap.add_argument("--ranks-per-gpu", type=int, default=1)
+    ap.add_argument("--nccl-lib", default="", help="libnccl.so.2 to preload (LD_PRELOAD)")
     ap.add_argument("--torchrun", default="torchrun")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--out", default="torch.jsonl")
@@ -341,6 +429,12 @@ def parse(argv):
         ap.error("--ceiling must be above --stock-channels")
     if a.no_overlap:
         a.overlap_steps = 0
+    if a.ranks_per_gpu < 1 or a.nproc % a.ranks_per_gpu:
+        ap.error("--ranks-per-gpu must be >= 1 and divide --nproc")
+    if a.nccl_lib and not a.worker:
+        if not os.path.isfile(a.nccl_lib):
+            ap.error("--nccl-lib %s: no such file" % a.nccl_lib)
+        a.nccl_lib = os.path.abspath(a.nccl_lib)
     return a
 
 

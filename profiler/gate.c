@@ -1,7 +1,7 @@
 /* Event gating at the enqueue; see gate.h. One small table per process
  * (NCCL's mask is one per process), under one mutex that only the threads
  * enqueueing collectives take: never contended in a job that enqueues from
- * one thread, a few tens of ns per call. */
+ * one thread. */
 #include "profiler/gate.h"
 
 #include <pthread.h>
@@ -34,23 +34,24 @@ struct acl_gate {
   int keep;      /* bits always left on (CUDA-graph capture) */
   int now;       /* what the gate last stored there */
   uint16_t last; /* the key enqueued last */
+  acl_gate_rule_fn rule;
   acl_gate_stats_t st;
   gent_t e[GATE_SLOTS];
   gent_t old[GATE_SLOTS]; /* acl_gate_forget's copy: nothing allocated per finalize */
 };
 
-acl_gate_t *acl_gate_create(void)
+acl_gate_t *acl_gate_create(acl_gate_rule_fn rule)
 {
   acl_gate_t *g = calloc(1, sizeof(*g));
   if (!g)
     return NULL;
-  if (pthread_mutex_init(&g->mu, NULL) != 0)
-    goto fail;
+  if (pthread_mutex_init(&g->mu, NULL) != 0) {
+    free(g);
+    return NULL;
+  }
   g->last = GATE_NONE;
+  g->rule = rule;
   return g;
-fail:
-  free(g);
-  return NULL;
 }
 
 void acl_gate_destroy(acl_gate_t *g)
@@ -165,12 +166,10 @@ void acl_gate_forget(acl_gate_t *g, const void *who)
   pthread_mutex_unlock(&g->mu);
 }
 
-static bool wants(const gent_t *n)
+static bool wants(const acl_gate_t *g, const gent_t *n)
 {
-  if (n->shift >= ACL_GATE_NEVER)
-    return false;
-  uint64_t next = (uint64_t)((int64_t)n->enq + n->base);
-  return (next & ((1ull << n->shift) - 1)) == 0;
+  return g->rule && n->shift < ACL_GATE_NEVER &&
+         g->rule(n->shift, (uint64_t)((int64_t)n->enq + n->base));
 }
 
 bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes, int full)
@@ -197,7 +196,7 @@ bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes,
       g->e[g->last].succ = k;
     g->last = k;
     const gent_t *n = e->succ != GATE_NONE && g->e[e->succ].who ? &g->e[e->succ] : e;
-    want = wants(n);
+    want = wants(g, n);
   }
   store_mask(g, (want ? full : 0) | g->keep);
   pthread_mutex_unlock(&g->mu);

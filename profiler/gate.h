@@ -27,7 +27,11 @@
 
 typedef struct acl_gate acl_gate_t;
 
-acl_gate_t *acl_gate_create(void);
+/* rule(shift, call): whether call `call` of a workload whose block samples
+ * 1 call in 2^shift carries events (the search's rule, written once, in
+ * tuner/search/search.h acl_search_sampled). NULL: events stay off. */
+typedef bool (*acl_gate_rule_fn)(uint8_t shift, uint64_t call);
+acl_gate_t *acl_gate_create(acl_gate_rule_fn rule);
 void acl_gate_destroy(acl_gate_t *g); /* accepts NULL */
 
 /* NCCL's mask (profiler init) and the bits always kept there. Returns the

@@ -232,7 +232,7 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
   }
   p->ev = acl_ncclev_create(ev_emit, p);
   acl_ncclev_set_coll_hook(p->ev, own_hook, p);
-  p->gate = acl_gate_create();
+  p->gate = acl_gate_create(opts ? opts->rule : NULL);
   if (!p->ev || !p->gate) {
     acl_ncclev_destroy(p->ev);
     acl_gate_destroy(p->gate);

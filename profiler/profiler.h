@@ -114,6 +114,10 @@ typedef struct acl_prof_opts {
   unsigned flush_us;         /* CUPTI flush period while calls wait; 0 = 2000 us */
   unsigned on_ms, period_ms; /* window rule instead of AUTOCCL_CUPTI_WINDOW (period_ms > 0) */
   bool keep_attached;        /* close windows by disabling kinds only (GPU check) */
+  /* The sampling rule (profiler/gate.h): whether call `call` of a workload
+   * whose block samples 1 call in 2^shift carries NCCL's events. NULL:
+   * NCCL's events stay off (CUPTI windows still sample every call). */
+  bool (*rule)(uint8_t shift, uint64_t call);
 } acl_prof_opts_t;
 acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
                                const acl_prof_opts_t *opts);

@@ -5,7 +5,7 @@ sources and fails (exit 1) when
   - folders include each other in a cycle (tuner/consensus -> tuner/search ->
     tuner/consensus), or
   - a folder under tuner/ includes a sibling above it (order: search <
-    consensus < plugin; search uses only core/), or
+    consensus < drive < plugin; search uses only core/), or
   - code outside a tuner folder includes anything of it but its one public
     header (tuner/X/X.h); tests/ and fuzz/ may reach internals, or
   - a C file sits directly in tuner/ instead of one of its folders.
@@ -19,11 +19,12 @@ import sys
 import tempfile
 
 SOURCE_DIRS = ("core", "profiler", "tuner", "web", "tui", "sim", "bench", "fuzz", "tests")
-TUNER_ORDER = ("tuner/search", "tuner/consensus", "tuner/plugin")
+TUNER_ORDER = ("tuner/search", "tuner/consensus", "tuner/drive", "tuner/plugin")
 # What a tuner folder may use besides itself and the tuner folders below it.
 TUNER_ALLOWED = {
     "tuner/search": ("core",),
     "tuner/consensus": ("core",),
+    "tuner/drive": ("core",),
     "tuner/plugin": ("core", "profiler", "web"),
 }
 # Where code outside a folder may look into it anyway (white-box tests).

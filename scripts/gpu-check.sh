@@ -38,8 +38,10 @@ if [ -x "$B/bench/autoccl-bench" ]; then
       > "$OUT/load.txt" 2>&1
     local rc=$?
     grep -E "TUNER/Plugin|PROFILER/Plugin|autoccl" "$OUT/load.txt" | head -20
-    grep -q "TUNER/Plugin.*autoccl\|Using autoccl\|autoccl" "$OUT/load.txt" && return $rc
-    return 1
+    # NCCL's own lines, not ours: the tuner and the profiler both loaded
+    grep -q "TUNER/Plugin: Using autoccl" "$OUT/load.txt" || { echo "no tuner load line"; return 1; }
+    grep -q "PROFILER/Plugin: Loaded autoccl" "$OUT/load.txt" || { echo "no profiler load line"; return 1; }
+    return $rc
   }
   check nccl-load load_check
   if [ "${SKIP_BENCH_SMOKE:-0}" != 1 ]; then
@@ -86,7 +88,11 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 ma = max(v["step_median_s"] for v in a["ranks"].values())
 mb = max(v["step_median_s"] for v in b["ranks"].values())
-print(f"world {a['world']} step median default {ma*1e3:.1f} ms autoccl {mb*1e3:.1f} ms ratio {ma/mb:.3f}")
+# a smoke bound for 40 steps; the A/B with an interval is scripts/gpu-torch.sh
+ok = ma / mb >= 0.97
+print(f"world {a['world']} step median default {ma*1e3:.1f} ms autoccl {mb*1e3:.1f} ms "
+      f"ratio {ma/mb:.3f} ({'>=' if ok else 'below'} 0.97)")
+sys.exit(0 if ok else 1)
 PY
   }
   check torch-train torch_train

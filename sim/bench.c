@@ -1,6 +1,7 @@
-/* Tuner benchmark runner: drives tuner/search/search.c the way the consensus layer
- * does (blocks from acl_search_next, samples back, late by a few calls)
- * against landscapes, and measures what the search ends up choosing. */
+/* Tuner benchmark runner: plays each workload through rank consensus as the
+ * plugin does (tuner/drive: decisions per call, samples from the calls that
+ * carry profiler events, late by a few calls, fed by every rank) against
+ * landscapes, and measures what the search ends up choosing. */
 #include "sim/bench.h"
 
 #include <errno.h>
@@ -14,11 +15,12 @@
 #include "core/config.h"
 #include "sim/bench_int.h"
 #include "sim/landscape.h"
-#include "tuner/search/search.h"
+#include "tuner/drive/drive.h"
 
 #define BENCH_MAX_LAG 4 /* samples arrive 0..3 calls late (GPU behind host) */
 #define BENCH_MAX_CALLS 50000000ull
 #define BENCH_OUTLIER_P 0.02
+#define BENCH_RANK_SKEW 0.3 /* ranks that arrive early measure up to 30 % more */
 
 uint64_t acl_bench_mix(uint64_t x)
 {
@@ -159,35 +161,39 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   return 0;
 }
 
-typedef struct pending {
-  int cand;
-  uint64_t due; /* call index after which the sample is delivered */
-  double seconds;
-  float overlap;
-} pending_t;
-
-/* One workload tuned for o->calls calls. */
-static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll, uint64_t nbytes,
-                    int nranks, double interf, uint64_t seed, int chunk_axis, acl_bench_run_t *r,
-                    acl_search_t *s)
+/* What NCCL ran for decision c (its Coll event): its own choice resolved,
+ * channels clamped to those it built. */
+static acl_drive_ran_t ran_as(const acl_landscape_t *l, int coll, uint64_t nbytes,
+                              const acl_candidate_t *c, const acl_candidate_t *deflt)
 {
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  p.chunk_axis = chunk_axis;
-  p.samples_per_cand = o->samples;
-  p.max_channels = acl_land_max_channels(l);
-  p.nranks = nranks;
-  acl_wkey_t key = {.comm_id = 1, .nbytes = nbytes, .num_pipe_ops = 1, .coll = (uint8_t)coll};
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  acl_land_cost_table(l, coll, nbytes, nranks, cost);
-  acl_search_init(s, &p, &key, cost);
-  acl_search_restrict(s, cost);
-  acl_candidate_t d;
-  acl_land_nccl_default(l, coll, nbytes, nranks, &d);
-  /* What the profiler's Coll events report for NCCL's own choice. */
-  if (!o->no_hint)
-    acl_search_observe(
-        s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = d.nchannels});
+  if (c->algo == ACL_ALGO_NCCL)
+    return (acl_drive_ran_t){deflt->algo, deflt->proto, deflt->nchannels};
+  return (acl_drive_ran_t){c->algo, c->proto,
+                           acl_land_exec_channels(l, coll, nbytes, c->algo, c->proto, c->nchannels)};
+}
+
+/* One workload tuned for o->calls calls, through consensus (tuner/drive). */
+static int run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int coll, uint64_t nbytes,
+                   int nranks, double interf, uint64_t seed, int chunk_axis, acl_bench_run_t *r)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.samples_per_cand = o->samples;
+  acl_drive_params_t dp = {.coll = coll,
+                           .nbytes = nbytes,
+                           .nranks = nranks,
+                           .cfg = &cfg,
+                           .chunk_axis = chunk_axis,
+                           .max_lag = BENCH_MAX_LAG,
+                           .skew = BENCH_RANK_SKEW,
+                           .seed = seed};
+  acl_land_cost_table(l, coll, nbytes, nranks, dp.cost);
+  char err[256] = "";
+  acl_drive_t *dr = acl_drive_create(&dp, err, sizeof err);
+  if (!dr) {
+    fprintf(stderr, "tunerbench: %s\n", err);
+    return -1;
+  }
 
   memset(r, 0, sizeof *r);
   r->coll = (uint8_t)coll;
@@ -198,58 +204,61 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   double t_oracle = acl_land_oracle(l, coll, nbytes, nranks, interf, &r->oracle);
 
   uint64_t rng = acl_bench_mix(seed);
-  pending_t q[BENCH_MAX_LAG + 1];
-  int nq = 0;
   /* A run lasts at least o->calls calls and o->run_seconds of collective
    * time (the exploration budget is a share of time, not of calls). Only
-   * the calls the search asks to sample carry a sample, as the plugin's
-   * profiler-event gating does; the others only cost their time. */
+   * the calls that carry profiler events give a sample; the others only
+   * cost their time. */
   uint64_t k = 0;
   double elapsed = 0.0;
   bool prov_seen = false;
+  int rc = 0;
   while ((k < (uint64_t)o->calls || elapsed < o->run_seconds) && k < BENCH_MAX_CALLS) {
-    acl_candidate_t c;
-    uint32_t len = 0;
-    int id = acl_search_next(s, &c, &len);
-    if (len == 0)
-      len = 1;
-    uint8_t shift = acl_search_sample_shift(s);
-    if (!prov_seen && acl_phase_decided(acl_search_phase(s))) {
-      acl_search_report_t pr;
-      acl_search_report(s, &pr);
-      prov_seen = true;
-      r->prov_over_baseline = acl_land_time(l, coll, nbytes, nranks, &r->deflt, interf) /
-                              acl_land_time(l, coll, nbytes, nranks, &pr.current, interf);
+    acl_drive_step_t st;
+    /* a step ends at o->calls, and past it where run_seconds is reached */
+    uint64_t left = k < (uint64_t)o->calls ? (uint64_t)o->calls - k : BENCH_MAX_CALLS - k;
+    if (acl_drive_next(dr, left, &st, err, sizeof err) != 0) {
+      fprintf(stderr, "tunerbench: %s\n", err);
+      rc = -1;
+      break;
     }
-    double t = acl_land_time(l, coll, nbytes, nranks, &c, interf);
-    elapsed += t * len;
-    uint64_t end = k + len;
-    if (shift < ACL_SEARCH_SAMPLE_NEVER) {
-      uint64_t step = 1ull << shift;
-      for (uint64_t kk = (k + step - 1) & ~(step - 1); kk < end; kk += step) {
-        double noisy = t * acl_land_noise(&rng, o->noise);
-        if (acl_bench_unif(&rng) < BENCH_OUTLIER_P)
-          noisy *= 1.5 + 1.5 * acl_bench_unif(&rng); /* stragglers: a slow rank, a page fault */
-        float ov = (float)(interf + (interf > 0.0 ? 0.05 * (acl_bench_unif(&rng) - 0.5) : 0.0));
-        q[nq++] = (pending_t){id, kk + (uint64_t)(acl_bench_unif(&rng) * BENCH_MAX_LAG), noisy, ov};
-        /* Deliver what is due (in call order, as a profiler would). */
-        int w = 0;
-        for (int i = 0; i < nq; i++) {
-          if (q[i].due <= kk || nq == BENCH_MAX_LAG + 1)
-            acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand,
-                                                      .seconds = q[i].seconds,
-                                                      .overlap = q[i].overlap});
-          else
-            q[w++] = q[i];
-        }
-        nq = w;
+    const acl_candidate_t *c = &st.d.cand;
+    if (!prov_seen && acl_phase_decided((acl_phase_t)st.d.phase)) {
+      acl_search_report_t pr;
+      if (acl_drive_report(dr, &pr) == 0) {
+        prov_seen = true;
+        r->prov_over_baseline = acl_land_time(l, coll, nbytes, nranks, &r->deflt, interf) /
+                                acl_land_time(l, coll, nbytes, nranks, &pr.current, interf);
       }
     }
-    k = end;
+    double t = acl_land_time(l, coll, nbytes, nranks, c, interf);
+    uint32_t n = st.n;
+    if (k >= (uint64_t)o->calls && elapsed + t * n > o->run_seconds && n > 1) {
+      /* the run ends here: calls past run_seconds are not counted */
+      uint64_t need = (uint64_t)((o->run_seconds - elapsed) / t) + 1;
+      n = need < n ? (uint32_t)need : n;
+    }
+    elapsed += t * n;
+    if (st.events) {
+      double noisy = t * acl_land_noise(&rng, o->noise);
+      if (acl_bench_unif(&rng) < BENCH_OUTLIER_P)
+        noisy *= 1.5 + 1.5 * acl_bench_unif(&rng); /* stragglers: a slow rank, a page fault */
+      float ov = (float)(interf + (interf > 0.0 ? 0.05 * (acl_bench_unif(&rng) - 0.5) : 0.0));
+      acl_drive_ran_t ran = ran_as(l, coll, nbytes, c, &r->deflt);
+      if (o->no_hint && c->algo == ACL_ALGO_NCCL)
+        ran.nchannels = 0; /* --no-hint: the search never learns NCCL's count */
+      acl_drive_sample(dr, &st, noisy, ov, &ran);
+    }
+    k += n;
   }
   r->calls = k;
   acl_search_report_t rep;
-  acl_search_report(s, &rep);
+  if (rc == 0 && acl_drive_report(dr, &rep) != 0) {
+    fprintf(stderr, "tunerbench: no search state after %llu calls\n", (unsigned long long)k);
+    rc = -1;
+  }
+  acl_drive_destroy(dr);
+  if (rc != 0)
+    return rc;
   r->converged = acl_phase_decided(rep.phase);
   /* Not converged by the end: the exploration budget had it wait, which
    * runs NCCL's own choice, so that is what the job gets (the best measured
@@ -267,6 +276,7 @@ static void run_one(const acl_landscape_t *l, const acl_bench_opts_t *o, int col
   r->final_over_baseline = t_base / t_final;
   r->oracle_over_baseline = t_base / t_oracle;
   r->overhead = (elapsed - t_final * (double)k) / (t_final * (double)k);
+  return 0;
 }
 
 int acl_sim_bench_main(int argc, char **argv)
@@ -290,9 +300,8 @@ int acl_sim_bench_main(int argc, char **argv)
   size_t ns = (size_t)ACL_NUM_COLL * NSIZES * (size_t)o.landscapes;
   acl_bench_run_t *hr = calloc(nh ? nh : 1, sizeof *hr);
   acl_bench_run_t *sr = calloc(ns ? ns : 1, sizeof *sr);
-  acl_search_t *s = malloc(sizeof *s);
   bool ok = false;
-  if (!hr || !sr || !s) {
+  if (!hr || !sr) {
     fprintf(stderr, "tunerbench: out of memory\n");
     goto out;
   }
@@ -305,7 +314,8 @@ int acl_sim_bench_main(int argc, char **argv)
         uint64_t rr = seed;
         /* Half the runs isolated, half under a compute episode. */
         double interf = rep % 2 ? 0.2 + 0.6 * acl_bench_unif(&rr) : 0.0;
-        run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, o.nccl230, &hr[i++], s);
+        if (run_one(h200, &o, c, 4096ull << (2 * z), 2, interf, seed, o.nccl230, &hr[i++]) != 0)
+          goto out;
       }
   fprintf(stderr, "tunerbench: H200 landscape: %zu runs done\n", nh);
 
@@ -332,12 +342,18 @@ int acl_sim_bench_main(int argc, char **argv)
         uint64_t rseed = acl_bench_mix(lseed + (uint64_t)(c * 16 + z));
         if (o.nccl230) { /* the same run with the axis held, for the side-by-side figures */
           acl_bench_run_t held;
-          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &held, s);
-          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 1, &sr[i], s);
+          if (run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &held) != 0 ||
+              run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 1, &sr[i]) != 0) {
+            acl_land_destroy(l);
+            goto out;
+          }
           sr[i].held_final_over_oracle = held.final_over_oracle;
           sr[i].held_overhead = held.overhead;
         } else {
-          run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &sr[i], s);
+          if (run_one(l, &o, c, 4096ull << (2 * z), nranks, interf, rseed, 0, &sr[i]) != 0) {
+            acl_land_destroy(l);
+            goto out;
+          }
         }
         sr[i++].synthetic = 1;
       }
@@ -347,7 +363,6 @@ int acl_sim_bench_main(int argc, char **argv)
   }
   ok = acl_bench_print(&o, hr, nh, sr, ns, acl_mono_s() - t0);
 out:
-  free(s);
   free(hr);
   free(sr);
   acl_land_destroy(h200);

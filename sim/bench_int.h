@@ -8,6 +8,31 @@
 
 #include "core/types.h"
 
+/* The targets, written here only: the benchmarks check them and print them
+ * in their JSON ("targets"), which the scripts and tests read
+ * (tests/sim/replay_bench.py, scripts/gen-figures.py). Both benchmarks:
+ * final/baseline min, final/oracle median and p5. */
+#define ACL_BENCH_T_FOB_MIN 0.99
+#define ACL_BENCH_T_FOO_MEDIAN 0.98
+#define ACL_BENCH_T_FOO_P5 0.95
+/* The tunerbench: unconverged runs, mean exploration overhead. Calls to
+ * converge are no target: exploring is paid from a share of the
+ * workload's time (AUTOCCL_EXPLORE_BUDGET, 3 %), so a 10 us collective
+ * takes thousands of calls and a 3 ms one a hundred; every run must
+ * converge within its run (--run-seconds of collective time) instead. */
+#define ACL_BENCH_T_NOT_CONVERGED 0.01
+#define ACL_BENCH_T_OVERHEAD 0.03
+/* --nccl 2.30: with the chunk axis, on chunk-sensitive synthetic
+ * landscapes the median final/oracle (oracle over chunk sizes too); on
+ * chunk-insensitive ones the mean exploration overhead grows by at most
+ * this much of the workload's time over the same runs with the axis held. */
+#define ACL_BENCH_T_CHUNK_FOO_MEDIAN 0.98
+#define ACL_BENCH_T_CHUNK_OVERHEAD_GROWTH 0.005
+/* The replay (docs/trace.md "Targets on replay"): also the whole run,
+ * exploration included, over a long and a short run. */
+#define ACL_BENCH_T_INCL_MIN 0.97
+#define ACL_BENCH_T_SHORT_MIN 0.97
+
 /* One tuning run: one workload on one landscape. */
 typedef struct acl_bench_run {
   uint8_t coll;

@@ -1,6 +1,6 @@
 /* The tuner benchmark on replayed traces (`autoccl-sim --bench --landscape
  * h200-traces`, docs/trace.md "Targets on replay"): the search is driven as
- * in sim/bench.c, but every sample is a recorded iteration (outliers, skew
+ * in sim/bench.c (through consensus, tuner/drive), but every sample is a recorded iteration (outliers, skew
  * between ranks), a decision runs as what NCCL ran (clamped channels), the
  * first use of an algorithm or of more channels pays its connection set-up, and a call pays the
  * profiler events' cost when it carries events: 1 call in 2^shift, the
@@ -21,7 +21,7 @@
 
 #include "sim/bench_int.h"
 #include "sim/landscape.h"
-#include "tuner/search/search.h"
+#include "tuner/drive/drive.h"
 
 #define T_FOB_MIN 0.99
 #define T_INCL_MIN 0.97
@@ -31,90 +31,84 @@
 #define LONG_CALLS 350
 #define SHORT_CALLS 200
 #define MAX_LAG 4
+#define RANK_SKEW 0.3 /* ranks that arrive early measure up to 30 % more */
 
 typedef struct rres {
   double fob, incl, foo;
   acl_candidate_t final;
 } rres_t;
 
-typedef struct pend {
-  int cand;
-  uint64_t due;
-  double seconds;
-} pend_t;
-
-/* One run of `calls` calls; returns the ratios. */
-static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t nbytes,
-                       double interf, uint64_t seed, int calls, acl_search_t *s, rres_t *out)
+/* One run of `calls` calls through consensus (tuner/drive); returns the
+ * ratios. */
+static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t nbytes,
+                      double interf, uint64_t seed, int calls, rres_t *out)
 {
   const int nranks = 2;
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  p.samples_per_cand = samples;
-  p.max_channels = acl_land_max_channels(l);
-  p.nranks = nranks;
-  acl_wkey_t key = {.comm_id = 1, .nbytes = nbytes, .num_pipe_ops = 1, .coll = (uint8_t)coll};
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  acl_land_cost_table(l, coll, nbytes, nranks, cost);
-  acl_search_init(s, &p, &key, cost);
-  acl_search_restrict(s, cost);
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.samples_per_cand = samples;
+  acl_drive_params_t dp = {.coll = coll,
+                           .nbytes = nbytes,
+                           .nranks = nranks,
+                           .cfg = &cfg,
+                           .max_lag = MAX_LAG,
+                           .skew = RANK_SKEW,
+                           .seed = seed};
+  acl_land_cost_table(l, coll, nbytes, nranks, dp.cost);
+  char err[256] = "";
+  acl_drive_t *dr = acl_drive_create(&dp, err, sizeof err);
+  if (!dr) {
+    fprintf(stderr, "autoccl-sim --bench: %s\n", err);
+    return -1;
+  }
   acl_candidate_t def;
   acl_land_nccl_default(l, coll, nbytes, nranks, &def);
-  acl_search_observe(
-      s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = def.nchannels});
   double t_base = acl_land_time(l, coll, nbytes, nranks, &def, interf);
   double m_base = acl_land_mean_time(l, coll, nbytes, nranks, &def, interf);
   double ev = acl_land_event_seconds(l, coll, nbytes);
   int conn[ACL_NUM_ALGO] = {0}; /* channels connected per algorithm */
   acl_candidate_t orc;
   double t_orc = acl_land_oracle(l, coll, nbytes, nranks, interf, &orc);
-  conn[def.algo] = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0); /* ran before */
+  int def_ch = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0);
+  conn[def.algo] = def_ch; /* ran before */
   uint64_t rng = acl_bench_mix(seed);
-  pend_t q[MAX_LAG + 1];
-  int nq = 0;
   double spent = 0;
   uint64_t k = 0;
+  int rc = 0;
   while (k < (uint64_t)calls) {
-    acl_candidate_t c;
-    uint32_t len = 0;
-    int id = acl_search_next(s, &c, &len);
-    /* the plugin's rule: events (and a sample) on 1 call in 2^shift */
-    uint8_t shift = acl_search_sample_shift(s);
-    if (len == 0)
-      len = 1;
-    acl_candidate_t run = c;
+    acl_drive_step_t st;
+    if (acl_drive_next(dr, (uint64_t)calls - k, &st, err, sizeof err) != 0) {
+      fprintf(stderr, "autoccl-sim --bench: %s\n", err);
+      rc = -1;
+      break;
+    }
+    acl_candidate_t run = st.d.cand;
     if (run.algo == ACL_ALGO_NCCL)
       run = def;
     double mean = acl_land_mean_time(l, coll, nbytes, nranks, &run, interf);
-    for (uint32_t j = 0; j < len && k < (uint64_t)calls; j++, k++) {
-      bool events = shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0;
-      spent += mean + (events ? ev : 0.0);
-      int need = acl_land_exec_channels(l, coll, nbytes, run.algo, run.proto, run.nchannels);
-      if (need > conn[run.algo]) {
-        spent += acl_land_connect_seconds(l, coll, nbytes, interf, run.algo, conn[run.algo], need);
-        conn[run.algo] = need;
-      }
-      if (!events)
-        continue;                     /* no events, no sample */
-      if (id != ACL_SEARCH_CAND_NCCL) /* the Coll event's channel count */
-        acl_search_observe(s, &(acl_search_obs_t){
-                                  .cand_id = id, .ran_algo = -1, .ran_proto = -1, .ran_nch = need});
-      double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
-      q[nq++] = (pend_t){id, k + (uint64_t)(acl_bench_unif(&rng) * MAX_LAG), t};
-      int w = 0;
-      for (int i = 0; i < nq; i++) {
-        if (q[i].due <= k || nq == MAX_LAG + 1)
-          acl_search_observe(s, &(acl_search_obs_t){.cand_id = q[i].cand,
-                                                    .seconds = q[i].seconds,
-                                                    .overlap = interf > 0 ? (float)interf : -1.0f});
-        else
-          q[w++] = q[i];
-      }
-      nq = w;
+    /* events (and a sample) only on the step's first call, by the plugin's
+     * sampling rule (tuner/drive) */
+    spent += mean * st.n + (st.events ? ev : 0.0);
+    int need = acl_land_exec_channels(l, coll, nbytes, run.algo, run.proto, run.nchannels);
+    if (need > conn[run.algo]) {
+      spent += acl_land_connect_seconds(l, coll, nbytes, interf, run.algo, conn[run.algo], need);
+      conn[run.algo] = need;
     }
+    if (st.events) {
+      double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
+      acl_drive_ran_t ran = {run.algo, run.proto, need}; /* the Coll event */
+      acl_drive_sample(dr, &st, t, interf > 0 ? (float)interf : -1.0f, &ran);
+    }
+    k += st.n;
   }
   acl_search_report_t rep;
-  acl_search_report(s, &rep);
+  if (rc == 0 && acl_drive_report(dr, &rep) != 0) {
+    fprintf(stderr, "autoccl-sim --bench: no search state after %d calls\n", calls);
+    rc = -1;
+  }
+  acl_drive_destroy(dr);
+  if (rc != 0)
+    return rc;
   out->final = acl_phase_decided(rep.phase) ? rep.current : rep.best;
   if (out->final.algo == ACL_ALGO_NCCL)
     out->final = def;
@@ -122,6 +116,7 @@ static void replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t
   out->fob = t_base / t_fin;
   out->foo = t_orc / t_fin;
   out->incl = m_base * calls / spent;
+  return 0;
 }
 
 /* A JSON number, null when not finite (a workload with no recorded config). */
@@ -153,10 +148,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   enum { NS = sizeof sizes / sizeof sizes[0], NW = 2 * 3 * NS };
   int reps = o->h200_reps;
   double *foo = malloc(sizeof(double) * NW * (size_t)reps);
-  acl_search_t *s = malloc(sizeof *s);
-  if (!foo || !s) {
-    free(foo);
-    free(s);
+  if (!foo) {
     acl_land_destroy(l);
     fprintf(stderr, "autoccl-sim --bench: out of memory\n");
     return 2;
@@ -194,9 +186,13 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         rres_t r = {0}, rs;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          replay_one(l, o->samples, colls[ci], sizes[z], interf, seed, LONG_CALLS, s, &r);
-          replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
-                     SHORT_CALLS, s, &rs);
+          if (replay_one(l, o->samples, colls[ci], sizes[z], interf, seed, LONG_CALLS, &r) ||
+              replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
+                         SHORT_CALLS, &rs)) {
+            free(foo);
+            acl_land_destroy(l);
+            return 2;
+          }
           fob += r.fob / reps;
           incl += r.incl / reps;
           shrt += rs.incl / reps;
@@ -235,7 +231,6 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
             "(a default run with the probe, docs/trace.md)\n",
             acl_land_name(l));
     free(foo);
-    free(s);
     acl_land_destroy(l);
     return 2;
   }
@@ -289,7 +284,6 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     printf("targets %s\n", ok ? "met" : "MISSED");
   }
   free(foo);
-  free(s);
   acl_land_destroy(l);
   return ok ? 0 : 1;
 }

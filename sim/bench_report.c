@@ -6,22 +6,14 @@
 
 #include "sim/bench_int.h"
 
-/* Targets from the brief (docs/benchmarks-tuner.md). */
-#define T_FOO_MEDIAN 0.98
-#define T_FOO_P5 0.95
-/* Calls to converge are no target any more: exploring is paid from a
- * share of the workload's time (AUTOCCL_EXPLORE_BUDGET, 3 %), so a 10 us
- * collective takes thousands of calls and a 3 ms one a hundred. Every run
- * must converge within its run (--run-seconds of collective time) instead. */
-#define T_NOT_CONVERGED 0.01
-#define T_OVERHEAD 0.03
-#define T_FOB_MIN 0.99
-/* NCCL 2.30 (--nccl 2.30): with the chunk axis, on chunk-sensitive synthetic
- * landscapes the median final/oracle (oracle over chunk sizes too) ...; on
- * chunk-insensitive ones the mean exploration overhead grows by at most
- * this much of the workload's time over the same runs with the axis held. */
-#define T_CHUNK_FOO_MEDIAN 0.98
-#define T_CHUNK_OVERHEAD_GROWTH 0.005
+/* Targets: sim/bench_int.h. */
+#define T_FOO_MEDIAN ACL_BENCH_T_FOO_MEDIAN
+#define T_FOO_P5 ACL_BENCH_T_FOO_P5
+#define T_NOT_CONVERGED ACL_BENCH_T_NOT_CONVERGED
+#define T_OVERHEAD ACL_BENCH_T_OVERHEAD
+#define T_FOB_MIN ACL_BENCH_T_FOB_MIN
+#define T_CHUNK_FOO_MEDIAN ACL_BENCH_T_CHUNK_FOO_MEDIAN
+#define T_CHUNK_OVERHEAD_GROWTH ACL_BENCH_T_CHUNK_OVERHEAD_GROWTH
 
 static int cmp_d(const void *a, const void *b)
 {

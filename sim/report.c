@@ -156,7 +156,11 @@ static void churn_json(const acl_sim_world_t *w, acl_strbuf_t *sb)
         acl_sb_printf(sb, "%s\"%s\":%llu", i ? "," : "", res[i], (unsigned long long)m[i]);
       acl_sb_puts(sb, "}");
     }
-    acl_sb_puts(sb, "}");
+    acl_sb_puts(sb, ",\"rss_marks\":[");
+    for (uint32_t i = 0; i < s->churn_nmarks && i < ACL_SIM_CHURN_MARKS; i++)
+      acl_sb_printf(sb, "%s{\"cycle\":%u,\"rss_kb\":%llu}", i ? "," : "", s->churn_mark_at[i],
+                    (unsigned long long)s->churn_mark_rss_kb[i]);
+    acl_sb_puts(sb, "]}");
   }
   acl_sb_puts(sb, "]}");
 }

@@ -69,6 +69,8 @@ typedef struct acl_sim_opts {
 int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code);
 void acl_sim_usage(FILE *f);
 
+#define ACL_SIM_CHURN_MARKS 5u
+
 /* Per rank, in memory shared between the parent and the rank processes. */
 typedef struct acl_sim_rank_slot {
   _Atomic uint64_t progress; /* step this rank has committed to */
@@ -82,10 +84,16 @@ typedef struct acl_sim_rank_slot {
   /* --churn-every: communicator generations this rank went through, and
    * its process's resources (ACL_SIM_RES_*) after the warm-up churns and
    * after the last one; measured only where one thread drives the
-   * process's ranks (whole-process counts would race with other threads). */
+   * process's ranks (whole-process counts would race with other threads).
+   * RSS is also taken at ACL_SIM_CHURN_MARKS evenly spaced generations
+   * from the warm-up on: a leak grows in every stretch between them, while
+   * a one-off step (malloc growing its heap once) shows in one stretch only. */
   uint32_t churns;
   bool churn_measured;
+  uint32_t churn_nmarks;
   uint64_t churn_first[4], churn_last[4];
+  uint32_t churn_mark_at[ACL_SIM_CHURN_MARKS];
+  uint64_t churn_mark_rss_kb[ACL_SIM_CHURN_MARKS];
 } acl_sim_rank_slot_t;
 enum { ACL_SIM_RES_SHM_MAPS, ACL_SIM_RES_FDS, ACL_SIM_RES_THREADS, ACL_SIM_RES_RSS_KB };
 /* The first churns load what the plugin makes lazily (its endpoint, the

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""CUDA-graph check on two GPUs through PyTorch, one process per GPU.
+"""CUDA-graph check on two ranks through PyTorch, one process per rank: on two
+GPUs, or on one GPU with --ranks-per-gpu 2 (NCCL 2.30.3 or later,
+NCCL_MULTI_RANK_GPU_ENABLE=1, under MPS).
 
   run:     all_reduce of 4 MiB and 256 MiB, eager for --eager calls (with the
            plugin on, its search is exploring by then), then captured into
@@ -11,7 +13,7 @@
            replay time on >= --min-ratio x off (median over ranks of the
            per-rank medians). Writes the verdict as JSON; exit 1 if it fails.
 
-Usage: cuda_graph.py run --out FILE [--eager N] [--replays N] [--port P]
+Usage: cuda_graph.py run --out FILE [--eager N] [--replays N] [--port P] [--ranks-per-gpu K]
        cuda_graph.py compare OFF.json ON.json --out FILE [--min-ratio 0.99]
 """
 import argparse, hashlib, json, os, statistics, sys
@@ -25,10 +27,11 @@ def worker(rank, world, args, q):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(args.port))
     os.environ["LOCAL_RANK"] = str(rank)
-    torch.cuda.set_device(rank)
+    dev = rank // args.ranks_per_gpu
+    torch.cuda.set_device(dev)
     dist.init_process_group("nccl", rank=rank, world_size=world)
     g = torch.Generator(device="cpu").manual_seed(4321 + rank)
-    src = [torch.randint(-1000, 1000, (s // 4,), generator=g).float().cuda(rank) for s in SIZES]
+    src = [torch.randint(-1000, 1000, (s // 4,), generator=g).float().cuda(dev) for s in SIZES]
     buf = [torch.empty_like(x) for x in src]
     # Eager calls: the tuner sees these workloads and starts exploring.
     for _ in range(args.eager):
@@ -75,8 +78,10 @@ def run(args):
     import torch
     import torch.multiprocessing as mp
     world = 2
-    if torch.cuda.device_count() < world:
-        sys.exit("needs 2 GPUs, found %d" % torch.cuda.device_count())
+    need = -(-world // args.ranks_per_gpu)
+    if torch.cuda.device_count() < need:
+        sys.exit("needs %d GPUs at %d ranks per GPU, found %d"
+                 % (need, args.ranks_per_gpu, torch.cuda.device_count()))
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=worker, args=(r, world, args, q)) for r in range(world)]
@@ -86,7 +91,7 @@ def run(args):
     for p in procs:
         p.join(timeout=60)
     bad = [p.exitcode for p in procs if p.exitcode != 0]
-    out = {"mode": "run", "world": world, "sizes": SIZES,
+    out = {"mode": "run", "world": world, "sizes": SIZES, "ranks_per_gpu": args.ranks_per_gpu,
            "plugin": os.environ.get("NCCL_TUNER_PLUGIN", ""),
            "nccl": ".".join(map(str, torch.cuda.nccl.version())), "ranks": res}
     with open(args.out, "w") as f:
@@ -120,6 +125,7 @@ def main():
     r.add_argument("--eager", type=int, default=40)
     r.add_argument("--replays", type=int, default=1000)
     r.add_argument("--port", type=int, default=29621)
+    r.add_argument("--ranks-per-gpu", type=int, default=1, choices=(1, 2))
     c = sub.add_parser("compare")
     c.add_argument("off")
     c.add_argument("on")

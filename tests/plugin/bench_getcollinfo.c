@@ -5,7 +5,8 @@
  * Two ranks of one communicator in this process (as one thread driving two
  * GPUs would), samples fed back through profiler events until every workload
  * has converged; then CALLS (default 1e6) converged calls, timed in batches
- * of 1000, reporting the median and p99 batch mean in ns/call. Then the
+ * of 1000, reporting the median and p99 batch mean in ns/call (each call:
+ * the enqueue's API events, then getCollInfo). Then the
  * exploration path: 64 fresh workloads driven through their first 300 calls.
  * Under `valgrind --tool=callgrind` pass a small CALLS and divide Ir by it. */
 #include <dlfcn.h>

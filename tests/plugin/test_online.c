@@ -184,3 +184,97 @@ Test(online, samples_above_max_rejected_with_default)
                1, "%s", acl_h_log_text());
   cr_assert_eq(P.v5->finalize(ctx), ncclSuccess);
 }
+
+/* NCCL 2.30's order with one thread driving two ranks (ncclCommInitAll,
+ * then ncclGroupStart; AllReduce on each; ncclGroupEnd): both calls are
+ * enqueued under NCCL's one process-wide event mask, then getCollInfo runs
+ * for rank 0 and rank 1, then the kernels launch (Coll events); each
+ * kernel's channels are reported by NCCL's proxy thread once it ran, after
+ * the host enqueued `lag` more groups. Returns the calls that carried
+ * KernelCh events before the first call that ran something other than
+ * NCCL's own choice (-1 none), and what the last call ran. */
+typedef struct late_run {
+  int evented_before_first, first;
+  int algo, proto, nch;
+} late_run_t;
+
+static void late_play(int lag, int ncalls, late_run_t *out)
+{
+  enum { N = 2, Q = 64 };
+  const size_t nbytes = 64u << 10;
+  acl_h_load(&P);
+  void *pctx[N], *tctx[N];
+  int mask = 0; /* ncclProfilerEventMask: one int for the process */
+  uint64_t comm = 0x1a7e500000000000ull ^ (uint64_t)getpid();
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(P.prof->init(&pctx[i], comm, &mask, "late", 1, N, i, acl_h_logger), ncclSuccess);
+    cr_assert_eq(P.v5->init(&tctx[i], comm, N, 1, acl_h_logger, NULL, NULL), ncclSuccess);
+  }
+  struct {
+    int mask, a, p, nch;
+  } q[Q][N];
+  uint64_t clock[N] = {0};
+  *out = (late_run_t){.evented_before_first = 0, .first = -1};
+  for (int k = 0; k < ncalls + lag; k++) {
+    if (k < ncalls) {
+      int m = mask, got[N][3];
+      for (int i = 0; i < N; i++)
+        acl_h_api_events(P.prof, pctx[i], m, ncclFuncAllReduce, nbytes, 0);
+      for (int i = 0; i < N; i++) {
+        float t[7][3], nccl[7][3];
+        acl_h_cost_table(ncclFuncAllReduce, nbytes, N, t);
+        memcpy(nccl, t, sizeof(t));
+        int own[2], nch = 0;
+        acl_h_select(nccl, &own[0], &own[1]);
+        cr_assert_eq(P.v5->getCollInfo(tctx[i], ncclFuncAllReduce, nbytes, 1, (float **)(void *)t,
+                                       7, 3, 0, &nch),
+                     ncclSuccess, "call %d rank %d: %s", k, i, acl_h_log_text());
+        acl_h_select(t, &got[i][0], &got[i][1]);
+        got[i][2] = nch;
+        if (i == 0 && out->first < 0 && (got[0][0] != own[0] || got[0][1] != own[1] || nch))
+          out->first = k;
+      }
+      cr_assert(got[1][0] == got[0][0] && got[1][1] == got[0][1] && got[1][2] == got[0][2],
+                "call %d: the ranks diverged", k);
+      if (out->first < 0 && (m & ncclProfileKernelCh))
+        out->evented_before_first++;
+      for (int i = 0; i < N; i++) {
+        q[k % Q][i].mask = m;
+        q[k % Q][i].a = got[i][0];
+        q[k % Q][i].p = got[i][1];
+        q[k % Q][i].nch = got[i][2];
+      }
+      out->algo = got[0][0];
+      out->proto = got[0][1];
+      out->nch = got[0][2];
+    }
+    if (k >= lag) /* the proxy thread reports call k - lag */
+      for (int i = 0; i < N; i++) {
+        int j = (k - lag) % Q;
+        feed(&(rank_t){.pctx = pctx[i], .api_mask = q[j][i].mask}, ncclFuncAllReduce, nbytes,
+             q[j][i].a, q[j][i].p, q[j][i].nch, &clock[i]);
+      }
+  }
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(P.v5->finalize(tctx[i]), ncclSuccess);
+    cr_assert_eq(P.prof->finalize(pctx[i]), ncclSuccess);
+  }
+}
+
+/* At the default budget a 64 KiB workload first waits for its budget
+ * (unsampled blocks of NCCL's choice), then measures NCCL's choice on
+ * AUTOCCL_SAMPLES calls. The consensus's starvation back-off must not take
+ * the unsampled wait for starvation: it made that measuring block 1024
+ * calls long, each carrying NCCL's profiler events. */
+Test(online, baseline_after_the_budget_wait_carries_few_events)
+{
+  setenv("AUTOCCL_MODE", "online", 1);
+  setenv("AUTOCCL_PROFILER", "nccl", 1);
+  unsetenv("AUTOCCL_EXPLORE_BUDGET");
+  late_run_t r;
+  late_play(1, 60000, &r);
+  cr_assert_geq(r.first, 0, "no candidate within 60000 calls");
+  cr_assert_leq(r.evented_before_first, 64,
+                "%d calls carried profiler events before the first candidate (call %d)",
+                r.evented_before_first, r.first);
+}

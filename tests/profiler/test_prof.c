@@ -264,11 +264,14 @@ Test(prof, sim_feed_missing_or_bad_magic)
 
 #define FULL (ncclProfileColl | ncclProfileKernelCh)
 
+/* the search's rule (tuner/search/search.h acl_search_sampled) */
+static bool rule(uint8_t shift, uint64_t call) { return (call & ((1ull << shift) - 1)) == 0; }
+
 /* A coalesced group: both collectives are stamped before either decision,
  * and each decision learns its own call's stamp, whatever NCCL's order. */
 Test(gate, group_decisions_take_their_own_enqueue)
 {
-  acl_gate_t *g = acl_gate_create();
+  acl_gate_t *g = acl_gate_create(rule);
   int mask = 0, who = 0;
   cr_assert_eq(acl_gate_set_mask(g, &mask, ncclProfileCollApi), ncclProfileCollApi);
   const int A = ncclFuncAllGather, B = ncclFuncReduceScatter;
@@ -298,7 +301,7 @@ Test(gate, group_decisions_take_their_own_enqueue)
  * order across communicators, and a workload's rule picks its grid calls. */
 Test(gate, prediction_crosses_communicators)
 {
-  acl_gate_t *g = acl_gate_create();
+  acl_gate_t *g = acl_gate_create(rule);
   int mask = 0, c0 = 0, c1 = 0;
   acl_gate_set_mask(g, &mask, ncclProfileCollApi);
   const int AR = ncclFuncAllReduce;

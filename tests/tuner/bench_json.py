@@ -17,9 +17,10 @@ for k in ("final_over_oracle_median", "final_over_oracle_p5", "calls_to_converge
     assert k in d, "missing key " + k
 # Bounds with room around what this run measured (seed 3, 20 landscapes, 2
 # H200 repetitions, at the commit that set them): a search that lost its way
-# fails them, noise between compilers does not.
-#   final/oracle median 0.995, p5 0.948; calls to converge 9,779;
-#   exploration overhead 0.022; final/baseline min 0.935; not converged 0 + 3
+# fails them, noise between compilers does not. Since the benchmark plays
+# consensus as the plugin does (tuner/drive):
+#   final/oracle median 0.994, p5 0.945; calls to converge 10,132;
+#   exploration overhead 0.024; final/baseline min 1.0; not converged 1 + 9
 assert 0.98 <= d["final_over_oracle_median"] <= 1.0 + 1e-9, d
 assert 0.90 <= d["final_over_oracle_p5"] <= d["final_over_oracle_median"], d
 # Exploration is paid from a share of the time so far: small collectives
@@ -35,8 +36,8 @@ for part in ("h200", "synthetic"):
         <= 1.0 + 1e-9, (part, x)
     assert x["final_over_oracle_median"] >= 0.98, (part, x)
     assert x["oracle_over_baseline_median"] >= x["final_over_baseline_median"] - 1e-9, (part, x)
-    assert x["not_converged"] <= x["runs"] // 100, (part, x)       # measured 0 and 3
-    assert x["below_baseline_runs"] <= max(1, x["runs"] // 100), (part, x)  # measured 1 and 1
+    assert x["not_converged"] <= x["runs"] // 100, (part, x)       # measured 1 and 9
+    assert x["below_baseline_runs"] <= max(1, x["runs"] // 100), (part, x)  # measured 0 and 0
 assert d["synthetic"]["runs"] == 20 * 5 * 10 and d["h200"]["runs"] == 2 * 5 * 10, d
 assert (d["targets_met"] is True) == (p.returncode == 0), d
 assert "synthetic landscapes" in p.stderr, "progress goes to stderr"

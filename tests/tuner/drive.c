@@ -62,7 +62,7 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
       double t = fn(user, &c, k) * drive_noise(&rng, o->noise);
       if (o->time_spent)
         *o->time_spent += fn(user, &c, k);
-      bool sampled = shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0;
+      bool sampled = acl_search_sampled(shift, k);
       if (sampled && unif(&rng) >= o->drop && nq < 256)
         q[nq++] = (pend_t){id, k + (uint64_t)o->lag, t};
       int w = 0;

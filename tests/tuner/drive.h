@@ -1,5 +1,7 @@
-/* Test driver for tuner/search/search.c: plays the consensus layer against a time
- * function of the candidate. */
+/* Unit-test driver for tuner/search/search.c alone: blocks from the search,
+ * samples back by the one sampling rule (acl_search_sampled), against a time
+ * function of the candidate. Tests of what the plugin's path does (budget,
+ * benchmarks) use tuner/drive instead, through consensus. */
 #ifndef ACL_TESTS_TUNER_DRIVE_H
 #define ACL_TESTS_TUNER_DRIVE_H
 

@@ -1,11 +1,13 @@
 /* tuner/search: what the real GPUs asked for (docs/tuner.md):
  * exploration paid from a time budget, candidates NCCL runs identically
- * merged, the sampling rule. */
+ * merged, the sampling rule. The budget runs go through consensus
+ * (tuner/drive), as the plugin runs them. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
 #include "tests/tuner/drive.h"
+#include "tuner/drive/drive.h"
 #include "tuner/search/search.h"
 
 static const acl_wkey_t small_key = {
@@ -33,53 +35,106 @@ static void small_cost(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
   table_only(cost, 6, a, p, us);
 }
 
-/* Blocks seen per state, and the budget waits that broke a rule (sampled,
+/* Steps seen per state, and the budget waits that broke a rule (sampled,
  * or ran other than NCCL's choice while measuring). */
 typedef struct seen {
-  int blocks[ACL_PHASE_COUNT];
+  int steps[ACL_PHASE_COUNT];
   int bad_waits;
 } seen_t;
 
-/* Drives whole blocks until at least n calls ran; returns how many calls
- * ran something other than NCCL's choice. *worst is the largest overspend
- * (spent - 3 % of the time so far) seen after any block; *seen (may be
- * NULL) counts the states the blocks ran in. */
-static uint64_t run_calls_seen(acl_search_t *s, uint64_t n, double *time, double *worst,
+/* The workload of these tests played through consensus by two ranks, as
+ * the plugin plays it (tuner/drive), samples up to 3 calls late. */
+static acl_drive_t *small_drive(bool per_call)
+{
+  acl_drive_params_t dp = {.coll = small_key.coll,
+                           .nbytes = small_key.nbytes,
+                           .nranks = 2,
+                           .max_lag = 4,
+                           .skew = 0.3,
+                           .per_call = per_call,
+                           .seed = 11};
+  small_cost(dp.cost);
+  char err[256] = "";
+  acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
+  cr_assert_not_null(d, "%s", err);
+  return d;
+}
+
+static void report(acl_drive_t *d, acl_search_report_t *r)
+{
+  cr_assert_eq(acl_drive_report(d, r), 0, "no search state");
+}
+
+/* Runs at least n calls; returns how many ran something other than NCCL's
+ * choice. *worst is the largest overspend (spent - 3 % of the time so far)
+ * seen after any step; *seen (may be NULL) counts the states the steps ran
+ * in. */
+static uint64_t run_calls_seen(acl_drive_t *d, uint64_t n, double *time, double *worst,
                                seen_t *seen)
 {
   uint64_t k = 0, other = 0;
+  char err[256];
   while (k < n) {
-    acl_candidate_t c;
-    uint32_t len = 0;
-    int id = acl_search_next(s, &c, &len);
-    uint8_t shift = acl_search_sample_shift(s);
-    acl_phase_t ph = acl_search_phase(s);
+    acl_drive_step_t st;
+    cr_assert_eq(acl_drive_next(d, n - k, &st, err, sizeof err), 0, "%s", err);
+    const acl_candidate_t *c = &st.d.cand;
+    acl_phase_t ph = (acl_phase_t)st.d.phase;
     if (seen) {
-      seen->blocks[ph]++;
+      seen->steps[ph]++;
       if ((ph == ACL_PHASE_WAIT_BUDGET || ph == ACL_PHASE_PAUSED) &&
-          (shift != ACL_SEARCH_SAMPLE_NEVER ||
-           (ph == ACL_PHASE_WAIT_BUDGET && c.algo != ACL_ALGO_NCCL)))
+          (st.d.sample_shift != ACL_SEARCH_SAMPLE_NEVER ||
+           (ph == ACL_PHASE_WAIT_BUDGET && c->algo != ACL_ALGO_NCCL)))
         seen->bad_waits++;
     }
-    for (uint32_t j = 0; j < len; j++, k++) {
-      double t = small_time(NULL, &c, k);
-      *time += t;
-      if (c.algo != ACL_ALGO_NCCL)
-        other++;
-      if (shift < ACL_SEARCH_SAMPLE_NEVER && (k & ((1ull << shift) - 1)) == 0)
-        acl_search_observe(s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = 0.0f});
+    double t = small_time(NULL, c, k);
+    *time += t * st.n;
+    if (c->algo != ACL_ALGO_NCCL)
+      other += st.n;
+    if (st.events)
+      acl_drive_sample(d, &st, t, 0.0f, NULL);
+    k += st.n;
+    if (worst) {
+      acl_search_report_t r;
+      report(d, &r);
+      if (r.exploration_spent_seconds - 0.03 * *time > *worst)
+        *worst = r.exploration_spent_seconds - 0.03 * *time;
     }
-    acl_search_report_t r;
-    acl_search_report(s, &r);
-    if (worst && r.exploration_spent_seconds - 0.03 * *time > *worst)
-      *worst = r.exploration_spent_seconds - 0.03 * *time;
   }
   return other;
 }
 
-static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *worst)
+static uint64_t run_calls(acl_drive_t *d, uint64_t n, double *time, double *worst)
 {
-  return run_calls_seen(s, n, time, worst, NULL);
+  return run_calls_seen(d, n, time, worst, NULL);
+}
+
+/* The driver's skipping of calls without events is exactly what deciding
+ * each of them returns: the same run decided call by call ends in the same
+ * state, having spent and sampled the same. */
+Test(budget, driver_skipping_changes_nothing)
+{
+  acl_drive_t *a = small_drive(false), *b = small_drive(true);
+  double ta = 0.0, tb = 0.0;
+  uint64_t oa = run_calls(a, 300000, &ta, NULL), ob = run_calls(b, 300000, &tb, NULL);
+  acl_search_report_t ra, rb;
+  report(a, &ra);
+  report(b, &rb);
+  cr_assert(acl_phase_decided(ra.phase), "settles within the run");
+  cr_assert_eq(oa, ob);
+  cr_assert(fabs(ta - tb) <= 1e-9 * ta, "%.17g vs %.17g s", ta, tb);
+  cr_assert_eq(ra.phase, rb.phase);
+  cr_assert(acl_candidate_eq(&ra.current, &rb.current));
+  cr_assert_eq(ra.samples, rb.samples);
+  cr_assert_eq(ra.calls_to_converge, rb.calls_to_converge);
+  cr_assert_eq(ra.exploration_spent_seconds, rb.exploration_spent_seconds);
+  acl_cons_stats_t sa, sb;
+  acl_drive_stats(a, &sa);
+  acl_drive_stats(b, &sb);
+  cr_assert_gt(sa.samples_fed, 0);
+  cr_assert_eq(sa.samples_fed, sb.samples_fed);
+  cr_assert_eq(sa.blocks_published, sb.blocks_published);
+  acl_drive_destroy(a);
+  acl_drive_destroy(b);
 }
 
 /* A short run (300 warm-up + 50 timed calls, as nccl-tests or autoccl-bench
@@ -88,16 +143,12 @@ static uint64_t run_calls(acl_search_t *s, uint64_t n, double *time, double *wor
  * the time the workload cost. */
 Test(budget, short_run_at_small_size_stays_on_nccl)
 {
-  acl_search_t s;
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  small_cost(cost);
-  acl_search_init(&s, &p, &small_key, cost);
+  acl_drive_t *d = small_drive(false);
   double t = 0.0;
-  uint64_t other = run_calls(&s, 350, &t, NULL);
+  uint64_t other = run_calls(d, 350, &t, NULL);
   acl_search_report_t r;
-  acl_search_report(&s, &r);
+  report(d, &r);
+  acl_drive_destroy(d);
   cr_assert_eq(other, 0, "%llu calls explored", (unsigned long long)other);
   /* not even the baseline: NCCL's first calls with profiler events cost
    * milliseconds, more than 3 % of 350 calls of 10 us */
@@ -111,16 +162,12 @@ Test(budget, short_run_at_small_size_stays_on_nccl)
  * far by more than one step's misestimate. */
 Test(budget, long_run_explores_within_budget)
 {
-  acl_search_t s;
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  small_cost(cost);
-  acl_search_init(&s, &p, &small_key, cost);
+  acl_drive_t *d = small_drive(false);
   double t = 0.0, worst = 0.0;
-  run_calls(&s, 200000, &t, &worst);
+  run_calls(d, 200000, &t, &worst);
   acl_search_report_t r;
-  acl_search_report(&s, &r);
+  report(d, &r);
+  acl_drive_destroy(d);
   cr_assert(acl_phase_decided(r.phase));
   cr_assert_eq(r.current.algo, 1);
   cr_assert_eq(r.current.proto, 0);
@@ -143,8 +190,16 @@ Test(budget, sampling_rule)
   uint32_t len;
   acl_search_next(&s, &c, &len);
   cr_assert_eq(acl_search_sample_shift(&s), ACL_SEARCH_SAMPLE_NEVER, "warm-up needs no samples");
-  double t = 0.0;
-  run_calls(&s, 2000000, &t, NULL);
+  /* the search alone (its internals are read below), by the one rule */
+  for (uint64_t k = 0; k < 2000000;) {
+    int id = acl_search_next(&s, &c, &len);
+    uint8_t sh = acl_search_sample_shift(&s);
+    for (uint32_t j = 0; j < len; j++, k++)
+      if (acl_search_sampled(sh, k))
+        acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id,
+                                                   .seconds = small_time(NULL, &c, k),
+                                                   .overlap = 0.0f});
+  }
   acl_search_report_t r;
   acl_search_report(&s, &r);
   cr_assert(acl_phase_decided(r.phase));
@@ -264,24 +319,67 @@ Test(budget, nccl_pair_is_what_nccl_ran)
  * 64 KiB workload waits for the budget (NCCL's choice runs unsampled) before
  * it measures, validates or refines; each wait lasts one block; the
  * transition table covers every step (an event it lacks would turn the
- * search off). */
+ * search off). Through consensus, as the plugin runs it. */
 Test(budget, waiting_states_are_reported)
 {
-  acl_search_t s;
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  small_cost(cost);
-  acl_search_init(&s, &p, &small_key, cost);
+  acl_drive_t *d = small_drive(false);
   seen_t seen = {0};
   double time = 0.0;
-  run_calls_seen(&s, 400000, &time, NULL, &seen);
+  run_calls_seen(d, 400000, &time, NULL, &seen);
+  acl_drive_destroy(d);
   cr_assert_eq(seen.bad_waits, 0, "a budget wait sampled, or ran other than NCCL's choice");
-  cr_assert_eq(seen.blocks[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
-  cr_assert_gt(seen.blocks[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
-  cr_assert_gt(seen.blocks[ACL_PHASE_EXPLORING], 0);
-  cr_assert_gt(seen.blocks[ACL_PHASE_VALIDATING] + seen.blocks[ACL_PHASE_REFINING], 0);
-  cr_assert_gt(seen.blocks[ACL_PHASE_CONVERGED], 0, "never settled");
+  cr_assert_eq(seen.steps[ACL_PHASE_DISABLED], 0, "a transition missing from the table");
+  cr_assert_gt(seen.steps[ACL_PHASE_WAIT_BUDGET], 0, "never waited for the budget");
+  cr_assert_gt(seen.steps[ACL_PHASE_EXPLORING], 0);
+  cr_assert_gt(seen.steps[ACL_PHASE_VALIDATING] + seen.steps[ACL_PHASE_REFINING], 0);
+  cr_assert_gt(seen.steps[ACL_PHASE_CONVERGED], 0, "never settled");
   cr_assert_str_eq(acl_phase_name(ACL_PHASE_WAIT_BUDGET), "waiting-budget");
   cr_assert_eq(acl_phase_parse("paused"), ACL_PHASE_PAUSED);
+}
+
+/* Consensus's starvation back-off: a candidate repeated without new samples
+ * (a profiler that never delivers) gets ever longer blocks, so ranks run
+ * ahead without running the block ring out... */
+Test(budget, starved_blocks_grow)
+{
+  acl_drive_t *d = small_drive(false);
+  char err[256];
+  uint64_t k = 0;
+  while (k < 20000) {
+    acl_drive_step_t st;
+    cr_assert_eq(acl_drive_next(d, 20000 - k, &st, err, sizeof err), 0, "%s", err);
+    k += st.n; /* no sample ever arrives */
+  }
+  acl_cons_stats_t cs;
+  acl_drive_stats(d, &cs);
+  acl_drive_destroy(d);
+  /* waits of 16 calls would publish over a thousand blocks */
+  cr_assert_leq(cs.blocks_published, 64, "%llu blocks", (unsigned long long)cs.blocks_published);
+}
+
+/* ... but a block that wanted no samples (a budget wait) starves nothing:
+ * the baseline measured after a long wait is measured in a few calls, not
+ * in twice the wait's length with profiler events on every call. */
+Test(budget, no_backoff_after_an_unsampled_wait)
+{
+  acl_drive_t *d = small_drive(false);
+  char err[256];
+  uint64_t k = 0, run = 0, longest = 0;
+  bool waited = false;
+  while (k < 100000) {
+    acl_drive_step_t st;
+    cr_assert_eq(acl_drive_next(d, 100000 - k, &st, err, sizeof err), 0, "%s", err);
+    if (st.d.phase == ACL_PHASE_WAIT_BUDGET)
+      waited = true;
+    run = st.d.phase == ACL_PHASE_BASELINE ? run + st.n : 0;
+    if (run > longest)
+      longest = run;
+    if (st.events)
+      acl_drive_sample(d, &st, small_time(NULL, &st.d.cand, k), 0.0f, NULL);
+    k += st.n;
+  }
+  acl_drive_destroy(d);
+  cr_assert(waited, "the baseline never waited for the budget");
+  cr_assert_gt(longest, 0, "never measured the baseline");
+  cr_assert_leq(longest, 40, "the baseline ran %llu calls", (unsigned long long)longest);
 }

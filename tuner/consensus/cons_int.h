@@ -116,7 +116,8 @@ typedef struct cons_wl {
   uint64_t fed_at_last_block;
   uint32_t last_len;
   uint16_t last_cand;
-  uint16_t pad2;
+  uint8_t last_sampled; /* the last block wanted samples (sample_shift < NEVER) */
+  uint8_t pad2;
   uint32_t nblocks_search; /* blocks the search decided (not warm-up) */
   uint32_t pad3;
   /* Follower hosts: calls below it are held by every live follower host

@@ -174,6 +174,19 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
   return k;
 }
 
+int acl_cons_search_report(acl_cons_t *c, uint32_t widx, acl_search_report_t *out)
+{
+  if (!c || !out || !cons_leader_here(c) || cons_lock(NULL, c->hdr, ACL_CONS_OBS_LOCK_MS, NULL, 0))
+    return -1;
+  int rc = -1;
+  if (widx < atomic_load_explicit(&c->hdr->nworkloads, memory_order_relaxed)) {
+    acl_search_report(&cons_wl(c->hdr, widx)->search, out);
+    rc = 0;
+  }
+  cons_unlock(c->hdr);
+  return rc;
+}
+
 void acl_cons_stats(acl_cons_t *c, acl_cons_stats_t *st)
 {
   memset(st, 0, sizeof(*st));

@@ -323,7 +323,12 @@ static cons_hdr_t *seg_open(const char *name, acl_cons_t *c, size_t *sizep, bool
   size_t size = seg_size(c->set.max_workloads);
   uint64_t deadline = acl_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
   *foreign = false;
-  for (int attempt = 0; attempt < 64; attempt++) {
+  /* A retired segment's name lasts until its last rank's shm_unlink, which
+   * a preempted process can delay for a while: retries are bounded by the
+   * deadline, not by a count that a busy machine exhausts in microseconds. */
+  for (int attempt = 0; attempt < 64 || acl_mono_ns() < deadline; attempt++) {
+    if (attempt >= 8)
+      sleep_ms(1);
     int fd;
     acl_shm_rc_t rc = acl_shm_create(name, &fd, err, errlen);
     if (rc == ACL_SHM_OK) {

@@ -71,12 +71,20 @@ static void step_locked(cons_hdr_t *h, cons_wl_t *w)
     b.sample_shift = acl_search_sample_shift(&w->search);
     /* the state after this step: a challenger block carries the decision */
     b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
-    if (w->nblocks_search > 0 && b.cand_id == w->last_cand &&
-        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len)
-      b.len = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+    /* Only a block that wanted samples and got none starves: after an
+     * unsampled one (a budget wait) the next measuring block would run
+     * twice the wait's length with events on every call. And it grows a
+     * block, never shortens one: the search counts the calls it planned
+     * (its budget is a share of them), and a long wait cut to the cap
+     * overdrew it. */
+    uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+    if (w->nblocks_search > 0 && w->last_sampled && b.cand_id == w->last_cand &&
+        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len && grown > b.len)
+      b.len = grown;
     w->nblocks_search++;
     w->last_cand = b.cand_id;
     w->last_len = b.len;
+    w->last_sampled = b.sample_shift < ACL_SEARCH_SAMPLE_NEVER;
     w->fed_at_last_block = w->samples_fed;
   }
   cons_ring_publish(w, &b);
@@ -566,6 +574,17 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
   if (cons_leader_here(c))
     return slow_decider(c, e, key, k, cost, out, err, errlen);
   return slow_follower(c, e, key, k, cost, out, err, errlen);
+}
+
+uint64_t acl_cons_skip(acl_cons_t *c, const acl_wkey_t *key, uint64_t n)
+{
+  cons_local_t *e = c && key ? local_find(c, key) : NULL;
+  if (!e || e->widx == ACL_CONS_WIDX_NONE || e->next - e->c_start >= e->c_end - e->c_start)
+    return 0;
+  uint64_t left = e->c_end - e->next; /* the cached block: decide's fast path */
+  n = n < left ? n : left;
+  e->next += n;
+  return n;
 }
 
 /* ---- relay server side ---------------------------------------------------- */

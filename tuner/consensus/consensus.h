@@ -79,6 +79,13 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
                     const float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], acl_decision_t *out, char *err,
                     size_t errlen);
 
+/* Calls k+1.. of this rank's workload that the block of its last decision
+ * (call k) covers: advances over up to n of them and returns how many, 0
+ * when that block ends at k. Exactly what deciding each of them would
+ * return; the simulator and the tests use it to skip calls that carry no
+ * profiler events (tuner/drive). */
+uint64_t acl_cons_skip(acl_cons_t *c, const acl_wkey_t *key, uint64_t n);
+
 /* One observed call of this rank, as the profiler delivers it: what it
  * took and what NCCL ran. The consensus layer's one way in for samples. */
 typedef struct acl_cons_obs {
@@ -102,6 +109,10 @@ bool acl_cons_table_agreed(const acl_cons_t *c);
 
 /* Fills comm (one entry) and up to max workloads (returns how many). */
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);
+
+/* The search's full report of workload widx (leader host; tests and the
+ * simulator's benchmarks). 0, or -1 when there is none. */
+int acl_cons_search_report(acl_cons_t *c, uint32_t widx, acl_search_report_t *out);
 
 /* Counters beyond the snapshot (tests, docs/consensus.md). */
 typedef struct acl_cons_stats {

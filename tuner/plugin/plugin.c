@@ -28,6 +28,9 @@ static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);
 
+/* The search's sampling rule, for the profiler's event gate. */
+static bool sampled_rule(uint8_t shift, uint64_t call) { return acl_search_sampled(shift, call); }
+
 /* Called with acl_proc.lock held. */
 static void proc_start_locked(ncclDebugLogger_t log)
 {
@@ -78,7 +81,8 @@ static void proc_start_locked(ncclDebugLogger_t log)
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
     return;
   if (!acl_proc.prof) {
-    acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
+    acl_proc.prof = acl_prof_create_ex(&acl_proc.cfg, sample_sink, NULL,
+                                       &(acl_prof_opts_t){.rule = sampled_rule});
     acl_trace_start(&(acl_trace_opts_t){.path = acl_proc.cfg.trace_path,
                                         .max_bytes = acl_proc.cfg.trace_max,
                                         .mode = acl_mode_name(acl_proc.cfg.mode),

@@ -282,6 +282,18 @@ bool acl_search_phase_waits(acl_phase_t ph); /* one of those waiting states */
 #define ACL_SEARCH_SAMPLE_MAX_SHIFT 12
 #define ACL_SEARCH_SAMPLE_PERIOD_S 0.01
 uint8_t acl_search_sample_shift(const acl_search_t *s);
+/* The sampling rule, the one place it is written: whether call `call`
+ * carries profiler events under `shift` (the plugin sets NCCL's event mask
+ * with it; tuner/drive plays it), and the first call after `call` that does
+ * (UINT64_MAX for none). */
+static inline bool acl_search_sampled(uint8_t shift, uint64_t call)
+{
+  return shift < ACL_SEARCH_SAMPLE_NEVER && (call & ((1ull << shift) - 1)) == 0;
+}
+static inline uint64_t acl_search_next_sampled(uint8_t shift, uint64_t call)
+{
+  return shift < ACL_SEARCH_SAMPLE_NEVER ? (call | ((1ull << shift) - 1)) + 1 : UINT64_MAX;
+}
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r);
 /* Copies the trajectory oldest-first; returns the number of points. */
 int acl_search_trajectory(const acl_search_t *s, acl_traj_point_t *out, int max);

@@ -1,0 +1,235 @@
+/* One workload played through rank consensus (drive.h). */
+#include "tuner/drive/drive.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DRIVE_QUEUE 64 /* samples in flight (late by up to max_lag calls) */
+
+typedef struct pend {
+  int rank;
+  uint64_t due; /* delivered once the driver reaches this call */
+  uint64_t call;
+  uint32_t widx;
+  uint16_t cand_id;
+  acl_candidate_t cand;
+  double seconds;
+  float overlap;
+  acl_drive_ran_t ran;
+} pend_t;
+
+struct acl_drive {
+  acl_cons_t *cons[ACL_DRIVE_MAX_RANKS];
+  int nranks;
+  acl_wkey_t key;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  acl_config_t cfg;
+  int max_lag;
+  double skew;
+  bool per_call;
+  uint64_t rng;
+  uint64_t next;      /* the next call index */
+  uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
+  bool events_left;   /* the mask the last call left: the next call carries events */
+  uint32_t widx;
+  pend_t q[DRIVE_QUEUE];
+  int nq;
+};
+
+static uint64_t mix(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static double unif(uint64_t *s)
+{
+  *s = mix(*s + 0x9e3779b97f4a7c15ull);
+  return (double)(*s >> 11) * 0x1.0p-53;
+}
+
+acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t errlen)
+{
+  static atomic_uint serial;
+  if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS) {
+    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d)", ACL_DRIVE_MAX_RANKS);
+    return NULL;
+  }
+  acl_drive_t *d = calloc(1, sizeof(*d));
+  if (!d) {
+    snprintf(err, errlen, "drive: out of memory");
+    return NULL;
+  }
+  if (p->cfg)
+    d->cfg = *p->cfg;
+  else
+    acl_config_defaults(&d->cfg);
+  d->cfg.mode = ACL_MODE_ONLINE;
+  d->cfg.max_workloads = 1; /* one workload: a small segment */
+  d->nranks = p->nranks;
+  d->max_lag = p->max_lag;
+  d->skew = p->skew;
+  d->per_call = p->per_call;
+  d->rng = mix(p->seed ^ 0x5eedull);
+  d->events_left = true; /* NCCL's mask starts full: the first call carries events */
+  memcpy(d->cost, p->cost, sizeof(d->cost));
+  /* A segment of its own per driver: the name is salted with the pid and a
+   * serial, so parallel tests and successive runs never share one. */
+  unsigned n = atomic_fetch_add(&serial, 1);
+  char ns[32];
+  snprintf(ns, sizeof ns, "drv%d.%u", (int)getpid(), n);
+  uint64_t comm = mix((uint64_t)getpid() << 32 ^ n) | 1;
+  d->key = (acl_wkey_t){
+      .comm_id = comm, .nbytes = p->nbytes, .num_pipe_ops = 1, .coll = (uint8_t)p->coll};
+  for (int r = 0; r < d->nranks; r++) {
+    acl_cons_params_t cp = {.comm_id = comm,
+                            .nranks = d->nranks,
+                            .nnodes = 1,
+                            .rank = r,
+                            .cfg = &d->cfg,
+                            .shm_ns = ns,
+                            .chunk_axis = p->chunk_axis};
+    d->cons[r] = acl_cons_create(&cp, err, errlen);
+    if (!d->cons[r])
+      goto fail;
+  }
+  d->widx = ACL_CONS_WIDX_NONE;
+  return d;
+fail:
+  acl_drive_destroy(d);
+  return NULL;
+}
+
+void acl_drive_destroy(acl_drive_t *d)
+{
+  if (!d)
+    return;
+  for (int r = 0; r < d->nranks; r++)
+    acl_cons_destroy(d->cons[r]);
+  free(d);
+}
+
+/* The one place the driver hands a sample to consensus: what the plugin's
+ * sample sink does with a profiler sample (tuner/plugin/plugin.c). */
+static void submit(acl_drive_t *d, const pend_t *s)
+{
+  bool own = s->cand.algo == ACL_ALGO_NCCL;
+  acl_cons_observe(d->cons[s->rank], &(acl_cons_obs_t){.widx = s->widx,
+                                                       .call_idx = s->call,
+                                                       .cand_id = s->cand_id,
+                                                       .want_nch = own ? 0 : s->cand.nchannels,
+                                                       .seconds = s->seconds,
+                                                       .overlap = s->overlap,
+                                                       .ran_algo = s->ran.algo,
+                                                       .ran_proto = s->ran.proto,
+                                                       .ran_nch = s->ran.nchannels});
+}
+
+/* Delivers what is due by call k, in the order measured (as a profiler). */
+static void deliver(acl_drive_t *d, uint64_t k)
+{
+  int w = 0;
+  for (int i = 0; i < d->nq; i++) {
+    if (d->q[i].due <= k)
+      submit(d, &d->q[i]);
+    else
+      d->q[w++] = d->q[i];
+  }
+  d->nq = w;
+}
+
+int acl_drive_next(acl_drive_t *d, uint64_t max_calls, acl_drive_step_t *out, char *err,
+                   size_t errlen)
+{
+  if (!d || !out || max_calls == 0) {
+    snprintf(err, errlen, "drive: bad arguments");
+    return -1;
+  }
+  uint64_t k = d->next;
+  deliver(d, k);
+  acl_decision_t dec[ACL_DRIVE_MAX_RANKS];
+  for (int r = 0; r < d->nranks; r++) {
+    if (acl_cons_decide(d->cons[r], &d->key, d->cost, &dec[r], err, errlen) != 0)
+      return -1;
+    if (dec[r].call_idx != k || dec[r].cand_id != dec[0].cand_id ||
+        dec[r].sample_shift != dec[0].sample_shift) {
+      snprintf(err, errlen, "drive: rank %d decided call %llu differently from rank 0", r,
+               (unsigned long long)dec[r].call_idx);
+      return -1;
+    }
+  }
+  out->d = dec[0];
+  out->call = k;
+  out->events = d->events_left;
+  d->widx = dec[0].widx;
+  /* The plugin's gate: the decision of call k sets the mask call k+1
+   * carries, by the sampling rule of k's block (one workload here, so its
+   * own successor). Within a block that rule stays, so the calls up to the
+   * next sampled one carry none and need no step of their own. */
+  uint8_t shift = dec[0].sample_shift;
+  uint64_t n = 1;
+  if (!d->per_call) {
+    uint64_t upto = acl_search_next_sampled(shift, k); /* first call after k with events */
+    uint64_t want = upto - k - 1;
+    if (want > max_calls - 1)
+      want = max_calls - 1;
+    if (want > 0) {
+      n += acl_cons_skip(d->cons[0], &d->key, want);
+      for (int r = 1; r < d->nranks; r++)
+        if (acl_cons_skip(d->cons[r], &d->key, n - 1) != n - 1) {
+          snprintf(err, errlen, "drive: rank %d's block ends elsewhere than rank 0's", r);
+          return -1;
+        }
+    }
+  }
+  d->events_left = acl_search_sampled(shift, k + n);
+  out->n = (uint32_t)n;
+  d->next = k + n;
+  return 0;
+}
+
+void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds, float overlap,
+                      const acl_drive_ran_t *ran)
+{
+  if (!d || !st || !st->events || st->d.widx == ACL_CONS_WIDX_NONE)
+    return;
+  int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
+  /* The collective ends on every rank at once: each rank's profiler sees it
+   * the same number of calls later (the GPU's lag behind the host). */
+  uint64_t lag = d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0;
+  for (int r = 0; r < d->nranks; r++) {
+    if (d->nq == DRIVE_QUEUE) /* a full profiler queue drains */
+      deliver(d, UINT64_MAX);
+    double t = r == last ? seconds : seconds * (1.0 + d->skew * unif(&d->rng));
+    d->q[d->nq++] = (pend_t){.rank = r,
+                             .due = st->call + lag,
+                             .call = st->call,
+                             .widx = st->d.widx,
+                             .cand_id = st->d.cand_id,
+                             .cand = st->d.cand,
+                             .seconds = t,
+                             .overlap = overlap,
+                             .ran = ran ? *ran : (acl_drive_ran_t){-1, -1, 0}};
+  }
+  if (d->max_lag <= 0)
+    deliver(d, st->call);
+}
+
+int acl_drive_report(acl_drive_t *d, acl_search_report_t *r)
+{
+  if (!d || d->widx == ACL_CONS_WIDX_NONE)
+    return -1;
+  return acl_cons_search_report(d->cons[0], d->widx, r);
+}
+
+void acl_drive_stats(acl_drive_t *d, acl_cons_stats_t *st)
+{
+  if (d)
+    acl_cons_stats(d->cons[0], st);
+}
