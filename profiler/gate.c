@@ -1,10 +1,11 @@
 /* Event gating at the enqueue; see gate.h. One small table per process
- * (NCCL's mask is one per process), under one mutex that only the threads
- * enqueueing collectives take: never contended in a job that enqueues from
- * one thread. */
+ * (NCCL's mask is one per process), under one spin lock that only the
+ * threads enqueueing collectives take: never contended in a job that
+ * enqueues from one thread. */
 #include "profiler/gate.h"
 
-#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,7 @@ typedef struct gent {
 } gent_t;
 
 struct acl_gate {
-  pthread_mutex_t mu;
+  atomic_flag mu;        /* a spin lock: held for a few ns, never across a call out */
   int *mask[GATE_MASKS]; /* NCCL's, process-wide: the same address from every init */
   int refs[GATE_MASKS];  /* communicators that gave it and are still there */
   int nmask;
@@ -45,10 +46,7 @@ acl_gate_t *acl_gate_create(acl_gate_rule_fn rule)
   acl_gate_t *g = calloc(1, sizeof(*g));
   if (!g)
     return NULL;
-  if (pthread_mutex_init(&g->mu, NULL) != 0) {
-    free(g);
-    return NULL;
-  }
+  atomic_flag_clear(&g->mu);
   g->last = GATE_NONE;
   g->rule = rule;
   return g;
@@ -58,9 +56,16 @@ void acl_gate_destroy(acl_gate_t *g)
 {
   if (!g)
     return;
-  pthread_mutex_destroy(&g->mu);
   free(g);
 }
+
+static void gate_lock(acl_gate_t *g)
+{
+  while (atomic_flag_test_and_set_explicit(&g->mu, memory_order_acquire))
+    sched_yield(); /* another enqueueing thread, inside for a few ns */
+}
+
+static void gate_unlock(acl_gate_t *g) { atomic_flag_clear_explicit(&g->mu, memory_order_release); }
 
 static uint32_t key_hash(const void *who, int coll, uint64_t bytes)
 {
@@ -107,7 +112,7 @@ int acl_gate_set_mask(acl_gate_t *g, int *mask, int keep)
 {
   if (!g)
     return mask ? *mask : 0;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   int i = 0;
   while (i < g->nmask && g->mask[i] != mask)
     i++;
@@ -124,7 +129,7 @@ int acl_gate_set_mask(acl_gate_t *g, int *mask, int keep)
   /* a communicator created later sees the same int: what the gate set stays */
   store_mask(g, g->now | g->keep);
   int m = g->now;
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
   return m;
 }
 
@@ -132,7 +137,7 @@ void acl_gate_release_mask(acl_gate_t *g, int *mask)
 {
   if (!g || !mask)
     return;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   for (int i = 0; i < g->nmask; i++) {
     if (g->mask[i] != mask || --g->refs[i] > 0)
       continue;
@@ -141,14 +146,14 @@ void acl_gate_release_mask(acl_gate_t *g, int *mask)
     g->refs[i] = g->refs[g->nmask];
     break;
   }
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
 }
 
 void acl_gate_forget(acl_gate_t *g, const void *who)
 {
   if (!g || !who)
     return;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   /* Rebuilt without who's keys (open addressing keeps no tombstones);
    * successors are relearnt within a step. */
   memcpy(g->old, g->e, sizeof(g->e));
@@ -163,7 +168,7 @@ void acl_gate_forget(acl_gate_t *g, const void *who)
     }
   }
   g->last = GATE_NONE;
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
 }
 
 static bool wants(const acl_gate_t *g, const gent_t *n)
@@ -176,7 +181,7 @@ bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes,
 {
   if (!g)
     return false;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   g->st.enqueued++;
   /* NCCL stamped what the gate left there (it is the mask's only writer) */
   bool carries = (g->now & (ncclProfileColl | ncclProfileKernelCh)) != 0;
@@ -199,7 +204,7 @@ bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes,
     want = wants(g, n);
   }
   store_mask(g, (want ? full : 0) | g->keep);
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
   return carries;
 }
 
@@ -208,7 +213,7 @@ bool acl_gate_decided(acl_gate_t *g, const void *who, int coll, uint64_t bytes, 
 {
   if (!g)
     return false;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   g->st.decided++;
   bool carries = false;
   uint16_t k = find(g, who, coll, bytes, false);
@@ -223,7 +228,7 @@ bool acl_gate_decided(acl_gate_t *g, const void *who, int coll, uint64_t bytes, 
   } else {
     g->st.unseen++;
   }
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
   return carries;
 }
 
@@ -232,7 +237,7 @@ void acl_gate_stats(acl_gate_t *g, acl_gate_stats_t *out)
   memset(out, 0, sizeof(*out));
   if (!g)
     return;
-  pthread_mutex_lock(&g->mu);
+  gate_lock(g);
   *out = g->st;
-  pthread_mutex_unlock(&g->mu);
+  gate_unlock(g);
 }

@@ -65,9 +65,10 @@ struct acl_prof {
   uint64_t feed_retry_ns;
   /* counters */
   atomic_ulong samples;
-  pthread_mutex_t lat_mu;
-  double lat[LAT_N];
-  uint64_t nlat;
+  /* call-to-sample latencies (ns), a ring written without a lock by
+   * whichever thread delivers: a sample never waits on NCCL's thread */
+  _Atomic uint64_t lat_ns[LAT_N];
+  atomic_ulong nlat;
 };
 
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -93,9 +94,8 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, 
   s.compute_kernels = kernels;
   uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
-    pthread_mutex_lock(&p->lat_mu);
-    p->lat[p->nlat++ % LAT_N] = (double)(now - call_ns) * 1e-9;
-    pthread_mutex_unlock(&p->lat_mu);
+    uint64_t i = atomic_fetch_add_explicit(&p->nlat, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->lat_ns[i % LAT_N], now - call_ns, memory_order_relaxed);
   }
   atomic_fetch_add(&p->samples, 1);
   if (p->sink)
@@ -222,7 +222,6 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     acl_config_defaults(&p->cfg);
   p->sink = sink;
   p->user = user;
-  pthread_mutex_init(&p->lat_mu, NULL);
   pthread_mutex_init(&p->feed_mu, NULL);
   atomic_store(&p->source, SRC_NONE);
   if (p->cfg.mode == ACL_MODE_OFF || p->cfg.profiler == ACL_PROF_OFF) {
@@ -337,7 +336,6 @@ void acl_prof_destroy(acl_prof_t *p)
   acl_gate_destroy(p->gate);
   if (p->feed)
     munmap((void *)p->feed, sizeof(acl_simfeed_t));
-  pthread_mutex_destroy(&p->lat_mu);
   pthread_mutex_destroy(&p->feed_mu);
   free(p);
 }
@@ -459,9 +457,19 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
       if (d->collApi.graphCaptured)
         atomic_fetch_add_explicit(&r->captured_events, 1, memory_order_relaxed);
     }
-    /* The enqueue: NCCL just stamped its mask on this collective (gate.h). */
-    int coll = acl_coll_parse(d->collApi.func);
-    int dsz = acl_ncclev_dtype_size(d->collApi.datatype);
+    /* The enqueue: NCCL just stamped its mask on this collective (gate.h).
+     * NCCL names functions and types with the same literals every call. */
+    static __thread const char *func_s, *type_s;
+    static __thread int func_v = -1, type_v;
+    if (d->collApi.func != func_s) {
+      func_v = acl_coll_parse(d->collApi.func);
+      func_s = d->collApi.func;
+    }
+    if (d->collApi.datatype != type_s) {
+      type_v = acl_ncclev_dtype_size(d->collApi.datatype);
+      type_s = d->collApi.datatype;
+    }
+    int coll = func_v, dsz = type_v;
     if (r && p && p->gate && coll >= 0 && dsz > 0) {
       uint64_t bytes = (uint64_t)d->collApi.count * (uint64_t)dsz;
       if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
@@ -515,7 +523,6 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
     snprintf(out->source, sizeof(out->source), "none");
     return;
   }
-  acl_prof_t *mp = (acl_prof_t *)p; /* locks only */
   int src = atomic_load(&p->source);
   if (src == SRC_CUPTI && p->cupti && acl_cupti_backed_off(p->cupti))
     src = SRC_NCCL;
@@ -540,11 +547,11 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
   out->samples = atomic_load(&p->samples);
   out->ambiguous = as.ambiguous;
   out->mismatches = es.mismatches;
-  pthread_mutex_lock(&mp->lat_mu);
-  size_t n = p->nlat < LAT_N ? (size_t)p->nlat : LAT_N;
+  uint64_t nl = atomic_load_explicit(&p->nlat, memory_order_relaxed);
+  size_t n = nl < LAT_N ? (size_t)nl : LAT_N;
   double tmp[LAT_N];
-  memcpy(tmp, p->lat, n * sizeof(double));
-  pthread_mutex_unlock(&mp->lat_mu);
+  for (size_t i = 0; i < n; i++)
+    tmp[i] = (double)atomic_load_explicit(&p->lat_ns[i], memory_order_relaxed) * 1e-9;
   if (n > 0) {
     qsort(tmp, n, sizeof(double), dbl_cmp);
     out->sample_latency_seconds = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
