@@ -35,6 +35,7 @@ struct acl_gate {
   int keep;      /* bits always left on (CUDA-graph capture) */
   int now;       /* what the gate last stored there */
   uint16_t last; /* the key enqueued last */
+  int full;      /* the mask a sampled call needs (as the last enqueue said) */
   acl_gate_rule_fn rule;
   acl_gate_stats_t st;
   gent_t e[GATE_SLOTS];
@@ -171,6 +172,14 @@ void acl_gate_forget(acl_gate_t *g, const void *who)
   gate_unlock(g);
 }
 
+/* The key expected to be enqueued after key k: what followed it last time,
+ * itself until something did. */
+static const gent_t *predicted(const acl_gate_t *g, uint16_t k)
+{
+  const gent_t *e = &g->e[k];
+  return e->succ != GATE_NONE && g->e[e->succ].who ? &g->e[e->succ] : e;
+}
+
 static bool wants(const acl_gate_t *g, const gent_t *n)
 {
   return g->rule && n->shift < ACL_GATE_NEVER &&
@@ -200,9 +209,9 @@ bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes,
     if (g->last != GATE_NONE)
       g->e[g->last].succ = k;
     g->last = k;
-    const gent_t *n = e->succ != GATE_NONE && g->e[e->succ].who ? &g->e[e->succ] : e;
-    want = wants(g, n);
+    want = wants(g, predicted(g, k));
   }
+  g->full = full;
   store_mask(g, (want ? full : 0) | g->keep);
   gate_unlock(g);
   return carries;
@@ -225,6 +234,10 @@ bool acl_gate_decided(acl_gate_t *g, const void *who, int coll, uint64_t bytes, 
     e->base = (int64_t)call_idx - (int64_t)e->dec;
     e->dec++;
     e->shift = shift;
+    /* The next enqueue is stamped with what is there now: its rule may have
+     * just changed (a new block), so the mask follows the newest one. */
+    if (g->last != GATE_NONE)
+      store_mask(g, (wants(g, predicted(g, g->last)) ? g->full : 0) | g->keep);
   } else {
     g->st.unseen++;
   }

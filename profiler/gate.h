@@ -16,9 +16,10 @@
  * enqueued carries events (the mask it stamped is the one the gate left),
  * and sets the mask for the next enqueue of the process, predicted to be
  * the collective that followed this one last time, on whichever
- * communicator (a training step repeats its sequence). The tuner's
- * decision then learns from the enqueue record whether its call carries
- * events, exactly, groups and several communicators included. */
+ * communicator (a training step repeats its sequence); each decision sets
+ * it again with the newest rule. The tuner's decision then learns from the
+ * enqueue record whether its call carries events, exactly, groups and
+ * several communicators included. */
 #ifndef ACL_PROFILER_GATE_H
 #define ACL_PROFILER_GATE_H
 

@@ -280,20 +280,28 @@ Test(gate, group_decisions_take_their_own_enqueue)
   cr_assert(!acl_gate_enqueued(g, &who, B, 200, FULL));
   cr_assert(!acl_gate_decided(g, &who, B, 200, 0, 0));
   cr_assert(!acl_gate_decided(g, &who, A, 100, 0, 0));
-  /* step 2: after B the prediction is B itself (no successor yet): on */
-  cr_assert(!acl_gate_enqueued(g, &who, A, 100, FULL), "stamped before any rule was known");
+  /* step 2: the last decision left the mask for what follows B, B itself
+   * until something did: A comes instead and carries events all the same;
+   * A's enqueue predicts B (learnt in step 1), whose call 1 is sampled */
+  cr_assert(acl_gate_enqueued(g, &who, A, 100, FULL), "stamped by step 1's last decision");
   cr_assert_eq(mask, FULL | ncclProfileCollApi, "B follows A and samples every call");
   cr_assert(acl_gate_enqueued(g, &who, B, 200, FULL));
-  /* NCCL decides the larger first */
+  /* NCCL decides the larger first; each decision learns its own stamp */
   cr_assert(acl_gate_decided(g, &who, B, 200, 1, 0), "B's enqueue carried events");
-  cr_assert(!acl_gate_decided(g, &who, A, 100, 1, 0), "A's did not");
+  cr_assert(acl_gate_decided(g, &who, A, 100, 1, 0), "so did A's");
+  /* a decision whose enqueue was not seen is not measured */
+  cr_assert(!acl_gate_decided(g, &who, A, 100, 2, ACL_GATE_NEVER), "no enqueue of call 2 yet");
+  /* the stamp is what the mask held, whatever A's own rule says now */
+  acl_gate_enqueued(g, &who, A, 100, FULL);
+  cr_assert(acl_gate_decided(g, &who, A, 100, 2, ACL_GATE_NEVER));
+  cr_assert_eq(mask & FULL, FULL, "B is expected next, on its every-call rule");
   /* a decision with no enqueue of its size (NCCL aggregated it): not measured */
   cr_assert(!acl_gate_decided(g, &who, A, 300, 0, 0));
   acl_gate_stats_t st;
   acl_gate_stats(g, &st);
-  cr_assert_eq(st.enqueued, 4);
-  cr_assert_eq(st.carried, 1);
-  cr_assert_eq(st.unseen, 1);
+  cr_assert_eq(st.enqueued, 5);
+  cr_assert_eq(st.carried, 3);
+  cr_assert_eq(st.unseen, 2);
   acl_gate_destroy(g);
 }
 
