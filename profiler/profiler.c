@@ -42,6 +42,10 @@ typedef struct prank {
    * calls carry events. Until then (a direct user of this API) every
    * decided call is taken to carry them, as NCCL alone decides. */
   atomic_bool enq_seen;
+  /* The enqueue's names parsed (NCCL passes the same literals every call;
+   * a communicator's collectives come from one thread at a time). */
+  const char *func_s, *type_s;
+  int func_v, type_v;
   /* What NCCL's own choice last ran per workload (its Coll events; CUPTI
    * samples carry none): widx:32 | channels:16 | algo:8 | proto:8, by
    * widx % OWN_N, written under the NCCL-event source's lock. */
@@ -357,6 +361,7 @@ void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int 
     return NULL;
   r->p = p;
   r->rank_ctx = rank_ctx;
+  r->func_v = -1;
   r->comm_id = comm_id;
   r->rank = rank;
   r->nranks = nranks > 0 ? nranks : 1;
@@ -459,17 +464,15 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
     }
     /* The enqueue: NCCL just stamped its mask on this collective (gate.h).
      * NCCL names functions and types with the same literals every call. */
-    static __thread const char *func_s, *type_s;
-    static __thread int func_v = -1, type_v;
-    if (d->collApi.func != func_s) {
-      func_v = acl_coll_parse(d->collApi.func);
-      func_s = d->collApi.func;
+    if (r && d->collApi.func != r->func_s) {
+      r->func_v = acl_coll_parse(d->collApi.func);
+      r->func_s = d->collApi.func;
     }
-    if (d->collApi.datatype != type_s) {
-      type_v = acl_ncclev_dtype_size(d->collApi.datatype);
-      type_s = d->collApi.datatype;
+    if (r && d->collApi.datatype != r->type_s) {
+      r->type_v = acl_ncclev_dtype_size(d->collApi.datatype);
+      r->type_s = d->collApi.datatype;
     }
-    int coll = func_v, dsz = type_v;
+    int coll = r ? r->func_v : -1, dsz = r ? r->type_v : 0;
     if (r && p && p->gate && coll >= 0 && dsz > 0) {
       uint64_t bytes = (uint64_t)d->collApi.count * (uint64_t)dsz;
       if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
