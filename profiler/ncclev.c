@@ -319,7 +319,7 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
       e->st.colls_matched++;
       check_mismatch(e, r, &c->tag, d);
       if (e->coll_hook)
-        e->coll_hook(e->coll_u, &c->tag, c->nch);
+        e->coll_hook(e->coll_u, c->user, &c->tag, c->nch, c->ran_algo, c->ran_proto);
     } else {
       e->st.colls_unmatched++; /* not a tuned call (or its tag expired) */
     }

@@ -39,8 +39,10 @@ typedef struct acl_ncclev_rank acl_ncclev_rank_t;
 
 acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u);
 /* Called (under the source's lock: must not block) when a tagged Coll event
- * arrives, with the channel count NCCL actually ran. */
-typedef void (*acl_ev_coll_fn)(void *u, const acl_call_tag_t *tag, int nchannels);
+ * arrives, with the rank's user pointer and what NCCL actually ran (algo,
+ * proto -1 when unknown). */
+typedef void (*acl_ev_coll_fn)(void *u, void *rank_user, const acl_call_tag_t *tag, int nchannels,
+                               int algo, int proto);
 void acl_ncclev_set_coll_hook(acl_ncclev_t *e, acl_ev_coll_fn fn, void *u);
 void acl_ncclev_destroy(acl_ncclev_t *e);
 acl_ncclev_rank_t *acl_ncclev_rank_create(acl_ncclev_t *e, void *user, int nranks);

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/attrib.h"
+#include "profiler/gate.h"
 #include "profiler/ncclev.h"
 #include "profiler/prof_cupti.h"
 #include "profiler/simfeed.h"
@@ -26,6 +27,7 @@ static const char *const src_names[] = {"none", "cupti", "nccl", "sim"};
 
 #define LAT_N 512
 #define ACL_PROF_MAX_COMMS 64 /* beyond: not tracked (a shared process is seen by then) */
+#define OWN_N 64
 
 typedef struct prank {
   acl_prof_t *p;
@@ -37,6 +39,18 @@ typedef struct prank {
    * read by getCollInfo, which NCCL runs after ncclGroupEnd. */
   atomic_bool captured;
   atomic_ulong captured_events;
+  /* NCCL reported an enqueue (CollApi) for this rank: the gate knows which
+   * calls carry events. Until then (a direct user of this API) every
+   * decided call is taken to carry them, as NCCL alone decides. */
+  atomic_bool enq_seen;
+  /* The enqueue's names parsed (NCCL passes the same literals every call;
+   * a communicator's collectives come from one thread at a time). */
+  const char *func_s, *type_s;
+  int func_v, type_v;
+  /* What NCCL's own choice last ran per workload (its Coll events; CUPTI
+   * samples carry none): widx:32 | channels:16 | algo:8 | proto:8, by
+   * widx % OWN_N, written under the NCCL-event source's lock. */
+  _Atomic uint64_t own[OWN_N];
 } prank_t;
 
 struct acl_prof {
@@ -49,6 +63,7 @@ struct acl_prof {
   acl_attr_t *attr;
   acl_cupti_t *cupti;
   acl_ncclev_t *ev;
+  acl_gate_t *gate; /* which calls carry NCCL's events (gate.h) */
   /* sim feed */
   pthread_mutex_t feed_mu;
   const acl_simfeed_t *feed;
@@ -61,9 +76,10 @@ struct acl_prof {
   atomic_bool shared_process;
   /* counters */
   atomic_ulong samples;
-  pthread_mutex_t lat_mu;
-  double lat[LAT_N];
-  uint64_t nlat;
+  /* call-to-sample latencies (ns), a ring written without a lock by
+   * whichever thread delivers: a sample never waits on NCCL's thread */
+  _Atomic uint64_t lat_ns[LAT_N];
+  atomic_ulong nlat;
 };
 
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -89,13 +105,38 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, 
   s.compute_kernels = kernels;
   uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
-    pthread_mutex_lock(&p->lat_mu);
-    p->lat[p->nlat++ % LAT_N] = (double)(now - call_ns) * 1e-9;
-    pthread_mutex_unlock(&p->lat_mu);
+    uint64_t i = atomic_fetch_add_explicit(&p->nlat, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->lat_ns[i % LAT_N], now - call_ns, memory_order_relaxed);
   }
   atomic_fetch_add(&p->samples, 1);
   if (p->sink)
     p->sink(p->user, &s);
+}
+
+static void own_hook(void *u, void *rank_user, const acl_call_tag_t *tag, int nch, int algo,
+                     int proto)
+{
+  (void)u;
+  prank_t *r = rank_user;
+  if (!r || tag->cand.algo != ACL_ALGO_NCCL || nch <= 0 || nch > 0xffff)
+    return;
+  uint64_t v = (uint64_t)tag->widx << 32 | (uint64_t)nch << 16 | (uint64_t)(uint8_t)algo << 8 |
+               (uint64_t)(uint8_t)proto;
+  atomic_store_explicit(&r->own[tag->widx % OWN_N], v, memory_order_relaxed);
+}
+
+/* ran[]: a CUPTI sample of NCCL's own choice gets what its workload's
+ * latest Coll event said NCCL ran. */
+static void own_fill(const prank_t *r, const acl_call_tag_t *tag, int ran[3])
+{
+  if (!r || tag->cand.algo != ACL_ALGO_NCCL || ran[2] > 0)
+    return;
+  uint64_t v = atomic_load_explicit(&r->own[tag->widx % OWN_N], memory_order_relaxed);
+  if (!v || (uint32_t)(v >> 32) != tag->widx)
+    return;
+  ran[0] = (int8_t)(v >> 8);
+  ran[1] = (int8_t)v;
+  ran[2] = (int)(v >> 16 & 0xffff);
 }
 
 /* CUPTI path: called from the flush thread (or a synchronous flush). */
@@ -108,9 +149,10 @@ static void cupti_batch(void *u, bool final)
   do {
     n = acl_attr_process(p->attr, final, acl_mono_ns(), buf, 128, &more);
     for (size_t i = 0; i < n; i++) {
+      int ran[3] = {-1, -1, 0};
+      own_fill(buf[i].user, &buf[i].tag, ran);
       deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
-              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct),
-              (const int[3]){-1, -1, 0});
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
     }
   } while (more);
 }
@@ -191,7 +233,6 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     acl_config_defaults(&p->cfg);
   p->sink = sink;
   p->user = user;
-  pthread_mutex_init(&p->lat_mu, NULL);
   pthread_mutex_init(&p->feed_mu, NULL);
   pthread_mutex_init(&p->comms_mu, NULL);
   atomic_store(&p->source, SRC_NONE);
@@ -201,7 +242,13 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
     return p;
   }
   p->ev = acl_ncclev_create(ev_emit, p);
-  if (!p->ev) {
+  acl_ncclev_set_coll_hook(p->ev, own_hook, p);
+  p->gate = acl_gate_create(opts ? opts->rule : NULL);
+  if (!p->ev || !p->gate) {
+    acl_ncclev_destroy(p->ev);
+    acl_gate_destroy(p->gate);
+    p->ev = NULL;
+    p->gate = NULL;
     acl_warn("profiler: out of memory; no samples");
     return p;
   }
@@ -289,12 +336,18 @@ void acl_prof_destroy(acl_prof_t *p)
              (unsigned long long)es.samples, (unsigned long long)es.mismatches,
              (unsigned long long)es.clamped, (unsigned long long)es.unsampled,
              (unsigned long long)es.pool_exhausted);
+    acl_gate_stats_t gs;
+    acl_gate_stats(p->gate, &gs);
+    acl_info("profiler: %llu collectives enqueued, %llu of them with events; %llu decisions, "
+             "%llu without an enqueue of their size (aggregated by NCCL)",
+             (unsigned long long)gs.enqueued, (unsigned long long)gs.carried,
+             (unsigned long long)gs.decided, (unsigned long long)gs.unseen);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);
+  acl_gate_destroy(p->gate);
   if (p->feed)
     munmap((void *)p->feed, sizeof(acl_simfeed_t));
-  pthread_mutex_destroy(&p->lat_mu);
   pthread_mutex_destroy(&p->feed_mu);
   pthread_mutex_destroy(&p->comms_mu);
   free(p);
@@ -350,6 +403,7 @@ void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int 
     return NULL;
   r->p = p;
   r->rank_ctx = rank_ctx;
+  r->func_v = -1;
   r->comm_id = comm_id;
   r->rank = rank;
   r->nranks = nranks > 0 ? nranks : 1;
@@ -368,13 +422,23 @@ void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank)
   if (p && r->nranks > 1)
     comm_count(p, r->comm_id, -1);
   acl_ncclev_rank_destroy(p ? p->ev : NULL, r->evr);
+  acl_gate_forget(p ? p->gate : NULL, r);
   free(r);
 }
 
-void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
+                      uint8_t sample_shift, bool captured)
 {
   prank_t *r = prof_rank;
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
+    return;
+  /* While a CUPTI window is open CUPTI sees every call; otherwise only the
+   * calls whose enqueue carried events are measured. A captured call's
+   * kernel runs at the graph's replays, which never come back. */
+  bool carries = acl_gate_decided(p->gate, r, tag->coll, tag->nbytes, tag->call_idx,
+                                  sample_shift > ACL_GATE_NEVER ? ACL_GATE_NEVER : sample_shift) ||
+                 !atomic_load_explicit(&r->enq_seen, memory_order_relaxed);
+  if (captured || !(carries || cupti_live(p)))
     return;
   uint64_t now = acl_mono_ns();
   if (atomic_load(&p->source) == SRC_CUPTI && acl_cupti_begin(p->cupti)) {
@@ -389,6 +453,23 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag)
   }
   /* Coll events are checked for mismatches whatever the source. */
   acl_ncclev_push(p->ev, r->evr, tag, now);
+}
+
+int acl_prof_mask_init(acl_prof_t *p, int *mask, bool online)
+{
+  if (!mask)
+    return 0;
+  if (!p || !p->gate) {
+    *mask = online ? ACL_PROF_CAPTURE_MASK : 0;
+    return *mask;
+  }
+  return acl_gate_set_mask(p->gate, mask, online ? ACL_PROF_CAPTURE_MASK : 0);
+}
+
+void acl_prof_mask_release(acl_prof_t *p, int *mask)
+{
+  if (p)
+    acl_gate_release_mask(p->gate, mask);
 }
 
 int acl_prof_nccl_mask(const acl_prof_t *p)
@@ -424,6 +505,25 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
       atomic_store_explicit(&r->captured, d->collApi.graphCaptured, memory_order_relaxed);
       if (d->collApi.graphCaptured)
         atomic_fetch_add_explicit(&r->captured_events, 1, memory_order_relaxed);
+    }
+    /* The enqueue: NCCL just stamped its mask on this collective (gate.h).
+     * NCCL names functions and types with the same literals every call. */
+    if (r && d->collApi.func != r->func_s) {
+      r->func_v = acl_coll_parse(d->collApi.func);
+      r->func_s = d->collApi.func;
+    }
+    if (r && d->collApi.datatype != r->type_s) {
+      r->type_v = acl_ncclev_dtype_size(d->collApi.datatype);
+      r->type_s = d->collApi.datatype;
+    }
+    int coll = r ? r->func_v : -1, dsz = r ? r->type_v : 0;
+    if (r && p && p->gate && coll >= 0 && dsz > 0) {
+      uint64_t bytes = (uint64_t)d->collApi.count * (uint64_t)dsz;
+      if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
+        bytes *= (uint64_t)r->nranks; /* the tuner sees the whole buffer */
+      acl_gate_enqueued(p->gate, r, coll, bytes, acl_prof_nccl_mask(p));
+      if (!atomic_load_explicit(&r->enq_seen, memory_order_relaxed))
+        atomic_store_explicit(&r->enq_seen, true, memory_order_relaxed);
     }
     return ncclSuccess;
   }
@@ -470,7 +570,6 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
     snprintf(out->source, sizeof(out->source), "none");
     return;
   }
-  acl_prof_t *mp = (acl_prof_t *)p; /* locks only */
   int src = atomic_load(&p->source);
   if (src == SRC_CUPTI && p->cupti && acl_cupti_backed_off(p->cupti))
     src = SRC_NCCL;
@@ -495,11 +594,11 @@ void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
   out->samples = atomic_load(&p->samples);
   out->ambiguous = as.ambiguous;
   out->mismatches = es.mismatches;
-  pthread_mutex_lock(&mp->lat_mu);
-  size_t n = p->nlat < LAT_N ? (size_t)p->nlat : LAT_N;
+  uint64_t nl = atomic_load_explicit(&p->nlat, memory_order_relaxed);
+  size_t n = nl < LAT_N ? (size_t)nl : LAT_N;
   double tmp[LAT_N];
-  memcpy(tmp, p->lat, n * sizeof(double));
-  pthread_mutex_unlock(&mp->lat_mu);
+  for (size_t i = 0; i < n; i++)
+    tmp[i] = (double)atomic_load_explicit(&p->lat_ns[i], memory_order_relaxed) * 1e-9;
   if (n > 0) {
     qsort(tmp, n, sizeof(double), dbl_cmp);
     out->sample_latency_seconds = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
@@ -534,10 +633,4 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
 int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)
 {
   return p ? acl_attr_top_names(p->attr, names, counts, max) : 0;
-}
-
-void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user)
-{
-  if (p)
-    acl_ncclev_set_coll_hook(p->ev, fn, user);
 }

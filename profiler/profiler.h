@@ -35,7 +35,9 @@ typedef struct acl_prof_sample {
   double seconds;           /* GPU time of the collective on this rank */
   float overlap;            /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
-  int ran_nch;              /* channels NCCL ran (its Coll event), 0 unknown */
+  /* channels NCCL ran (its Coll event), 0 unknown; for a CUPTI sample of
+   * NCCL's own choice, what the workload's latest such Coll event said */
+  int ran_nch;
   /* For the trace recorder (docs/trace.md). */
   uint64_t call_ns;             /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
   uint64_t gpu_start, gpu_stop; /* the source's stamps, ns (GPU globaltimer, CUPTI) */
@@ -58,11 +60,25 @@ void acl_prof_destroy(acl_prof_t *p); /* flushes; accepts NULL */
 void *acl_prof_rank_attach(acl_prof_t *p, void *rank_ctx, uint64_t comm_id, int rank, int nranks);
 void acl_prof_rank_detach(acl_prof_t *p, void *prof_rank);
 
-/* Tuner side, on the calling thread, right after a decision. */
-void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag);
+/* Tuner side, on the calling thread, right after every decision (captured:
+ * the call is being captured into a CUDA graph). The decision's block
+ * samples 1 call in 2^sample_shift (ACL_GATE_SAMPLE_NEVER: none): the profiler turns NCCL's
+ * events on for the calls that rule picks, as well as NCCL lets it
+ * (profiler/gate.h), and measures the call when it carries them. */
+#define ACL_GATE_SAMPLE_NEVER 15
+void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
+                      uint8_t sample_shift, bool captured);
 
-/* NCCL profiler v5 events for this rank (the plugin forwards them). The
- * returned mask is what the plugin asks NCCL for. */
+/* NCCL's event mask, from a communicator's profiler init: one int for the
+ * process, which the profiler keeps from then on. online: the calls need
+ * their CUDA-graph capture bit (ACL_PROF_CAPTURE_MASK). Returns what it
+ * wrote there. */
+int acl_prof_mask_init(acl_prof_t *p, int *mask, bool online);
+/* Its communicator's profiler finalize: the mask is no longer written. */
+void acl_prof_mask_release(acl_prof_t *p, int *mask);
+
+/* The events a sampled call needs from NCCL now (profiler v5 events; the
+ * plugin forwards them). */
 int acl_prof_nccl_mask(const acl_prof_t *p);
 
 /* CUDA-graph capture (README, CUDA graphs). NCCL >= 2.28 (profiler v5)
@@ -98,6 +114,10 @@ typedef struct acl_prof_opts {
   unsigned flush_us;         /* CUPTI flush period while calls wait; 0 = 2000 us */
   unsigned on_ms, period_ms; /* window rule instead of AUTOCCL_CUPTI_WINDOW (period_ms > 0) */
   bool keep_attached;        /* close windows by disabling kinds only (GPU check) */
+  /* The sampling rule (profiler/gate.h): whether call `call` of a workload
+   * whose block samples 1 call in 2^shift carries NCCL's events. NULL:
+   * NCCL's events stay off (CUPTI windows still sample every call). */
+  bool (*rule)(uint8_t shift, uint64_t call);
 } acl_prof_opts_t;
 acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user,
                                const acl_prof_opts_t *opts);
@@ -108,12 +128,6 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
  * windows KernelCh events supply durations (acl_prof_nccl_mask follows). */
 /* Whether CUPTI is the sample source (its duty cycle is the plugin's). */
 bool acl_prof_is_cupti(const acl_prof_t *p);
-
-/* Told, for each tagged call whose NCCL Coll event arrives, how many channels
- * NCCL ran (from NCCL's own choice this is its default channel count, the
- * search's starting point). Runs under the profiler's lock: must not block. */
-typedef void (*acl_prof_coll_fn)(void *user, const acl_call_tag_t *tag, int nchannels);
-void acl_prof_set_coll_hook(acl_prof_t *p, acl_prof_coll_fn fn, void *user);
 
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;

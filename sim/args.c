@@ -40,7 +40,7 @@ void acl_sim_usage(FILE *f)
         "                         <exe dir>/../tuner/, <exe dir>/, <exe dir>/../lib/)\n"
         "\n"
         "Workload and performance:\n"
-        "  --workload W           fsdp-llama8b | ddp | tp | mixed (default mixed)\n"
+        "  --workload W           fsdp-llama8b | ddp | tp | mixed | torch-fsdp (default mixed)\n"
         "  --landscape L          h200 | h200-traces[:single] (replay of recorded traces,\n"
         "                         docs/trace.md) | h200-1gpu-traces[:single] (recorded on\n"
         "                         one H200, 2 ranks, NCCL 2.30) | synthetic[:SEED] (default h200)\n"
@@ -272,7 +272,7 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       break;
     case OPT_WORKLOAD:
       if ((l = acl_sim_mix_parse(optarg)) < 0)
-        BAD("--workload '%s': expected fsdp-llama8b, ddp, tp or mixed", optarg);
+        BAD("--workload '%s': expected fsdp-llama8b, ddp, tp, mixed or torch-fsdp", optarg);
       o->mix = (acl_sim_mix_t)l;
       break;
     case OPT_LAND: {

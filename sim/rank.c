@@ -39,8 +39,24 @@ void acl_sim_rank_note_error(rank_drv_t *d, const char *fmt, const char *what, i
     snprintf(d->slot->error, sizeof(d->slot->error), fmt, d->rank, what, rc);
 }
 
+/* The enqueue of a call (collTaskAppend): NCCL reads the process's event
+ * mask now and stamps it on the task, then emits the API events; the
+ * tuner is asked later, at ncclGroupEnd, so what it sets applies from the
+ * next enqueue on. `nth` counts the calls of the same communicator already
+ * enqueued in this group. */
+void acl_sim_rank_enqueue(rank_drv_t *d, const acl_sim_call_t *call, int nth)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  comm_rank_t *cr = &d->comms[call->comm];
+  uint64_t k = cr->ncalls + (uint64_t)nth;
+  d->api_mask = acl_sim_event_mask();
+  d->captured = o->capture_every && k % o->capture_every == o->capture_every - 1;
+  if (o->nranks > 1) /* a one-rank collective never reaches collTaskAppend */
+    acl_sim_rank_api_events(d, call, d->captured);
+}
+
 /* getCollInfo and NCCL's choice: sets d->ran / d->failed_call. */
-static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
+void acl_sim_rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
 {
   const acl_sim_opts_t *o = d->w->o;
   const acl_landscape_t *land = d->w->land;
@@ -63,13 +79,7 @@ static void rank_decide(rank_drv_t *d, const acl_sim_call_t *call)
   int nch = 0, v2_algo = NCCL_ALGO_UNDEF, v2_proto = NCCL_PROTO_UNDEF;
   ncclResult_t rc = ncclSuccess;
   d->failed_call = false;
-  /* NCCL reads its event mask when the call is enqueued, before asking the
-   * tuner; what the tuner sets applies from the next call on. */
-  cr->api_mask = cr->mask;
-  d->captured = o->capture_every && cr->ncalls % o->capture_every == o->capture_every - 1;
   d->nccl_left = false;
-  if (o->nranks > 1) /* a one-rank collective never reaches collTaskAppend */
-    acl_sim_rank_api_events(d, call, d->captured);
   if (cr->tinit && o->nranks > 1) { /* NCCL skips the tuner for 1 rank */
     double t0 = acl_mono_s();
     switch (d->pl->tuner_version) {
@@ -188,7 +198,7 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
           acl_land_connect_seconds(land, call->coll, call->nbytes, level, a, cr->conn[a], need);
       cr->conn[a] = (int16_t)need;
     }
-    if (cr->mask & (ncclProfileColl | ncclProfileKernelCh))
+    if (d->api_mask & (ncclProfileColl | ncclProfileKernelCh))
       extra += acl_land_event_seconds(land, call->coll, call->nbytes);
     return worst + extra;
   }
@@ -218,7 +228,7 @@ int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call)
 
 /* "Runs" the decided call: advances the GPU clock, emits profiler events,
  * logs the decision. Returns simulated seconds. */
-static double rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
+double acl_sim_rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
 {
   double sec = 0;
   if (!d->failed_call) {
@@ -432,18 +442,27 @@ static void drive(rank_drv_t *ds, int n)
       publish_overlap(&ds[i], level);
     if (o->churn_every && step > 0 && step % o->churn_every == 0)
       churn(ds, n, o->group_mode || o->ranks_per_proc == 1);
-    for (size_t k = 0; k < w->step->ncalls; k++) {
-      const acl_sim_call_t *call = &w->step->calls[k];
+    for (size_t k = 0; k < w->step->ncalls;) {
+      const acl_sim_call_t *grp[ACL_SIM_GROUP_MAX];
+      int m = acl_sim_group_at(w->step, k, step, grp);
       lag_window(&ds[0], step * w->step->ncalls + k);
       jitter(&ds[0]);
-      /* NCCL group semantics: every rank's getCollInfo, then the launches. */
-      for (int i = 0; i < n; i++)
-        rank_decide(&ds[i], call);
       double sec = 0;
-      for (int i = 0; i < n; i++) {
-        double s = rank_run(&ds[i], call, level);
-        sec = s > sec ? s : sec;
+      if (m == 1) {
+        /* NCCL group semantics: every rank's getCollInfo, then the launches. */
+        for (int i = 0; i < n; i++) {
+          acl_sim_rank_enqueue(&ds[i], grp[0], 0);
+          acl_sim_rank_decide(&ds[i], grp[0]);
+        }
+        for (int i = 0; i < n; i++) {
+          double s = acl_sim_rank_run(&ds[i], grp[0], level);
+          sec = s > sec ? s : sec;
+        }
+      } else {
+        for (int i = 0; i < n; i++)
+          sec = fmax(sec, acl_sim_rank_group(&ds[i], grp, m, level));
       }
+      k += (size_t)m;
       if (o->realtime)
         sleep_s(sec * o->slowdown);
     }

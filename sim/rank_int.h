@@ -14,8 +14,6 @@
 typedef struct comm_rank {
   void *tctx, *pctx;
   bool tinit, pinit;
-  int mask;
-  int api_mask; /* the mask when the call was enqueued: what NCCL stamps on it */
   uint64_t seq[ACL_NUM_COLL];
   uint64_t ncalls;            /* calls on this communicator (same on every rank) */
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
@@ -38,7 +36,14 @@ typedef struct rank_drv {
   bool failed_call;
   bool captured;  /* the call in flight is being captured into a CUDA graph */
   bool nccl_left; /* the plugin left NCCL's own choice for it */
+  int api_mask;   /* the event mask when it was enqueued: what NCCL stamps on it */
 } rank_drv_t;
+
+/* NCCL's event mask: one int for the whole process (ncclProfilerEventMask,
+ * src/plugin/profiler.cc), whose address every communicator's profiler init
+ * gets; NCCL reads it once per collective, when the collective is enqueued
+ * (collTaskAppend), and stamps it on the task. */
+int acl_sim_event_mask(void);
 
 /* Counts a plugin error on this rank's slot and keeps the first message
  * (fmt takes the rank, what and rc). */
@@ -52,10 +57,25 @@ int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen);
 void acl_sim_rank_comm_fini(rank_drv_t *d, int c);
 /* What NCCL >= 2.28 emits when it enqueues a collective (collTaskAppend),
  * before the group reaches getCollInfo: GroupApi and CollApi events, the
- * latter with graphCaptured, each only when the stamped mask enables it. */
+ * latter with graphCaptured, each only when the stamped mask (d->api_mask)
+ * enables it. */
 void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool captured);
 /* The Coll and KernelCh events of a call that ran [start_ns, +dur_ns). */
 void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_t start_ns,
                               uint64_t dur_ns);
+
+/* sim/rank.c: one call's enqueue (the mask stamped, the API events; nth:
+ * calls of its communicator already enqueued in its group), getCollInfo
+ * and NCCL's choice, and its run (events, log; returns seconds). */
+void acl_sim_rank_enqueue(rank_drv_t *d, const acl_sim_call_t *call, int nth);
+void acl_sim_rank_decide(rank_drv_t *d, const acl_sim_call_t *call);
+double acl_sim_rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level);
+
+/* sim/rank_group.c. The calls issued together from call k of the step,
+ * in enqueue order (returns how many, <= ACL_SIM_GROUP_MAX), and a
+ * coalesced group's run on one rank (returns the slowest call's seconds). */
+#define ACL_SIM_GROUP_MAX 8
+int acl_sim_group_at(const acl_sim_step_t *st, size_t k, uint64_t step, const acl_sim_call_t **out);
+double acl_sim_rank_group(rank_drv_t *d, const acl_sim_call_t **g, int m, double level);
 
 #endif

@@ -6,6 +6,10 @@
 
 #include "sim/rank_int.h"
 
+static int sim_event_mask;
+
+int acl_sim_event_mask(void) { return __atomic_load_n(&sim_event_mask, __ATOMIC_RELAXED); }
+
 static void fill_constants(ncclTunerConstants_v5_t *k)
 {
   /* Plausible NCCL 2.28 values (µs, GB/s); the plugin may read them. */
@@ -41,10 +45,10 @@ int acl_sim_rank_comm_init(rank_drv_t *d, int c, char *err, size_t errlen)
     }
   snprintf(name, sizeof(name), "%s-%d", first >= 0 ? acl_sim_group_name(first) : "idle", c);
   if (d->pl->prof || d->pl->prof6) {
-    cr->mask = 0;
-    /* v6 (NCCL 2.30) has v5's init, stopEvent, recordEventState, finalize. */
+    /* v6 (NCCL 2.30) has v5's init, stopEvent, recordEventState, finalize;
+     * every communicator gets the process's one mask (whatever it holds). */
     ncclResult_t rc = (d->pl->prof6 ? d->pl->prof6->init : d->pl->prof->init)(
-        &cr->pctx, id, &cr->mask, name, o->nhosts, o->nranks, d->rank, acl_sim_logger);
+        &cr->pctx, id, &sim_event_mask, name, o->nhosts, o->nranks, d->rank, acl_sim_logger);
     if (rc != ncclSuccess) {
       /* NCCL disables the profiler for this communicator and goes on. */
       acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "init", rc);
@@ -152,7 +156,7 @@ void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool cap
                         ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
   void *gh = NULL, *ch = NULL;
   ncclResult_t rc;
-  if (cr->api_mask & group_mask) {
+  if (d->api_mask & group_mask) {
     ncclProfilerEventDescr_v5_t g;
     memset(&g, 0, sizeof(g));
     g.type = ncclProfileGroupApi;
@@ -161,7 +165,7 @@ void acl_sim_rank_api_events(rank_drv_t *d, const acl_sim_call_t *call, bool cap
     if ((rc = prof_start(d, cr->pctx, &gh, &g)) != ncclSuccess)
       acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "startEvent(GroupApi)", rc);
   }
-  if (cr->api_mask & coll_mask) {
+  if (d->api_mask & coll_mask) {
     ncclProfilerEventDescr_v5_t e;
     memset(&e, 0, sizeof(e));
     e.type = ncclProfileCollApi;
@@ -191,7 +195,7 @@ void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_
   uint64_t seq = cr->seq[call->coll]++;
   void *coll_h = NULL;
   ncclResult_t rc;
-  if (cr->api_mask & ncclProfileColl) {
+  if (d->api_mask & ncclProfileColl) {
     ncclProfilerEventDescr_v5_t e;
     memset(&e, 0, sizeof(e));
     e.type = ncclProfileColl;
@@ -212,7 +216,7 @@ void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_
     if (coll_h && (rc = prof_stop(d)(coll_h)) != ncclSuccess)
       acl_sim_rank_note_error(d, "rank %d: profiler %s returned %d", "stopEvent(Coll)", rc);
   }
-  if (!(cr->api_mask & ncclProfileKernelCh))
+  if (!(d->api_mask & ncclProfileKernelCh))
     return;
   uint64_t skew = dur_ns / 8;
   for (int ch = 0; ch < nch; ch++) {

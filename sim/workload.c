@@ -20,6 +20,13 @@ typedef struct {
   int repeat;
 } pattern_t;
 
+typedef struct {
+  pattern_t p;
+  bool paired;   /* each repetition is one coalesced group with the next entry's */
+  bool swap_odd; /* (acl_sim_call_t) */
+  uint16_t comm; /* its communicator, when the run has that many (else 0) */
+} tpattern_t;
+
 /* Full patterns; "lite" ones are what the mixed workload takes of each. */
 static const pattern_t fsdp_full[] = {
     {ncclFuncAllGather, LLAMA_EMBED_BYTES, 1},
@@ -50,13 +57,27 @@ static const pattern_t tp_lite[] = {
     {ncclFuncAllReduce, 64 * 1024, 2},
 };
 
+/* The 2-rank FSDP2 job measured on one H200 (8 Llama-style layers, hidden
+ * 2048, bf16 parameters, fp32 reduce; nBytes as its job report gave them):
+ * forward gathers, then backward gathers each coalesced with a gradient
+ * reduce-scatter, and a small AllReduce (the loss) on a second
+ * communicator that comes before or after the last reduce-scatter. */
+static const tpattern_t torch_fsdp[] = {
+    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0},
+    {{ncclFuncAllGather, 102768640ull, 8}, false, false, 0},
+    {{ncclFuncAllGather, 102768640ull, 8}, true, false, 0},
+    {{ncclFuncReduceScatter, 205537280ull, 8}, false, false, 0},
+    {{ncclFuncAllReduce, 4096, 1}, false, true, 1},
+    {{ncclFuncReduceScatter, 524296192ull, 1}, false, false, 0},
+};
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const mix_names[] = {"fsdp-llama8b", "ddp", "tp", "mixed"};
+static const char *const mix_names[] = {"fsdp-llama8b", "ddp", "tp", "mixed", "torch-fsdp"};
 
 int acl_sim_mix_parse(const char *s)
 {
-  for (int i = 0; s && i < 4; i++)
+  for (int i = 0; s && i < 5; i++)
     if (strcmp(s, mix_names[i]) == 0)
       return i;
   if (s && strcmp(s, "fsdp") == 0)
@@ -64,8 +85,55 @@ int acl_sim_mix_parse(const char *s)
   return -1;
 }
 
-const char *acl_sim_mix_name(acl_sim_mix_t m) { return (unsigned)m < 4 ? mix_names[m] : "?"; }
+const char *acl_sim_mix_name(acl_sim_mix_t m) { return (unsigned)m < 5 ? mix_names[m] : "?"; }
 const char *acl_sim_group_name(int g) { return g >= 0 && g < 3 ? mix_names[g] : "?"; }
+
+static int add_call(acl_sim_step_t *s, size_t *cap, const tpattern_t *tp, int group, int comm,
+                    int nranks, uint8_t cgroup)
+{
+  if (s->ncalls == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    acl_sim_call_t *n = realloc(s->calls, ncap * sizeof(*n));
+    if (!n)
+      return -1;
+    s->calls = n;
+    *cap = ncap;
+  }
+  acl_sim_call_t *c = &s->calls[s->ncalls++];
+  memset(c, 0, sizeof(*c));
+  c->coll = tp->p.coll;
+  c->group = (uint8_t)group;
+  c->comm = (uint16_t)comm;
+  c->nbytes = acl_sim_round_bytes(tp->p.coll, tp->p.nbytes, nranks, ACL_SIM_DTYPE_BYTES);
+  c->cgroup = cgroup;
+  c->swap_odd = tp->swap_odd;
+  return 0;
+}
+
+/* torch-fsdp: a paired entry and the next one go together, repetition by
+ * repetition, each pair a coalesced group of its own. */
+static int add_torch(acl_sim_step_t *s, size_t *cap, int group, int ncomms, int nranks)
+{
+  uint8_t g = 0;
+  for (size_t i = 0; i < N(torch_fsdp); i++) {
+    const tpattern_t *p = &torch_fsdp[i];
+    int comm = p->comm < ncomms ? p->comm : 0;
+    if (p->paired && i + 1 < N(torch_fsdp)) {
+      for (int r = 0; r < p->p.repeat; r++) {
+        g = (uint8_t)(g % 250 + 1);
+        if (add_call(s, cap, p, group, comm, nranks, g) ||
+            add_call(s, cap, &torch_fsdp[i + 1], group, comm, nranks, g))
+          return -1;
+      }
+      i++;
+      continue;
+    }
+    for (int r = 0; r < p->p.repeat; r++)
+      if (add_call(s, cap, p, group, comm, nranks, 0))
+        return -1;
+  }
+  return 0;
+}
 
 static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_t npat, int group,
                      int comm, int nranks)
@@ -92,12 +160,17 @@ static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_
 
 acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms)
 {
-  if ((unsigned)mix > ACL_SIM_MIX_MIXED || nranks < 1 || ncomms < 1 || ncomms > 65535)
+  if ((unsigned)mix > ACL_SIM_MIX_TORCH_FSDP || nranks < 1 || ncomms < 1 || ncomms > 65535)
     return NULL;
   acl_sim_step_t *s = calloc(1, sizeof(*s));
   if (!s)
     return NULL;
   size_t cap = 0;
+  if (mix == ACL_SIM_MIX_TORCH_FSDP) {
+    if (add_torch(s, &cap, ACL_SIM_MIX_FSDP, ncomms, nranks))
+      goto fail;
+    goto ids;
+  }
   int groups[3], ngroups = 0;
   if (mix == ACL_SIM_MIX_MIXED) {
     groups[0] = ACL_SIM_MIX_FSDP;
@@ -125,6 +198,7 @@ acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms)
       if (rc)
         goto fail;
     }
+ids:
   /* Workload ids: distinct (comm, coll, nbytes), first appearance first. */
   for (size_t i = 0; i < s->ncalls; i++) {
     acl_sim_call_t *c = &s->calls[i];

@@ -14,9 +14,13 @@ typedef enum acl_sim_mix {
   ACL_SIM_MIX_DDP = 1,  /* DDP gradient buckets */
   ACL_SIM_MIX_TP = 2,   /* tensor parallel activations */
   ACL_SIM_MIX_MIXED = 3,
+  /* PyTorch FSDP2 as launched on one H200 (2 ranks): backward gathers and
+   * reduce-scatters in coalesced groups, a second communicator's small
+   * AllReduce whose place in the step differs every other step. */
+  ACL_SIM_MIX_TORCH_FSDP = 4,
 } acl_sim_mix_t;
 
-/* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed"; -1 when unknown. */
+/* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed" | "torch-fsdp"; -1 when unknown. */
 int acl_sim_mix_parse(const char *s);
 const char *acl_sim_mix_name(acl_sim_mix_t m);
 /* Name of a call group ("fsdp-llama8b", "ddp", "tp"). */
@@ -28,6 +32,11 @@ typedef struct acl_sim_call {
   uint16_t comm;   /* communicator index */
   uint32_t wid;    /* distinct workload index (comm, coll, bytes) */
   uint64_t nbytes; /* tuner nBytes (whole buffer for AllGather/ReduceScatter) */
+  /* Non-zero: enqueued between ncclGroupStart/End with the calls next to it
+   * of the same value (NCCL latches each one's event mask at enqueue, then
+   * asks the tuner about all of them at ncclGroupEnd). */
+  uint8_t cgroup;
+  bool swap_odd; /* on odd steps this call and the next trade places */
 } acl_sim_call_t;
 
 typedef struct acl_sim_step {

@@ -73,7 +73,7 @@ static void tag(acl_prof_t *p, void *pr, uint64_t i)
   t.coll = 4;
   t.nbytes = 1 << 20;
   t.cand.algo = ACL_ALGO_NCCL;
-  acl_prof_on_call(p, pr, &t);
+  acl_prof_on_call(p, pr, &t, 0, false);
 }
 
 int main(int argc, char **argv)

@@ -252,7 +252,7 @@ static int single_gpu(void)
         gemm_launch(&g);
       acl_call_tag_t t = mktag(0, (uint64_t)i, 1 << 20);
       CK(cudaEventRecord(e0[i], s1));
-      acl_prof_on_call(p, pr, &t);
+      acl_prof_on_call(p, pr, &t, 0, false);
       acl_check_fake_launch(s1, SPIN);
       CK(cudaEventRecord(e1[i], s1));
     }
@@ -296,7 +296,7 @@ static int single_gpu(void)
   for (int i = 2 * N; i < 2 * N + NL; i++) {
     acl_call_tag_t t = mktag(0, (uint64_t)i, 1 << 20);
     double t0 = acl_mono_s();
-    acl_prof_on_call(p, pr, &t);
+    acl_prof_on_call(p, pr, &t, 0, false);
     acl_check_fake_launch(s1, 20000);
     while (atomic_load(&recs[0][i].n) == 0 && acl_mono_s() - t0 < 1.0)
       usleep(50);
@@ -317,7 +317,7 @@ static int single_gpu(void)
   double t0 = acl_mono_s();
   for (int i = 0; i < 100000; i++) {
     acl_call_tag_t t = mktag(0, MAXCALLS + 1, 1);
-    acl_prof_on_call(p, pr, &t);
+    acl_prof_on_call(p, pr, &t, 0, false);
   }
   printf("RESULT on_call_ns %.1f\n", (acl_mono_s() - t0) / 100000 * 1e9);
   acl_prof_flush(p);
@@ -372,7 +372,7 @@ static void *rank_main(void *arg)
     acl_call_tag_t t = mktag(r, (uint64_t)i, count * sizeof(float));
     t.nbytes = count * sizeof(float);
     CK(cudaEventRecord(e0[i], s1));
-    acl_prof_on_call(a->p, pr, &t);
+    acl_prof_on_call(a->p, pr, &t, 0, false);
     if (acl_check_nccl_allreduce(buf, count, comm, s1) != 0)
       a->rc = 1;
     CK(cudaEventRecord(e1[i], s1));

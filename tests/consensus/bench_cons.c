@@ -61,9 +61,15 @@ int main(int argc, char **argv)
           return 1;
         }
         ex[nex++] = (acl_mono_s() - t0) * 1e9;
-        acl_cons_add_sample(c[r], d.widx, d.call_idx, d.cand_id,
-                            th_duration(&d.cand, k.nbytes, (double)(th_rand(&rng) % 1000) / 1e3),
-                            0.0f);
+        acl_cons_observe(
+            c[r], &(acl_cons_obs_t){.widx = d.widx,
+                                    .call_idx = d.call_idx,
+                                    .cand_id = d.cand_id,
+                                    .seconds = th_duration(&d.cand, k.nbytes,
+                                                           (double)(th_rand(&rng) % 1000) / 1e3),
+                                    .overlap = 0.0f,
+                                    .ran_algo = -1,
+                                    .ran_proto = -1});
       }
   }
   acl_snap_workload_t *ws = calloc(NW, sizeof(*ws));

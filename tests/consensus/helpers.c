@@ -146,7 +146,13 @@ void th_feed_call(th_feed_t *f, acl_cons_t *c, const acl_decision_t *d, uint64_t
   f->tick++;
   for (int i = 0; i < f->n;) {
     if (f->q[i].due <= f->tick || f->n == 64) {
-      acl_cons_add_sample(c, f->q[i].widx, f->q[i].call, f->q[i].cand, f->q[i].sec, 0.1f);
+      acl_cons_observe(c, &(acl_cons_obs_t){.widx = f->q[i].widx,
+                                            .call_idx = f->q[i].call,
+                                            .cand_id = f->q[i].cand,
+                                            .seconds = f->q[i].sec,
+                                            .overlap = 0.1f,
+                                            .ran_algo = -1,
+                                            .ran_proto = -1});
       f->sent++;
       f->q[i] = f->q[--f->n];
     } else {

@@ -39,7 +39,7 @@ int th_free_port(const char *host);
 /* Simulated profiler: delivers each call's sample after a random delay and
  * with probability keep_pct, so samples arrive late, out of order or never. */
 typedef struct th_feed {
-  uint64_t sent; /* samples handed to acl_cons_add_sample */
+  uint64_t sent; /* samples handed to acl_cons_observe */
   struct {
     uint32_t widx;
     uint64_t call;

@@ -159,9 +159,15 @@ static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int po
         while (dt > m && !atomic_compare_exchange_weak(&sh->hist_max_ns, &m, dt))
           ;
       } else if (rc == 0 && d.widx != ACL_CONS_WIDX_NONE) { /* the leader host's samples */
-        acl_cons_add_sample(cs[j], d.widx, d.call_idx, d.cand_id,
-                            th_duration(&d.cand, key.nbytes, (double)(th_rand(&rng) % 1000) / 1e3),
-                            0.0f);
+        acl_cons_observe(
+            cs[j], &(acl_cons_obs_t){.widx = d.widx,
+                                     .call_idx = d.call_idx,
+                                     .cand_id = d.cand_id,
+                                     .seconds = th_duration(&d.cand, key.nbytes,
+                                                            (double)(th_rand(&rng) % 1000) / 1e3),
+                                     .overlap = 0.0f,
+                                     .ran_algo = -1,
+                                     .ran_proto = -1});
       }
       if (call < MAX_CALLS) {
         uint64_t z = 0;

@@ -324,8 +324,13 @@ Test(fail, stopped_rank_does_not_block, .timeout = 30)
   bool explored = false;
   for (int i = 0; i < 100000; i++) {
     cr_assert_eq(acl_cons_decide(ca, &k, cost, &d, err, sizeof(err)), 0, "%s", err);
-    acl_cons_add_sample(ca, d.widx, d.call_idx, d.cand_id, th_duration(&d.cand, k.nbytes, 0.5),
-                        0.0f);
+    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = d.widx,
+                                           .call_idx = d.call_idx,
+                                           .cand_id = d.cand_id,
+                                           .seconds = th_duration(&d.cand, k.nbytes, 0.5),
+                                           .overlap = 0.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
     explored |= d.cand_id > 0;
   }
   double dt = acl_mono_s() - t0;
@@ -355,8 +360,13 @@ Test(fail, unrunnable_candidate_is_an_error)
   int i = 0;
   for (; i < 2000; i++) {
     cr_assert_eq(acl_cons_decide(c, &k, cost, &d, err, sizeof(err)), 0, "%s", err);
-    acl_cons_add_sample(c, d.widx, d.call_idx, d.cand_id, th_duration(&d.cand, k.nbytes, 0.3),
-                        0.0f);
+    acl_cons_observe(c, &(acl_cons_obs_t){.widx = d.widx,
+                                          .call_idx = d.call_idx,
+                                          .cand_id = d.cand_id,
+                                          .seconds = th_duration(&d.cand, k.nbytes, 0.3),
+                                          .overlap = 0.0f,
+                                          .ran_algo = -1,
+                                          .ran_proto = -1});
     if (d.cand.algo >= 0)
       break;
   }
@@ -403,8 +413,20 @@ Test(fail, skew_removed_fastest_rank_kept)
                  "%s", err);
     cr_assert_eq(da.cand_id, db.cand_id);
     /* rank 0 arrived 40 us early every time: it measures 50 us, rank 1 10 us */
-    acl_cons_add_sample(ca, da.widx, da.call_idx, da.cand_id, 50e-6, -1.0f);
-    acl_cons_add_sample(cb, db.widx, db.call_idx, db.cand_id, 10e-6, -1.0f);
+    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = da.widx,
+                                           .call_idx = da.call_idx,
+                                           .cand_id = da.cand_id,
+                                           .seconds = 50e-6,
+                                           .overlap = -1.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
+    acl_cons_observe(cb, &(acl_cons_obs_t){.widx = db.widx,
+                                           .call_idx = db.call_idx,
+                                           .cand_id = db.cand_id,
+                                           .seconds = 10e-6,
+                                           .overlap = -1.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
   }
   acl_snap_workload_t w[4];
   cr_assert_eq(acl_cons_snapshot(ca, NULL, w, 4), 1);

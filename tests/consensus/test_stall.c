@@ -98,7 +98,13 @@ Test(stall, stopped_lock_holder_is_never_waited_for, .timeout = 60)
     if (rc != 0 || d.widx == ACL_CONS_WIDX_NONE)
       break; /* past the published blocks: this one waited for the lock, then
               * sealed the segment and ran NCCL's choice */
-    acl_cons_add_sample(ca, d.widx, d.call_idx, d.cand_id, 1e-4, 0.0f);
+    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = d.widx,
+                                           .call_idx = d.call_idx,
+                                           .cand_id = d.cand_id,
+                                           .seconds = 1e-4,
+                                           .overlap = 0.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
     uint64_t t2 = acl_mono_ns();
     max_decide = t1 - t0 > max_decide ? t1 - t0 : max_decide;
     max_sample = t2 - t1 > max_sample ? t2 - t1 : max_sample;

@@ -122,7 +122,8 @@ static void *rank_main(void *arg)
     int w = call % NWL;
     float t[7][3];
     acl_h_cost_table(colls[w], sizes[w], RPC, t);
-    int nch = 0, a, p, mask = r->mask;
+    int nch = 0, a, p;
+    int mask = acl_h_enqueue(P.prof, r->pctx, &r->mask, colls[w], sizes[w], RPC);
     ncclResult_t rc = P.v5->getCollInfo(r->tctx, (ncclFunc_t)colls[w], sizes[w], 1,
                                         (float **)(void *)t, 7, 3, 0, &nch);
     if (rc != ncclSuccess) {

@@ -132,8 +132,29 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
   *clock += span + 1000;
 }
 
+static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
+                       int captured);
+
 void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
                       int captured)
+{
+  api_events(prof, pctx, mask, coll, nbytes / 4, captured);
+}
+
+int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                  size_t nbytes, int nranks)
+{
+  /* NCCL reads the process's mask at the enqueue and stamps it on the call;
+   * its CollApi event counts AllGather's send and ReduceScatter's receive
+   * elements, the tuner the whole buffer. */
+  int m = __atomic_load_n(mask, __ATOMIC_RELAXED);
+  bool per_rank = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
+  api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0);
+  return m;
+}
+
+static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
+                       int captured)
 {
   static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                        "AllReduce"};
@@ -155,7 +176,7 @@ void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int c
   if (mask & coll_mask) {
     ncclProfilerEventDescr_v5_t d = {.type = ncclProfileCollApi, .parentObj = gh};
     d.collApi.func = colls[coll >= 0 && coll < 5 ? coll : 4];
-    d.collApi.count = nbytes / 4;
+    d.collApi.count = count;
     d.collApi.datatype = "ncclFloat32";
     d.collApi.graphCaptured = captured != 0;
     prof->startEvent(pctx, &ch, &d);

@@ -58,6 +58,12 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
  * ncclProfilerStartCollApiEvent's masks), stopped when a handle came back. */
 void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
                       int captured);
+/* The enqueue of a collective as NCCL >= 2.28 makes it: reads the event
+ * mask (*mask, NCCL's one int), emits the API events it enables, and
+ * returns the mask stamped on the call (what its Coll/KernelCh events
+ * follow). */
+int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                  size_t nbytes, int nranks);
 
 /* Messages the plugin sent through the logger we hand it. */
 void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,

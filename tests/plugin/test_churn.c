@@ -125,7 +125,7 @@ static int calls(comm_t *c, int k)
     for (int i = 0; i < 2; i++) {
       float t[7][3];
       acl_h_cost_table(coll, sizes[w], 2, t);
-      int nch = 0, mask = r[i].mask;
+      int nch = 0, mask = acl_h_enqueue(P.prof, r[i].pctx, &r[i].mask, coll, sizes[w], 2);
       CHECK(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1, (float **)(void *)t, 7, 3,
                               0, &nch) == ncclSuccess,
             "cycle %d call %d", k, c);

@@ -68,7 +68,7 @@ Test(online, one_thread_drives_four_ranks_and_they_agree)
       float t[7][3];
       acl_h_cost_table(coll, sizes[w], NR, t);
       int nch = 0;
-      r[i].api_mask = r[i].mask;
+      r[i].api_mask = acl_h_enqueue(P.prof, r[i].pctx, &r[i].mask, coll, sizes[w], NR);
       cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, sizes[w], 1, (float **)(void *)t,
                                      7, 3, 0, &nch),
                    ncclSuccess, "call %d rank %d failed: %s", call, i, acl_h_log_text());
@@ -138,7 +138,7 @@ static int first_candidate_call(const char *samples)
       memcpy(nccl, t, sizeof(t));
       acl_h_select(nccl, &own[0], &own[1]);
       int nch = 0;
-      r[i].api_mask = r[i].mask;
+      r[i].api_mask = acl_h_enqueue(P.prof, r[i].pctx, &r[i].mask, ncclFuncAllReduce, nbytes, N);
       if (P.v5->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t, 7, 3, 0,
                             &nch) != ncclSuccess)
         _exit(255);

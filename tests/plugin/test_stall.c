@@ -25,7 +25,7 @@ static void call(rank_t *r, int coll, size_t nbytes)
   for (int i = 0; i < NR; i++) {
     float t[7][3];
     acl_h_cost_table(coll, nbytes, NR, t);
-    int nch = 0, mask = r[i].mask, a, p;
+    int nch = 0, mask = acl_h_enqueue(P.prof, r[i].pctx, &r[i].mask, coll, nbytes, NR), a, p;
     cr_assert_eq(P.v5->getCollInfo(r[i].tctx, (ncclFunc_t)coll, nbytes, 1, (float **)(void *)t, 7,
                                    3, 0, &nch),
                  ncclSuccess);

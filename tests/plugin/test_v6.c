@@ -115,7 +115,7 @@ static int play(int calls, int *nonzero, int *stable_since)
       acl_h_cost_table(ncclFuncAllReduce, nbytes, NR, t);
       memcpy(ref, t, sizeof t);
       int nch = 0;
-      r[i].api_mask = r[i].mask;
+      r[i].api_mask = acl_h_enqueue(P.prof, r[i].pctx, &r[i].mask, ncclFuncAllReduce, nbytes, NR);
       cr_assert_eq(P.v6->getCollInfo(r[i].tctx, ncclFuncAllReduce, nbytes, 1, (float **)(void *)t,
                                      7, 3, 0, &nch),
                    ncclSuccess, "call %d rank %d: %s", call, i, acl_h_log_text());

@@ -125,7 +125,7 @@ Test(ncclev, mask_and_source)
 Test(ncclev, coll_kernelch_sample_out_of_order_stops)
 {
   acl_call_tag_t t = tag(4, 4096 * 4, 5, 1, 2, 2);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   void *c = coll_start("AllReduce", 4096, "ncclFloat32", 2, "RING", "SIMPLE");
   cr_assert_not_null(c);
   void *k0 = ch_start(c, 0, 1000);
@@ -148,7 +148,7 @@ Test(ncclev, coll_kernelch_sample_out_of_order_stops)
 Test(ncclev, missing_stop_gives_no_sample)
 {
   acl_call_tag_t t = tag(4, 1024, 0, 1, 2, 0);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   void *c = coll_start("AllReduce", 256, "ncclFloat32", 2, "RING", "SIMPLE");
   void *k0 = ch_start(c, 0, 10);
   void *k1 = ch_start(c, 1, 10);
@@ -164,15 +164,15 @@ Test(ncclev, missing_stop_gives_no_sample)
 Test(ncclev, clock_edges)
 {
   acl_call_tag_t t = tag(4, 1024, 0, 1, 2, 0);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   void *c = coll_start("AllReduce", 256, "ncclFloat32", 1, "RING", "SIMPLE");
   ch_stop(ch_start(c, 0, 500), 400); /* stop < start */
   acl_prof_nccl_stop(P, c);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   c = coll_start("AllReduce", 256, "ncclFloat32", 1, "RING", "SIMPLE");
   ch_stop(ch_start(c, 0, 500), 500); /* equal */
   acl_prof_nccl_stop(P, c);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   c = coll_start("AllReduce", 256, "ncclFloat32", 1, "RING", "SIMPLE");
   ch_stop(ch_start(c, 0, UINT64_MAX - 100), UINT64_MAX - 10); /* near wrap, fine */
   acl_prof_nccl_stop(P, c);
@@ -189,8 +189,8 @@ Test(ncclev, fifo_matching_by_coll_and_bytes)
    * an untuned Broadcast's Coll arrives first and is skipped; B's Coll
    * carries the per-rank count */
   acl_call_tag_t a = tag(4, 1 << 20, 1, 1, 2, 0), b = tag(2, 4 << 20, 2, 1, 2, 0);
-  acl_prof_on_call(P, R, &a);
-  acl_prof_on_call(P, R, &b);
+  acl_prof_on_call(P, R, &a, 0, false);
+  acl_prof_on_call(P, R, &b, 0, false);
   void *u = coll_start("Broadcast", 100, "ncclInt8", 1, "RING", "SIMPLE");
   void *cb = coll_start("AllGather", 1 << 20, "ncclInt8", 1, "RING", "SIMPLE");
   void *ca = coll_start("AllReduce", 1 << 18, "ncclFloat32", 1, "RING", "SIMPLE");
@@ -212,15 +212,15 @@ Test(ncclev, mismatch_and_clamp_logged_once_per_workload)
 {
   for (int i = 0; i < 3; i++) {
     acl_call_tag_t t = tag(4, 1 << 20, (uint64_t)i, 1, 2, 32); /* RING/SIMPLE/32ch */
-    acl_prof_on_call(P, R, &t);
+    acl_prof_on_call(P, R, &t, 0, false);
     void *c = coll_start("AllReduce", 1 << 18, "ncclFloat32", 16, "RING", "SIMPLE");
     acl_prof_nccl_stop(P, c);
   }
   acl_call_tag_t t = tag(4, 2 << 20, 9, 0, 1, 0); /* TREE/LL128 */
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   acl_prof_nccl_stop(P, coll_start("AllReduce", 1 << 19, "ncclFloat32", 8, "RING", "LL128"));
   t = tag(4, 2 << 20, 10, ACL_ALGO_NCCL, 0, 0); /* NCCL's own choice: no check */
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   acl_prof_nccl_stop(P, coll_start("AllReduce", 1 << 19, "ncclFloat32", 8, "RING", "LL"));
   acl_snap_profiler_t st;
   acl_prof_stats(P, &st);
@@ -255,7 +255,7 @@ Test(ncclev, pool_bounded_no_leak)
   /* many complete collectives: handles are recycled */
   for (int i = 0; i < 10000; i++) {
     acl_call_tag_t t = tag(4, 1024, (uint64_t)i, 1, 2, 0);
-    acl_prof_on_call(P, R, &t);
+    acl_prof_on_call(P, R, &t, 0, false);
     void *c = coll_start("AllReduce", 256, "ncclFloat32", 2, "RING", "SIMPLE");
     void *k0 = ch_start(c, 0, 10), *k1 = ch_start(c, 1, 11);
     acl_prof_nccl_stop(P, c); /* Coll may stop before its channels */
@@ -279,7 +279,7 @@ static void *proxy_thread(void *arg)
 Test(ncclev, channels_stopped_from_another_thread)
 {
   acl_call_tag_t t = tag(4, 1024, 77, 1, 2, 0);
-  acl_prof_on_call(P, R, &t);
+  acl_prof_on_call(P, R, &t, 0, false);
   void *c = coll_start("AllReduce", 256, "ncclFloat32", 8, "RING", "SIMPLE");
   void *ks[8];
   for (int i = 0; i < 8; i++)
@@ -300,14 +300,14 @@ Test(ncclev, channels_stopped_from_another_thread)
 Test(ncclev, full_pool_never_reuses_a_waiting_coll)
 {
   acl_call_tag_t t0 = tag(4, 4096 * 4, 0, 1, 2, 1);
-  acl_prof_on_call(P, R, &t0);
+  acl_prof_on_call(P, R, &t0, 0, false);
   void *first = coll_start("AllReduce", 4096, "ncclFloat32", 1, "RING", "SIMPLE");
   cr_assert_not_null(first);
   acl_prof_nccl_stop(P, first); /* stopped at launch, channels to come */
   int got_handles = 1;
   for (int i = 1; i < ACL_EV_POOL + 8; i++) {
     acl_call_tag_t t = tag(4, 4096 * 4, (uint64_t)i, 1, 2, 1);
-    acl_prof_on_call(P, R, &t);
+    acl_prof_on_call(P, R, &t, 0, false);
     void *c = coll_start("AllReduce", 4096, "ncclFloat32", 1, "RING", "SIMPLE");
     if (c) {
       got_handles++;

@@ -169,7 +169,7 @@ Test(prof, off_modes_ask_nothing)
   void *r = acl_prof_rank_attach(p, &cfg, 1, 0, 2);
   acl_call_tag_t t;
   memset(&t, 0, sizeof(t));
-  acl_prof_on_call(p, r, &t); /* dropped, no crash */
+  acl_prof_on_call(p, r, &t, 0, false); /* dropped, no crash */
   acl_prof_rank_detach(p, r);
   acl_prof_destroy(p);
   acl_config_defaults(&cfg);
@@ -190,7 +190,7 @@ static void run_one(acl_prof_t *p, void *r, int rank_tag)
   t.nbytes = 4096;
   t.call_idx = (uint64_t)rank_tag;
   t.cand.algo = ACL_ALGO_NCCL;
-  acl_prof_on_call(p, r, &t);
+  acl_prof_on_call(p, r, &t, 0, false);
   ncclProfilerEventDescr_v5_t d;
   memset(&d, 0, sizeof(d));
   d.type = ncclProfileColl;
@@ -287,4 +287,80 @@ Test(prof, sim_feed_missing_or_bad_magic)
   acl_prof_rank_detach(p, r);
   acl_prof_destroy(p);
   shm_unlink(name);
+}
+
+/* ---- event gating at the enqueue (profiler/gate.h) ---- */
+#include "profiler/gate.h"
+
+#define FULL (ncclProfileColl | ncclProfileKernelCh)
+
+/* the search's rule (tuner/search/search.h acl_search_sampled) */
+static bool rule(uint8_t shift, uint64_t call) { return (call & ((1ull << shift) - 1)) == 0; }
+
+/* A coalesced group: both collectives are stamped before either decision,
+ * and each decision learns its own call's stamp, whatever NCCL's order. */
+Test(gate, group_decisions_take_their_own_enqueue)
+{
+  acl_gate_t *g = acl_gate_create(rule);
+  int mask = 0, who = 0;
+  cr_assert_eq(acl_gate_set_mask(g, &mask, ncclProfileCollApi), ncclProfileCollApi);
+  const int A = ncclFuncAllGather, B = ncclFuncReduceScatter;
+  /* step 1 teaches the sequence A, B and both workloads' rules (every call) */
+  cr_assert(!acl_gate_enqueued(g, &who, A, 100, FULL));
+  cr_assert(!acl_gate_enqueued(g, &who, B, 200, FULL));
+  cr_assert(!acl_gate_decided(g, &who, B, 200, 0, 0));
+  cr_assert(!acl_gate_decided(g, &who, A, 100, 0, 0));
+  /* step 2: the last decision left the mask for what follows B, B itself
+   * until something did: A comes instead and carries events all the same;
+   * A's enqueue predicts B (learnt in step 1), whose call 1 is sampled */
+  cr_assert(acl_gate_enqueued(g, &who, A, 100, FULL), "stamped by step 1's last decision");
+  cr_assert_eq(mask, FULL | ncclProfileCollApi, "B follows A and samples every call");
+  cr_assert(acl_gate_enqueued(g, &who, B, 200, FULL));
+  /* NCCL decides the larger first; each decision learns its own stamp */
+  cr_assert(acl_gate_decided(g, &who, B, 200, 1, 0), "B's enqueue carried events");
+  cr_assert(acl_gate_decided(g, &who, A, 100, 1, 0), "so did A's");
+  /* a decision whose enqueue was not seen is not measured */
+  cr_assert(!acl_gate_decided(g, &who, A, 100, 2, ACL_GATE_NEVER), "no enqueue of call 2 yet");
+  /* the stamp is what the mask held, whatever A's own rule says now */
+  acl_gate_enqueued(g, &who, A, 100, FULL);
+  cr_assert(acl_gate_decided(g, &who, A, 100, 2, ACL_GATE_NEVER));
+  cr_assert_eq(mask & FULL, FULL, "B is expected next, on its every-call rule");
+  /* a decision with no enqueue of its size (NCCL aggregated it): not measured */
+  cr_assert(!acl_gate_decided(g, &who, A, 300, 0, 0));
+  acl_gate_stats_t st;
+  acl_gate_stats(g, &st);
+  cr_assert_eq(st.enqueued, 5);
+  cr_assert_eq(st.carried, 3);
+  cr_assert_eq(st.unseen, 2);
+  acl_gate_destroy(g);
+}
+
+/* The mask is one for the process: the prediction follows the enqueue
+ * order across communicators, and a workload's rule picks its grid calls. */
+Test(gate, prediction_crosses_communicators)
+{
+  acl_gate_t *g = acl_gate_create(rule);
+  int mask = 0, c0 = 0, c1 = 0;
+  acl_gate_set_mask(g, &mask, ncclProfileCollApi);
+  const int AR = ncclFuncAllReduce;
+  /* c0's X then c1's Y, every step; Y samples 1 call in 2, X none */
+  int carried_y = 0;
+  for (uint64_t k = 0; k < 8; k++) {
+    acl_gate_enqueued(g, &c0, AR, 64, FULL);
+    acl_gate_decided(g, &c0, AR, 64, k, ACL_GATE_NEVER);
+    bool y = acl_gate_enqueued(g, &c1, AR, 64, FULL);
+    bool yd = acl_gate_decided(g, &c1, AR, 64, k, 1);
+    cr_assert_eq(y, yd, "step %llu: the decision learns its enqueue's stamp",
+                 (unsigned long long)k);
+    if (k >= 2) /* learnt: Y follows X; Y's even calls carry events */
+      cr_assert_eq(yd, k % 2 == 0, "step %llu: Y carried %d", (unsigned long long)k, yd);
+    carried_y += yd;
+  }
+  cr_assert_geq(carried_y, 3);
+  /* a communicator gone: its keys are forgotten, the other's kept */
+  acl_gate_forget(g, &c1);
+  cr_assert(!acl_gate_decided(g, &c1, AR, 64, 8, 1));
+  acl_gate_release_mask(g, &mask);
+  acl_gate_destroy(g);
+  acl_gate_destroy(NULL);
 }

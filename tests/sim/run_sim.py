@@ -28,6 +28,8 @@ checks:
                       a one-off step of malloc's heap shows in one)
   --expect-state S    some workload shows state S both in the live state read at the
                       end (/api/v1/state, needs --port) and in the plugin's job report
+  --sampled-from N    every workload of N calls or more has samples (an NCCL time)
+                      in every rank's job report
   --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
@@ -104,7 +106,7 @@ def main(argv):
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
-    expects, max_steps = [], None
+    expects, max_steps, sampled_from = [], None, None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -134,6 +136,8 @@ def main(argv):
             min_chunked = int(v)
         elif o == "--min-captured":
             min_captured = int(v)
+        elif o == "--sampled-from":
+            sampled_from = int(v)
         elif o == "--churn":
             churn = int(v)
         elif o == "--expect-state":
@@ -267,6 +271,19 @@ def main(argv):
                       "freed memory; LeakSanitizer checks leaks)" % r["rank"])
             else:
                 check_rss_marks(r, out, err)
+    if sampled_from is not None:
+        rows = [w for r in rep.get("job_reports") or [] for w in r["workloads"]]
+        if not rows:
+            fail("no job report rows", out, err)
+        big = [w for w in rows if w["calls"] >= sampled_from]
+        dry = [w for w in big if w.get("nccl_seconds") is None]
+        print("%d workload rows with >= %d calls, %d without samples" % (len(big), sampled_from,
+                                                                         len(dry)))
+        for w in dry:
+            print("  no samples: rank %d %s %d bytes (%s, %d calls)" % (
+                w["rank"], w["collective"], w["bytes"], w["state"], w["calls"]))
+        if not big or dry:
+            fail("workloads of >= %d calls without samples" % sampled_from, out, err)
     if min_captured is not None:
         cap = sum(w["captured_calls"] for w in rep["workloads"])
         bad = sum(w["captured_exploratory"] for w in rep["workloads"])

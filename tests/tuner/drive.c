@@ -68,7 +68,8 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
       int w = 0;
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k)
-          acl_search_add_sample(s, q[i].id, q[i].sec, 0.0f);
+          acl_search_observe(
+              s, &(acl_search_obs_t){.cand_id = q[i].id, .seconds = q[i].sec, .overlap = 0.0f});
         else
           q[w++] = q[i];
       }

@@ -196,7 +196,9 @@ Test(budget, sampling_rule)
     uint8_t sh = acl_search_sample_shift(&s);
     for (uint32_t j = 0; j < len; j++, k++)
       if (acl_search_sampled(sh, k))
-        acl_search_add_sample(&s, id, small_time(NULL, &c, k), 0.0f);
+        acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id,
+                                                   .seconds = small_time(NULL, &c, k),
+                                                   .overlap = 0.0f});
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
@@ -236,7 +238,7 @@ Test(budget, clamped_candidates_are_merged)
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
   small_cost(cost);
   acl_search_init(&s, &p, &small_key, cost);
-  acl_search_hint_channels(&s, 16);
+  acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = 16});
   /* executed configs that got samples, per subspace: (proto, channels) */
   int sampled[ACL_NUM_ALGO][ACL_NUM_PROTO][65];
   memset(sampled, 0, sizeof sampled);
@@ -249,10 +251,13 @@ Test(budget, clamped_candidates_are_merged)
       if (c.algo != ACL_ALGO_NCCL) {
         int ran = ran_channels(&c);
         if (ran < c.nchannels)
-          acl_search_observe_channels(&s, id, ran);
+          acl_search_observe(
+              &s,
+              &(acl_search_obs_t){.cand_id = id, .ran_algo = -1, .ran_proto = -1, .ran_nch = ran});
         sampled[c.algo][c.proto][ran] |= 1 << (id & 15);
       }
-      acl_search_add_sample(&s, id, clamp_time(&c), 0.0f);
+      acl_search_observe(
+          &s, &(acl_search_obs_t){.cand_id = id, .seconds = clamp_time(&c), .overlap = 0.0f});
     }
   }
   acl_search_report_t r;
@@ -285,7 +290,9 @@ Test(budget, nccl_pair_is_what_nccl_ran)
   float us[] = {9, 10, 16}; /* the table says TREE/LL */
   table_only(cost, 3, a, q, us);
   acl_search_init(&s, &p, &small_key, cost);
-  acl_search_hint_nccl(&s, 1, 0, 22); /* NCCL ran RING/LL/22 */
+  acl_search_observe(
+      &s,
+      &(acl_search_obs_t){.ran_algo = 1, .ran_proto = 0, .ran_nch = 22}); /* NCCL ran RING/LL/22 */
   uint64_t k = 0;
   while (k < 200000 && !acl_phase_decided(acl_search_phase(&s))) {
     acl_candidate_t c;
@@ -294,9 +301,10 @@ Test(budget, nccl_pair_is_what_nccl_ran)
     /* truth: RING/LL 5 us (NCCL's choice), TREE/LL 12 us */
     double t = c.algo == ACL_ALGO_NCCL || c.algo == 1 ? 5e-6 : c.proto == 0 ? 12e-6 : 20e-6;
     if (c.algo >= 0 && c.nchannels > 22) /* NCCL built 24, LL runs at most 22 here */
-      acl_search_observe_channels(&s, id, 22);
+      acl_search_observe(
+          &s, &(acl_search_obs_t){.cand_id = id, .ran_algo = -1, .ran_proto = -1, .ran_nch = 22});
     for (uint32_t j = 0; j < len; j++, k++)
-      acl_search_add_sample(&s, id, t, 0.0f);
+      acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = 0.0f});
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);

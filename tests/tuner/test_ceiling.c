@@ -64,7 +64,8 @@ static void setup(acl_search_t *s, int size, int stock)
   acl_wkey_t key = {.comm_id = 9, .nbytes = 1u << (18 + 5 * size), .num_pipe_ops = 1, .coll = 2};
   acl_search_init(s, &prm, &key, cost);
   /* the profiler's Coll event of the first sampled call of NCCL's choice */
-  acl_search_hint_nccl(s, 1, 1, own_ch[size]);
+  acl_search_observe(s,
+                     &(acl_search_obs_t){.ran_algo = 1, .ran_proto = 1, .ran_nch = own_ch[size]});
 }
 
 static double run(int size, acl_search_report_t *r, world_t *w)

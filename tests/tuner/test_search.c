@@ -94,12 +94,16 @@ Test(search, phases_in_order_and_warmup_dropped)
   cr_assert_eq(c.algo, ACL_ALGO_NCCL);
   cr_assert_eq(len, (uint32_t)p.warmup_calls);
   for (uint32_t i = 0; i < len; i++)
-    acl_search_add_sample(&s, id, 10.0, 0.0f); /* warm-up: absurd, must be dropped */
+    acl_search_observe(&s,
+                       &(acl_search_obs_t){.cand_id = id,
+                                           .seconds = 10.0,
+                                           .overlap = 0.0f}); /* warm-up: absurd, must be dropped */
   id = acl_search_next(&s, &c, &len);
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_BASELINE);
   cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
   for (uint32_t i = 0; i < len; i++)
-    acl_search_add_sample(&s, id, m.nccl_seconds, 0.25f);
+    acl_search_observe(
+        &s, &(acl_search_obs_t){.cand_id = id, .seconds = m.nccl_seconds, .overlap = 0.25f});
   acl_search_report_t r;
   acl_search_report(&s, &r);
   cr_assert_float_eq(r.baseline_seconds, m.nccl_seconds, 1e-9, "warm-up leaked: %g",
@@ -134,7 +138,8 @@ Test(search, phases_in_order_and_warmup_dropped)
       cr_assert_eq(c.nchannels, 24);
     }
     for (uint32_t k = 0; k < len; k++)
-      acl_search_add_sample(&s, id, model_time(&m, &c, 0), 0.0f);
+      acl_search_observe(&s, &(acl_search_obs_t){
+                                 .cand_id = id, .seconds = model_time(&m, &c, 0), .overlap = 0.0f});
     acl_search_report(&s, &r);
   }
   /* Noise-free, a 7% gain is significant at the first look (8 samples). */
@@ -216,17 +221,18 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   double t = model_time(&m, &c, 0);
   /* One huge outlier among normal samples: stays converged. */
   for (int i = 0; i < 100; i++)
-    acl_search_add_sample(&s, id, i == 50 ? 100.0 * t : t, 0.0f);
+    acl_search_observe(&s, &(acl_search_obs_t){
+                               .cand_id = id, .seconds = i == 50 ? 100.0 * t : t, .overlap = 0.0f});
   cr_assert(acl_phase_decided(acl_search_phase(&s)));
   /* Mildly slower (10%), sustained: below the drift threshold, stays. */
   for (int i = 0; i < 100; i++)
-    acl_search_add_sample(&s, id, 1.1 * t, 0.0f);
+    acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = 1.1 * t, .overlap = 0.0f});
   cr_assert(acl_phase_decided(acl_search_phase(&s)));
   /* Sustained 2x slower: re-tunes once the rule held over a second window
    * (the median flips after half a window, then a window of evidence). */
   int i = 0;
   for (; i < 128 && acl_phase_decided(acl_search_phase(&s)); i++)
-    acl_search_add_sample(&s, id, 2.0 * t, 0.0f);
+    acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = 2.0 * t, .overlap = 0.0f});
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING);
   cr_assert_gt(i, s.params.drift_window, "re-tuned after %d samples: one window is no proof", i);
   cr_assert_leq(i, 2 * s.params.drift_window, "took %d samples", i);
@@ -250,7 +256,7 @@ Test(search, unknown_overlap_between_windows_never_retunes)
   double t;
   int id = converged_decision(&s, &m, &t); /* converged with overlap 0 known */
   for (int i = 0; i < 2000; i++)
-    acl_search_add_sample(&s, id, t, -1.0f);
+    acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = -1.0f});
   cr_assert(acl_phase_decided(acl_search_phase(&s)), "state %s",
             acl_phase_name(acl_search_phase(&s)));
 }
@@ -265,7 +271,9 @@ Test(search, windowed_overlap_shift_retunes)
   int id = converged_decision(&s, &m, &t);
   int i = 0;
   for (; i < 5000 && acl_phase_decided(acl_search_phase(&s)); i++)
-    acl_search_add_sample(&s, id, t, i % 100 < 20 ? 0.7f : -1.0f);
+    acl_search_observe(
+        &s,
+        &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = i % 100 < 20 ? 0.7f : -1.0f});
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "after %d samples", i);
 }
 
@@ -410,10 +418,10 @@ Test(search, late_and_missing_samples)
     cr_assert(len >= 1);
   }
   /* Garbage samples are ignored. */
-  acl_search_add_sample(&s, 999, 1.0, 0.0f);
-  acl_search_add_sample(&s, -1, 1.0, 0.0f);
-  acl_search_add_sample(&s, 0, NAN, 0.0f);
-  acl_search_add_sample(&s, 0, -1.0, 0.0f);
+  acl_search_observe(&s, &(acl_search_obs_t){.cand_id = 999, .seconds = 1.0, .overlap = 0.0f});
+  acl_search_observe(&s, &(acl_search_obs_t){.cand_id = -1, .seconds = 1.0, .overlap = 0.0f});
+  acl_search_observe(&s, &(acl_search_obs_t){.cand_id = 0, .seconds = NAN, .overlap = 0.0f});
+  acl_search_observe(&s, &(acl_search_obs_t){.cand_id = 0, .seconds = -1.0, .overlap = 0.0f});
   cr_assert_eq(s.samples_seen, 0);
 }
 
@@ -534,7 +542,10 @@ Test(search, never_converged_at_a_proven_loss)
     for (uint32_t k = 0; k < len && k < 64; k++) {
       rng = rng * 6364136223846793005ull + 1442695040888963407ull;
       double u = (double)(rng >> 11) / 9007199254740992.0;
-      acl_search_add_sample(&s, id, fooled_time(&f, &c, 0) * (0.9 + 0.2 * u), 0.0f);
+      acl_search_observe(&s,
+                         &(acl_search_obs_t){.cand_id = id,
+                                             .seconds = fooled_time(&f, &c, 0) * (0.9 + 0.2 * u),
+                                             .overlap = 0.0f});
       acl_search_report_t r;
       acl_search_report(&s, &r);
       if (!acl_phase_decided(r.phase))
@@ -583,20 +594,24 @@ Test(search, channel_hint_starts_descent_at_nccl_count)
   ring_tree_model(&m, cost);
   acl_search_params_t p = params();
   acl_search_init(&s, &p, &key, cost);
-  acl_search_hint_channels(&s, -3);
-  acl_search_hint_channels(&s, 0);
+  acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = -3});
+  acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = 0});
   cr_assert_eq(s.hint_ch, 0);
-  acl_search_hint_channels(&s, 16);
+  acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = 16});
   acl_candidate_t c;
   uint32_t len;
   int id = acl_search_next(&s, &c, &len); /* warm-up */
   for (uint32_t k = 0; k < len; k++)
-    acl_search_add_sample(&s, id, m.nccl_seconds, 0.0f);
+    acl_search_observe(
+        &s, &(acl_search_obs_t){.cand_id = id, .seconds = m.nccl_seconds, .overlap = 0.0f});
   id = acl_search_next(&s, &c, &len); /* baseline */
   for (uint32_t k = 0; k < len; k++)
-    acl_search_add_sample(&s, id, m.nccl_seconds, 0.0f);
+    acl_search_observe(
+        &s, &(acl_search_obs_t){.cand_id = id, .seconds = m.nccl_seconds, .overlap = 0.0f});
   id = acl_search_next(&s, &c, &len);
-  acl_search_hint_channels(&s, 4); /* too late once exploring: ignored */
+  acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1,
+                                             .ran_proto = -1,
+                                             .ran_nch = 4}); /* too late once exploring: ignored */
   cr_assert_eq(s.hint_ch, 16);
   cr_assert_eq(c.algo, 1);
   cr_assert_eq(c.proto, 2);
@@ -648,7 +663,7 @@ Test(search, heavy_tailed_noise_never_retunes)
       x *= 1000.0; /* 4 % preempted: 1000x */
     else if ((rng >> 7) % 100 < 10)
       x *= 1.6; /* 6 % late ranks */
-    acl_search_add_sample(&s, id, x, 0.0f);
+    acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = x, .overlap = 0.0f});
   }
   acl_search_report_t r;
   acl_search_report(&s, &r);
@@ -674,7 +689,8 @@ Test(search, retunes_back_off)
     double t = s.converged_seconds;
     int i = 0;
     for (; i < 4096 && acl_phase_decided(acl_search_phase(&s)); i++)
-      acl_search_add_sample(&s, s.current, 3.0 * t, 0.0f);
+      acl_search_observe(
+          &s, &(acl_search_obs_t){.cand_id = s.current, .seconds = 3.0 * t, .overlap = 0.0f});
     cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "round %d", k);
     needed[k] = i;
     drive_opts_t o = {.max_calls = 4000};

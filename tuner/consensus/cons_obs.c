@@ -12,7 +12,9 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
 {
   if (!w->disabled) {
     w->dirty = 1;
-    acl_search_add_sample(&w->search, s->cand_id, s->seconds, s->overlap);
+    acl_search_observe(
+        &w->search,
+        &(acl_search_obs_t){.cand_id = s->cand_id, .seconds = s->seconds, .overlap = s->overlap});
     w->dirty = 0;
     w->samples_fed++;
     if (s->slowest > ACL_CONS_SKEW_RATIO * s->seconds)
@@ -26,27 +28,18 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
  * of the collective, so the ranks that arrived early measure the wait for
  * the last one (at 10-20 us collectives as large as the collective); the
  * last to arrive measures the collective alone (docs/profiler.md). */
-void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
-                         double seconds, float overlap)
+/* Called with the lock held. */
+static void sample_locked(cons_hdr_t *h, cons_wl_t *w, const acl_cons_obs_t *o)
 {
-  if (!c || widx >= (uint32_t)c->set.max_workloads || !(seconds >= 0.0) || seconds > 1e6)
-    return;
-  if (!cons_leader_here(c))
-    return; /* follower hosts: the leader host's samples drive the search */
-  if (cons_lock_try(c, c->hdr) != 0)
-    return; /* never waits for a stalled holder: counted, and named once */
-  cons_hdr_t *h = c->hdr;
-  cons_wl_t *w = cons_wl(h, widx); /* widx < max_workloads: inside the mapping */
-  if (!atomic_load_explicit(&w->present, memory_order_acquire))
-    goto out;
+  uint64_t call_idx = o->call_idx;
   if (call_idx < (uint64_t)w->search.params.warmup_calls)
-    goto out; /* a warm-up call (CUPTI samples every call): GPU warm-up, not the config */
+    return; /* a warm-up call (CUPTI samples every call): GPU warm-up, not the config */
   cons_slot_t *s = &w->slots[call_idx % ACL_CONS_SLOTS];
   if (s->call1 && s->call1 != call_idx + 1) {
     if (s->call1 > call_idx + 1) { /* slot recycled by a newer call: late */
       w->samples_dropped++;
       w->samples_late++;
-      goto out;
+      return;
     }
     /* A rank never reported the older call (no profiler on that rank, a
      * lost event): fed all the same, or such a communicator would starve. */
@@ -55,25 +48,55 @@ void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16
   }
   if (!s->call1) {
     s->call1 = call_idx + 1;
-    s->cand_id = cand_id;
-    s->seconds = (float)seconds;
-    s->slowest = (float)seconds;
-    s->overlap = overlap;
+    s->cand_id = o->cand_id;
+    s->seconds = (float)o->seconds;
+    s->slowest = (float)o->seconds;
+    s->overlap = o->overlap;
     s->nrep = 1;
-  } else if (s->cand_id != cand_id) {
+  } else if (s->cand_id != o->cand_id) {
     w->samples_dropped++; /* ranks ran different candidates: never averaged */
-    goto out;
+    return;
   } else {
-    if ((float)seconds < s->seconds) {
-      s->seconds = (float)seconds;
-      s->overlap = overlap;
+    if ((float)o->seconds < s->seconds) {
+      s->seconds = (float)o->seconds;
+      s->overlap = o->overlap;
     }
-    if ((float)seconds > s->slowest)
-      s->slowest = (float)seconds;
+    if ((float)o->seconds > s->slowest)
+      s->slowest = (float)o->seconds;
     s->nrep++;
   }
   if (s->nrep >= h->attached)
     feed_locked(w, s);
+}
+
+void acl_cons_observe(acl_cons_t *c, const acl_cons_obs_t *o)
+{
+  if (!c || !o || o->widx >= (uint32_t)c->set.max_workloads || o->seconds > 1e6)
+    return;
+  /* channel facts: NCCL's own count and pair (the search keeps the first),
+   * or a clamped request (facts about other runs add nothing) */
+  bool fact = o->ran_nch > 0 && (o->cand_id == ACL_SEARCH_CAND_NCCL || o->want_nch > o->ran_nch);
+  if (!fact && !(o->seconds >= 0.0))
+    return;
+  if (!cons_leader_here(c))
+    return; /* follower hosts: the leader host's samples drive the search */
+  if (cons_lock_try(c, c->hdr) != 0)
+    return; /* never waits for a stalled holder: counted, and named once */
+  cons_hdr_t *h = c->hdr;
+  if (o->widx >= atomic_load_explicit(&h->nworkloads, memory_order_relaxed))
+    goto out;
+  cons_wl_t *w = cons_wl(h, o->widx);
+  if (fact) {
+    w->dirty = 1;
+    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = o->cand_id,
+                                                       .seconds = -1.0,
+                                                       .ran_algo = o->ran_algo,
+                                                       .ran_proto = o->ran_proto,
+                                                       .ran_nch = o->ran_nch});
+    w->dirty = 0;
+  }
+  if (o->seconds >= 0.0)
+    sample_locked(h, w, o);
 out:
   cons_unlock(h);
 }
@@ -230,36 +253,4 @@ int acl_cons_test_hold_lock(acl_cons_t *c, uint32_t widx)
   if (widx < (uint32_t)c->set.max_workloads && widx < atomic_load(&c->hdr->nworkloads))
     cons_wl(c->hdr, widx)->dirty = 1;
   return 0; /* lock kept on purpose */
-}
-
-/* Channel facts from Coll events: NCCL's own count (cand_id < 0) or what a
- * candidate ran. */
-static void channels_fact(acl_cons_t *c, uint32_t widx, int cand_id, int algo, int proto,
-                          int nchannels)
-{
-  if (!c || widx >= (uint32_t)c->set.max_workloads || nchannels <= 0 || !cons_leader_here(c))
-    return;
-  if (cons_lock_try(c, c->hdr) != 0)
-    return;
-  cons_hdr_t *h = c->hdr;
-  cons_wl_t *w = cons_wl(h, widx); /* widx < max_workloads: inside the mapping */
-  if (atomic_load_explicit(&w->present, memory_order_acquire)) {
-    w->dirty = 1;
-    if (cand_id < 0)
-      acl_search_hint_nccl(&w->search, algo, proto, nchannels);
-    else
-      acl_search_observe_channels(&w->search, cand_id, nchannels);
-    w->dirty = 0;
-  }
-  cons_unlock(h);
-}
-
-void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int algo, int proto, int nchannels)
-{
-  channels_fact(c, widx, -1, algo, proto, nchannels);
-}
-
-void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels)
-{
-  channels_fact(c, widx, cand_id, -1, -1, nchannels);
 }

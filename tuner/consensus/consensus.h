@@ -86,17 +86,22 @@ int acl_cons_decide(acl_cons_t *c, const acl_wkey_t *key,
  * profiler events (tuner/drive). */
 uint64_t acl_cons_skip(acl_cons_t *c, const acl_wkey_t *key, uint64_t n);
 
-/* A measured call of this rank. */
-void acl_cons_add_sample(acl_cons_t *c, uint32_t widx, uint64_t call_idx, uint16_t cand_id,
-                         double seconds, float overlap);
-
-/* The channels NCCL ran a call of cand_id with (its Coll event): clamped
- * requests teach the search which candidates run identically. */
-void acl_cons_observe_channels(acl_cons_t *c, uint32_t widx, uint16_t cand_id, int nchannels);
-/* What NCCL's own choice ran (seen on a call that ran it): its (algorithm,
- * protocol), -1 when unknown, and channels, where the search starts its
- * channel descent. */
-void acl_cons_hint_channels(acl_cons_t *c, uint32_t widx, int algo, int proto, int nchannels);
+/* One observed call of this rank, as the profiler delivers it: what it
+ * took and what NCCL ran. The consensus layer's one way in for samples. */
+typedef struct acl_cons_obs {
+  uint32_t widx;
+  uint64_t call_idx;
+  uint16_t cand_id;
+  int want_nch;                     /* the channels the candidate asked for (0: NCCL's own count) */
+  double seconds;                   /* < 0: no time, only what NCCL ran */
+  float overlap;                    /* 0..1, < 0 unknown */
+  int ran_algo, ran_proto, ran_nch; /* what NCCL ran (its Coll event); -1, -1, 0 unknown */
+} acl_cons_obs_t;
+/* The sample is kept per call until every local rank reported it, then the
+ * fastest rank's time goes to the search; what NCCL ran goes at once (NCCL's
+ * own channels and pair, where the search starts; a clamped request). Never
+ * waits for the lock: a busy one drops the observation (counted). */
+void acl_cons_observe(acl_cons_t *c, const acl_cons_obs_t *o);
 
 /* False once a rank of this host joined with another AUTOCCL_TABLE (or none
  * where others have one): every rank then leaves NCCL's choices. */

@@ -31,10 +31,9 @@ struct acl_drive {
   double skew;
   bool per_call;
   uint64_t rng;
-  uint64_t next;       /* the next call index */
-  uint64_t block_num;  /* the block the last step ran in, +1 (0: none yet) */
-  bool events_left;    /* the mask the last call left: the next call carries events */
-  bool hinted;         /* NCCL's own choice told to the search (once, as the plugin) */
+  uint64_t next;      /* the next call index */
+  uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
+  bool events_left;   /* the mask the last call left: the next call carries events */
   uint32_t widx;
   pend_t q[DRIVE_QUEUE];
   int nq;
@@ -59,8 +58,7 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
 {
   static atomic_uint serial;
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS) {
-    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d)",
-             ACL_DRIVE_MAX_RANKS);
+    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d)", ACL_DRIVE_MAX_RANKS);
     return NULL;
   }
   acl_drive_t *d = calloc(1, sizeof(*d));
@@ -121,15 +119,16 @@ void acl_drive_destroy(acl_drive_t *d)
  * sample sink does with a profiler sample (tuner/plugin/plugin.c). */
 static void submit(acl_drive_t *d, const pend_t *s)
 {
-  acl_cons_t *c = d->cons[s->rank];
   bool own = s->cand.algo == ACL_ALGO_NCCL;
-  if (own && s->ran.nchannels > 0 && !d->hinted) {
-    d->hinted = true;
-    acl_cons_hint_channels(c, s->widx, s->ran.algo, s->ran.proto, s->ran.nchannels);
-  }
-  if (!own && s->ran.nchannels > 0 && s->cand.nchannels > s->ran.nchannels)
-    acl_cons_observe_channels(c, s->widx, s->cand_id, s->ran.nchannels);
-  acl_cons_add_sample(c, s->widx, s->call, s->cand_id, s->seconds, s->overlap);
+  acl_cons_observe(d->cons[s->rank], &(acl_cons_obs_t){.widx = s->widx,
+                                                       .call_idx = s->call,
+                                                       .cand_id = s->cand_id,
+                                                       .want_nch = own ? 0 : s->cand.nchannels,
+                                                       .seconds = s->seconds,
+                                                       .overlap = s->overlap,
+                                                       .ran_algo = s->ran.algo,
+                                                       .ran_proto = s->ran.proto,
+                                                       .ran_nch = s->ran.nchannels});
 }
 
 /* Delivers what is due by call k, in the order measured (as a profiler). */

@@ -27,7 +27,9 @@ acl_proc_t acl_proc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static __thread acl_rank_t *tls_pending;
 
 static void sample_sink(void *user, const acl_prof_sample_t *s);
-static void coll_hook(void *user, const acl_call_tag_t *tag, int nch);
+
+/* The search's sampling rule, for the profiler's event gate. */
+static bool sampled_rule(uint8_t shift, uint64_t call) { return acl_search_sampled(shift, call); }
 
 /* Called with acl_proc.lock held. */
 static void proc_start_locked(ncclDebugLogger_t log)
@@ -79,8 +81,8 @@ static void proc_start_locked(ncclDebugLogger_t log)
   if (acl_proc.cfg.mode == ACL_MODE_OFF)
     return;
   if (!acl_proc.prof) {
-    acl_proc.prof = acl_prof_create(&acl_proc.cfg, sample_sink, NULL);
-    acl_prof_set_coll_hook(acl_proc.prof, coll_hook, NULL);
+    acl_proc.prof = acl_prof_create_ex(&acl_proc.cfg, sample_sink, NULL,
+                                       &(acl_prof_opts_t){.rule = sampled_rule});
     acl_trace_start(&(acl_trace_opts_t){.path = acl_proc.cfg.trace_path,
                                         .max_bytes = acl_proc.cfg.trace_max,
                                         .mode = acl_mode_name(acl_proc.cfg.mode),
@@ -127,9 +129,6 @@ static acl_rank_t *rank_create_locked(uint64_t comm_id)
     return NULL;
   }
   r->nstats = cap;
-  for (int i = 0; i < cap; i++)
-    r->stats[i].succ = UINT32_MAX; /* no successor seen yet: itself */
-  r->last_widx = UINT32_MAX;
   r->comm_id = comm_id;
   r->rank = -1;
   r->next = acl_proc.ranks;
@@ -177,22 +176,16 @@ acl_rank_t *acl_plugin_profiler_attach(uint64_t comm_id, const char *comm_name, 
     r->nranks = nranks;
     r->nnodes = nnodes;
     snprintf(r->name, sizeof(r->name), "%s", comm_name && *comm_name ? comm_name : "");
-    r->nccl_mask = nranks > 1 ? mask : NULL;
+    r->nccl_mask = mask;
     tls_pending = r;
   }
-  /* NCCL never asks the tuner about a one-rank communicator: no events
-   * either, so such communicators cost nothing. Static mode needs no
-   * samples; with KernelCh as the source, events stay off until a call
-   * needs them (events_gate). */
-  int full = acl_prof_nccl_mask(acl_proc.prof);
+  /* NCCL never asks the tuner about a one-rank communicator, and static
+   * mode needs no samples: such communicators add no events. NCCL's mask
+   * is one for the process; the profiler keeps it (profiler/gate.h). Online,
+   * every call says whether it is being captured into a CUDA graph. */
   bool online = r && nranks > 1 && acl_proc.cfg.mode == ACL_MODE_ONLINE;
-  *mask = online && !(full & ncclProfileKernelCh) ? full : 0;
-  if (r)
-    r->events_left = *mask != 0;
-  /* Online, every call says whether it is being captured into a CUDA
-   * graph (profiler.h): never gated, whatever the sample source. */
-  if (online)
-    *mask |= ACL_PROF_CAPTURE_MASK;
+  if (r) /* (out of memory: the process's mask is left as it is) */
+    acl_prof_mask_init(acl_proc.prof, mask, online);
   pthread_mutex_unlock(&acl_proc.lock);
   return r;
 }
@@ -277,6 +270,8 @@ void acl_plugin_profiler_detach(acl_rank_t *r)
     return;
   pthread_mutex_lock(&acl_proc.lock);
   r->has_profiler = false;
+  acl_prof_mask_release(acl_proc.prof, r->nccl_mask);
+  r->nccl_mask = NULL;
   rank_unref_locked(r);
   pthread_mutex_unlock(&acl_proc.lock);
 }
@@ -302,47 +297,8 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
-/* NCCL's profiler events cost several us of host time per call, so with
- * KernelCh as the source they are on only for the calls the search samples.
- * NCCL stamps the mask on a collective when it is enqueued, before the tuner
- * is asked about it (taskAppend in enqueue.cc): the decision of call k sets
- * the mask call k+1 carries. Call k+1 is predicted to be of the workload
- * that followed this one last time (a training step repeats its sequence of
- * collectives), so the mask follows that workload's published sampling rule.
- * The rule depends only on the blocks and the call sequence, so every rank
- * samples the same calls. Returns whether this call carries events, that is
- * whether the profiler gets its tag. */
-static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
-{
-  if (!r->nccl_mask)
-    return true;
-  int full = acl_prof_nccl_mask(acl_proc.prof);
-  if (!(full & ncclProfileKernelCh)) {
-    /* CUPTI live (Coll events only) or no source; NCCL's mask is one int
-     * for the process, so keep the capture bit whoever wrote it last */
-    int cur = __atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED);
-    if (!(cur & ACL_PROF_CAPTURE_MASK))
-      __atomic_store_n(r->nccl_mask, cur | ACL_PROF_CAPTURE_MASK, __ATOMIC_RELAXED);
-    return true;
-  }
-  bool carries = r->events_left;
-  bool want = false;
-  if (d->widx < (uint32_t)r->nstats) {
-    acl_rank_stats_t *st = &r->stats[d->widx];
-    st->next_call = d->call_idx + 1;
-    st->sample_shift = d->sample_shift;
-    if (r->last_widx < (uint32_t)r->nstats)
-      r->stats[r->last_widx].succ = d->widx;
-    r->last_widx = d->widx;
-    const acl_rank_stats_t *n = st->succ < (uint32_t)r->nstats ? &r->stats[st->succ] : st;
-    want = acl_search_sampled(n->sample_shift, n->next_call);
-  }
-  int m = (want ? full : 0) | ACL_PROF_CAPTURE_MASK;
-  if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)
-    __atomic_store_n(r->nccl_mask, m, __ATOMIC_RELAXED);
-  r->events_left = want;
-  return carries;
-}
+_Static_assert(ACL_SEARCH_SAMPLE_NEVER == ACL_GATE_SAMPLE_NEVER,
+               "the profiler reads the search's sampling shifts");
 
 static void log_once(acl_rank_t *r, unsigned bit, const char *what, const char *detail)
 {
@@ -438,7 +394,6 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
   if (d.cand.nchannels > 0) /* also NCCL's pair capped at the stock count (ceiling mode) */
     *nch = d.cand.nchannels;
   acl_stall_note(r, coll, nbytes, &d);
-  bool sampled = events_gate(r, &d) && !captured;
   if (acl_trace_on())
     acl_trace_decision(&(acl_trace_dec_t){r->comm_id, nbytes, d.call_idx, r->rank, r->nranks,
                                           pipe_ops, d.widx, d.cand_id, (uint8_t)coll, d.phase,
@@ -461,7 +416,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
       atomic_fetch_add_explicit(nc == ACL_NV_EXPLORE ? &st->explore_calls : &st->decided_calls, 1,
                                 memory_order_relaxed);
   }
-  if (r->prof_rank && sampled) {
+  if (r->prof_rank) {
     acl_call_tag_t tag = {.rank_ctx = r,
                           .call_idx = d.call_idx,
                           .widx = d.widx,
@@ -471,7 +426,7 @@ ncclResult_t acl_plugin_get_coll_info(acl_rank_t *r, int coll, size_t nbytes, in
                           .nbytes = nbytes,
                           .cand = d.cand,
                           .pipe_ops = (uint8_t)(pipe_ops > 255 ? 255 : pipe_ops)};
-    acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag);
+    acl_prof_on_call(acl_proc.prof, r->prof_rank, &tag, d.sample_shift, captured);
   }
   return ncclSuccess;
 }
@@ -503,16 +458,8 @@ acl_candidate_t acl_captured_cand(const acl_rank_stats_t *st)
   return c;
 }
 
-/* Under the profiler's lock: only remember the count; the sample sink hands
- * it to the search. */
-static void coll_hook(void *user, const acl_call_tag_t *tag, int nch)
-{
-  (void)user;
-  acl_rank_t *r = tag->rank_ctx;
-  if (r && tag->cand.algo == ACL_ALGO_NCCL && tag->widx < (uint32_t)r->nstats && nch > 0)
-    atomic_store_explicit(&r->stats[tag->widx].nccl_nch, nch, memory_order_relaxed);
-}
-
+/* The profiler's sample: to consensus as it came (the search's one way
+ * in), then into this rank's view of the workload. */
 static void sample_sink(void *user, const acl_prof_sample_t *s)
 {
   (void)user;
@@ -520,25 +467,17 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   if (!r)
     return;
   acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
-  if (r->cons && s->tag.widx < (uint32_t)r->nstats) {
-    /* What NCCL's own choice really ran (the sample's Coll event; under
-     * CUPTI only the channels, from coll_hook). */
-    acl_rank_stats_t *st = &r->stats[s->tag.widx];
-    bool own = s->tag.cand.algo == ACL_ALGO_NCCL && s->ran_nch > 0;
-    int nch = own ? s->ran_nch : atomic_load_explicit(&st->nccl_nch, memory_order_relaxed);
-    if (nch > 0 && !atomic_exchange(&st->hinted, true))
-      acl_cons_hint_channels(r->cons, s->tag.widx, own ? s->ran_algo : -1, own ? s->ran_proto : -1,
-                             nch);
-  }
-  if (r->cons) {
-    /* A clamped candidate teaches the search (once is enough: the search
-     * keeps it); matching counts need no lock. */
-    const acl_candidate_t *c = &s->tag.cand;
-    if (s->ran_nch > 0 && c->algo != ACL_ALGO_NCCL && c->nchannels > s->ran_nch)
-      acl_cons_observe_channels(r->cons, s->tag.widx, s->tag.cand_id, s->ran_nch);
-    acl_cons_add_sample(r->cons, s->tag.widx, s->tag.call_idx, s->tag.cand_id, s->seconds,
-                        s->overlap);
-  }
+  acl_cons_observe(
+      r->cons,
+      &(acl_cons_obs_t){.widx = s->tag.widx,
+                        .call_idx = s->tag.call_idx,
+                        .cand_id = s->tag.cand_id,
+                        .want_nch = s->tag.cand.algo == ACL_ALGO_NCCL ? 0 : s->tag.cand.nchannels,
+                        .seconds = s->seconds,
+                        .overlap = s->overlap,
+                        .ran_algo = s->ran_algo,
+                        .ran_proto = s->ran_proto,
+                        .ran_nch = s->ran_nch});
   if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int b = acl_hist_bucket(s->seconds);

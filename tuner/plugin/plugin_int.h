@@ -27,14 +27,6 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t dur_ns;
   /* Samples with a known overlap: their collective ns and exposed ns. */
   _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
-  _Atomic int nccl_nch; /* channels NCCL's own choice ran, 0 unknown */
-  atomic_bool hinted;   /* nccl_nch handed to the search */
-  /* Event gating (plugin.c events_gate), touched by the rank's own calls
-   * only: this workload's next call index and sampling shift, and the
-   * workload that followed it last time (training repeats its sequence). */
-  uint64_t next_call;
-  uint8_t sample_shift;
-  uint32_t succ;
   /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
    * rank's stall_calls at this workload's last call and what it ran. */
   uint32_t last_call;
@@ -88,9 +80,7 @@ struct acl_rank {
   struct acl_cons *cons;
   char cons_err[256];
   void *prof_rank;
-  int *nccl_mask;          /* NCCL's event mask (profiler init); NCCL rereads it */
-  bool events_left;        /* this rank left the mask on: its next call carries events */
-  uint32_t last_widx;      /* workload of this rank's previous call */
+  int *nccl_mask;          /* NCCL's event mask (profiler init), kept by the profiler */
   uint32_t ncalls;         /* this rank's calls, for the profiler duty check */
   uint32_t stall_calls;    /* this rank's calls, for the stopped-workload check */
   acl_rank_stats_t *stats; /* indexed by workload index */

@@ -1,6 +1,6 @@
 /* The search for one workload (see tuner/search/search.h and docs/tuner.md):
  * its settings, init and hints, and the two entry points that drive it,
- * acl_search_next and acl_search_add_sample. The states and their
+ * acl_search_next and acl_search_observe. The states and their
  * transitions are in search_sm.c, exploration in search_explore.c, the
  * budget in search_budget.c, the decision and its validation in
  * search_conv.c, the candidate grid and statistics in search_grid.c.
@@ -189,7 +189,7 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
   s->best = (uint16_t)(b >= 0 ? b : 0);
 }
 
-void acl_search_hint_channels(acl_search_t *s, int nch)
+static void hint_channels(acl_search_t *s, int nch)
 {
   if (!s || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
@@ -201,9 +201,9 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
   s->hint_ch = (int16_t)(nch > s->params.max_channels ? s->params.max_channels : nch);
 }
 
-void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
+static void hint_nccl(acl_search_t *s, int algo, int proto, int nch)
 {
-  acl_search_hint_channels(s, nch);
+  hint_channels(s, nch);
   if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
     return;
@@ -213,7 +213,7 @@ void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch)
   s->nccl_proto = (int8_t)proto;
 }
 
-void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
+static void observe_channels(acl_search_t *s, int cand_id, int nch)
 {
   if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
@@ -293,7 +293,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 
 /* ---- samples ------------------------------------------------------------- */
 
-void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float overlap)
+static void add_sample(acl_search_t *s, int cand_id, double seconds, float overlap)
 {
   if (!s || cand_id < 0 || cand_id >= s->ncands || !(seconds > 0.0) || !isfinite(seconds))
     return;
@@ -350,4 +350,16 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     if (early2 || early3)
       acl_search_judge(s, cand_id, true);
   }
+}
+
+void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
+{
+  if (!s || !o)
+    return;
+  if (o->ran_nch > 0 && o->cand_id == ACL_SEARCH_CAND_NCCL && s->hint_ch <= 0)
+    hint_nccl(s, o->ran_algo, o->ran_proto, o->ran_nch); /* the first one tells */
+  else if (o->ran_nch > 0)
+    observe_channels(s, o->cand_id, o->ran_nch);
+  if (o->seconds > 0.0)
+    add_sample(s, o->cand_id, o->seconds, o->overlap);
 }

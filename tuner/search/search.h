@@ -10,10 +10,9 @@
  *   acl_search_init()        once, with the first caller's cost table
  *   acl_search_restrict()    for every rank's valid mask seen during warm-up
  *   acl_search_next()        "what do the next *len calls run?" -> cand id
- *   acl_search_add_sample()  for each measured call, tagged with the cand id
- *                            it ran (samples may arrive late or not at all)
- *   acl_search_hint_channels() optional: the channel count NCCL's own choice
- *                            ran (profiler Coll events), where the descent starts
+ *   acl_search_observe()     for each measured call, tagged with the cand id
+ *                            it ran (samples may arrive late or not at all),
+ *                            and what NCCL ran for it (profiler Coll events)
  *
  * Once converged, a non-default decision is validated in the background:
  * NCCL's own choice (cand 0) still runs in short blocks interleaved with the
@@ -224,23 +223,31 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
 /* Decide what the next calls run. Returns the cand id; *out is the candidate,
  * *len the number of calls this decision covers (>= 1). */
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
-void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float overlap);
-/* Optional: the channel count NCCL's own choice ran (from the profiler's Coll
- * events). The channel descent starts there instead of mid-range, and the
- * baseline's samples stand for that point. Ignored when nch <= 0 or once
- * exploration has begun; without it the search works as before. */
-void acl_search_hint_channels(acl_search_t *s, int nch);
-/* The same, with the (algorithm, protocol) NCCL's choice ran: NCCL does not
- * always run the argmin of the cost table the tuner sees (2xH200, AllReduce
- * 256 KiB: the table's minimum is Tree/LL, NCCL runs Ring/LL). Its own
- * subspace, the twin of the baseline, is the pair it ran. algo/proto < 0:
- * channels only. */
-void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch);
-/* The channels NCCL ran for a call of cand id (profiler Coll events). A
- * request above what NCCL built, or above what it allows for the protocol
- * and size, runs clamped: candidates that NCCL runs identically are one
- * candidate, and the grid points they cover are never explored again. */
-void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
+/* What one call of cand_id took and what NCCL ran for it: the search's one
+ * way in (tests/tuner/check_entries.sh fails on another). Every field is
+ * optional:
+ * - seconds > 0: a measured sample (late, missing ones are fine) with its
+ *   overlap (0..1, < 0 unknown);
+ * - ran_nch > 0 for NCCL's own choice (cand 0): the channel count (and
+ *   ran_algo/ran_proto, -1 unknown) it ran, from the profiler's Coll events.
+ *   The channel descent starts there instead of mid-range, the baseline's
+ *   samples stand for that point, and NCCL's own subspace is the pair it
+ *   ran (NCCL does not always run the argmin of the table the tuner sees:
+ *   2xH200, AllReduce 256 KiB, the minimum is Tree/LL, NCCL runs Ring/LL).
+ *   Ignored once exploration has begun;
+ * - ran_nch > 0 for another candidate: the channels NCCL ran it with. A
+ *   request above what NCCL built or allows runs clamped: candidates NCCL
+ *   runs identically are one, and the grid points they cover are never
+ *   explored again.
+ * The facts go in before the sample. */
+typedef struct acl_search_obs {
+  int cand_id;
+  double seconds;
+  float overlap;
+  int ran_algo, ran_proto; /* -1 unknown */
+  int ran_nch;             /* 0 unknown */
+} acl_search_obs_t;
+void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload
  * takes cand (a tuning table's decision; algo ACL_ALGO_NCCL = NCCL's own) as
  * its converged decision from the first call, treated like a provisional
