@@ -5,6 +5,8 @@ usage: run_sim.py [checks] -- SIM [sim args]
 checks:
   --exit N            expected exit status (default 0)
   --converged         every workload's state is "converged"
+  --measured          every workload of every rank's job report has NCCL's time
+                      measured (a baseline: nccl_seconds > 0)
   --min-speedup X     every workload's speedup >= X
   --min-tuned N       at least N workloads whose decision changed during the run
                       (the plugin really tuned: it got samples and explored)
@@ -96,7 +98,7 @@ def main(argv):
         fail("missing -- before the command")
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
-    want_exit, converged, min_speedup = 0, False, None
+    want_exit, converged, min_speedup, measured = 0, False, None, False
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
@@ -104,8 +106,9 @@ def main(argv):
     k = 0
     while k < len(opts):
         o = opts[k]
-        if o == "--converged":
-            converged = True
+        if o in ("--converged", "--measured"):
+            converged = converged or o == "--converged"
+            measured = measured or o == "--measured"
             k += 1
             continue
         v = opts[k + 1]
@@ -213,6 +216,16 @@ def main(argv):
             fail(desc + ": speedup %s < %s" % (w["speedup"], min_speedup), out, err)
         if w["final_over_oracle"] is not None and w["final_over_oracle"] > 1.0 + 1e-9:
             fail(desc + ": better than the oracle (%s)" % w["final_over_oracle"], out, err)
+    if measured:
+        reps = rep.get("job_reports") or []
+        if not reps or None in reps:
+            fail("job reports missing: %d" % len(reps), out, err)
+        for j in reps:
+            for w in j["workloads"]:
+                if not (w["nccl_seconds"] or 0) > 0:
+                    fail("rank %d %s %d B: no NCCL time measured (state %s, %d calls)" % (
+                        w["rank"], w["collective"], w["bytes"], w["state"], w["calls"]), out, err)
+        print("measured: every workload of %d job reports" % len(reps))
     if min_chunked is not None:
         chunked = [w for w in rep["workloads"] if (w.get("final") or {}).get("chunk_log2", 0) != 0]
         if len(chunked) < min_chunked:

@@ -128,7 +128,7 @@ static acl_rank_t *rank_create_locked(uint64_t comm_id)
   }
   r->nstats = cap;
   for (int i = 0; i < cap; i++)
-    r->stats[i].succ = UINT32_MAX; /* no successor seen yet: itself */
+    r->stats[i].succ = r->stats[i].succ_missed = UINT32_MAX; /* none seen yet: itself */
   r->last_widx = UINT32_MAX;
   r->comm_id = comm_id;
   r->rank = -1;
@@ -302,6 +302,13 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
   t[a][p] = 0.0f;
 }
 
+/* Whether workload w (none: dflt, or no one) wants its next call sampled. */
+static bool succ_wants(const acl_rank_t *r, uint32_t w, const acl_rank_stats_t *dflt)
+{
+  const acl_rank_stats_t *n = w < (uint32_t)r->nstats ? &r->stats[w] : dflt;
+  return n && acl_search_sampled(n->sample_shift, n->next_call);
+}
+
 /* NCCL's profiler events cost several us of host time per call, so with
  * KernelCh as the source they are on only for the calls the search samples.
  * NCCL stamps the mask on a collective when it is enqueued, before the tuner
@@ -331,11 +338,19 @@ static bool events_gate(acl_rank_t *r, const acl_decision_t *d)
     acl_rank_stats_t *st = &r->stats[d->widx];
     st->next_call = d->call_idx + 1;
     st->sample_shift = d->sample_shift;
-    if (r->last_widx < (uint32_t)r->nstats)
-      r->stats[r->last_widx].succ = d->widx;
+    if (r->last_widx < (uint32_t)r->nstats) {
+      acl_rank_stats_t *prev = &r->stats[r->last_widx];
+      /* A workload that follows one whose successor varies (the last of a
+       * run of equal calls: 64 KiB, 64 KiB, then the next step's 1 GiB
+       * AllGather) is mispredicted every time: remembered as a second
+       * successor when it wanted this call's events, or it never gets a
+       * sample. */
+      if (!carries && acl_search_sampled(d->sample_shift, d->call_idx))
+        prev->succ_missed = d->widx;
+      prev->succ = d->widx;
+    }
     r->last_widx = d->widx;
-    const acl_rank_stats_t *n = st->succ < (uint32_t)r->nstats ? &r->stats[st->succ] : st;
-    want = acl_search_sampled(n->sample_shift, n->next_call);
+    want = succ_wants(r, st->succ, st) || succ_wants(r, st->succ_missed, NULL);
   }
   int m = (want ? full : 0) | ACL_PROF_CAPTURE_MASK;
   if (__atomic_load_n(r->nccl_mask, __ATOMIC_RELAXED) != m)

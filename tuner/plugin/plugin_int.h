@@ -31,10 +31,11 @@ typedef struct acl_rank_stats {
   atomic_bool hinted;   /* nccl_nch handed to the search */
   /* Event gating (plugin.c events_gate), touched by the rank's own calls
    * only: this workload's next call index and sampling shift, and the
-   * workload that followed it last time (training repeats its sequence). */
+   * workload that followed it last time (training repeats its sequence),
+   * and the last one that followed it unpredicted when it wanted events. */
   uint64_t next_call;
   uint8_t sample_shift;
-  uint32_t succ;
+  uint32_t succ, succ_missed;
   /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
    * rank's stall_calls at this workload's last call and what it ran. */
   uint32_t last_call;
