@@ -16,12 +16,14 @@
 
 #include "core/table.h"
 #include "tuner/consensus/consensus.h"
+#include "tuner/consensus/relay.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 /* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
  * process's endpoint port; 5: the relay's commit, and a block carries its
- * safe candidate (what a call captured into a CUDA graph runs) */
-#define ACL_CONS_LAYOUT 5u
+ * safe candidate (what a call captured into a CUDA graph runs); 6: a
+ * follower host's copy of the leader's figures */
+#define ACL_CONS_LAYOUT 6u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -124,6 +126,9 @@ typedef struct cons_wl {
    * (the leader's commit horizon, relay.h); CONS_COMMIT_SEALED once the
    * leader is lost: frozen, calls from it on run NCCL's choice. */
   _Atomic uint64_t commit;
+  /* Follower hosts: the leader's figures with the latest block fetched
+   * (a follower runs no search; its views show these). */
+  acl_relay_fig_t lead_fig;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
