@@ -195,7 +195,7 @@ void acl_report_totals_line(const acl_report_totals_t *t, acl_strbuf_t *out)
 
 /* One row of the text report, its cells formatted. */
 typedef struct text_row {
-  char comm[17], rank[16], size[24], dec[48], sp[48], ns[24], saved[24], cost[24];
+  char comm[17], rank[16], size[24], dec[64], sp[48], ns[24], saved[24], cost[24];
   const char *coll, *state, *source;
 } text_row_t;
 
@@ -206,7 +206,9 @@ static void text_row(const acl_snapshot_t *s, const acl_snap_workload_t *w, text
   snprintf(r->comm, sizeof(r->comm), "%.16s", c ? c->name : "?");
   fmt_bytes(w->key.nbytes, r->size, sizeof(r->size));
   const acl_candidate_t *d = acl_report_decision(w);
-  if (d && d->algo == ACL_ALGO_NCCL)
+  if (d && d->algo == ACL_ALGO_NCCL && acl_phase_decided(w->phase) && w->candidates_evaluated > 0)
+    acl_kept_nccl_str((long long)w->candidates_evaluated, r->dec, sizeof(r->dec));
+  else if (d && d->algo == ACL_ALGO_NCCL)
     snprintf(r->dec, sizeof(r->dec), "NCCL");
   else if (d)
     acl_candidate_str(d, r->dec, sizeof(r->dec));

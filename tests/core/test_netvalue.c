@@ -273,7 +273,8 @@ Test(report, converged_count_wait_rows_and_columns)
     w->calls = 10;
     w->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
   }
-  s->workloads[3].has_speedup = true; /* best so far against the baseline */
+  s->workloads[0].candidates_evaluated = 23; /* kept NCCL's choice after a search */
+  s->workloads[3].has_speedup = true;        /* best so far against the baseline */
   s->workloads[3].speedup = 1.059;
   acl_report_totals_t t;
   acl_report_totals(s, &t);
@@ -294,6 +295,7 @@ Test(report, converged_count_wait_rows_and_columns)
     cr_expect(strncmp(l + col, "nccl", 4) == 0, "row out of line: %.*s", (int)(strchr(l, '\n') - l),
               l);
   cr_expect(strstr(sb.data, "1/5 workloads converged"), "%s", sb.data);
+  cr_expect(strstr(sb.data, " NCCL, 23 tried "), "the one spelling of a kept NCCL: %s", sb.data);
   acl_sb_free(&sb);
   free(s);
 }
