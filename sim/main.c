@@ -208,7 +208,9 @@ static void print_head(const acl_sim_opts_t *o, int nprocs, const acl_landscape_
             "  decisions drift under it and re-tune, then re-tune back when it ends.\n",
             o->nranks, o->landscape, o->interf_spec);
     int mc = acl_land_max_channels(land);
-    if (mc > SIM_STOCK_CHANNELS) /* the decisions at more channels need that ceiling */
+    /* the 2x H200 landscape measured with the ceiling raised: its decisions
+     * at more channels need that ceiling */
+    if (strncmp(acl_land_name(land), "h200x2", 6) == 0 && mc > SIM_STOCK_CHANNELS)
       fprintf(f,
               "  Channels: the landscape builds %d, as NCCL does with the ceiling raised\n"
               "  (NCCL_MIN_NCHANNELS=%d; it ships with %d here): a /%dch decision needs that\n"
