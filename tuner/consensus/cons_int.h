@@ -331,6 +331,8 @@ void cons_prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_
 int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);
 /* Seqlock read of block number j: false when it is not (any more) there. */
 bool cons_ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b);
+/* The leader's figures for w (a follower host shows them; cons_obs.c). */
+acl_relay_fig_t cons_figures_locked(const cons_wl_t *w);
 /* This host decides (single node, or rank 0 attached to this segment). */
 bool cons_leader_here(acl_cons_t *c);
 /* Appends blk to w's ring (lock held), unless it is already there. */

@@ -78,6 +78,26 @@ out:
   cons_unlock(h);
 }
 
+/* What a follower host shows for w: the search's own figures. */
+acl_relay_fig_t cons_figures_locked(const cons_wl_t *w)
+{
+  acl_relay_fig_t f = {0};
+  if (w->disabled)
+    return f;
+  acl_search_report_t r;
+  acl_search_report(&w->search, &r);
+  f.baseline_seconds = r.baseline_seconds > 0 ? (float)r.baseline_seconds : 0.0f;
+  f.best_seconds = r.best_seconds > 0 ? (float)r.best_seconds : 0.0f;
+  if (r.speedup > 0) {
+    f.speedup = (float)r.speedup;
+    f.paired = r.speedup_paired && r.speedup_lo > 0;
+    f.speedup_lo = f.paired ? (float)r.speedup_lo : 0.0f;
+    f.speedup_hi = f.paired ? (float)r.speedup_hi : 0.0f;
+  }
+  f.source = r.source < ACL_NUM_SOURCES ? r.source : 0;
+  return f;
+}
+
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
 {
   if (!c)

@@ -589,26 +589,6 @@ uint64_t acl_cons_skip(acl_cons_t *c, const acl_wkey_t *key, uint64_t n)
 
 /* ---- relay server side ---------------------------------------------------- */
 
-/* What a follower host shows for w: the search's own figures. */
-static acl_relay_fig_t cons_figures_locked(const cons_wl_t *w)
-{
-  acl_relay_fig_t f = {0};
-  if (w->disabled)
-    return f;
-  acl_search_report_t r;
-  acl_search_report(&w->search, &r);
-  f.baseline_seconds = r.baseline_seconds > 0 ? (float)r.baseline_seconds : 0.0f;
-  f.best_seconds = r.best_seconds > 0 ? (float)r.best_seconds : 0.0f;
-  if (r.speedup > 0) {
-    f.speedup = (float)r.speedup;
-    f.paired = r.speedup_paired && r.speedup_lo > 0;
-    f.speedup_lo = f.paired ? (float)r.speedup_lo : 0.0f;
-    f.speedup_hi = f.paired ? (float)r.speedup_hi : 0.0f;
-  }
-  f.source = r.source < ACL_NUM_SOURCES ? r.source : 0;
-  return f;
-}
-
 /* The relay's serve callback for this comm (rank 0 of a multi-host comm):
  * answers a follower host's request from this host's segment. */
 static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t *resp)
