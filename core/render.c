@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/render_util.h"
+#include "core/report.h"
 
 #define JSTR(sb, field) acl_render_json_str((sb), (field), sizeof(field))
 
@@ -197,6 +198,11 @@ static void put_job(acl_strbuf_t *sb, const acl_snapshot_t *s)
   put_opt_num(sb, j.has_exposed, j.exposed_share);
   acl_sb_puts(sb, ", \"time_saved_seconds\": ");
   put_opt_num(sb, j.has_net, j.time_saved_seconds);
+  /* per rank, as the job report: every rank waits for each collective */
+  acl_report_totals_t t;
+  acl_report_totals(s, &t);
+  acl_sb_printf(sb, ", \"ranks\": %d, \"time_saved_per_rank_seconds\": ", t.ranks);
+  put_opt_num(sb, j.has_net && t.ranks > 0, t.ranks > 0 ? j.time_saved_seconds / t.ranks : 0.0);
   acl_sb_puts(sb, "}");
 }
 

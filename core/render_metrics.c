@@ -180,8 +180,12 @@ static void render_totals(mctx_t *m)
       {"autoccl_total_nccl_seconds",
        "Seconds the calls take with NCCL's own choice (calls x its measured time), summed."},
       {"autoccl_total_ranks", "Ranks this process serves (divide the sums by it: per rank)."},
+      {"autoccl_total_time_saved_per_rank_seconds",
+       "Net seconds saved per rank (the job's wall time: every rank waits for each collective), "
+       "as the job report's per-rank figure."},
   };
-  double v[] = {t.net_saved_seconds, t.exploration_cost_seconds, t.nccl_seconds, t.ranks};
+  double v[] = {t.net_saved_seconds, t.exploration_cost_seconds, t.nccl_seconds, t.ranks,
+                t.per_rank_seconds};
   for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
     head(m, fam[i].name, "gauge", fam[i].help);
     sample_f(m, fam[i].name, l.data, v[i]);

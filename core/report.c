@@ -16,6 +16,12 @@ const acl_candidate_t *acl_report_decision(const acl_snap_workload_t *w)
   case ACL_PHASE_EXPLORING:
   case ACL_PHASE_RETUNING:
     return NULL;
+  case ACL_PHASE_WAIT_BUDGET:
+  case ACL_PHASE_WAIT_SAMPLES:
+    /* a wait between two steps of the search: the speedup shown is its best
+     * candidate so far, so no decision either (NCCL's choice beside a
+     * speedup that is not 1 read as a contradiction) */
+    return w->has_speedup ? NULL : &w->current;
   default:
     return &w->current;
   }
@@ -37,7 +43,7 @@ void acl_report_totals(const acl_snapshot_t *s, acl_report_totals_t *t)
   for (int i = 0; i < nw; i++) {
     const acl_snap_workload_t *w = &s->workloads[i];
     t->workloads++;
-    t->converged += acl_phase_decided(w->phase);
+    t->converged += w->phase == ACL_PHASE_CONVERGED; /* not still validating or refining */
     t->calls += w->calls;
     double ns = acl_report_nccl_seconds(w);
     if (ns > 0)
@@ -188,57 +194,101 @@ void acl_report_totals_line(const acl_report_totals_t *t, acl_strbuf_t *out)
                 cost, t->ranks, t->ranks == 1 ? "" : "s", per, t->converged, t->workloads);
 }
 
+/* One row of the text report, its cells formatted. */
+typedef struct text_row {
+  char comm[17], rank[16], size[24], dec[64], sp[48], ns[24], saved[24], cost[24];
+  const char *coll, *state, *source;
+} text_row_t;
+
+static void text_row(const acl_snapshot_t *s, const acl_snap_workload_t *w, text_row_t *r)
+{
+  int nc = clamp_n(s->ncomms, ACL_SNAP_MAX_COMMS);
+  const acl_snap_comm_t *c = w->comm >= 0 && w->comm < nc ? &s->comms[w->comm] : NULL;
+  snprintf(r->comm, sizeof(r->comm), "%.16s", c ? c->name : "?");
+  fmt_bytes(w->key.nbytes, r->size, sizeof(r->size));
+  const acl_candidate_t *d = acl_report_decision(w);
+  if (d && d->algo == ACL_ALGO_NCCL && acl_phase_decided(w->phase) && w->candidates_evaluated > 0)
+    acl_kept_nccl_str((long long)w->candidates_evaluated, r->dec, sizeof(r->dec));
+  else if (d && d->algo == ACL_ALGO_NCCL)
+    snprintf(r->dec, sizeof(r->dec), "NCCL");
+  else if (d)
+    acl_candidate_str(d, r->dec, sizeof(r->dec));
+  else
+    snprintf(r->dec, sizeof(r->dec), "-");
+  if (w->has_speedup && w->has_speedup_ci)
+    snprintf(r->sp, sizeof(r->sp), "%.3fx (%.3f-%.3f)", w->speedup, w->speedup_lo, w->speedup_hi);
+  else if (w->has_speedup)
+    snprintf(r->sp, sizeof(r->sp), "%.3fx", w->speedup);
+  else
+    snprintf(r->sp, sizeof(r->sp), "-");
+  double nsec = acl_report_nccl_seconds(w);
+  if (nsec >= 0)
+    fmt_secs(nsec, false, r->ns, sizeof(r->ns));
+  else
+    snprintf(r->ns, sizeof(r->ns), "-");
+  if (w->has_net) {
+    fmt_secs(w->time_saved_seconds, true, r->saved, sizeof(r->saved));
+    fmt_secs(w->exploration_cost_seconds, false, r->cost, sizeof(r->cost));
+  } else {
+    snprintf(r->saved, sizeof(r->saved), "-");
+    snprintf(r->cost, sizeof(r->cost), "-");
+  }
+  if (w->rank >= 0)
+    snprintf(r->rank, sizeof(r->rank), "%d", w->rank);
+  else
+    snprintf(r->rank, sizeof(r->rank), "?");
+  r->coll = acl_coll_name(w->key.coll);
+  r->state = acl_phase_name(w->phase);
+  r->source = acl_source_name(w->source);
+}
+
+/* Column widths: the header's or the widest value's (a fixed width let
+ * "waiting-samples" push the rest of its row out of line). */
+enum { COL_COMM, COL_RANK, COL_COLL, COL_SIZE, COL_STATE, COL_DEC, COL_SRC, COL_SP, COL_NS,
+       COL_SAVED, COL_COST, COL_CALLS, NCOLS };
+
+static void widen(int *w, const char *v)
+{
+  int n = (int)strlen(v);
+  if (n > *w)
+    *w = n;
+}
+
 void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
 {
+  static const char *const head[NCOLS] = {
+      "COMM",     "RANK",   "COLLECTIVE",         "SIZE",      "STATE",     "DECISION",
+      "SOURCE",   "SPEEDUP (interval)", "NCCL TIME", "NET SAVED", "EXPLORE", "CALLS"};
   acl_report_totals_t t;
   acl_report_totals(s, &t);
   acl_sb_printf(out, "autoccl job report: host %.*s pid %d local rank %d, mode %.*s, %.1f s\n",
                 (int)sizeof(s->hostname), s->hostname, s->pid, s->local_rank, (int)sizeof(s->mode),
                 s->mode, s->uptime_seconds);
-  acl_sb_printf(out, "%-16s %4s %-13s %9s  %-9s %-17s %-8s %-19s %10s %10s %10s %9s\n", "COMM",
-                "RANK", "COLLECTIVE", "SIZE", "STATE", "DECISION", "SOURCE", "SPEEDUP (interval)",
-                "NCCL TIME", "NET SAVED", "EXPLORE", "CALLS");
   int nw = clamp_n(s->nworkloads, ACL_SNAP_MAX_WORKLOADS);
-  int nc = clamp_n(s->ncomms, ACL_SNAP_MAX_COMMS);
+  int wd[NCOLS];
+  for (int k = 0; k < NCOLS; k++)
+    wd[k] = (int)strlen(head[k]);
   for (int i = 0; i < nw; i++) {
-    const acl_snap_workload_t *w = &s->workloads[i];
-    const acl_snap_comm_t *c = w->comm >= 0 && w->comm < nc ? &s->comms[w->comm] : NULL;
-    char size[24], dec[48], sp[48], ns[24], saved[24], cost[24];
-    fmt_bytes(w->key.nbytes, size, sizeof(size));
-    const acl_candidate_t *d = acl_report_decision(w);
-    if (d && d->algo == ACL_ALGO_NCCL)
-      snprintf(dec, sizeof(dec), "NCCL");
-    else if (d)
-      acl_candidate_str(d, dec, sizeof(dec));
-    else
-      snprintf(dec, sizeof(dec), "-");
-    if (w->has_speedup && w->has_speedup_ci)
-      snprintf(sp, sizeof(sp), "%.3fx (%.3f-%.3f)", w->speedup, w->speedup_lo, w->speedup_hi);
-    else if (w->has_speedup)
-      snprintf(sp, sizeof(sp), "%.3fx", w->speedup);
-    else
-      snprintf(sp, sizeof(sp), "-");
-    double nsec = acl_report_nccl_seconds(w);
-    if (nsec >= 0)
-      fmt_secs(nsec, false, ns, sizeof(ns));
-    else
-      snprintf(ns, sizeof(ns), "-");
-    if (w->has_net) {
-      fmt_secs(w->time_saved_seconds, true, saved, sizeof(saved));
-      fmt_secs(w->exploration_cost_seconds, false, cost, sizeof(cost));
-    } else {
-      snprintf(saved, sizeof(saved), "-");
-      snprintf(cost, sizeof(cost), "-");
-    }
-    char rank[16];
-    if (w->rank >= 0)
-      snprintf(rank, sizeof(rank), "%d", w->rank);
-    else
-      snprintf(rank, sizeof(rank), "?");
-    acl_sb_printf(
-        out, "%-16.16s %4s %-13s %9s  %-9s %-17s %-8s %-19s %10s %10s %10s %9" PRIu64 "\n",
-        c ? c->name : "?", rank, acl_coll_name(w->key.coll), size, acl_phase_name(w->phase), dec,
-        acl_source_name(w->source), sp, ns, saved, cost, w->calls);
+    text_row_t r;
+    char calls[24];
+    text_row(s, &s->workloads[i], &r);
+    snprintf(calls, sizeof(calls), "%" PRIu64, s->workloads[i].calls);
+    const char *v[NCOLS] = {r.comm, r.rank, r.coll,  r.size, r.state, r.dec,
+                            r.source, r.sp, r.ns,    r.saved, r.cost, calls};
+    for (int k = 0; k < NCOLS; k++)
+      widen(&wd[k], v[k]);
+  }
+  acl_sb_printf(out, "%-*s %*s %-*s %*s  %-*s %-*s %-*s %-*s %*s %*s %*s %*s\n", wd[0], head[0],
+                wd[1], head[1], wd[2], head[2], wd[3], head[3], wd[4], head[4], wd[5], head[5],
+                wd[6], head[6], wd[7], head[7], wd[8], head[8], wd[9], head[9], wd[10], head[10],
+                wd[11], head[11]);
+  for (int i = 0; i < nw; i++) {
+    text_row_t r;
+    text_row(s, &s->workloads[i], &r);
+    acl_sb_printf(out, "%-*s %*s %-*s %*s  %-*s %-*s %-*s %-*s %*s %*s %*s %*" PRIu64 "\n", wd[0],
+                  r.comm, wd[1], r.rank, wd[2], r.coll, wd[3], r.size, wd[4], r.state, wd[5], r.dec,
+                  wd[6], r.source, wd[7], r.sp, wd[8], r.ns, wd[9], r.saved, wd[10], r.cost, wd[11],
+                  s->workloads[i].calls);
   }
   acl_sb_puts(out, "total: ");
   acl_report_totals_line(&t, out);

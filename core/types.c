@@ -26,6 +26,13 @@ const char *acl_algo_name(int a)
     return "NCCL";
   return a >= 0 && a < ACL_NUM_ALGO ? algo_names[a] : "?";
 }
+const char *acl_kept_nccl_str(long long tried, char *buf, size_t len)
+{
+  if (buf && len)
+    snprintf(buf, len, ACL_KEPT_NCCL_FMT, tried);
+  return buf;
+}
+
 const char *acl_source_name(int src)
 {
   static const char *const names[ACL_NUM_SOURCES] = {"nccl", "explored", "table"};

@@ -101,6 +101,11 @@ int acl_phase_parse(const char *s); /* a name above -> acl_phase_t; -1 when unkn
  * choice, 1 this run's exploration, 2 a tuning table (warm start). */
 #define ACL_NUM_SOURCES 3
 const char *acl_source_name(int src); /* "nccl", "explored", "table"; "nccl" otherwise */
+/* The one spelling of a search that ended on NCCL's own choice after trying
+ * candidates, in the job report, autoccl-top and the dashboard (web/assets/
+ * app.js writes the same): "NCCL, 29 tried". */
+#define ACL_KEPT_NCCL_FMT "NCCL, %lld tried"
+const char *acl_kept_nccl_str(long long tried, char *buf, size_t len);
 /* Parse NCCL's spellings ("AllReduce", "Ring"/"RING", "Simple"/"SIMPLE");
  * -1 when unknown. Case-insensitive. */
 int acl_coll_parse(const char *s);

@@ -24,7 +24,8 @@ typedef struct gent {
   uint8_t npend;
   uint8_t shift; /* the latest decision's sampling shift */
   int8_t coll;
-  uint16_t succ; /* the key enqueued right after this one last time */
+  uint16_t succ;  /* the key enqueued right after this one last time */
+  uint16_t succ2; /* the last key that followed this one unpredicted while it wanted events */
 } gent_t;
 
 struct acl_gate {
@@ -92,7 +93,7 @@ static uint16_t find(acl_gate_t *g, const void *who, int coll, uint64_t bytes, b
       e->coll = (int8_t)coll;
       e->bytes = bytes;
       e->shift = ACL_GATE_NEVER;
-      e->succ = GATE_NONE;
+      e->succ = e->succ2 = GATE_NONE;
       return (uint16_t)k;
     }
     if (e->who == who && e->coll == coll && e->bytes == bytes)
@@ -165,7 +166,7 @@ void acl_gate_forget(acl_gate_t *g, const void *who)
     uint16_t k = find(g, g->old[i].who, g->old[i].coll, g->old[i].bytes, true);
     if (k != GATE_NONE) {
       g->e[k] = g->old[i];
-      g->e[k].succ = GATE_NONE;
+      g->e[k].succ = g->e[k].succ2 = GATE_NONE;
     }
   }
   g->last = GATE_NONE;
@@ -184,6 +185,19 @@ static bool wants(const acl_gate_t *g, const gent_t *n)
 {
   return g->rule && n->shift < ACL_GATE_NEVER &&
          g->rule(n->shift, (uint64_t)((int64_t)n->enq + n->base));
+}
+
+/* Whether the enqueue after key k should carry events: the predicted key
+ * wants its next call sampled, or the second guess does. A key after a run
+ * of equal calls (64 KiB, 64 KiB, then the next step's 1 GiB AllGather) is
+ * never the predicted one; without the second guess, it never got a sample
+ * while the run before it waited for the budget. */
+static bool next_wants(const acl_gate_t *g, uint16_t k)
+{
+  const gent_t *e = &g->e[k];
+  if (wants(g, predicted(g, k)))
+    return true;
+  return e->succ2 != GATE_NONE && g->e[e->succ2].who && wants(g, &g->e[e->succ2]);
 }
 
 bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes, int full)
@@ -205,11 +219,15 @@ bool acl_gate_enqueued(acl_gate_t *g, const void *who, int coll, uint64_t bytes,
     }
     e->pend |= (uint64_t)carries << e->npend;
     e->npend++;
+    bool wanted = wants(g, e); /* before enq counts this one: this call's rule */
     e->enq++;
-    if (g->last != GATE_NONE)
+    if (g->last != GATE_NONE) {
+      if (!carries && wanted && g->e[g->last].succ != k)
+        g->e[g->last].succ2 = k;
       g->e[g->last].succ = k;
+    }
     g->last = k;
-    want = wants(g, predicted(g, k));
+    want = next_wants(g, k);
   }
   g->full = full;
   store_mask(g, (want ? full : 0) | g->keep);
@@ -237,7 +255,7 @@ bool acl_gate_decided(acl_gate_t *g, const void *who, int coll, uint64_t bytes, 
     /* The next enqueue is stamped with what is there now: its rule may have
      * just changed (a new block), so the mask follows the newest one. */
     if (g->last != GATE_NONE)
-      store_mask(g, (wants(g, predicted(g, g->last)) ? g->full : 0) | g->keep);
+      store_mask(g, (next_wants(g, g->last) ? g->full : 0) | g->keep);
   } else {
     g->st.unseen++;
   }

@@ -194,7 +194,10 @@ static void top_path(char *out, size_t len)
   free(real);
 }
 
-static void print_head(const acl_sim_opts_t *o, int nprocs)
+/* Channels NCCL 2.28.3 builds as it ships on 2x H200 (docs/channels.md). */
+#define SIM_STOCK_CHANNELS 24
+
+static void print_head(const acl_sim_opts_t *o, int nprocs, const acl_landscape_t *land)
 {
   FILE *f = o->json ? stderr : stdout;
   fprintf(f, "autoccl-sim: %d ranks in %d processes; plugin %s\n", o->nranks, nprocs, o->plugin);
@@ -204,6 +207,15 @@ static void print_head(const acl_sim_opts_t *o, int nprocs)
             "  real time; compute interference '%s' (steps; about 8 a second): the\n"
             "  decisions drift under it and re-tune, then re-tune back when it ends.\n",
             o->nranks, o->landscape, o->interf_spec);
+    int mc = acl_land_max_channels(land);
+    /* the 2x H200 landscape measured with the ceiling raised: its decisions
+     * at more channels need that ceiling */
+    if (strncmp(acl_land_name(land), "h200x2", 6) == 0 && mc > SIM_STOCK_CHANNELS)
+      fprintf(f,
+              "  Channels: the landscape builds %d, as NCCL does with the ceiling raised\n"
+              "  (NCCL_MIN_NCHANNELS=%d; it ships with %d here): a /%dch decision needs that\n"
+              "  setting in a real job (docs/channels.md).\n",
+              mc, mc, SIM_STOCK_CHANNELS, mc);
     if (o->duration_s > 0)
       fprintf(f, "  Runs %.0f s; Ctrl-C stops it earlier and prints the report.\n", o->duration_s);
   }
@@ -380,7 +392,7 @@ int main(int argc, char **argv)
   }
   guard_fd = acl_sim_guard_start(&w, o.ncomms);
   if (!o.quiet)
-    print_head(&o, nprocs);
+    print_head(&o, nprocs, w.land);
 
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;

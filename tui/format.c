@@ -178,8 +178,7 @@ const char *acl_top_cell(const acl_top_row_t *r, acl_top_col_t c, char *buf, siz
     /* NCCL's choice kept after a search: say how much was tried. */
     if (w->best.known && !strcmp(w->best.algo, "NCCL") && acl_top_state_decided(w->state) &&
         w->candidates_evaluated > 0) {
-      snprintf(buf, len, "NCCL, %" PRId64 " tried", w->candidates_evaluated);
-      return buf;
+      return acl_kept_nccl_str((long long)w->candidates_evaluated, buf, len);
     }
     return acl_top_fmt_cand(&w->best, buf, len);
   case ACL_TOP_COL_SPEEDUP:

@@ -139,8 +139,12 @@ int acl_top_view_build(acl_top_view_t *v, const acl_top_model_t *const *models, 
       else
         acl_top_comm_label(r->w->comm, NULL, r->comm_label, sizeof(r->comm_label));
       v->total++;
-      if (acl_top_state_decided(r->w->state))
+      if (strcmp(r->w->state, "converged") == 0) /* not still validating or refining */
         v->converged++;
+      bool seen = false; /* ranks as the job report counts them: per source */
+      for (int k = 0; k < v->nrows - 1 && !seen; k++)
+        seen = v->rows[k].source == s && v->rows[k].w->rank == r->w->rank;
+      v->ranks += !seen;
       if (isfinite(r->w->time_saved_seconds))
         v->time_saved_seconds = (isfinite(v->time_saved_seconds) ? v->time_saved_seconds : 0.0) +
                                 r->w->time_saved_seconds;

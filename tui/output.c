@@ -12,12 +12,15 @@
 
 static void print_summary(FILE *f, const acl_top_view_t *v)
 {
-  char sp[32], cw[32], ns[32], ex[32];
+  char sp[32], cw[32], ns[32], nt[32], ex[32];
   fprintf(f,
-          "workloads converged %d/%d  speedup %s (time-weighted)  net saved %s  "
-          "exposed %s  consensus wait %s  profiler %s\n",
+          "workloads converged %d/%d  speedup %s (time-weighted)  net saved %s per rank "
+          "(total %s, %d rank%s)  exposed %s  consensus wait %s  profiler %s\n",
           v->converged, v->total, acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)),
-          acl_top_fmt_signed_seconds(v->time_saved_seconds, ns, sizeof(ns)),
+          acl_top_fmt_signed_seconds(v->ranks > 0 ? v->time_saved_seconds / v->ranks : NAN, ns,
+                                     sizeof(ns)),
+          acl_top_fmt_signed_seconds(v->time_saved_seconds, nt, sizeof(nt)), v->ranks,
+          v->ranks == 1 ? "" : "s",
           acl_top_fmt_seconds(v->exposed_seconds, ex, sizeof(ex)),
           acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)), v->profiler);
 }
@@ -112,6 +115,9 @@ char *acl_top_json_merged(const acl_top_view_t *v, const acl_top_model_t *const 
   bad |= set_new(sum, "weighted_speedup", num_or_null(v->weighted_speedup));
   bad |= set_new(sum, "weighted_speedup_weight", json_string("calls * baseline_seconds"));
   bad |= set_new(sum, "time_saved_seconds", num_or_null(v->time_saved_seconds));
+  bad |= set_new(sum, "ranks", json_integer(v->ranks));
+  bad |= set_new(sum, "time_saved_per_rank_seconds",
+                 num_or_null(v->ranks > 0 ? v->time_saved_seconds / v->ranks : NAN));
   bad |= set_new(sum, "exposed_seconds", num_or_null(v->exposed_seconds));
   bad |= set_new(sum, "collective_seconds", num_or_null(v->collective_seconds));
   bad |= set_new(sum, "consensus_wait_seconds", num_or_null(v->consensus_wait_seconds));

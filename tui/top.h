@@ -175,9 +175,10 @@ typedef struct acl_top_view {
   acl_top_row_t *rows;
   int ncomms;
   acl_top_mcomm_t *comms;
-  int converged, total;
+  int converged, total; /* converged: state "converged" only */
+  int ranks;            /* distinct ranks per source, summed: what "per rank" divides by */
   double weighted_speedup;                    /* NaN when no workload has the inputs */
-  double time_saved_seconds;                  /* net, summed over rows; NaN when none known */
+  double time_saved_seconds; /* net, summed over rows (the host's total); NaN when none known */
   double collective_seconds, exposed_seconds; /* summed over rows; NaN when none known */
   double consensus_wait_seconds;              /* NaN when no communicator reports it */
   char profiler[64];                          /* distinct sources joined by '+', "-" */

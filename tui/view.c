@@ -129,7 +129,7 @@ static int fit_columns(int w, bool show[ACL_TOP_COL_COUNT])
 
 static int draw_header(acl_top_ui_t *u, int w)
 {
-  char line[1024], sp[24], cw[24], ns[24];
+  char line[1024], sp[24], cw[24], ns[24], nt[24];
   const acl_top_view_t *v = &u->view;
   /* Most important first; a part that does not fit whole is left out rather
    * than cut, so the header never ends mid-word. */
@@ -137,8 +137,15 @@ static int draw_header(acl_top_ui_t *u, int w)
   snprintf(part[0], sizeof(part[0]), "converged %d/%d", v->converged, v->total);
   snprintf(part[1], sizeof(part[1]), "speedup %s (time-weighted)",
            acl_top_fmt_ratio(v->weighted_speedup, sp, sizeof(sp)));
-  snprintf(part[2], sizeof(part[2]), "net saved %s",
-           acl_top_fmt_signed_seconds(v->time_saved_seconds, ns, sizeof(ns)));
+  /* per rank, as the job report (every rank waits for each collective); the
+   * host's sum over its ranks is labelled a total */
+  if (v->ranks > 1)
+    snprintf(part[2], sizeof(part[2]), "net saved %s per rank (total %s, %d ranks)",
+             acl_top_fmt_signed_seconds(v->time_saved_seconds / v->ranks, ns, sizeof(ns)),
+             acl_top_fmt_signed_seconds(v->time_saved_seconds, nt, sizeof(nt)), v->ranks);
+  else
+    snprintf(part[2], sizeof(part[2]), "net saved %s per rank",
+             acl_top_fmt_signed_seconds(v->time_saved_seconds, ns, sizeof(ns)));
   snprintf(part[3], sizeof(part[3]), "autoccl-top %s", ACL_TOP_VERSION);
   snprintf(part[4], sizeof(part[4]), "consensus wait %s",
            acl_top_fmt_seconds(v->consensus_wait_seconds, cw, sizeof(cw)));

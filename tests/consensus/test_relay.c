@@ -82,7 +82,14 @@ Test(wire, response_roundtrip_and_strictness)
                         .cand = {.algo = 1, .proto = 2, .nchannels = 24, .chunk_log2 = 0},
                         .commit = 0x0102030405060708ull,
                         .safe_id = 12,
-                        .safe = {.algo = 1, .proto = 1, .nchannels = 16, .chunk_log2 = -2}};
+                        .safe = {.algo = 1, .proto = 1, .nchannels = 16, .chunk_log2 = -2},
+                        .fig = {.baseline_seconds = 1.5e-3f,
+                                .best_seconds = 1.25e-3f,
+                                .speedup = 1.08f,
+                                .speedup_lo = 1.05f,
+                                .speedup_hi = 1.11f,
+                                .source = 1,
+                                .paired = 1}};
   acl_relay_resp_t o;
   uint8_t buf[128];
   size_t n = acl_relay_encode_resp(&r, buf, sizeof(buf));
@@ -97,7 +104,22 @@ Test(wire, response_roundtrip_and_strictness)
   cr_assert_eq(o.commit, r.commit);
   cr_assert_eq(o.safe_id, 12);
   cr_assert(acl_candidate_eq(&o.safe, &r.safe));
+  /* the leader's figures, for a follower host's views and report */
+  cr_assert_eq(o.fig.baseline_seconds, r.fig.baseline_seconds);
+  cr_assert_eq(o.fig.best_seconds, r.fig.best_seconds);
+  cr_assert_eq(o.fig.speedup, r.fig.speedup);
+  cr_assert_eq(o.fig.speedup_lo, r.fig.speedup_lo);
+  cr_assert_eq(o.fig.speedup_hi, r.fig.speedup_hi);
+  cr_assert_eq(o.fig.source, 1);
+  cr_assert_eq(o.fig.paired, 1);
   uint8_t bad[128];
+  memcpy(bad, buf, n);
+  bad[4 + 76] = ACL_NUM_SOURCES; /* unknown source */
+  cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
+  memcpy(bad, buf, n);
+  bad[4 + 59] = 0xff; /* baseline NaN */
+  bad[4 + 58] = 0xc0;
+  cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);
   memcpy(bad, buf, n);
   bad[4 + 2] = ACL_RELAY_NSTATUS;
   cr_assert_eq(acl_relay_decode_resp(bad, n, &o), -1);

@@ -254,6 +254,52 @@ Test(report, totals_rows_and_text)
   free(s);
 }
 
+/* Only converged workloads count as converged (not those still validating
+ * or refining); a wait between two steps of the search shows no decision
+ * beside its best-so-far speedup (the decision is NCCL's own choice exactly
+ * when the speedup is 1); the text's columns are as wide as their widest
+ * value, so every row lines up. */
+Test(report, converged_count_wait_rows_and_columns)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  const acl_phase_t ph[] = {ACL_PHASE_CONVERGED, ACL_PHASE_VALIDATING, ACL_PHASE_REFINING,
+                            ACL_PHASE_WAIT_BUDGET, ACL_PHASE_WAIT_SAMPLES};
+  s->nworkloads = 5;
+  for (int i = 0; i < 5; i++) {
+    acl_snap_workload_t *w = &s->workloads[i];
+    w->phase = ph[i];
+    w->key.nbytes = 1u << 20;
+    w->calls = 10;
+    w->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  }
+  s->workloads[0].candidates_evaluated = 23; /* kept NCCL's choice after a search */
+  s->workloads[3].has_speedup = true;        /* best so far against the baseline */
+  s->workloads[3].speedup = 1.059;
+  acl_report_totals_t t;
+  acl_report_totals(s, &t);
+  cr_expect_eq(t.converged, 1, "validating and refining are not converged");
+  cr_expect_null(acl_report_decision(&s->workloads[3]), "NCCL's choice shown beside 1.059x");
+  cr_expect_not_null(acl_report_decision(&s->workloads[4]), "a wait with no best: NCCL's choice");
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_report_text(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  /* every row's SOURCE starts in the header's SOURCE column */
+  char *line = strchr(sb.data, '\n') + 1;
+  const char *hs = strstr(line, "SOURCE");
+  cr_assert_not_null(hs);
+  long col = hs - line;
+  for (char *l = strchr(line, '\n') + 1; *l && strncmp(l, "total:", 6) != 0;
+       l = strchr(l, '\n') + 1)
+    cr_expect(strncmp(l + col, "nccl", 4) == 0, "row out of line: %.*s", (int)(strchr(l, '\n') - l),
+              l);
+  cr_expect(strstr(sb.data, "1/5 workloads converged"), "%s", sb.data);
+  cr_expect(strstr(sb.data, " NCCL, 23 tried "), "the one spelling of a kept NCCL: %s", sb.data);
+  acl_sb_free(&sb);
+  free(s);
+}
+
 /* A workload with a net saving but no NCCL time yet (re-tuning: its new
  * baseline is not measured) does not inflate the share: the percentage is
  * taken over the workloads that have both, and says so. */

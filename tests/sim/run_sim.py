@@ -5,7 +5,12 @@ usage: run_sim.py [checks] -- SIM [sim args]
 checks:
   --exit N            expected exit status (default 0)
   --converged         every workload's state is "converged"
+  --measured          every workload of every rank's job report has NCCL's time
+                      measured (a baseline: nccl_seconds > 0)
   --min-speedup X     every workload's speedup >= X
+  --hosts-match FRAC  the command (with --hosts H) run again with --hosts 1: the job
+                      totals' NCCL time and net saved per rank agree within FRAC
+                      (0.1: 10 %)
   --min-tuned N       at least N workloads whose decision changed during the run
                       (the plugin really tuned: it got samples and explored)
   --divergent-min N   divergent_decisions >= N (default: must be 0 unless --exit 1)
@@ -97,21 +102,48 @@ def check_rss_marks(r, out, err):
              % (r["rank"], RSS_KB_PER_CYCLE, len(over), len(marks) - 1, "; ".join(over)), out, err)
 
 
+def check_hosts_match(cmd, rep, frac, timeout, env, out, err):
+    """The same run on one host gives the same job figures: a follower host
+    shows the leader's measurements, not zeros."""
+    if "--hosts" not in cmd:
+        fail("--hosts-match needs --hosts in the command", out, err)
+    one = list(cmd)
+    one[one.index("--hosts") + 1] = "1"
+    env = dict(env, TMPDIR=tempfile.mkdtemp(prefix="run-sim-"))  # the first run's is gone
+    try:
+        p = subprocess.run(one, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        fail("the one-host run ran past %.0f s" % timeout, e.stdout or "", e.stderr or "")
+    finally:
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+    if p.returncode != 0 or not p.stdout.strip():
+        fail("the one-host run: exit status %d" % p.returncode, p.stdout, p.stderr)
+    ref = json.loads(p.stdout.strip().splitlines()[-1])["job_totals"]
+    got = rep.get("job_totals") or {}
+    for key in ("nccl_per_rank_seconds", "net_saved_per_rank_seconds"):
+        a, b = got.get(key), ref.get(key)
+        print("%s: %s hosts %s, one host %s" % (key, rep.get("hosts"), a, b))
+        if a is None or b is None or not b > 0 or abs(a - b) > frac * b:
+            fail("%s %s differs from the one-host run's %s by more than %g %%" % (
+                key, a, b, 100 * frac), out, err)
+
+
 def main(argv):
     if "--" not in argv:
         fail("missing -- before the command")
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
-    want_exit, converged, min_speedup = 0, False, None
+    want_exit, converged, min_speedup, measured = 0, False, None, False
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
-    expects, max_steps, sampled_from = [], None, None
+    expects, max_steps, sampled_from, hosts_match = [], None, None, None
     k = 0
     while k < len(opts):
         o = opts[k]
-        if o == "--converged":
-            converged = True
+        if o in ("--converged", "--measured"):
+            converged = converged or o == "--converged"
+            measured = measured or o == "--measured"
             k += 1
             continue
         v = opts[k + 1]
@@ -130,6 +162,8 @@ def main(argv):
             expects.append(v.split("=", 1))
         elif o == "--max-steps":
             max_steps = int(v)
+        elif o == "--hosts-match":
+            hosts_match = float(v)
         elif o == "--min-tuned":
             min_tuned = int(v)
         elif o == "--min-chunked":
@@ -228,6 +262,18 @@ def main(argv):
             fail(desc + ": speedup %s < %s" % (w["speedup"], min_speedup), out, err)
         if w["final_over_oracle"] is not None and w["final_over_oracle"] > 1.0 + 1e-9:
             fail(desc + ": better than the oracle (%s)" % w["final_over_oracle"], out, err)
+    if measured:
+        reps = rep.get("job_reports") or []
+        if not reps or None in reps:
+            fail("job reports missing: %d" % len(reps), out, err)
+        for j in reps:
+            for w in j["workloads"]:
+                if not (w["nccl_seconds"] or 0) > 0:
+                    fail("rank %d %s %d B: no NCCL time measured (state %s, %d calls)" % (
+                        w["rank"], w["collective"], w["bytes"], w["state"], w["calls"]), out, err)
+        print("measured: every workload of %d job reports" % len(reps))
+    if hosts_match is not None:
+        check_hosts_match(cmd, rep, hosts_match, timeout, env, out, err)
     if min_chunked is not None:
         chunked = [w for w in rep["workloads"] if (w.get("final") or {}).get("chunk_log2", 0) != 0]
         if len(chunked) < min_chunked:

@@ -312,7 +312,8 @@ Test(view, batch_table_has_header_and_rows)
 }
 
 /* Net value: the SAVED cell, the header total (unknowns left out, not 0),
- * and "NCCL, N tried" where NCCL's choice was kept after a search. */
+ * and "NCCL, N tried" where NCCL's choice was kept after a search:
+ * the job report's spelling (ACL_KEPT_NCCL_FMT). */
 Test(view, net_saved_and_nccl_kept)
 {
   acl_top_model_t a;
@@ -337,7 +338,8 @@ Test(view, net_saved_and_nccl_kept)
       continue;
     seen++;
     if (!strcmp(w->collective, "AllReduce")) {
-      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_BEST, b, sizeof(b)), "NCCL, 10 tried");
+      cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_BEST, b, sizeof(b)),
+                       "NCCL, 10 tried");
       cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_SAVED, b, sizeof(b)), "-200.0 us");
     } else {
       cr_expect_str_eq(acl_top_cell(&v.rows[i], ACL_TOP_COL_BEST, b, sizeof(b)), "RING/LL/8ch");
@@ -358,4 +360,38 @@ Test(view, net_saved_and_nccl_kept)
   cr_expect(isnan(v.time_saved_seconds), "no net value known: unknown, not 0");
   acl_top_view_free(&v);
   acl_top_model_clear(&e);
+}
+
+/* "Saved" per rank, as the job report: two sources of one rank each that
+ * saved 10 ms each show +10.0 ms per rank, the host's +20.0 ms labelled a
+ * total; only "converged" counts as converged (validating, refining not). */
+Test(view, saved_per_rank_and_converged_only)
+{
+  const char *extra = "{\"comm\":\"0x1a2b3c4d5e6f7081\",\"rank\":%d,\"collective\":"
+                      "\"Broadcast\",\"bytes\":65536,\"state\":\"%s\",\"decided\":true,"
+                      "\"time_saved_seconds\":0.01}";
+  char x0[512], x1[512];
+  snprintf(x0, sizeof(x0), extra, 0, "validating");
+  snprintf(x1, sizeof(x1), extra, 1, "refining");
+  acl_top_model_t a, b;
+  make_source(&a, 0, x0);
+  make_source(&b, 1, x1);
+  const acl_top_model_t *ms[2] = {&a, &b};
+  acl_top_view_t v;
+  cr_assert_eq(acl_top_view_build(&v, ms, 2), 0);
+  cr_expect_eq(v.converged, 2, "validating and refining rows are not converged");
+  cr_expect_eq(v.ranks, 2);
+  cr_expect_float_eq(v.time_saved_seconds, 0.02, 1e-12);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert_not_null(f);
+  acl_top_print_batch(f, &v, NULL, 0, 1);
+  fclose(f);
+  cr_expect(strstr(buf, "net saved +10.0 ms per rank (total +20.0 ms, 2 ranks)") != NULL, "%s",
+            buf);
+  free(buf);
+  acl_top_view_free(&v);
+  acl_top_model_clear(&a);
+  acl_top_model_clear(&b);
 }

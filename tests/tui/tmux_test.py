@@ -294,8 +294,11 @@ def test_tui(port, url):
     check("header: profiler source", "profiler sim" in scr)
     net = sum(w["time_saved_seconds"] for w in st["workloads"]
               if w.get("time_saved_seconds") is not None)
-    check("header: net time saved", "net saved %s" % fmt_signed_seconds(net) in scr,
-          scr.split("\n")[0])
+    nranks = len(set(w["rank"] for w in st["workloads"]))
+    want_net = "net saved %s per rank" % fmt_signed_seconds(net / nranks) + (
+        " (total %s, %d ranks)" % (fmt_signed_seconds(net), nranks) if nranks > 1 else "")
+    check("header: net time saved per rank, the host's sum labelled a total",
+          want_net in scr, (want_net, scr.split("\n")[0]))
     exp = [w["exposed_seconds"] for w in st["workloads"] if w.get("exposed_seconds") is not None]
     check("header: exposed time (sim overlap)", bool(exp) and
           "exposed %s" % fmt_seconds(sum(exp)) in scr, scr.split("\n")[0])
@@ -433,7 +436,8 @@ def test_tui(port, url):
     top = lines[0].rstrip()
     check("80x24: header not cut (ends with a whole part)",
           top.startswith("converged") and "net saved" in top and
-          re.search(r"(\(time-weighted\)|net saved [+-]?[0-9.]+ [mun]?s|profiler \S+|"
+          re.search(r"(\(time-weighted\)|net saved [+-]?[0-9.]+ [mun]?s per rank( \(total [+-]?[0-9.]+ [mun]?s, "
+                    r"[0-9]+ ranks\))?|profiler \S+|"
                     r"exposed [0-9.]+ [mun]?s \([0-9.]+%\)|"
                     r"consensus wait [0-9.]+ [mun]?s)$", top) is not None, top)
     title = next((l for l in lines if "trajectory:" in l), "")

@@ -38,7 +38,10 @@ HOST_JS = """(() => {
           shown: Number(document.getElementById('exposed').dataset.value),
           net: sts.some((s) => s.job.time_saved_seconds !== null)
                ? sum((s) => s.job.time_saved_seconds) : null,
-          netShown: document.getElementById('net-saved').dataset.value};
+          ranks: sum((s) => s.job.ranks),
+          netShown: document.getElementById('net-saved').dataset.value,
+          netTotal: document.getElementById('net-saved').dataset.total,
+          netText: document.getElementById('net-detail').textContent};
 })()"""
 
 
@@ -73,9 +76,15 @@ def main():
     # read, one from each port (checked by pid against the host list).
     cdp.wait_for(ws, "Number(document.getElementById('exposed')?.dataset.value) > 0",
                  "exposed time measured", 30)
+    # a decision saving time, so that per rank and total differ
+    cdp.wait_for(ws, "Math.abs(Number(document.getElementById('net-saved')?.dataset.total)) > 0",
+                 "a net saving known", 60)
     for _ in range(25):  # a refresh may be half-way (states read, not yet rendered)
         t = ws.js(HOST_JS)
-        if abs(t["shown"] - t["exposed"]) <= 1e-9 * t["exposed"] and t["rows"] == t["n"]:
+        same_net = t["net"] is None or (t["netTotal"] != "" and abs(
+            float(t["netTotal"]) - t["net"]) <= 1e-9 * max(1, abs(t["net"])))
+        if abs(t["shown"] - t["exposed"]) <= 1e-9 * t["exposed"] and t["rows"] == t["n"] and \
+                same_net:
             break
         time.sleep(0.2)
     print(f"cdp-host: host totals: {t['rows']} rows for {t['n']} workloads, exposed "
@@ -86,6 +95,13 @@ def main():
         fail(f"headline exposed time is not the host total: {t}")
     if (t["net"] is None) != (t["netShown"] == ""):
         fail(f"net saved shown when absent, or absent when known: {t}")
+    # "Saved" per rank, as the job report; the host's sum labelled a total.
+    if t["net"] is not None:
+        if t["ranks"] != 4 or abs(float(t["netShown"]) - t["net"] / 4) > 1e-9 * max(1, abs(t["net"])):
+            fail(f"headline net saved is not the host's sum per rank (4 ranks): {t}")
+        if abs(float(t["netTotal"]) - t["net"]) > 1e-9 * max(1, abs(t["net"])) or \
+                "total " not in t["netText"] or "over 4 ranks" not in t["netText"]:
+            fail(f"the host's total is not labelled a total: {t}")
     cdp.OUT = OUT
     cdp.screenshot(ws, "dashboard-host.png")
     # Local rank 3 stops answering: "no answer", the 3 others still shown.

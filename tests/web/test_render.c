@@ -204,6 +204,9 @@ Test(metrics, totals_first)
   cr_assert(strstr(m, "autoccl_total_exploration_cost_seconds{host=\"node-1\"} 0.4\n"));
   cr_assert(strstr(m, "autoccl_total_nccl_seconds{host=\"node-1\"} 3\n"));
   cr_assert(strstr(m, "autoccl_total_ranks{host=\"node-1\"} 2\n"));
+  /* the job report's per-rank figure: the sum over the 2 ranks, halved */
+  cr_assert(strstr(m, "autoccl_total_time_saved_per_rank_seconds{host=\"node-1\"} 1.125\n"), "%s",
+            m);
   cr_assert(strstr(m, "autoccl_total_ranks") < strstr(m, "autoccl_build_info"));
   free(m);
   free(s);
@@ -592,6 +595,9 @@ Test(render, exposed_time_per_workload_and_job)
   cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_seconds")), 1.5, 1e-12);
   cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_share")), 0.5, 1e-12);
   cr_assert_float_eq(json_number_value(json_object_get(job, "time_saved_seconds")), 0.125, 1e-12);
+  cr_assert_eq(json_integer_value(json_object_get(job, "ranks")), 1);
+  cr_assert_float_eq(json_number_value(json_object_get(job, "time_saved_per_rank_seconds")), 0.125,
+                     1e-12);
   json_t *p = json_object_get(j, "profiler");
   cr_assert_str_eq(json_string_value(json_object_get(p, "cupti_window")), "closed");
   cr_assert_eq(json_integer_value(json_object_get(p, "cupti_windows")), 7);

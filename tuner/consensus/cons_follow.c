@@ -134,6 +134,7 @@ int cons_fetch(acl_cons_t *c, const cons_local_t *e, const acl_wkey_t *key, cons
                    .safe_id = resp.safe_id,
                    .safe = resp.safe};
   cons_ring_put(w, &nb);
+  w->lead_fig = resp.fig;
   cons_unlock(c->hdr);
   /* the server counts only what this host says it holds (relay.h) */
   acl_relay_held_t held = {.widx = resp.widx,

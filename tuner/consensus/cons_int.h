@@ -16,13 +16,15 @@
 
 #include "core/table.h"
 #include "tuner/consensus/consensus.h"
+#include "tuner/consensus/relay.h"
 
 #define ACL_CONS_MAGIC 0x31534e4f434c4341ull /* "ACLCONS1" */
 /* 2: cons_settings_t holds acl_search_params_t; 3: table hash; 4: a
  * process's endpoint port; 5: the relay's commit, and a block carries its
  * safe candidate (what a call captured into a CUDA graph runs); 6: a
- * workload's seal (a corrupt header freezes every workload consistently) */
-#define ACL_CONS_LAYOUT 6u
+ * workload's seal (a corrupt header freezes every workload consistently); 7: a
+ * follower host's copy of the leader's figures */
+#define ACL_CONS_LAYOUT 7u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -131,6 +133,9 @@ typedef struct cons_wl {
    * choice from it on (one atomic, so one horizon for every rank). Outside
    * the header, and kept when the slot's workload is created. */
   _Atomic uint64_t seal;
+  /* Follower hosts: the leader's figures with the latest block fetched
+   * (a follower runs no search; its views show these). */
+  acl_relay_fig_t lead_fig;
   uint64_t rank_bits[ACL_CONS_RANK_BITS / 64];
   cons_slot_t slots[ACL_CONS_SLOTS];
   cons_block_t ring[ACL_CONS_RING];
@@ -362,6 +367,8 @@ void cons_prefetch(acl_cons_t *c, cons_local_t *e, cons_wl_t *w, const cons_blk_
 int cons_ring_find(cons_wl_t *w, uint64_t call, uint64_t *hint, cons_blk_t *out);
 /* Seqlock read of block number j: false when it is not (any more) there. */
 bool cons_ring_read(cons_wl_t *w, uint64_t j, cons_blk_t *b);
+/* The leader's figures for w (a follower host shows them; cons_obs.c). */
+acl_relay_fig_t cons_figures_locked(const cons_wl_t *w);
 /* This host decides (single node, or rank 0 attached to this segment). */
 bool cons_leader_here(acl_cons_t *c);
 /* Appends blk to w's ring (lock held), unless it is already there. */

@@ -101,6 +101,26 @@ out:
   cons_unlock(h);
 }
 
+/* What a follower host shows for w: the search's own figures. */
+acl_relay_fig_t cons_figures_locked(const cons_wl_t *w)
+{
+  acl_relay_fig_t f = {0};
+  if (w->disabled)
+    return f;
+  acl_search_report_t r;
+  acl_search_report(&w->search, &r);
+  f.baseline_seconds = r.baseline_seconds > 0 ? (float)r.baseline_seconds : 0.0f;
+  f.best_seconds = r.best_seconds > 0 ? (float)r.best_seconds : 0.0f;
+  if (r.speedup > 0) {
+    f.speedup = (float)r.speedup;
+    f.paired = r.speedup_paired && r.speedup_lo > 0;
+    f.speedup_lo = f.paired ? (float)r.speedup_lo : 0.0f;
+    f.speedup_hi = f.paired ? (float)r.speedup_hi : 0.0f;
+  }
+  f.source = r.source < ACL_NUM_SOURCES ? r.source : 0;
+  return f;
+}
+
 int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
 {
   if (!c)
@@ -144,8 +164,25 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
       o->current = b.cand;
     else
       o->current.algo = ACL_ALGO_NCCL;
-    if (!lead || w->disabled)
-      continue; /* follower hosts hold blocks, not the search */
+    if (w->disabled)
+      continue;
+    /* The leader host's search (also after rank 0 left: the ranks that
+     * finalize later still report it); follower hosts hold blocks and the
+     * leader's figures. */
+    if (!lead && w->nblocks_search == 0) {
+      const acl_relay_fig_t *f = &w->lead_fig;
+      o->has_baseline = f->baseline_seconds > 0;
+      o->baseline_seconds = f->baseline_seconds;
+      o->has_best = f->best_seconds > 0;
+      o->best_seconds = f->best_seconds;
+      o->has_speedup = f->speedup > 0;
+      o->speedup = f->speedup;
+      o->has_speedup_ci = f->paired && f->speedup_lo > 0;
+      o->speedup_lo = f->speedup_lo;
+      o->speedup_hi = f->speedup_hi;
+      o->source = f->source;
+      continue;
+    }
     acl_search_report_t r;
     acl_search_report(&w->search, &r);
     o->phase = r.phase;

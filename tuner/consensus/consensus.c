@@ -553,6 +553,8 @@ static void serve_remote(void *ctx, const acl_relay_req_t *req, acl_relay_resp_t
   char err[256];
   int rc = cons_serve_locked(c, &req->key, req->call_idx, req->cost, rank, &widx, &b, &pub, err,
                              sizeof(err));
+  if (rc == 0)
+    resp->fig = cons_figures_locked(cons_wl(c->hdr, widx));
   cons_unlock(c->hdr);
   atomic_fetch_add_explicit(&c->blocks_published, pub, memory_order_relaxed);
   resp->widx = widx;

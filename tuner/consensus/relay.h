@@ -10,23 +10,27 @@
  *
  * Wire format (all integers little-endian): a frame is u32 payload length,
  * then the payload. Request payload (ACL_RELAY_REQ_LEN bytes):
- *   u8 version=2, u8 type=1, u8 flags (bit0: restrict with cost), u8 coll,
+ *   u8 version=3, u8 type=1, u8 flags (bit0: restrict with cost), u8 coll,
  *   i32 rank, i32 num_pipe_ops, u32 reserved=0,
  *   u64 comm_id, u64 nbytes, u64 call_idx, u64 settings_hash,
  *   f32 cost[7][3] (IEEE-754 bits), u64 host_id (!= 0), u64 held_end
  * Response payload (ACL_RELAY_RESP_LEN bytes):
- *   u8 version=2, u8 type=2, u8 status, u8 phase, u32 widx,
+ *   u8 version=3, u8 type=2, u8 status, u8 phase, u32 widx,
  *   u64 block_num, u64 start, u32 len, u16 cand_id, i8 algo, i8 proto,
  *   i16 nchannels, u8 sample_shift (<= 15), u8 reserved=0, i32 chunk_log2,
  *   u64 commit,
  *   u16 safe_id, i8 safe_algo, i8 safe_proto, i16 safe_nchannels,
  *   i8 safe_chunk_log2, u8 reserved=0 (the block's safe candidate: what a
- *   call captured into a CUDA graph runs)
+ *   call captured into a CUDA graph runs),
+ *   f32 baseline_seconds, f32 best_seconds, f32 speedup, f32 speedup_low,
+ *   f32 speedup_high (finite, >= 0; 0 unknown), u8 source, u8 flags (bit0:
+ *   the speedup is paired), u16 reserved=0 (the leader's figures for the
+ *   workload: what a follower host's views and job report show)
  * Push payload (ACL_RELAY_PUSH_LEN bytes, server to client, unasked):
- *   u8 version=2, u8 type=3, u16 reserved=0, u32 widx, u64 comm_id,
+ *   u8 version=3, u8 type=3, u16 reserved=0, u32 widx, u64 comm_id,
  *   u64 commit
  * Held payload (ACL_RELAY_HELD_LEN bytes, client to server, no answer):
- *   u8 version=2, u8 type=4, u16 reserved=0, u32 widx, u64 comm_id,
+ *   u8 version=3, u8 type=4, u16 reserved=0, u32 widx, u64 comm_id,
  *   u64 host_id (!= 0), u64 held_end
  * Parsing is strict: any other length, version, type, flag bit, reserved
  * value, collective or status is rejected.
@@ -50,9 +54,9 @@
 
 #include "core/types.h"
 
-#define ACL_RELAY_VERSION 2
+#define ACL_RELAY_VERSION 3 /* 3: a response carries the leader's figures */
 #define ACL_RELAY_REQ_LEN 148
-#define ACL_RELAY_RESP_LEN 56
+#define ACL_RELAY_RESP_LEN 80
 #define ACL_RELAY_PUSH_LEN 24
 #define ACL_RELAY_HELD_LEN 32
 #define ACL_RELAY_FRAME_MAX 4096 /* a longer declared frame is a protocol error */
@@ -82,6 +86,15 @@ typedef struct acl_relay_req {
 } acl_relay_req_t;
 #define ACL_RELAY_F_RESTRICT 1u
 
+/* The leader host's figures for a workload (acl_search_report): a follower
+ * host runs no search, so its views and job report show these. */
+typedef struct acl_relay_fig {
+  float baseline_seconds, best_seconds; /* 0: not measured */
+  float speedup, speedup_lo, speedup_hi; /* 0: unknown */
+  uint8_t source;                        /* acl_source_name */
+  uint8_t paired;                        /* speedup measured interleaved */
+} acl_relay_fig_t;
+
 typedef struct acl_relay_resp {
   uint8_t status, phase;
   uint8_t sample_shift; /* which calls carry profiler events (consensus.h) */
@@ -93,6 +106,7 @@ typedef struct acl_relay_resp {
   uint64_t commit;      /* calls below it are held by every live follower host */
   uint16_t safe_id;     /* acl_decision_t.safe_id */
   acl_candidate_t safe; /* chunk_log2 within ACL_CHUNK_LOG2_MIN..MAX */
+  acl_relay_fig_t fig;
 } acl_relay_resp_t;
 
 typedef struct acl_relay_push {

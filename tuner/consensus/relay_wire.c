@@ -156,6 +156,15 @@ size_t acl_relay_encode_resp(const acl_relay_resp_t *r, uint8_t *buf, size_t cap
   p[52] = (uint8_t)(uint16_t)r->safe.nchannels;
   p[53] = (uint8_t)((uint16_t)r->safe.nchannels >> 8);
   p[54] = (uint8_t)(int8_t)r->safe.chunk_log2;
+  const float fig[] = {r->fig.baseline_seconds, r->fig.best_seconds, r->fig.speedup,
+                       r->fig.speedup_lo, r->fig.speedup_hi};
+  for (int i = 0; i < 5; i++) {
+    uint32_t bits;
+    memcpy(&bits, &fig[i], 4);
+    put32(p + 56 + 4 * i, bits);
+  }
+  p[76] = r->fig.source;
+  p[77] = r->fig.paired ? 1 : 0;
   return 4 + ACL_RELAY_RESP_LEN;
 }
 
@@ -165,8 +174,16 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   int open = frame_open(buf, len, ACL_RELAY_RESP_LEN, FRAME_RESP, &p);
   if (open <= 0)
     return open;
-  if (p[2] >= ACL_RELAY_NSTATUS || p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[55])
+  if (p[2] >= ACL_RELAY_NSTATUS || p[3] >= ACL_PHASE_COUNT || p[34] > 15 || p[35] || p[55] ||
+      p[76] >= ACL_NUM_SOURCES || p[77] > 1 || p[78] || p[79])
     return -1;
+  float fig[5];
+  for (int i = 0; i < 5; i++) {
+    uint32_t bits = get32(p + 56 + 4 * i);
+    memcpy(&fig[i], &bits, 4);
+    if (!(fig[i] >= 0.0f && fig[i] <= 1e30f)) /* NaN, negative or infinite */
+      return -1;
+  }
   acl_relay_resp_t r;
   memset(&r, 0, sizeof(r));
   r.status = p[2];
@@ -187,6 +204,13 @@ long acl_relay_decode_resp(const uint8_t *buf, size_t len, acl_relay_resp_t *out
   r.safe.proto = (int8_t)p[51];
   r.safe.nchannels = (int16_t)(uint16_t)(p[52] | p[53] << 8);
   r.safe.chunk_log2 = (int8_t)p[54];
+  r.fig = (acl_relay_fig_t){.baseline_seconds = fig[0],
+                            .best_seconds = fig[1],
+                            .speedup = fig[2],
+                            .speedup_lo = fig[3],
+                            .speedup_hi = fig[4],
+                            .source = p[76],
+                            .paired = p[77]};
   if (r.status == ACL_RELAY_OK) {
     bool snccl = r.safe.algo == ACL_ALGO_NCCL;
     if ((!snccl && (r.safe.algo < 0 || r.safe.algo >= ACL_NUM_ALGO || r.safe.proto < 0 ||

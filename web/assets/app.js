@@ -61,7 +61,7 @@ function totals(ws) {
       num += w.calls * w.baseline_seconds * w.speedup;
       den += w.calls * w.baseline_seconds;
     }
-    if (w.decided) conv++;
+    if (w.state === 'converged') conv++; // not still validating or refining
     if (keptNccl_(w)) keptNccl++;
   }
   return { saved, cost, speedup: den > 0 ? num / den : null, conv, keptNccl };
@@ -116,8 +116,8 @@ function renderTable() {
     cell(tr, w.state, 'state-' + w.state);
     cell(tr, dash(w.subspace, String));
     cell(tr, fmtCand(w.candidate));
-    cell(tr, keptNccl_(w) ? 'NCCL default (kept; ' + w.candidates_evaluated + ' tried)'
-                          : fmtCand(w.best));
+    // the job report's and autoccl-top's spelling (ACL_KEPT_NCCL_FMT, core/types.h)
+    cell(tr, keptNccl_(w) ? 'NCCL, ' + w.candidates_evaluated + ' tried' : fmtCand(w.best));
     cell(tr, dash(w.speedup, (v) => v.toFixed(3) + '×'), 'num');
     const s = w.time_saved_seconds;
     cell(tr, dash(s, fmtSigned), 'num' + (isNum(s) ? (s > 0 ? ' gain' : s < 0 ? ' loss' : '') : ''));
@@ -143,7 +143,15 @@ function hostJob(sts) {
   const exp = sumOpt(sts, (s) => (s.job || {}).exposed_seconds);
   return { collective_seconds: col, exposed_seconds: exp,
            exposed_share: col > 0 && exp !== null ? exp / col : null,
-           time_saved_seconds: sumOpt(sts, (s) => (s.job || {}).time_saved_seconds) };
+           time_saved_seconds: sumOpt(sts, (s) => (s.job || {}).time_saved_seconds),
+           ranks: sts.reduce((n, s) => n + ranksOf(s), 0) };
+}
+// Ranks as the job report counts them: the process's own count, else the
+// distinct ranks of its workloads. "Saved" is per rank: every rank waits for
+// each collective, so the job's wall time gains the per-rank figure.
+function ranksOf(s) {
+  if (s.job && isNum(s.job.ranks) && s.job.ranks > 0) return s.job.ranks;
+  return new Set((s.workloads || []).map((w) => w.rank)).size;
 }
 
 function renderHost() {
@@ -173,13 +181,16 @@ function renderHost() {
 function renderHeadline() {
   const ws = state.workloads || [];
   const t = totals(ws);
-  const ns = $('net-saved');
-  ns.textContent = t.saved === null ? '—' : fmtSigned(t.saved);
-  ns.dataset.value = t.saved === null ? '' : String(t.saved);
-  ns.className = 'value' + (t.saved > 0 ? ' gain' : t.saved < 0 ? ' loss' : '');
-  $('net-detail').textContent = t.cost === null ? 'no baseline measured yet'
-    : t.cost >= 0 ? 'after ' + fmtSecs(t.cost) + ' spent exploring and validating'
-    : 'exploration itself ran ' + fmtSecs(-t.cost) + ' faster than NCCL';
+  const ns = $('net-saved'), nr = Math.max(1, state.ranks || 1);
+  const per = t.saved === null ? null : t.saved / nr;
+  ns.textContent = per === null ? '—' : fmtSigned(per);
+  ns.dataset.value = per === null ? '' : String(per);
+  ns.dataset.total = t.saved === null ? '' : String(t.saved);
+  ns.className = 'value' + (per > 0 ? ' gain' : per < 0 ? ' loss' : '');
+  $('net-detail').textContent = (t.cost === null ? 'no baseline measured yet'
+    : t.cost >= 0 ? 'after ' + fmtSecs(t.cost / nr) + ' spent exploring and validating'
+    : 'exploration itself ran ' + fmtSecs(-t.cost / nr) + ' faster than NCCL') +
+    (nr > 1 && t.saved !== null ? ' · total ' + fmtSigned(t.saved) + ' over ' + nr + ' ranks' : '');
   const sp = $('overall-speedup');
   sp.textContent = t.speedup === null ? '—' : t.speedup.toFixed(3) + '×';
   sp.dataset.value = t.speedup === null ? '' : String(t.speedup);
@@ -392,6 +403,7 @@ function merge() {
   m.communicators = [].concat(...sts.map((s) => s.communicators || []));
   m.workloads_truncated = sts.some((s) => s.workloads_truncated);
   m.job = sts.length > 1 ? hostJob(sts) : base.job;
+  m.ranks = sts.reduce((n, s) => n + ranksOf(s), 0);
   return m;
 }
 
