@@ -50,6 +50,10 @@ int acl_sim_event_mask(void);
 void acl_sim_rank_note_error(rank_drv_t *d, const char *fmt, const char *what, int rc);
 /* Channels the decided call runs on (NCCL's count when the plugin left it). */
 int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call);
+/* sim/rank_churn.c: ds[0..n)'s communicators finalized and made again under
+ * the next generation's ids; whole_process: this thread drives all of the
+ * process's ranks, so its resources are measured (rank_drv_t.slot). */
+void acl_sim_rank_churn(rank_drv_t *ds, int n, bool whole_process);
 
 /* sim/rank_plugin.c: communicator c's profiler and tuner init (-1 with err
  * when the tuner fails it, as NCCL fails the communicator) and finalize. */
