@@ -28,6 +28,7 @@ void acl_bench_cfg_defaults(acl_bench_cfg_t *c)
   c->coll = ACL_BENCH_COLL_ALL_REDUCE;
   c->root = 0;
   c->ngpus = 1;
+  c->ranks_per_gpu = 1;
   c->procs = true;
   c->gemm_duty = 1.0;
   c->gemm_n = 8192;
@@ -106,7 +107,10 @@ enum {
   OPT_FAKE,
   OPT_LABEL,
   OPT_TRACE,
-  OPT_TRACE_FILE
+  OPT_TRACE_FILE,
+  OPT_RANKS_PER_GPU,
+  OPT_MPS,
+  OPT_FAKE_NCCL
 };
 
 static int copy_str(char *dst, size_t len, const char *src, const char *what)
@@ -183,6 +187,9 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       {"label", required_argument, 0, OPT_LABEL},
       {"trace", required_argument, 0, OPT_TRACE},
       {"trace-file", required_argument, 0, OPT_TRACE_FILE},
+      {"ranks-per-gpu", required_argument, 0, OPT_RANKS_PER_GPU},
+      {"mps", required_argument, 0, OPT_MPS},
+      {"fake-nccl-version", required_argument, 0, OPT_FAKE_NCCL},
       {0, 0, 0, 0},
   };
   bool root_set = false;
@@ -237,7 +244,23 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
       break;
     case 'g':
       if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ngpus))
-        return usage_error("-g: GPU count must be 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
+        return usage_error("-g: rank count must be 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
+      break;
+    case OPT_RANKS_PER_GPU:
+      if (parse_int(a, 1, ACL_BENCH_MAX_RANKS, &c->ranks_per_gpu))
+        return usage_error("--ranks-per-gpu: expected 1..%d, got '%s'", ACL_BENCH_MAX_RANKS, a);
+      break;
+    case OPT_MPS:
+      if (!strcmp(a, "detect"))
+        c->mps = ACL_BENCH_MPS_DETECT;
+      else if (!strcmp(a, "start"))
+        c->mps = ACL_BENCH_MPS_START;
+      else
+        return usage_error("--mps: expected detect or start, got '%s'", a);
+      break;
+    case OPT_FAKE_NCCL:
+      if (parse_int(a, 1, 1000000, &c->fake_nccl_version))
+        return usage_error("--fake-nccl-version: expected a code like 23007, got '%s'", a);
       break;
     case 'r':
       if (parse_int(a, 0, ACL_BENCH_MAX_RANKS - 1, &c->root))
@@ -421,9 +444,15 @@ int acl_bench_cfg_parse(acl_bench_cfg_t *c, int argc, char **argv)
     return usage_error("-b (%zu) is larger than -e (%zu)", c->minbytes, c->maxbytes);
   if (c->factor <= 1.0 && c->minbytes != c->maxbytes)
     return usage_error("-f must be > 1 when -b and -e differ");
+  if (c->ranks_per_gpu > c->ngpus)
+    return usage_error("--ranks-per-gpu %d is more than the %d rank%s of -g %d", c->ranks_per_gpu,
+                       c->ngpus, c->ngpus == 1 ? "" : "s", c->ngpus);
+  if (c->ngpus % c->ranks_per_gpu)
+    return usage_error("-g %d is not a multiple of --ranks-per-gpu %d (every GPU runs K ranks)",
+                       c->ngpus, c->ranks_per_gpu);
   if (c->root >= c->ngpus) {
     if (root_set || c->coll == ACL_BENCH_COLL_BROADCAST || c->coll == ACL_BENCH_COLL_REDUCE)
-      return usage_error("-r %d: root must be < the number of GPUs (%d)", c->root, c->ngpus);
+      return usage_error("-r %d: root must be < the number of ranks (%d)", c->root, c->ngpus);
   }
   if (c->advise &&
       (c->sweep || c->nmodes > 1 || (c->nmodes == 1 && strcmp(c->modes[0], "default") != 0)))

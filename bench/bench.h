@@ -32,6 +32,12 @@
 #define ACL_BENCH_EXIT_USAGE 2   /* bad command line */
 #define ACL_BENCH_EXIT_WRONG 3   /* -c 1 found wrong values */
 
+/* NCCL runs several ranks on one GPU from 2.30.3 on (ncclGetVersion's code),
+ * with NCCL_MULTI_RANK_GPU_ENABLE=1. */
+#define ACL_BENCH_NCCL_MULTI_RANK 23003
+#define ACL_BENCH_MPS_DETECT 0
+#define ACL_BENCH_MPS_START 1
+
 typedef enum acl_bench_coll {
   ACL_BENCH_COLL_ALL_REDUCE,
   ACL_BENCH_COLL_ALL_GATHER,
@@ -82,8 +88,11 @@ typedef struct acl_bench_cfg {
   acl_bench_op_t op;
   acl_bench_coll_t coll;
   int root;
-  int ngpus;
-  bool procs; /* true: one process per GPU; false: one process, all GPUs */
+  int ngpus;         /* -g: ranks */
+  int ranks_per_gpu; /* --ranks-per-gpu K: rank r runs on device r / K */
+  bool procs; /* true: one process per rank; false: one process, all ranks */
+  int mps;    /* --mps: ACL_BENCH_MPS_DETECT or ACL_BENCH_MPS_START */
+  int fake_nccl_version; /* --fake-nccl-version (tests): the NCCL --fake reports */
   bool inplace;
   /* interference */
   bool gemm;
@@ -214,8 +223,32 @@ void acl_bench_progress(const acl_bench_cfg_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void acl_bench_progress_done(const acl_bench_cfg_t *c);
 
+/* ---- testbed.c: several ranks per GPU, MPS, the environment record ---- */
+/* GPUs the ranks need: ceil(ngpus / ranks_per_gpu). */
+int acl_bench_gpus_needed(const acl_bench_cfg_t *c);
+/* The device of rank r (r / ranks_per_gpu). */
+int acl_bench_rank_device(const acl_bench_cfg_t *c, int rank);
+/* Whether an MPS control daemon answers for this environment's pipe
+ * directory (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). */
+bool acl_bench_mps_running(void);
+/* "on", "off", or "started" (this process started it), for the records. */
+const char *acl_bench_mps_state(void);
+/* --mps start: start the daemon unless one runs (0, or an exit code after a
+ * message); stop: quit the daemon this process started (no-op otherwise). */
+int acl_bench_mps_start(void);
+void acl_bench_mps_stop(void);
+/* Refuses what cannot run (an NCCL too old for K > 1: an exit code after a
+ * message) and warns loudly about what runs but measures the wrong thing
+ * (one process per rank sharing a GPU without MPS). nccl_version 0: unknown. */
+int acl_bench_testbed_check(const acl_bench_cfg_t *c, int nccl_version);
+/* ,"ranks_per_gpu":K,"mps":"..","env":{..}: the NCCL_* and AUTOCCL_*
+ * variables of this process's environment, for every JSON record. */
+void acl_bench_json_testbed(FILE *f, const acl_bench_cfg_t *c);
+
 /* ---- worker.c (CUDA + NCCL) ---- */
 int acl_bench_worker_main(const acl_bench_cfg_t *c);
+/* ncclGetVersion's code (--fake: --fake-nccl-version); 0 unknown. */
+int acl_bench_nccl_version(const acl_bench_cfg_t *c);
 
 /* ---- fake.c: synthetic timings for tests without a GPU (--fake) ----
  * per-iteration times (us) of one rank for one size under the NCCL_* and

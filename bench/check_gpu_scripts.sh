@@ -2,8 +2,10 @@
 # The two-GPU scripts end to end without a GPU (EXTRA=--fake, tiny sizes):
 # the parts of gpu-bench.sh that the next GPU run uses (one of each kind:
 # ceiling-long is ceiling-short with --warmup-time, advise has its own test)
-# exit 0 and leave their JSON lines and summary; gpu-record.sh leaves traces and compare records; a
-# bad part is refused. usage: check_gpu_scripts.sh ROOT BENCH OUTDIR
+# exit 0 and leave their JSON lines and summary; gpu-record.sh leaves traces and compare records, also
+# with two ranks on one GPU and one process; a bad part is refused; gpu-nccl.sh restores a library
+# from xz parts and checks its sha256, and the scripts refuse an --nccl folder without one.
+# usage: check_gpu_scripts.sh ROOT BENCH OUTDIR
 set -u
 ROOT=$1 BIN=$2 D=$3
 rm -rf "$D"; mkdir -p "$D"
@@ -22,4 +24,23 @@ SWEEP_CH=0,32 SWEEP_REPS=1 SWEEP_WARMUP=2 "$ROOT/scripts/gpu-record.sh" --bin "$
   || fail "gpu-record.sh exit $?"
 [ "$(grep -c '"sweep":\[' "$D/r/record-iso.jsonl")" = 1 ] || fail "record-iso.jsonl lacks the sweep"
 tar -tf "$D/r/record-iso.tar" | grep -q 'iso-procs-all_gather/default-rep0.jsonl.gz' || fail "no default trace"
+SWEEP_CH=0,64 SWEEP_REPS=1 SWEEP_WARMUP=2 "$ROOT/scripts/gpu-record.sh" --bin "$BIN" --part iso --launch single \
+  --ranks-per-gpu 2 --out "$D/r1" > "$D/r1.out" 2>&1 || fail "gpu-record.sh --ranks-per-gpu 2 exit $?"
+grep -q '"launch":"single","inplace":false.*"ranks_per_gpu":2,"gpus":1' "$D/r1/record-iso.jsonl" \
+  || fail "one-GPU record lacks ranks_per_gpu 2 on 1 GPU, one process"
+tar -tf "$D/r1/record-iso.tar" | grep -q 'iso-single-all_gather/ring-ll-64-rep0.jsonl.gz' || fail "no 64-channel sweep trace"
+# gpu-nccl.sh: xz parts -> DIR/lib/libnccl.so.2 (a stand-in file), sha256 checked, --lib finds it
+mkdir -p "$D/parts"; head -c 100000 /dev/urandom > "$D/lib.bin"
+xz -c "$D/lib.bin" > "$D/whole.xz" && split -b 30000 "$D/whole.xz" "$D/parts/libnccl.so.2.xz.part-"
+sum=$(sha256sum "$D/lib.bin" | cut -d' ' -f1)
+out=$("$ROOT/scripts/gpu-nccl.sh" --parts "$D/parts" --prefix "$D/nccl" --sha256 "$sum" 2> "$D/n.err")
+[ $? = 0 ] || fail "gpu-nccl.sh --parts failed: $(cat "$D/n.err")"
+[ "$out" = "$(cd "$D/nccl/lib" && pwd)" ] && cmp -s "$D/lib.bin" "$D/nccl/lib/libnccl.so.2" \
+  || fail "gpu-nccl.sh --parts printed '$out' or restored the wrong bytes"
+[ "$("$ROOT/scripts/gpu-nccl.sh" --lib "$D/nccl")" = "$out" ] || fail "gpu-nccl.sh --lib DIR/.. must find DIR/lib"
+"$ROOT/scripts/gpu-nccl.sh" --parts "$D/parts" --prefix "$D/nccl2" --sha256 0000 > /dev/null 2>&1
+[ $? = 2 ] || fail "gpu-nccl.sh must refuse a wrong sha256"
+"$ROOT/scripts/gpu-nccl.sh" --lib "$D" > /dev/null 2>&1; [ $? = 2 ] || fail "gpu-nccl.sh --lib without a library must exit 2"
+"$ROOT/scripts/gpu-record.sh" --bin "$BIN" --nccl "$D/parts" > /dev/null 2>&1; [ $? = 2 ] || fail "gpu-record.sh --nccl without a library must exit 2"
+"$ROOT/scripts/gpu-bench.sh" --bin "$BIN" --nccl "$D/parts" > /dev/null 2>&1; [ $? = 2 ] || fail "gpu-bench.sh --nccl without a library must exit 2"
 echo ok

@@ -356,6 +356,12 @@ static void child_argv(const acl_bench_cfg_t *c, const acl_bench_job_t *j, const
   av_add(a, "-r");
   av_add(a, "%d", c->root);
   av_add(a, c->procs ? "--procs" : "--single");
+  av_add(a, "--ranks-per-gpu");
+  av_add(a, "%d", c->ranks_per_gpu);
+  if (c->fake_nccl_version) {
+    av_add(a, "--fake-nccl-version");
+    av_add(a, "%d", c->fake_nccl_version);
+  }
   if (c->inplace)
     av_add(a, "--inplace");
   if (c->gemm) {

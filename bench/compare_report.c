@@ -381,6 +381,7 @@ static void print_json(const acl_bench_compare_t *x, double bf, int def, int cei
     acl_bench_json_str(f, ver);
   else
     fputs("null", f);
+  acl_bench_json_testbed(f, c);
   fprintf(f, ",\"interference\":");
   if (c->gemm) {
     fprintf(f, "{\"kind\":\"gemm\",\"duty\":");

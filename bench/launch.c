@@ -14,17 +14,24 @@
 #include "bench/worker_int.h"
 #include "core/clock.h"
 
-static int check_devices(struct shared *sh, int rank, int need)
+static int check_devices(const acl_bench_cfg_t *c, struct shared *sh, int rank)
 {
-  int count = 0;
+  int count = 0, need = acl_bench_gpus_needed(c);
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     set_err(sh, rank, "no usable CUDA device: %s", cudaGetErrorString(e));
     return -1;
   }
   if (count < need) {
-    set_err(sh, rank, "-g %d needs %d GPUs, but %d %s visible", need, need, count,
-            count == 1 ? "is" : "are");
+    if (c->ranks_per_gpu > 1)
+      set_err(sh, rank, "-g %d --ranks-per-gpu %d needs %d GPUs, but %d %s visible", c->ngpus,
+              c->ranks_per_gpu, need, count, count == 1 ? "is" : "are");
+    else
+      set_err(sh, rank,
+              "-g %d needs %d GPUs, but %d %s visible (--ranks-per-gpu %d runs %d ranks per "
+              "GPU with NCCL 2.30.3 or later)",
+              c->ngpus, need, count, count == 1 ? "is" : "are",
+              (c->ngpus + count - 1) / (count > 0 ? count : 1), c->ngpus);
     return -1;
   }
   return 0;
@@ -45,25 +52,25 @@ int acl_bench_single_run(const acl_bench_cfg_t *c, struct shared *sh)
   int devs[ACL_BENCH_MAX_RANKS];
   if (!gs)
     return ACL_BENCH_EXIT_RUNTIME;
-  if (check_devices(sh, 0, n)) {
+  if (check_devices(c, sh, 0)) {
     for (int r = 0; r < n; r++)
       fail_all_sizes(sh, r);
     free(gs);
     return ACL_BENCH_EXIT_RUNTIME;
   }
   for (int r = 0; r < n; r++)
-    devs[r] = r;
+    devs[r] = acl_bench_rank_device(c, r);
   ncclResult_t nr = ncclCommInitAll(comms, n, devs);
   if (nr != ncclSuccess) {
-    set_err(sh, 0, "ncclCommInitAll(%d GPUs): %s: %s", n, ncclGetErrorString(nr),
-            ncclGetLastError(NULL));
+    set_err(sh, 0, "ncclCommInitAll(%d ranks on %d GPUs): %s: %s", n, acl_bench_gpus_needed(c),
+            ncclGetErrorString(nr), ncclGetLastError(NULL));
     for (int r = 0; r < n; r++)
       fail_all_sizes(sh, r);
     free(gs);
     return ACL_BENCH_EXIT_RUNTIME;
   }
   for (int r = 0; r < n; r++) {
-    gs[r].dev = r;
+    gs[r].dev = devs[r];
     gs[r].rank = r;
     gs[r].comm = comms[r];
   }
@@ -130,16 +137,16 @@ static int rank_main(const acl_bench_cfg_t *c, struct shared *sh, int rank, int 
     }
     close(pipes[rank][0]);
   }
-  if (check_devices(sh, rank, n))
+  if (check_devices(c, sh, rank))
     goto fail;
+  g->dev = acl_bench_rank_device(c, rank);
   {
-    cudaError_t e = cudaSetDevice(rank);
+    cudaError_t e = cudaSetDevice(g->dev);
     if (e != cudaSuccess) {
-      set_err(sh, rank, "rank %d: cudaSetDevice(%d): %s", rank, rank, cudaGetErrorString(e));
+      set_err(sh, rank, "rank %d: cudaSetDevice(%d): %s", rank, g->dev, cudaGetErrorString(e));
       goto fail;
     }
   }
-  g->dev = rank;
   g->rank = rank;
   {
     ncclResult_t r = ncclCommInitRank(&g->comm, n, id, rank);

@@ -14,7 +14,11 @@ int main(int argc, char **argv)
     return ACL_BENCH_EXIT_OK; /* --help / --version */
   if (rc)
     return rc;
-  if (c.nmodes > 0)
-    return acl_bench_compare_main(&c);
-  return acl_bench_worker_main(&c);
+  if (c.mps == ACL_BENCH_MPS_START && !c.internal_child && (rc = acl_bench_mps_start()) != 0)
+    return rc;
+  rc = acl_bench_testbed_check(&c, acl_bench_nccl_version(&c));
+  if (rc == 0)
+    rc = c.nmodes > 0 ? acl_bench_compare_main(&c) : acl_bench_worker_main(&c);
+  acl_bench_mps_stop();
+  return rc;
 }

@@ -179,10 +179,13 @@ void acl_bench_print_run_json(FILE *f, const acl_bench_cfg_t *c, int nranks,
       f,
       ",\"coll\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"nranks\":%d,\"launch\":\"%s\","
       "\"inplace\":%s,\"iters\":%d,\"warmup\":%d,\"warmup_s\":%.17g,\"check\":%d,"
-      "\"nccl_version\":%d,\"interference\":",
+      "\"nccl_version\":%d",
       acl_bench_coll_name(c->coll), acl_bench_dtype_name(c->dt), acl_bench_op_name(c->op), c->root,
       nranks, c->procs ? "procs" : "single", c->inplace ? "true" : "false", c->iters, c->warmup,
       c->warmup_s, c->check, s->nccl_version);
+  fprintf(f, ",\"reps\":1");
+  acl_bench_json_testbed(f, c);
+  fprintf(f, ",\"interference\":");
   if (c->gemm) {
     fprintf(f, "{\"kind\":\"gemm\",\"duty\":");
     acl_bench_json_num(f, c->gemm_duty);

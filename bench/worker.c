@@ -475,6 +475,14 @@ static void summarize(const acl_bench_cfg_t *c, struct shared *sh, acl_bench_run
     }
 }
 
+int acl_bench_nccl_version(const acl_bench_cfg_t *c)
+{
+  int v = 0;
+  if (c->fake)
+    return c->fake_nccl_version;
+  return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}
+
 int acl_bench_worker_main(const acl_bench_cfg_t *c)
 {
   char tpath[ACL_BENCH_PATH_MAX + 32], tprobe[ACL_BENCH_PATH_MAX + 64];
@@ -494,11 +502,7 @@ int acl_bench_worker_main(const acl_bench_cfg_t *c)
   sh->nsizes = nsizes;
   sh->T = T;
   memcpy(sh->sizes, sizes, sizeof(size_t) * (size_t)nsizes);
-  {
-    int v = 0;
-    if (!c->fake && ncclGetVersion(&v) == ncclSuccess)
-      sh->nccl_version = v;
-  }
+  sh->nccl_version = acl_bench_nccl_version(c);
   if (!c->internal_child)
     acl_bench_print_table_header(stdout, c, n);
 

@@ -30,12 +30,18 @@
 #
 # Options: --bin PATH (autoccl-bench), --plugin PATH (libnccl-tuner-autoccl.so),
 #          --out DIR (default $OUT, else ./bench-out), --part LIST (above;
-#          default check,isolated,gemm), --gpus N (matrix, default 2)
+#          default check,isolated,gemm), --gpus N (matrix ranks, default 2),
+#          --ranks-per-gpu K (K ranks share each GPU: NCCL >= 2.30.3, and
+#          MPS for one process per rank: MPS=start starts it), --nccl DIR
+#          (the NCCL library folder to run, first on LD_LIBRARY_PATH: what
+#          scripts/gpu-nccl.sh prints). One GPU, two ranks:
+#            scripts/gpu-bench.sh --part long --gpus 2 --ranks-per-gpu 2 --nccl "$NCCL"
 # Environment knobs of the matrix: REPS (3), WARMUP (300), ITERS (50),
 #          SIZES ("-b 64K -e 1G -f 4"), SWEEP_CH ("0,32"), SWEEP_ALGOS
 #          ("Ring,Tree,PAT,NVLS,NVLSTree"), COLLS ("all_reduce all_gather reduce_scatter"),
 #          CEIL (32: the raised ceiling), STOCK (24: what NCCL builds as it ships),
 #          WARMUP_S (2: --warmup-time of the long runs), TORCH_REPS (3), TORCH_STEPS (30),
+#          MPS (detect: autoccl-bench --mps; start), CHILD_TIMEOUT (600 s per run),
 #          EXTRA (appended to every autoccl-bench command; EXTRA=--fake tests
 #          this script on a machine without a GPU)
 # Files written to the out dir (at most 5, so they fit the device tool's limit):
@@ -43,9 +49,11 @@
 #   (matrix-*: every part of the call; torch lines go to matrix.jsonl too)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-MODE=matrix BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/bench-out}" PART=check,isolated,gemm GPUS=2
+MODE=matrix BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/bench-out}" PART=check,isolated,gemm GPUS=2 RPG=1 NCCL=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --ranks-per-gpu) RPG=$2; shift ;;
+    --nccl) NCCL=$2; shift ;;
     --smoke) MODE=smoke ;;
     --bin) BIN=$2; shift ;;
     --plugin) PLUGIN=$2; shift ;;
@@ -82,7 +90,11 @@ mkdir -p "$OUTDIR"
 # caller explicitly set it.
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 # devlib/: what scripts/prepare-gpu-build.sh copies for a GPU machine that lacks it
-export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -n "$NCCL" ]; then
+  [ -d "$NCCL/lib" ] && [ ! -e "$NCCL/libnccl.so.2" ] && NCCL=$NCCL/lib
+  [ -e "$NCCL/libnccl.so.2" ] || { echo "gpu-bench.sh: --nccl $NCCL: no libnccl.so.2 there (scripts/gpu-nccl.sh makes one)" >&2; exit 2; }
+fi
+export LD_LIBRARY_PATH=${NCCL:+$NCCL:}$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 PY=$(command -v python3 || true)
 EXTRA=${EXTRA:-}
 TMO=${TMO:-}  # per-command time limit (s): smoke 90, matrix 900
@@ -198,7 +210,10 @@ log "# gpu-bench.sh matrix  $(date -u +%FT%TZ)  gpus=$GPUS  bin=$BIN  plugin=${P
 nvidia-smi -L 2>&1 | tee -a "$LOG"
 ldd "$BIN" | grep -E 'nccl|cublas|cudart' | tee -a "$LOG"
 NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "$NG" -lt "$GPUS" ] && [ "${EXTRA#*--fake}" = "$EXTRA" ]; then log "# only $NG GPU(s) visible, the matrix needs $GPUS: stop"; exit 1; fi
+NEED=$(( (GPUS + RPG - 1) / RPG ))
+if [ "$NG" -lt "$NEED" ] && [ "${EXTRA#*--fake}" = "$EXTRA" ]; then log "# only $NG GPU(s) visible, $GPUS ranks at $RPG per GPU need $NEED: stop"; exit 1; fi
+# every matrix command: the ranks, their GPUs, MPS and the per-run limit
+TB=(-g "$GPUS" --ranks-per-gpu "$RPG" --mps "${MPS:-detect}" --child-timeout "${CHILD_TIMEOUT:-600}")
 CEIL=${CEIL:-32} STOCK=${STOCK:-24} WARMUP_S=${WARMUP_S:-2}
 PARGS=(); [ -n "$PLUGIN" ] && PARGS=(--plugin "$PLUGIN")
 for part in $PARTS; do
@@ -211,21 +226,21 @@ for part in $PARTS; do
       case "$part" in long|short) CARGS=(--compare default,autoccl "${PARGS[@]}") ;; esac
       for c in $COLLS; do
         case "$part" in
-          long|ceiling-long) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q ;;
-          short|ceiling-short) run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --json -q ;;
-          ceiling-gemm) run 0 "$BIN" -g "$GPUS" -b 1G -e 1G -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --interference gemm --json -q ;;
+          long|ceiling-long) run 0 "$BIN" "${TB[@]}" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q ;;
+          short|ceiling-short) run 0 "$BIN" "${TB[@]}" $SIZES -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --json -q ;;
+          ceiling-gemm) run 0 "$BIN" "${TB[@]}" -b 1G -e 1G -C "$c" "${CARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --interference gemm --json -q ;;
         esac
       done
       continue ;;
     single)
       [ -n "$PLUGIN" ] || { log "# no plugin: single needs the autoccl mode"; FAILS=$((FAILS+1)); continue; }
       for c in $COLLS; do
-        run 0 "$BIN" -g "$GPUS" --single $SIZES -C "$c" --compare default,autoccl "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q
+        run 0 "$BIN" "${TB[@]}" --single $SIZES -C "$c" --compare default,autoccl "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" --warmup-time "$WARMUP_S" --json -q
       done
       continue ;;
     advise)
       for c in $COLLS; do
-        run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" --advise --reps 2 -w "$WARMUP" -n "$ITERS" --json -q
+        run 0 "$BIN" "${TB[@]}" $SIZES -C "$c" --advise --reps 2 -w "$WARMUP" -n "$ITERS" --json -q
       done
       continue ;;
     torch)
@@ -244,7 +259,7 @@ for part in $PARTS; do
     # -c 1 on every iteration while the tuner explores (switches configs mid-run)
     if [ -n "$PLUGIN" ]; then
       for c in $COLLS; do
-        run 0 "$BIN" -g "$GPUS" -b 64K -e 16M -f 16 -C "$c" -d bfloat16 --compare autoccl --plugin "$PLUGIN" --reps 1 \
+        run 0 "$BIN" "${TB[@]}" -b 64K -e 16M -f 16 -C "$c" -d bfloat16 --compare autoccl --plugin "$PLUGIN" --reps 1 \
             -w 200 -n 20 -c 1 --json -q
       done
     else
@@ -254,7 +269,7 @@ for part in $PARTS; do
   fi
   INTF=""; [ "$part" = gemm ] && INTF="--interference gemm"
   for c in $COLLS; do
-    run 0 "$BIN" -g "$GPUS" $SIZES -C "$c" --compare "$MODES" "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" \
+    run 0 "$BIN" "${TB[@]}" $SIZES -C "$c" --compare "$MODES" "${PARGS[@]}" --reps "$REPS" -w "$WARMUP" -n "$ITERS" \
         --sweep --sweep-algos "$SWEEP_ALGOS" --sweep-channels "$SWEEP_CH" --sweep-warmup 10 $INTF --json -q
   done
 done

@@ -13,19 +13,38 @@
 #     0 = NCCL's own, and 16, 24) and over the raised ceiling (32).
 #
 #   scripts/gpu-record.sh [--part iso|gemm|single|all] [--bin PATH] [--plugin PATH] [--out DIR]
+#                         [--nccl DIR] [--gpus N] [--ranks-per-gpu K] [--launch procs|single]
+#
+# --nccl DIR: the NCCL library folder to run (what scripts/gpu-nccl.sh prints),
+# first on LD_LIBRARY_PATH. --gpus N: ranks (default 2); --ranks-per-gpu K:
+# K ranks share each GPU (NCCL >= 2.30.3; NCCL_MULTI_RANK_GPU_ENABLE=1 is set).
+# --launch: the launch model of the iso and gemm parts (default procs; with
+# --ranks-per-gpu > 1 and procs, MPS must run, or MPS=start starts it).
+# One GPU, two ranks, NCCL 2.30.7 (docs/benchmarks.md, "One GPU"):
+#   SIZES="-b 64K -e 256M -f 4" SWEEP_CH=0,16,32,64 SWEEP_REPS=1 WARMUP_S=2 \
+#     scripts/gpu-record.sh --part iso --launch single --ranks-per-gpu 2 --nccl "$NCCL"
 #
 # Environment: SIZES ("-b 64K -e 1G -f 4"), COLLS ("all_reduce all_gather
 # reduce_scatter"), WARMUP (300: calls before the timed ones, the tuning
-# period), ITERS (50), SWEEP_WARMUP (20), EXTRA (appended to every command;
-# EXTRA=--fake runs this on a machine without a GPU).
+# period), ITERS (50), SWEEP_WARMUP (20), SWEEP_ALGOS (Ring,Tree), SWEEP_PROTOS
+# (LL,LL128,Simple), SWEEP_CH (0,16,24,32), SWEEP_REPS (2), WARMUP_S (unset:
+# none; S: --warmup-time S for default and autoccl, the long runs),
+# CHILD_TIMEOUT (600: seconds per mode or config run), MPS (detect|start),
+# EXTRA (appended to every command; EXTRA=--fake runs this on a machine
+# without a GPU). The tar grows after every collective, so a call cut short
+# keeps what it finished.
 # Budget on 2x H200: iso ~90 s, gemm ~110 s, single ~70 s.
 # Writes to the out dir (default $OUT, else ./record-out): record-<part>.tar
 # (the .jsonl.gz traces, folders <regime>-<launch>-<coll>/) and record-<part>.log.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/record-out}" PART=all
+BIN="" PLUGIN="" OUTDIR="${OUT:-$ROOT/record-out}" PART=all NCCL="" GPUS=2 RPG=1 LAUNCH=procs
 while [ $# -gt 0 ]; do
   case "$1" in
+    --nccl) NCCL=$2; shift ;;
+    --gpus) GPUS=$2; shift ;;
+    --ranks-per-gpu) RPG=$2; shift ;;
+    --launch) LAUNCH=$2; shift ;;
     --bin) BIN=$2; shift ;;
     --plugin) PLUGIN=$2; shift ;;
     --out) OUTDIR=$2; shift ;;
@@ -36,6 +55,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$PART" in iso|gemm|single|all) ;; *) echo "gpu-record.sh: --part iso|gemm|single|all" >&2; exit 2 ;; esac
+case "$LAUNCH" in procs|single) ;; *) echo "gpu-record.sh: --launch procs|single" >&2; exit 2 ;; esac
+if [ -n "$NCCL" ]; then
+  [ -d "$NCCL/lib" ] && [ ! -e "$NCCL/libnccl.so.2" ] && NCCL=$NCCL/lib
+  [ -e "$NCCL/libnccl.so.2" ] || { echo "gpu-record.sh: --nccl $NCCL: no libnccl.so.2 there (scripts/gpu-nccl.sh makes one)" >&2; exit 2; }
+fi
 if [ -z "$BIN" ]; then
   for b in "$ROOT/build-gpu/bench/autoccl-bench" "$ROOT/build/bench/autoccl-bench"; do
     [ -x "$b" ] && { BIN=$b; break; }
@@ -52,10 +76,16 @@ fi
 [ -f "$(dirname "$BIN")/libautoccl-bench-probe.so" ] || echo "gpu-record.sh: warning: no probe plugin beside $BIN: traces will not say what NCCL ran" >&2
 mkdir -p "$OUTDIR"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-export LD_LIBRARY_PATH=$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=${NCCL:+$NCCL:}$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SIZES=${SIZES:--b 64K -e 1G -f 4} COLLS=${COLLS:-all_reduce all_gather reduce_scatter}
 WARMUP=${WARMUP:-300} ITERS=${ITERS:-50} SWEEP_WARMUP=${SWEEP_WARMUP:-20} EXTRA=${EXTRA:-}
 SWEEP_CH=${SWEEP_CH:-0,16,24,32} SWEEP_REPS=${SWEEP_REPS:-2}
+SWEEP_ALGOS=${SWEEP_ALGOS:-Ring,Tree} SWEEP_PROTOS=${SWEEP_PROTOS:-LL,LL128,Simple}
+CHILD_TIMEOUT=${CHILD_TIMEOUT:-600} MPS=${MPS:-detect}
+TB=(-g "$GPUS" --ranks-per-gpu "$RPG" --mps "$MPS" --child-timeout "$CHILD_TIMEOUT")
+[ -n "${WARMUP_S:-}" ] && TB+=(--warmup-time "$WARMUP_S")
+TAR=$OUTDIR/record-$PART.tar
+rm -f "$TAR"
 TRACES=$(mktemp -d "${TMPDIR:-/tmp}/acl-record.XXXXXX")
 PARTS="iso gemm single"; [ "$PART" != all ] && PARTS=$PART
 for part in $PARTS; do
@@ -72,13 +102,13 @@ for part in $PARTS; do
       if [ "$part" = single ]; then
         L=single; SW=(--sweep-algos Ring --sweep-protos LL,Simple --sweep-channels 0,32)
       else
-        L=procs; SW=(--sweep-algos Ring,Tree --sweep-protos LL,LL128,Simple --sweep-channels "$SWEEP_CH"
+        L=$LAUNCH; SW=(--sweep-algos "$SWEEP_ALGOS" --sweep-protos "$SWEEP_PROTOS" --sweep-channels "$SWEEP_CH"
                      --sweep-reps "$SWEEP_REPS")
       fi
       D=$TRACES/$regime-$L-$c
-      echo "\$ autoccl-bench -g 2 --$L -C $c ... --trace $D" | tee -a "$LOG"
+      echo "\$ autoccl-bench ${TB[*]} --$L $SIZES -C $c --compare default,autoccl --reps 1 -w $WARMUP -n $ITERS --sweep ${SW[*]} --sweep-warmup $SWEEP_WARMUP $INTF --trace $D --json -q $EXTRA" | tee -a "$LOG"
       s0=$(date +%s)
-      timeout -k 5 600 "$BIN" -g 2 --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps 1 \
+      timeout -k 5 1800 "$BIN" "${TB[@]}" --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps 1 \
         -w "$WARMUP" -n "$ITERS" --sweep "${SW[@]}" --sweep-warmup "$SWEEP_WARMUP" $INTF --trace "$D" --json -q $EXTRA \
         > "$TRACES/.out" 2>> "$LOG"
       rc=$?
@@ -86,11 +116,12 @@ for part in $PARTS; do
       last=$(tail -n 1 "$TRACES/.out")
       case "$last" in "{"*) echo "$last" >> "$JSONL" ;; esac
       echo "# exit $rc, $(( $(date +%s) - s0 )) s, $(ls "$D" 2>/dev/null | wc -l) trace files" | tee -a "$LOG"
+      [ -d "$D" ] && tar -rf "$TAR" -C "$TRACES" "$(basename "$D")"
     done
   done
   echo "# part $part: $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
 done
 rm -f "$TRACES/.out"
-tar -cf "$OUTDIR/record-$PART.tar" -C "$TRACES" .
-du -sh "$OUTDIR/record-$PART.tar" | tee -a "$LOG"
+[ -f "$TAR" ] || tar -cf "$TAR" -T /dev/null
+du -sh "$TAR" | tee -a "$LOG"
 rm -rf "$TRACES"

@@ -40,7 +40,7 @@ static void usage(FILE *f, const char *prog)
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
-          "          [--csv FILE] [--landscape h200-traces[:single]]\n"
+          "          [--csv FILE] [--landscape h200-traces[:single]|h200-1gpu-traces[:single]]\n"
           "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
@@ -53,7 +53,8 @@ static void usage(FILE *f, const char *prog)
           "  --worst N       also list the N worst runs (default 0)\n"
           "  --no-hint       do not tell the search NCCL's channel count\n"
           "  --csv FILE      write one row per run to FILE\n"
-          "  --landscape L   h200-traces[:single]: the tuner on replayed traces instead\n"
+          "  --landscape L   h200-traces[:single] or h200-1gpu-traces[:single] (one H200,\n"
+          "                  2 ranks, NCCL 2.30): the tuner on replayed traces instead\n"
           "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
@@ -117,10 +118,10 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
     } else if (strcmp(a, "--csv") == 0 && v[0]) {
       o->csv = v;
     } else if (strcmp(a, "--landscape") == 0) {
-      if (strncmp(v, "h200-traces", 11) != 0) {
+      if (!acl_land_is_trace_spec(v)) {
         fprintf(stderr,
-                "%s: --bench --landscape takes h200-traces[:single] (the default bench "
-                "runs h200 and synthetic landscapes), got '%s'\n",
+                "%s: --bench --landscape takes h200-traces[:single] or h200-1gpu-traces[:single] "
+                "(the default bench runs h200 and synthetic landscapes), got '%s'\n",
                 prog, v);
         return -1;
       }

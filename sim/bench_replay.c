@@ -168,9 +168,10 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   size_t nfoo = 0;
   int w = 0;
   if (!o->json)
-    printf("tuner on replayed traces: %s, %d trace files, %d seeds per workload\n"
+    printf("tuner on replayed traces: %s, %d trace files (%d recorded), %d seeds per workload\n"
            "%-5s %-14s %10s  %8s %8s %8s %8s  %s\n",
-           acl_land_name(l), acl_land_traces(l), reps, "load", "collective", "bytes", "final/b",
+           acl_land_name(l), acl_land_traces(l), acl_land_traces_recorded(l), reps, "load",
+           "collective", "bytes", "final/b",
            "incl/b", "short/b", "final/o", "final decision (runs as)");
   for (int regime = 0; regime < 2; regime++)
     for (int ci = 0; ci < 3; ci++)
@@ -181,7 +182,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                  acl_coll_name(colls[ci]), (unsigned long long)sizes[z]);
         acl_candidate_t dflt;
         acl_land_nccl_default(l, colls[ci], sizes[z], 2, &dflt);
-        det[w].skip = !isfinite(acl_land_time(l, colls[ci], sizes[z], 2, &dflt, interf));
+        det[w].skip = !isfinite(acl_land_time(l, colls[ci], sizes[z], 2, &dflt, interf)) ||
+                      !acl_land_trace_covers(l, colls[ci], (double)sizes[z], regime != 0);
         if (det[w].skip) { /* not recorded: no default to compare with */
           nskip++;
           continue;
@@ -240,9 +242,9 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   bool ok = fob_min >= T_FOB_MIN && incl_min >= T_INCL_MIN && short_min >= T_SHORT_MIN &&
             foo_med >= T_FOO_MEDIAN && foo_p5 >= T_FOO_P5;
   if (o->json) {
-    printf("{\"landscape\":\"%s\",\"traces\":%d,\"workloads\":%d,\"runs\":%zu,"
-           "\"per_workload\":[",
-           acl_land_name(l), acl_land_traces(l), NW - nskip, nfoo);
+    printf("{\"landscape\":\"%s\",\"traces\":%d,\"traces_recorded\":%d,\"workloads\":%d,"
+           "\"runs\":%zu,\"per_workload\":[",
+           acl_land_name(l), acl_land_traces(l), acl_land_traces_recorded(l), NW - nskip, nfoo);
     /* per workload, in the table's order (scripts/replay-fidelity.py) */
     bool first = true;
     for (int i = 0; i < NW; i++) {

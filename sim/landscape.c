@@ -111,8 +111,10 @@ static void shipped_traces(char *out, size_t len)
   snprintf(out, len, "%s", ACL_SIM_TRACE_DIR);
 }
 
-acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, char *err,
-                                        size_t errlen)
+/* set: the landscape's name ("h200-traces"), built: the channels NCCL built
+ * where the traces were recorded (what asks above it are clamped to). */
+static acl_landscape_t *create_traces(const char *dir, const char *launch, const char *set,
+                                      int built, char *err, size_t errlen)
 {
   char dummy[8];
   if (!err) {
@@ -130,32 +132,55 @@ acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, cha
   }
   l->kind = ACL_LAND_TRACE;
   l->tr = tr;
-  l->max_channels = ACL_TR_BUILT_CH;
+  l->max_channels = built;
+  tr->built_ch = built;
   if (acl_land_tr_load(tr, dir, launch, err, errlen) < 0) {
     acl_land_tr_free(tr);
     free(l);
     return NULL;
   }
-  snprintf(l->name, sizeof l->name, "h200-traces%s%s%s", strcmp(launch, "procs") ? ":" : "",
+  snprintf(l->name, sizeof l->name, "%s%s%s%s", set, strcmp(launch, "procs") ? ":" : "",
            strcmp(launch, "procs") ? launch : "", tr->derived ? " (derived)" : "");
   return l;
 }
 
+acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, char *err,
+                                        size_t errlen)
+{
+  return create_traces(dir, launch, "h200-traces", ACL_TR_BUILT_CH, err, errlen);
+}
+
+bool acl_land_is_trace_spec(const char *spec)
+{
+  return !strncmp(spec, "h200-traces", 11) || !strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU));
+}
+
 acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen)
 {
-  const char *launch = "procs";
-  if (!strcmp(spec, "h200-traces:single"))
+  const char *launch = "procs", *set = "h200-traces";
+  if (!strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU)))
+    set = ACL_LAND_1GPU;
+  const char *rest = spec + strlen(set);
+  if (!strcmp(rest, ":single"))
     launch = "single";
-  else if (strcmp(spec, "h200-traces") != 0 && strcmp(spec, "h200-traces:procs") != 0) {
-    snprintf(err, errlen, "'%s': expected h200-traces, h200-traces:procs or h200-traces:single",
+  else if (strncmp(spec, set, strlen(set)) != 0 || (*rest && strcmp(rest, ":procs") != 0)) {
+    snprintf(err, errlen,
+             "'%s': expected h200-traces or " ACL_LAND_1GPU ", each optionally with :procs or "
+             ":single",
              spec);
     return NULL;
+  }
+  char dir[1100], base[1024];
+  if (!strcmp(set, ACL_LAND_1GPU)) {
+    /* one H200, two ranks, NCCL 2.30.7: recorded traces only, always shipped */
+    shipped_traces(base, sizeof base);
+    snprintf(dir, sizeof dir, "%s/h200-1gpu", base);
+    return create_traces(dir, launch, set, ACL_TR_1GPU_BUILT_CH, err, errlen);
   }
   acl_config_t cfg;
   acl_config_defaults(&cfg);
   acl_config_env_one(&cfg, "AUTOCCL_SIM_TRACES");
   const char *env = cfg.sim_traces;
-  char dir[1100], base[1024];
   if (*env) {
     snprintf(dir, sizeof dir, "%s", env);
   } else {
@@ -297,6 +322,22 @@ static double trace_time(const acl_landscape_t *l, int coll, uint64_t nbytes, in
 int acl_land_traces(const acl_landscape_t *l)
 {
   return l && l->kind == ACL_LAND_TRACE ? l->tr->files : 0;
+}
+
+bool acl_land_trace_covers(const acl_landscape_t *l, int coll, double bytes, bool gemm)
+{
+  if (!l || l->kind != ACL_LAND_TRACE)
+    return true;
+  int mc = h200_mcoll(coll, &bytes);
+  const acl_tr_set_t *s = &l->tr->set[gemm ? 1 : 0][mc];
+  /* a size past the largest recorded, or a regime never recorded, would be
+   * replayed from another's data: not a workload of this landscape */
+  return s->present && s->npts > 0 && bytes <= s->pt[s->npts - 1].bytes * 1.01;
+}
+
+int acl_land_traces_recorded(const acl_landscape_t *l)
+{
+  return l && l->kind == ACL_LAND_TRACE && !l->tr->derived ? l->tr->files : 0;
 }
 
 bool acl_land_is_replay(const acl_landscape_t *l) { return l && l->kind == ACL_LAND_TRACE; }

@@ -25,6 +25,12 @@ acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, cha
 /* "h200-traces" or "h200-traces:single" -> the built-in trace set
  * (AUTOCCL_SIM_TRACES overrides the folder). NULL + err on failure. */
 acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen);
+/* The landscape recorded on one H200 with two ranks on it (NCCL 2.30.7,
+ * scripts/gpu-record.sh --ranks-per-gpu 2): its traces are always the shipped
+ * ones (<traces>/h200-1gpu; AUTOCCL_SIM_TRACES is for h200-traces). */
+#define ACL_LAND_1GPU "h200-1gpu-traces"
+/* Whether spec names a replay landscape (h200-traces[...] or h200-1gpu-traces[...]). */
+bool acl_land_is_trace_spec(const char *spec);
 void acl_land_destroy(acl_landscape_t *l); /* NULL ok */
 const char *acl_land_name(const acl_landscape_t *l);
 
@@ -54,6 +60,11 @@ void acl_land_cost_table(const acl_landscape_t *l, int coll, uint64_t nbytes, in
 /* ---- replay extensions: measured behaviour (other kinds: neutral) ---- */
 /* Trace files the landscape was built from (0 for other kinds). */
 int acl_land_traces(const acl_landscape_t *l);
+/* Whether a replay landscape recorded coll (NCCL's function index) up to
+ * bytes in that regime (under a GEMM or isolated); true for the models. */
+bool acl_land_trace_covers(const acl_landscape_t *l, int coll, double bytes, bool gemm);
+/* Trace files recorded on GPUs (0 for the set derived from medians). */
+int acl_land_traces_recorded(const acl_landscape_t *l);
 bool acl_land_is_replay(const acl_landscape_t *l);
 /* Channels NCCL runs for a decision of `asked` channels (0 = its own) of
  * (algo, proto): clamped to the built count, and for traces to what NCCL

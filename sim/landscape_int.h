@@ -19,6 +19,7 @@ enum { ACL_LAND_H200 = 1, ACL_LAND_SYNTH = 2, ACL_LAND_TRACE = 3 };
 #define ACL_TR_NEV 32
 #define ACL_TR_MAXEXCESS 256
 #define ACL_TR_BUILT_CH 24 /* channels NCCL built by default on 2x H200 */
+#define ACL_TR_1GPU_BUILT_CH 64 /* NCCL 2.30.7, 2 ranks on one H200 (P2P/CUMEM) */
 
 typedef struct acl_tr_cfg {
   int8_t algo, proto;
@@ -59,6 +60,7 @@ typedef struct acl_land_tr {
   acl_tr_set_t set[2][ACL_LAND_H200_NCOLL]; /* [isolated, under GEMM][AG, RS, AR] */
   int files;
   bool derived;
+  int built_ch; /* channels NCCL built: a config of unknown count ran with these */
   acl_landscape_t *h200; /* channel ratios below the recorded counts */
 } acl_land_tr_t;
 

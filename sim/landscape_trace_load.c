@@ -283,7 +283,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
       continue; /* a default run without the probe: unknown config */
     }
     if (nch <= 0)
-      nch = ACL_TR_BUILT_CH;
+      nch = tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
     acl_tr_pt_t *pt = point_of(set, bytes);
     acl_tr_cfg_t *c = pt ? cfg_of(pt, algo, proto, nch) : NULL;
     if (!c)

@@ -52,7 +52,7 @@ static acl_landscape_t *make_landscape(const char *spec, bool nccl230, char *err
 {
   if (strcmp(spec, "h200") == 0)
     return acl_land_create_h200(err, errlen);
-  if (strncmp(spec, "h200-traces", 11) == 0)
+  if (acl_land_is_trace_spec(spec))
     return acl_land_create_spec_traces(spec, err, errlen);
   uint64_t seed = 1;
   if (strncmp(spec, "synthetic:", 10) == 0)

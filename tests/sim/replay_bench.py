@@ -26,6 +26,19 @@ want = {"final_over_baseline_min": 0.99, "incl_over_baseline_min": 0.97,
 for k in list(want) + ["traces"]:
     assert k in d, "missing key " + k
 assert isinstance(d["traces"], int) and d["traces"] > 0, d["traces"]
+assert isinstance(d.get("traces_recorded"), int) and d["traces_recorded"] <= d["traces"], d
+# the one-H200 landscape: recorded traces only, and only the workloads recorded
+# there (isolated, 64 KiB..256 MiB: 3 x 7)
+if not targets:
+    g = subprocess.run([exe, "--bench", "--landscape", "h200-1gpu-traces", "--h200-reps", "2",
+                        "--json"], capture_output=True, text=True, timeout=120)
+    assert g.returncode in (0, 1), (g.returncode, g.stderr)
+    e = json.loads(g.stdout.strip().splitlines()[-1])
+    assert "1gpu" in e["landscape"] and e["traces_recorded"] >= 12, e
+    assert e["traces_recorded"] == e["traces"] and e["workloads"] == 21, e
+    assert all(w["workload"].startswith("iso ") for w in e["per_workload"]), e["per_workload"]
+    print("landscape %s: %d recorded traces, %d workloads" % (e["landscape"],
+                                                             e["traces_recorded"], e["workloads"]))
 assert (d["targets_met"] is True) == (p.returncode == 0), d
 print("landscape %s, %d trace files" % (d["landscape"], d["traces"]))
 missed = []

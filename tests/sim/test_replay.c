@@ -199,3 +199,38 @@ Test(replay, bad_folder, .init = NULL, .fini = NULL)
   cr_assert_null(acl_land_create_traces("/nonexistent/traces", "procs", err, sizeof err));
   cr_assert(strstr(err, "/nonexistent/traces"), "%s", err);
 }
+
+/* The landscape recorded on one H200 with two ranks on it (NCCL 2.30.7,
+ * 2026-12-01): it loads from the shipped traces, in both launch models, as
+ * recorded traces, with NCCL's 64 channels and the room NCCL left at 4 MiB
+ * (Ring/Simple with 32 channels against NCCL's own 64). */
+Test(replay_1gpu, shipped_traces_load_as_recorded)
+{
+  const char *specs[] = {ACL_LAND_1GPU, ACL_LAND_1GPU ":single"};
+  for (int k = 0; k < 2; k++) {
+    char err[512] = "";
+    acl_landscape_t *l = acl_land_create_spec_traces(specs[k], err, sizeof err);
+    cr_assert_not_null(l, "%s: %s", specs[k], err);
+    cr_assert(strstr(acl_land_name(l), "1gpu") && !strstr(acl_land_name(l), "derived"), "%s",
+              acl_land_name(l));
+    cr_assert_geq(acl_land_traces_recorded(l), 12, "%d", acl_land_traces_recorded(l));
+    cr_assert_eq(acl_land_traces_recorded(l), acl_land_traces(l));
+    cr_assert_eq(acl_land_max_channels(l), 64);
+    acl_candidate_t d, c32 = RING_SIMPLE;
+    acl_land_nccl_default(l, 4, 4u << 20, 2, &d);
+    cr_assert(d.algo == 1 && d.proto == 2 && d.nchannels == 64, "%d %d %d", d.algo, d.proto,
+              d.nchannels);
+    c32.nchannels = 32;
+    double t_def = acl_land_time(l, 4, 4u << 20, 2, &d, 0.0);
+    double t_32 = acl_land_time(l, 4, 4u << 20, 2, &c32, 0.0);
+    cr_assert(t_32 < 0.7 * t_def, "4 MiB AllReduce: 32 channels %.1f us, NCCL's %.1f us",
+              t_32 * 1e6, t_def * 1e6);
+    cr_assert(acl_land_trace_covers(l, 4, 256.0 * 1048576, false));
+    cr_assert_not(acl_land_trace_covers(l, 4, 1024.0 * 1048576, false), "1 GiB not recorded");
+    cr_assert_not(acl_land_trace_covers(l, 4, 65536, true), "no GEMM regime recorded");
+    acl_land_destroy(l);
+  }
+  char err[256] = "";
+  cr_assert_null(acl_land_create_spec_traces(ACL_LAND_1GPU ":both", err, sizeof err));
+  cr_assert(strstr(err, ":single"), "%s", err);
+}

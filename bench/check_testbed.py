@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""autoccl-bench --ranks-per-gpu K under --fake: ranks share GPUs (the record
+says ranks_per_gpu, gpus, mps, launch, reps, warmup, iters, env, also in the
+compare record and through the compare driver's children); K > 1 refuses an
+NCCL older than 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=0 with the reason, sets
+NCCL_MULTI_RANK_GPU_ENABLE=1 itself, and warns loudly when one process per
+rank shares a GPU without an MPS daemon (none when its control pipe exists);
+--mps start without nvidia-cuda-mps-control on PATH fails clearly; bad
+combinations are usage errors."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+bench = sys.argv[1]
+fails = []
+
+
+def check(cond, what):
+    if not cond:
+        fails.append(what)
+
+
+def run(*args, env=None):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("NCCL_", "AUTOCCL_", "CUDA_MPS_"))}
+    e.update(env or {})
+    return subprocess.run([bench, *args], capture_output=True, text=True, timeout=120, env=e)
+
+
+def last_json(r):
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {}
+
+
+small = ("--fake", "-b", "64K", "-e", "1M", "-f", "4", "-w", "3", "-n", "4", "--json", "-q")
+nomps = {"CUDA_MPS_PIPE_DIRECTORY": tempfile.mkdtemp(prefix="acl-nomps-")}
+
+# one process, 4 ranks on 2 GPUs: the record says so
+r = run(*small, "--single", "-g", "4", "--ranks-per-gpu", "2", env=nomps)
+d = last_json(r)
+check(r.returncode == 0, "single K=2 exit %d: %s" % (r.returncode, r.stderr[-300:]))
+for k, v in (("ranks_per_gpu", 2), ("gpus", 2), ("nranks", 4), ("launch", "single"),
+             ("mps", "off"), ("reps", 1), ("warmup", 3), ("iters", 4)):
+    check(d.get(k) == v, "run record %s = %r, expected %r" % (k, d.get(k), v))
+check("nccl_version" in d, "run record lacks nccl_version")
+check(d.get("env", {}).get("NCCL_MULTI_RANK_GPU_ENABLE") == "1",
+      "K > 1 sets NCCL_MULTI_RANK_GPU_ENABLE=1 and the record's env shows it: %s" % d.get("env"))
+check("WARNING" not in r.stderr, "one process needs no MPS: %s" % r.stderr[-300:])
+
+# env carries the NCCL_*/AUTOCCL_* variables set, and nothing else
+r = run(*small, "-g", "2", env={"NCCL_NVLS_ENABLE": "0", "AUTOCCL_LOG": "warn", "OTHER_X": "1"})
+d = last_json(r)
+check(d.get("env") == {"NCCL_NVLS_ENABLE": "0", "AUTOCCL_LOG": "warn"}, "env %s" % d.get("env"))
+check(d.get("ranks_per_gpu") == 1 and d.get("gpus") == 2, "K=1: one GPU per rank: %s" % d)
+
+# one process per rank sharing a GPU without MPS: loud warning, record says mps off
+r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2", env=nomps)
+check(r.returncode == 0, "procs K=2 exit %d" % r.returncode)
+check("WARNING" in r.stderr and "MPS" in r.stderr and "context" in r.stderr,
+      "no MPS: warning expected, got %r" % r.stderr[-300:])
+check(last_json(r).get("mps") == "off", "mps off expected")
+
+# ... with an MPS control pipe: no warning, mps on
+pipe_dir = tempfile.mkdtemp(prefix="acl-mps-")
+os.mkfifo(os.path.join(pipe_dir, "control"))
+r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2",
+        env={"CUDA_MPS_PIPE_DIRECTORY": pipe_dir})
+check("WARNING" not in r.stderr, "MPS pipe present: no warning, got %r" % r.stderr[-300:])
+check(last_json(r).get("mps") == "on", "mps on expected: %s" % last_json(r).get("mps"))
+
+# NCCL older than 2.30.3 with K > 1: refused, with the reason
+r = run(*small, "-g", "2", "--ranks-per-gpu", "2", "--fake-nccl-version", "22803", env=nomps)
+check(r.returncode == 1, "old NCCL: exit %d, expected 1" % r.returncode)
+check("2.28.3" in r.stderr and "2.30.3" in r.stderr, "old NCCL message: %r" % r.stderr)
+r = run(*small, "-g", "2", "--ranks-per-gpu", "2", "--fake-nccl-version", "23003", env=nomps)
+check(r.returncode == 0, "NCCL 2.30.3 is enough: exit %d %s" % (r.returncode, r.stderr[-200:]))
+check(last_json(r).get("nccl_version") == 23003, "fake NCCL version in the record")
+r = run(*small, "-g", "2", "--fake-nccl-version", "22803")
+check(r.returncode == 0, "K=1 runs on any NCCL: exit %d" % r.returncode)
+r = run(*small, "-g", "2", "--ranks-per-gpu", "2", env=dict(nomps, NCCL_MULTI_RANK_GPU_ENABLE="0"))
+check(r.returncode == 2 and "NCCL_MULTI_RANK_GPU_ENABLE=1" in r.stderr,
+      "NCCL_MULTI_RANK_GPU_ENABLE=0: exit %d %r" % (r.returncode, r.stderr))
+
+# --mps start without the MPS tool: a clear error, nothing run
+r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2", "--mps", "start",
+        env={"PATH": "/nonexistent", "CUDA_MPS_PIPE_DIRECTORY": tempfile.mkdtemp(),
+             "CUDA_MPS_LOG_DIRECTORY": tempfile.mkdtemp()})
+check(r.returncode == 1 and "nvidia-cuda-mps-control" in r.stderr,
+      "--mps start without the tool: exit %d %r" % (r.returncode, r.stderr))
+check(not r.stdout.strip(), "--mps start failure runs nothing: %r" % r.stdout[:200])
+
+# the compare driver: its record and its children carry K
+r = run("--fake", "-g", "2", "--ranks-per-gpu", "2", "--single", "-b", "64K", "-e", "256K",
+        "-f", "4", "-w", "5", "-n", "3", "--compare", "default", "--reps", "2",
+        "--fake-nccl-version", "23007", "--json", "-q", env=nomps)
+d = last_json(r)
+check(r.returncode == 0, "compare exit %d %s" % (r.returncode, r.stderr[-300:]))
+for k, v in (("ranks_per_gpu", 2), ("gpus", 1), ("launch", "single"), ("mps", "off"),
+             ("reps", 2), ("warmup", 5), ("iters", 3), ("nccl_version", "2.30.7")):
+    check(d.get(k) == v, "compare record %s = %r, expected %r" % (k, d.get(k), v))
+check("env" in d, "compare record lacks env")
+r = run("--fake", "-g", "2", "--ranks-per-gpu", "2", "-b", "64K", "-e", "64K", "--compare",
+        "default", "--reps", "1", "-w", "2", "-n", "2", "--fake-nccl-version", "22803", "-q",
+        env=nomps)
+check(r.returncode != 0 and "2.30.3" in r.stderr, "compare with old NCCL refused: %d %r"
+      % (r.returncode, r.stderr[-300:]))
+
+# bad combinations
+for args, what in ((("-g", "3", "--ranks-per-gpu", "2"), "multiple of"),
+                   (("-g", "1", "--ranks-per-gpu", "2"), "more than"),
+                   (("--ranks-per-gpu", "0"), "--ranks-per-gpu"),
+                   (("--mps", "maybe"), "--mps")):
+    r = run("--fake", *args)
+    check(r.returncode == 2 and what in r.stderr, "%s: exit %d %r" % (args, r.returncode, r.stderr))
+
+# --help documents it
+r = run("--help")
+for w in ("--ranks-per-gpu", "--mps", "2.30.3", "ranks_per_gpu"):
+    check(w in r.stdout, "--help lacks %s" % w)
+
+for f in fails:
+    print("FAIL:", f)
+print("%d checks failed" % len(fails))
+sys.exit(1 if fails else 0)
