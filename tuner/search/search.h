@@ -148,7 +148,10 @@ typedef struct acl_search {
    * interference regime): log(t_nccl / t_decision) and its standard error,
    * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
   uint32_t pair_n;
-  uint32_t pad_p;
+  uint32_t val_mark;         /* val_out when the current challenger began */
+  uint32_t val_out, val_in;  /* this validation's sampled calls handed out, and
+                              * samples received (any candidate: they arrive in
+                              * call order) */
   double pair_log, pair_se;
   /* Exploration budget (search_budget.c, docs/tuner.md): the extra time
    * spent on candidates other than the incumbent, on profiler events and on
@@ -157,7 +160,10 @@ typedef struct acl_search {
    * unsampled (a waiting state). */
   double spent_s;
   uint8_t events_paid; /* the workload's first profiler events were charged */
-  uint8_t pad_b[3];
+  uint8_t late;        /* a candidate waited more than one block for its samples:
+                        * they come far behind the calls (CUPTI on one H200:
+                        * ~1,000 calls), so a first look is a full measurement */
+  uint8_t pad_b[2];
   uint32_t drift_run;  /* consecutive samples past the drift rule */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */

@@ -273,7 +273,13 @@ static uint32_t block_len(const acl_search_t *s, int id)
   const acl_search_cand_t *c = &s->cands[id];
   uint32_t spc = (uint32_t)s->params.samples_per_cand;
   uint32_t target = spc;
-  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
+  /* Early verdicts save a slow candidate's last samples, at the price of a
+   * round trip per look: with samples far behind the calls each look costs
+   * the lag (~1,000 calls), three times per candidate; one block of all its
+   * samples costs it once. */
+  if (s->late)
+    target = spc;
+  else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
     target = ACL_SEARCH_EARLY2_N;
   else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
     target = ACL_SEARCH_EARLY_N;
@@ -281,11 +287,15 @@ static uint32_t block_len(const acl_search_t *s, int id)
     return target - c->planned;
   /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
    * lost: wait for them, NCCL's choice running with one probe sample per
-   * block. Samples arrive in call order, so once a probe arrived the missing
-   * ones are lost and run again (the baseline's own probes are baseline
-   * samples). */
+   * block. Samples arrive in call order, so once a probe handed out after
+   * this candidate began waiting arrived, the missing ones are lost and run
+   * again (the baseline's own probes are baseline samples). wait_mark is
+   * this candidate's only from its first wait on: before it, a mark left
+   * by another candidate's wait says nothing about these samples (with
+   * samples ~1,000 calls late, as CUPTI's on one H200, every candidate was
+   * run again at once and the re-runs ate the exploration's call cap). */
   if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      (id == ACL_SEARCH_CAND_NCCL || s->cands[0].got <= s->wait_mark))
+      (id == ACL_SEARCH_CAND_NCCL || c->waits == 0 || s->cands[0].got <= s->wait_mark))
     return 0;
   return target > c->got ? target - c->got : 1;
 }
@@ -298,6 +308,8 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   if (wait) {
     if (c->waits++ == 0)
       s->wait_mark = s->c0_sampled;
+    else if (id != ACL_SEARCH_CAND_NCCL)
+      s->late = 1;
     id = ACL_SEARCH_CAND_NCCL;
     c = &s->cands[0];
     l = ACL_SEARCH_WAIT_MIN;

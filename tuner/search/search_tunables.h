@@ -97,8 +97,16 @@
 #define ACL_VAL_MIN 8u   /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u  /* challenger samples: no verdict by then -> revert */
 /* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
- * validation ends on NCCL's choice. */
+ * and once the samples received show the stream has passed half of those
+ * blocks' calls (samples arrive in call order: the challenger's are lost,
+ * not late), validation ends on NCCL's choice (a refinement challenger is
+ * dropped: the decision is proven). Late
+ * is not lost: on one H200 CUPTI's samples come ~1,000 calls behind, more
+ * than the 768 calls of those blocks, and every challenger was dropped
+ * before its first sample. Without any samples at all, after
+ * ACL_VAL_LOST_BLOCKS. */
 #define ACL_VAL_MAX_BLOCKS (2u * ACL_VAL_MAX / ACL_VAL_BLOCK)
+#define ACL_VAL_LOST_BLOCKS (8u * ACL_VAL_MAX_BLOCKS)
 /* Keep: gain > 3.5 standard errors at every look; at the last look (one
  * test, ACL_VAL_MAX samples) 2.5 (tunerbench: 0 runs < 0.99x, p5 0.9478;
  * 3.0 at every look left 2 runs at 0.9813 and 0.9868). */
