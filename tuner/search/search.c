@@ -195,6 +195,13 @@ void acl_search_hint_channels(acl_search_t *s, int nch)
     return;
   if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
+  /* NCCL ran nch channels, so it built at least that many: the channel
+   * axis reaches them. The default ceiling (32, what NCCL builds on 2xH200)
+   * cut NCCL's 64 on one H200 to 32, and Ring/Simple with 32 channels, the
+   * oracle there from 4 MiB up, passed for NCCL's own choice, never
+   * measured. Ceiling mode sets its own top (stock_channels). */
+  if (s->params.stock_channels == 0 && nch > s->params.max_channels)
+    s->params.max_channels = nch > ACL_SEARCH_MAX_CHANNELS ? ACL_SEARCH_MAX_CHANNELS : nch;
   ceiling_cap(s, nch);
   if (s->cands[0].cand.nchannels > 0 && nch > s->cands[0].cand.nchannels)
     nch = s->cands[0].cand.nchannels; /* what the capped baseline runs */
@@ -307,6 +314,11 @@ void acl_search_add_sample(acl_search_t *s, int cand_id, double seconds, float o
     return;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
+  /* A candidate's samples come from its own blocks only (NCCL's choice
+   * also from the probes of the waits): one that came after two wait
+   * blocks says the stream is far behind. */
+  if (cand_id != ACL_SEARCH_CAND_NCCL && !c->judged && c->waits >= 2)
+    s->late = 1;
   if (c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N &&
       seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */

@@ -160,9 +160,9 @@ typedef struct acl_search {
    * unsampled (a waiting state). */
   double spent_s;
   uint8_t events_paid; /* the workload's first profiler events were charged */
-  uint8_t late;        /* a candidate waited more than one block for its samples:
-                        * they come far behind the calls (CUPTI on one H200:
-                        * ~1,000 calls), so a first look is a full measurement */
+  uint8_t late;        /* a sample came after its candidate waited two blocks
+                        * for it: samples come far behind the calls (CUPTI on
+                        * one H200: ~1,000), a first look measures them all */
   uint8_t pad_b[2];
   uint32_t drift_run;  /* consecutive samples past the drift rule */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */

@@ -288,14 +288,16 @@ static uint32_t block_len(const acl_search_t *s, int id)
   /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
    * lost: wait for them, NCCL's choice running with one probe sample per
    * block. Samples arrive in call order, so once a probe handed out after
-   * this candidate began waiting arrived, the missing ones are lost and run
-   * again (the baseline's own probes are baseline samples). wait_mark is
-   * this candidate's only from its first wait on: before it, a mark left
-   * by another candidate's wait says nothing about these samples (with
-   * samples ~1,000 calls late, as CUPTI's on one H200, every candidate was
-   * run again at once and the re-runs ate the exploration's call cap). */
+   * the wait began arrived, the missing ones are lost and run again (the
+   * baseline's own probes are baseline samples). A stream seen late (s->late)
+   * is always waited for first: a wait mark left by another candidate says
+   * nothing about these samples, and with samples ~1,000 calls late (CUPTI
+   * on one H200) every candidate was run again at once, the re-runs eating
+   * the exploration's call cap. A stream seen on time loses little by a
+   * re-run at once: the late ones come a few calls later anyway. */
   if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      (id == ACL_SEARCH_CAND_NCCL || c->waits == 0 || s->cands[0].got <= s->wait_mark))
+      (id == ACL_SEARCH_CAND_NCCL || (s->late && c->waits == 0) ||
+       s->cands[0].got <= s->wait_mark))
     return 0;
   return target > c->got ? target - c->got : 1;
 }
@@ -308,8 +310,8 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   if (wait) {
     if (c->waits++ == 0)
       s->wait_mark = s->c0_sampled;
-    else if (id != ACL_SEARCH_CAND_NCCL)
-      s->late = 1;
+    else if (c->waits > ACL_SEARCH_LATE_WAITS)
+      s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = ACL_SEARCH_CAND_NCCL;
     c = &s->cands[0];
     l = ACL_SEARCH_WAIT_MIN;

@@ -88,6 +88,10 @@
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
 #define ACL_SEARCH_SAMPLE_WAITS 64
+/* Samples still missing after this many wait blocks (128 calls) are far
+ * behind, not lost (a lost one is run again after a block or two): the
+ * stream is late (acl_search_t.late). */
+#define ACL_SEARCH_LATE_WAITS 8
 
 /* ---- background validation and refinement (search_conv.c) ---- */
 #define ACL_VAL_RUN                                                                                \
