@@ -137,7 +137,6 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
       memset(&s->subs[i], 0, sizeof s->subs[i]);
       s->subs[i].algo = (int8_t)a;
       s->subs[i].proto = (int8_t)q;
-      s->subs[i].clamp_idx = ACL_SEARCH_NONE;
     }
   /* NCCL's model is off by tens of percent, not by 3x: a subspace it
    * predicts that much slower than its pick is not worth its calls. */
@@ -224,15 +223,7 @@ void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch)
 {
   if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
-  acl_search_cand_t *c = &s->cands[cand_id];
-  c->ran_ch = (int16_t)nch;
-  if (c->sub == ACL_SEARCH_NONE || c->cand.nchannels <= 0 || nch >= c->cand.nchannels)
-    return;
-  acl_search_sub_t *sub = &s->subs[c->sub];
-  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx) {
-    sub->clamp_idx = c->axis_idx[0];
-    sub->clamp_ch = (uint16_t)nch;
-  }
+  s->cands[cand_id].ran_ch = (int16_t)nch; /* acl_search_runs_channels reads it */
 }
 
 /* The warm-up's calls: NCCL's choice, no samples. */

@@ -96,9 +96,7 @@ typedef struct acl_search_sub {
   uint8_t step;                        /* current step in grid indices */
   uint8_t dir;                         /* 0 try up next, 1 try down next */
   uint8_t checked;                     /* first point passed the prune rule */
-  uint8_t clamp_idx;                   /* lowest channel grid index NCCL ran clamped, 0xff none */
-  uint16_t clamp_ch;                   /* ... and the channels it ran: every request from
-                            * clamp_idx up runs as clamp_ch */
+  uint8_t pad[3];
 } acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to tuner/search/; other
@@ -242,10 +240,13 @@ void acl_search_hint_channels(acl_search_t *s, int nch);
  * subspace, the twin of the baseline, is the pair it ran. algo/proto < 0:
  * channels only. */
 void acl_search_hint_nccl(acl_search_t *s, int algo, int proto, int nch);
-/* The channels NCCL ran for a call of cand id (profiler Coll events). A
- * request above what NCCL built, or above what it allows for the protocol
- * and size, runs clamped: candidates that NCCL runs identically are one
- * candidate, and the grid points they cover are never explored again. */
+/* The channels NCCL ran for a call of cand id (profiler Coll events). NCCL
+ * rounds a request down (what it built, what the protocol and size allow,
+ * its work split: on one H200 NCCL 2.30 ran 24 as 22 and 12 as 11, but 32
+ * as 32): asked a, ran m < a, every request between m and a runs m (NCCL's
+ * rounding is monotone and keeps a count it ran), so those grid points are
+ * the same candidate and are never explored again. Larger requests are not
+ * implied. */
 void acl_search_observe_channels(acl_search_t *s, int cand_id, int nch);
 /* Warm start (search_conv.c): right after acl_search_init, the workload
  * takes cand (a tuning table's decision; algo ACL_ALGO_NCCL = NCCL's own) as

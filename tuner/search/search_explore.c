@@ -55,26 +55,26 @@ static void copy_verdict(acl_search_t *s, int id, int from, bool costs_calls)
   acl_search_judge(s, id, costs_calls);
 }
 
-/* A grid point at or above a channel request NCCL was seen to clamp runs as
- * the clamped count: when a judged candidate of the subspace runs that count
- * (or it is NCCL's own choice), the point is its twin and costs nothing.
- * Returns whether id is judged now. */
+/* A grid point between a request NCCL was seen to round down and what it
+ * ran runs as that (acl_search_runs_channels): when a judged candidate of
+ * the subspace runs the same (or it is NCCL's own choice), the point is its
+ * twin and costs nothing. Returns whether id is judged now. */
 static bool merge_twin(acl_search_t *s, int id)
 {
   acl_search_cand_t *c = &s->cands[id];
-  if (c->sub == ACL_SEARCH_NONE)
+  if (c->sub == ACL_SEARCH_NONE || c->ran_ch > 0)
     return false;
+  int ran = acl_search_runs_channels(s, id), twin = -1;
+  if (ran == c->cand.nchannels)
+    return false; /* nothing known makes it another point's twin */
   const acl_search_sub_t *sub = &s->subs[c->sub];
-  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx)
-    return false;
-  int ran = sub->clamp_ch, twin = -1;
   if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
       s->cands[0].judged && c->cand.chunk_log2 == 0)
     twin = 0;
   for (int i = 1; i < s->ncands && twin < 0; i++) {
     const acl_search_cand_t *t = &s->cands[i];
     if (i != id && t->judged && t->sub == c->sub && t->cand.chunk_log2 == c->cand.chunk_log2 &&
-        (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
+        acl_search_runs_channels(s, i) == ran)
       twin = i;
   }
   if (twin < 0)
