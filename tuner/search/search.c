@@ -244,6 +244,9 @@ static int warmup_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   int id = acl_search_plan(s);
+  for (int guard = 0; id >= 0 && guard < ACL_SEARCH_MAX_STEPS && acl_search_settle_lost(s, id);
+       guard++)
+    id = acl_search_plan(s); /* judged on what it has: the plan moves on */
   if (id < 0)
     return -1;
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))

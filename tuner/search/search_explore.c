@@ -309,6 +309,19 @@ static uint32_t block_len(const acl_search_t *s, int id)
   return target > c->got ? target - c->got : 1;
 }
 
+bool acl_search_settle_lost(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  /* With a late stream a re-run costs the lag again (~1,000 calls) for a
+   * sample or two: once the missing ones are known lost (block_len would
+   * run it again), enough samples for an early verdict are a verdict. */
+  if (id == ACL_SEARCH_CAND_NCCL || !s->late || c->judged || c->got < ACL_SEARCH_EARLY_N ||
+      c->planned < (uint32_t)s->params.samples_per_cand || block_len(s, id) == 0)
+    return false;
+  acl_search_judge(s, id, true);
+  return true;
+}
+
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
 {
   uint32_t l = block_len(s, id);
