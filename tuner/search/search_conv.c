@@ -26,9 +26,13 @@ static void val_reset(acl_search_t *s)
 static bool val_lost(const acl_search_t *s)
 {
   uint32_t blocks = s->val_handed / 2;
-  return blocks >= ACL_VAL_LOST_BLOCKS ||
-         (blocks >= ACL_VAL_MAX_BLOCKS &&
-          s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2);
+  if (blocks >= ACL_VAL_LOST_BLOCKS)
+    return true;
+  if (blocks < ACL_VAL_MAX_BLOCKS)
+    return false;
+  /* a stream on time: 48 blocks without a verdict say the samples stopped */
+  return !s->late ||
+         s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -277,7 +281,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
   if (acl_sm_validating(s->state) && val_lost(s)) {
-    if (s->state == ACL_PHASE_REFINING) {
+    if (s->state == ACL_PHASE_REFINING && s->late) {
       next_challenger(s); /* the decision is proven: only the challenger goes */
     } else {
       /* samples are not arriving: NCCL's choice is the safe one */
