@@ -137,7 +137,6 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
       memset(&s->subs[i], 0, sizeof s->subs[i]);
       s->subs[i].algo = (int8_t)a;
       s->subs[i].proto = (int8_t)q;
-      s->subs[i].clamp_idx = ACL_SEARCH_NONE;
     }
   /* NCCL's model is off by tens of percent, not by 3x: a subspace it
    * predicts that much slower than its pick is not worth its calls. */
@@ -195,6 +194,13 @@ static void hint_channels(acl_search_t *s, int nch)
     return;
   if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
     return; /* the descent has started: changing its origin helps nobody */
+  /* NCCL ran nch channels, so it built at least that many: the channel
+   * axis reaches them. The default ceiling (32, what NCCL builds on 2xH200)
+   * cut NCCL's 64 on one H200 to 32, and Ring/Simple with 32 channels, the
+   * oracle there from 4 MiB up, passed for NCCL's own choice, never
+   * measured. Ceiling mode sets its own top (stock_channels). */
+  if (s->params.stock_channels == 0 && nch > s->params.max_channels)
+    s->params.max_channels = nch > ACL_SEARCH_MAX_CHANNELS ? ACL_SEARCH_MAX_CHANNELS : nch;
   ceiling_cap(s, nch);
   if (s->cands[0].cand.nchannels > 0 && nch > s->cands[0].cand.nchannels)
     nch = s->cands[0].cand.nchannels; /* what the capped baseline runs */
@@ -217,15 +223,7 @@ static void observe_channels(acl_search_t *s, int cand_id, int nch)
 {
   if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
-  acl_search_cand_t *c = &s->cands[cand_id];
-  c->ran_ch = (int16_t)nch;
-  if (c->sub == ACL_SEARCH_NONE || c->cand.nchannels <= 0 || nch >= c->cand.nchannels)
-    return;
-  acl_search_sub_t *sub = &s->subs[c->sub];
-  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx) {
-    sub->clamp_idx = c->axis_idx[0];
-    sub->clamp_ch = (uint16_t)nch;
-  }
+  s->cands[cand_id].ran_ch = (int16_t)nch; /* acl_search_runs_channels reads it */
 }
 
 /* The warm-up's calls: NCCL's choice, no samples. */
@@ -246,6 +244,9 @@ static int warmup_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   int id = acl_search_plan(s);
+  for (int guard = 0; id >= 0 && guard < ACL_SEARCH_MAX_STEPS && acl_search_settle_lost(s, id);
+       guard++)
+    id = acl_search_plan(s); /* judged on what it has: the plan moves on */
   if (id < 0)
     return -1;
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
@@ -307,6 +308,11 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
     return;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
+  /* A candidate's samples come from its own blocks only (NCCL's choice
+   * also from the probes of the waits): one that came after two wait
+   * blocks says the stream is far behind. */
+  if (cand_id != ACL_SEARCH_CAND_NCCL && !c->judged && c->waits >= 2)
+    s->late = 1;
   if (c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N &&
       seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */

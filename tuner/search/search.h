@@ -95,9 +95,7 @@ typedef struct acl_search_sub {
   uint8_t step;                        /* current step in grid indices */
   uint8_t dir;                         /* 0 try up next, 1 try down next */
   uint8_t checked;                     /* first point passed the prune rule */
-  uint8_t clamp_idx;                   /* lowest channel grid index NCCL ran clamped, 0xff none */
-  uint16_t clamp_ch;                   /* ... and the channels it ran: every request from
-                            * clamp_idx up runs as clamp_ch */
+  uint8_t pad[3];
 } acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to tuner/search/; other
@@ -147,7 +145,10 @@ typedef struct acl_search {
    * interference regime): log(t_nccl / t_decision) and its standard error,
    * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
   uint32_t pair_n;
-  uint32_t pad_p;
+  uint32_t val_mark;         /* val_out when the current challenger began */
+  uint32_t val_out, val_in;  /* this validation's sampled calls handed out, and
+                              * samples received (any candidate: they arrive in
+                              * call order) */
   double pair_log, pair_se;
   /* Exploration budget (search_budget.c, docs/tuner.md): the extra time
    * spent on candidates other than the incumbent, on profiler events and on
@@ -156,7 +157,10 @@ typedef struct acl_search {
    * unsampled (a waiting state). */
   double spent_s;
   uint8_t events_paid; /* the workload's first profiler events were charged */
-  uint8_t pad_b[3];
+  uint8_t late;        /* a sample came after its candidate waited two blocks
+                        * for it: samples come far behind the calls (CUPTI on
+                        * one H200: ~1,000), a first look measures them all */
+  uint8_t pad_b[2];
   uint32_t drift_run;  /* consecutive samples past the drift rule */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
@@ -235,10 +239,12 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
  *   ran (NCCL does not always run the argmin of the table the tuner sees:
  *   2xH200, AllReduce 256 KiB, the minimum is Tree/LL, NCCL runs Ring/LL).
  *   Ignored once exploration has begun;
- * - ran_nch > 0 for another candidate: the channels NCCL ran it with. A
- *   request above what NCCL built or allows runs clamped: candidates NCCL
- *   runs identically are one, and the grid points they cover are never
- *   explored again.
+ * - ran_nch > 0 for another candidate: the channels NCCL ran it with. NCCL
+ *   rounds a request down (what it built, what the protocol and size allow,
+ *   its work split: on one H200 NCCL 2.30 ran 24 as 22 and 12 as 11, but 32
+ *   as 32): asked a, ran m < a, every request between m and a runs m, so
+ *   those grid points are the same candidate and are never explored again.
+ *   Larger requests are not implied.
  * The facts go in before the sample. */
 typedef struct acl_search_obs {
   int cand_id;

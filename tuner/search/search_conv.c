@@ -19,6 +19,20 @@ static void val_reset(acl_search_t *s)
   memset(s->val_n, 0, sizeof s->val_n);
   memset(s->val_sum, 0, sizeof s->val_sum);
   memset(s->val_sq, 0, sizeof s->val_sq);
+  s->val_mark = s->val_out = s->val_in = 0;
+}
+
+/* The challenger's samples are lost, not late (ACL_VAL_MAX_BLOCKS). */
+static bool val_lost(const acl_search_t *s)
+{
+  uint32_t blocks = s->val_handed / 2;
+  if (blocks >= ACL_VAL_LOST_BLOCKS)
+    return true;
+  if (blocks < ACL_VAL_MAX_BLOCKS)
+    return false;
+  /* a stream on time: 48 blocks without a verdict say the samples stopped */
+  return !s->late ||
+         s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -121,6 +135,7 @@ static void next_challenger(acl_search_t *s)
   s->challenger = (uint16_t)id;
   s->val_refines++;
   s->val_handed = 0;
+  s->val_mark = s->val_out;
   s->val_n[1] = 0;
   s->val_sum[1] = s->val_sq[1] = 0.0;
   acl_sm_fire(s, EV_CHALLENGE);
@@ -265,11 +280,15 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (acl_sm_validating(s->state) && s->val_handed / 2 >= ACL_VAL_MAX_BLOCKS) {
-    /* samples are not arriving: NCCL's choice is the safe one */
-    adopt(s, ACL_SEARCH_CAND_NCCL);
-    val_over(s);
-    acl_sm_fire(s, EV_SETTLED);
+  if (acl_sm_validating(s->state) && val_lost(s)) {
+    if (s->state == ACL_PHASE_REFINING && s->late) {
+      next_challenger(s); /* the decision is proven: only the challenger goes */
+    } else {
+      /* samples are not arriving: NCCL's choice is the safe one */
+      adopt(s, ACL_SEARCH_CAND_NCCL);
+      val_over(s);
+      acl_sm_fire(s, EV_SETTLED);
+    }
     id = s->current;
   }
   /* Validation samples every call and runs a challenger: it draws on the
@@ -290,6 +309,7 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
       l = ACL_VAL_RUN;
     }
     s->val_handed++;
+    s->val_out += l;
   }
   s->calls_planned += l;
   if (out)
@@ -375,6 +395,8 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float 
     s->converged_seconds = c->robust_seconds;
     s->overlap_conv = acl_search_mean_overlap(c);
   }
+  if (acl_sm_validating(acl_sm_base(s)))
+    s->val_in++;
   if (id == s->current) {
     if (s->converged_seconds > 0.0)
       drift_check(s, seconds);

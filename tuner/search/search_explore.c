@@ -55,26 +55,26 @@ static void copy_verdict(acl_search_t *s, int id, int from, bool costs_calls)
   acl_search_judge(s, id, costs_calls);
 }
 
-/* A grid point at or above a channel request NCCL was seen to clamp runs as
- * the clamped count: when a judged candidate of the subspace runs that count
- * (or it is NCCL's own choice), the point is its twin and costs nothing.
- * Returns whether id is judged now. */
+/* A grid point between a request NCCL was seen to round down and what it
+ * ran runs as that (acl_search_runs_channels): when a judged candidate of
+ * the subspace runs the same (or it is NCCL's own choice), the point is its
+ * twin and costs nothing. Returns whether id is judged now. */
 static bool merge_twin(acl_search_t *s, int id)
 {
   acl_search_cand_t *c = &s->cands[id];
-  if (c->sub == ACL_SEARCH_NONE)
+  if (c->sub == ACL_SEARCH_NONE || c->ran_ch > 0)
     return false;
+  int ran = acl_search_runs_channels(s, id), twin = -1;
+  if (ran == c->cand.nchannels)
+    return false; /* nothing known makes it another point's twin */
   const acl_search_sub_t *sub = &s->subs[c->sub];
-  if (sub->clamp_idx == ACL_SEARCH_NONE || c->axis_idx[0] < sub->clamp_idx)
-    return false;
-  int ran = sub->clamp_ch, twin = -1;
   if (sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch == ran &&
       s->cands[0].judged && c->cand.chunk_log2 == 0)
     twin = 0;
   for (int i = 1; i < s->ncands && twin < 0; i++) {
     const acl_search_cand_t *t = &s->cands[i];
     if (i != id && t->judged && t->sub == c->sub && t->cand.chunk_log2 == c->cand.chunk_log2 &&
-        (t->ran_ch == ran || (t->ran_ch == 0 && t->cand.nchannels == ran)))
+        acl_search_runs_channels(s, i) == ran)
       twin = i;
   }
   if (twin < 0)
@@ -208,7 +208,14 @@ static void sub_move(acl_search_t *s, acl_search_sub_t *sub, int c, int nc, int 
     sub->hi = (int8_t)next;
     sub->dir = 1;
   } else {
+    /* Both sides failed at this step: halve it and look up again (without
+     * this the next looks walked up from lo one grid point at a time: on
+     * one H200, 3, 4, 6, 8, 12, 16 channels before 32). */
     sub->lo = (int8_t)next;
+    if (sub->step > 1) {
+      sub->step = (uint8_t)(sub->step / 2);
+      sub->dir = 0;
+    }
   }
 }
 
@@ -273,7 +280,13 @@ static uint32_t block_len(const acl_search_t *s, int id)
   const acl_search_cand_t *c = &s->cands[id];
   uint32_t spc = (uint32_t)s->params.samples_per_cand;
   uint32_t target = spc;
-  if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
+  /* Early verdicts save a slow candidate's last samples, at the price of a
+   * round trip per look: with samples far behind the calls each look costs
+   * the lag (~1,000 calls), three times per candidate; one block of all its
+   * samples costs it once. */
+  if (s->late)
+    target = spc;
+  else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
     target = ACL_SEARCH_EARLY2_N;
   else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY_N && c->got < ACL_SEARCH_EARLY_N)
     target = ACL_SEARCH_EARLY_N;
@@ -281,13 +294,32 @@ static uint32_t block_len(const acl_search_t *s, int id)
     return target - c->planned;
   /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
    * lost: wait for them, NCCL's choice running with one probe sample per
-   * block. Samples arrive in call order, so once a probe arrived the missing
-   * ones are lost and run again (the baseline's own probes are baseline
-   * samples). */
+   * block. Samples arrive in call order, so once a probe handed out after
+   * the wait began arrived, the missing ones are lost and run again (the
+   * baseline's own probes are baseline samples). A stream seen late (s->late)
+   * is always waited for first: a wait mark left by another candidate says
+   * nothing about these samples, and with samples ~1,000 calls late (CUPTI
+   * on one H200) every candidate was run again at once, the re-runs eating
+   * the exploration's call cap. A stream seen on time loses little by a
+   * re-run at once: the late ones come a few calls later anyway. */
   if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      (id == ACL_SEARCH_CAND_NCCL || s->cands[0].got <= s->wait_mark))
+      (id == ACL_SEARCH_CAND_NCCL || (s->late && c->waits == 0) ||
+       s->cands[0].got <= s->wait_mark))
     return 0;
   return target > c->got ? target - c->got : 1;
+}
+
+bool acl_search_settle_lost(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  /* With a late stream a re-run costs the lag again (~1,000 calls) for a
+   * sample or two: once the missing ones are known lost (block_len would
+   * run it again), enough samples for an early verdict are a verdict. */
+  if (id == ACL_SEARCH_CAND_NCCL || !s->late || c->judged || c->got < ACL_SEARCH_EARLY_N ||
+      c->planned < (uint32_t)s->params.samples_per_cand || block_len(s, id) == 0)
+    return false;
+  acl_search_judge(s, id, true);
+  return true;
 }
 
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
@@ -298,6 +330,8 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   if (wait) {
     if (c->waits++ == 0)
       s->wait_mark = s->c0_sampled;
+    else if (c->waits > ACL_SEARCH_LATE_WAITS)
+      s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = ACL_SEARCH_CAND_NCCL;
     c = &s->cands[0];
     l = ACL_SEARCH_WAIT_MIN;

@@ -90,9 +90,11 @@ int acl_search_find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARC
 bool acl_search_is_nccl(const acl_search_t *s, int id)
 {
   const acl_search_cand_t *c = &s->cands[id];
+  /* by what NCCL runs it with: a request it rounds to its own count is its
+   * own choice */
   return id == ACL_SEARCH_CAND_NCCL ||
          (s->hint_ch > 0 && c->cand.algo == s->nccl_algo && c->cand.proto == s->nccl_proto &&
-          c->cand.nchannels == s->hint_ch && c->cand.chunk_log2 == 0);
+          acl_search_runs_channels(s, id) == s->hint_ch && c->cand.chunk_log2 == 0);
 }
 
 /* ---- statistics ---------------------------------------------------------- */
@@ -179,12 +181,19 @@ double acl_search_ref_seconds(const acl_search_t *s)
 int acl_search_runs_channels(const acl_search_t *s, int id)
 {
   const acl_search_cand_t *c = &s->cands[id];
-  if (c->sub != ACL_SEARCH_NONE) {
-    const acl_search_sub_t *sub = &s->subs[c->sub];
-    if (sub->clamp_idx != ACL_SEARCH_NONE && c->axis_idx[0] >= sub->clamp_idx)
-      return sub->clamp_ch;
+  if (c->ran_ch > 0)
+    return c->ran_ch;
+  int b = c->cand.nchannels;
+  /* NCCL's rounding is monotone and keeps what it ran: asked a, ran m < a,
+   * every request in [m, a] runs m (acl_search_observe_channels). */
+  for (int i = 1; c->sub != ACL_SEARCH_NONE && i < s->ncands; i++) {
+    const acl_search_cand_t *t = &s->cands[i];
+    if (i != id && t->sub == c->sub && t->cand.chunk_log2 == c->cand.chunk_log2 &&
+        t->ran_ch > 0 && t->ran_ch < t->cand.nchannels && t->ran_ch <= b &&
+        b <= t->cand.nchannels)
+      return t->ran_ch;
   }
-  return c->ran_ch > 0 ? c->ran_ch : c->cand.nchannels;
+  return b;
 }
 
 /* Best judged candidate (baseline included or not); -1 when none. */

@@ -78,6 +78,9 @@ void acl_search_charge_sample(acl_search_t *s, double seconds, double ref);
 void acl_search_judge(acl_search_t *s, int id, bool costs_calls);
 /* The next candidate that needs samples; -1 when exploration is over. */
 int acl_search_plan(acl_search_t *s);
+/* A late stream lost some of cand id's samples: judged on the ones it has
+ * (enough for an early verdict) instead of run again; returns whether. */
+bool acl_search_settle_lost(acl_search_t *s, int id);
 /* The block that measures cand id (or waits for its late samples). */
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len);
 /* Exploration over: the candidate to take as the decision (0 = NCCL's). */

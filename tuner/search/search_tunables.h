@@ -88,6 +88,12 @@
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
 #define ACL_SEARCH_SAMPLE_WAITS 64
+/* Samples still missing after this many wait blocks (512 calls) are far
+ * behind, not lost (a lost one is run again after a block or two, unless
+ * probes are lost too: 8 blocks took the simulator's sparse probes at 1 GiB
+ * for a late stream): the stream is late (acl_search_t.late). CUPTI on one
+ * H200 is ~1,000 calls behind. */
+#define ACL_SEARCH_LATE_WAITS 32
 
 /* ---- background validation and refinement (search_conv.c) ---- */
 #define ACL_VAL_RUN                                                                                \
@@ -97,8 +103,17 @@
 #define ACL_VAL_MIN 8u   /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u  /* challenger samples: no verdict by then -> revert */
 /* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
- * validation ends on NCCL's choice. */
+ * validation ends on NCCL's choice. With a stream known late
+ * (acl_search_t.late) only once the samples received show it has passed
+ * half of those blocks' calls (samples arrive in call order: the
+ * challenger's are lost, not late), and a refinement challenger is just
+ * dropped (the decision is proven). Late
+ * is not lost: on one H200 CUPTI's samples come ~1,000 calls behind, more
+ * than the 768 calls of those blocks, and every challenger was dropped
+ * before its first sample. Without any samples at all, after
+ * ACL_VAL_LOST_BLOCKS. */
 #define ACL_VAL_MAX_BLOCKS (2u * ACL_VAL_MAX / ACL_VAL_BLOCK)
+#define ACL_VAL_LOST_BLOCKS (8u * ACL_VAL_MAX_BLOCKS)
 /* Keep: gain > 3.5 standard errors at every look; at the last look (one
  * test, ACL_VAL_MAX samples) 2.5 (tunerbench: 0 runs < 0.99x, p5 0.9478;
  * 3.0 at every look left 2 runs at 0.9813 and 0.9868). */
