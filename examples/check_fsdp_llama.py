@@ -106,6 +106,20 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode != 0 and "--plugin" in r.stderr and not os.path.exists(out),
           "autoccl without a plugin: exit %d, %s" % (r.returncode, r.stderr.strip()))
 
+# The worker runs only on GPUs; statically: nothing uses the process group
+# (dist.*) after dist.destroy_process_group() (one GPU run lost every launch
+# to a dist.get_world_size() placed after it).
+import ast
+tree = ast.parse(open(path).read())
+wfn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "worker")
+dist_calls = sorted((n.lineno, n.func.attr) for n in ast.walk(wfn)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "dist")
+gone = [ln for ln, a in dist_calls if a == "destroy_process_group"]
+check(len(gone) == 1, "worker destroys its process group once: %s" % gone)
+late = [(ln, a) for ln, a in dist_calls if gone and ln > gone[0]]
+check(not late, "dist used after destroy_process_group: %s" % late)
+
 # the DDP example is the same driver with --wrap ddp
 ddp = os.path.join(os.path.dirname(os.path.abspath(path)), "ddp_buckets.py")
 py_compile.compile(ddp, doraise=True)

@@ -287,6 +287,7 @@ def worker(args):
         if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
     saved, acl_share, unsampled = tuner_account(st)
     known = st is not None
+    world = dist.get_world_size()  # the group is gone after the next line
     dist.destroy_process_group()
     report = os.environ.get("AUTOCCL_REPORT", "").replace("%r", str(local))
     if rank == 0 and report:
@@ -302,7 +303,7 @@ def worker(args):
                "autoccl_exposed_share": acl_share,
                "workloads_unsampled": unsampled if known else None,
                "ranks_per_gpu": args.ranks_per_gpu,
-               "world": dist.get_world_size(), "torch": torch.__version__,
+               "world": world, "torch": torch.__version__,
                "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
         with open(args.result, "w") as f:
             f.write(json.dumps(rec) + "\n")
