@@ -145,8 +145,8 @@ int cons_hdr_check(const acl_cons_t *c, uint32_t *nwl, char *err, size_t errlen)
     bad = "magic or layout";
   else if (!c->map || h->total_size != c->map->size || h->comm_id != c->comm_id)
     bad = "size or communicator";
-  else if (memcmp(&h->set, &c->set, sizeof(c->set)) != 0)
-    bad = "settings";
+  else if (cons_settings_diff(&c->set, &h->set, NULL, 0) != 0)
+    bad = "settings"; /* field by field: padding and float bits are no settings */
   else if (n > max ||
            (cons_leader_here((acl_cons_t *)c) &&
             ((n > 0 && !atomic_load_explicit(&cons_wl(h, n - 1)->present, memory_order_acquire)) ||

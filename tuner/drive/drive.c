@@ -147,13 +147,13 @@ static void deliver(acl_drive_t *d, uint64_t k)
 int acl_drive_next(acl_drive_t *d, uint64_t max_calls, acl_drive_step_t *out, char *err,
                    size_t errlen)
 {
-  if (!d || !out || max_calls == 0) {
+  if (!d || !out || max_calls == 0 || d->nranks < 1 || d->nranks > ACL_DRIVE_MAX_RANKS) {
     snprintf(err, errlen, "drive: bad arguments");
     return -1;
   }
   uint64_t k = d->next;
   deliver(d, k);
-  acl_decision_t dec[ACL_DRIVE_MAX_RANKS];
+  acl_decision_t dec[ACL_DRIVE_MAX_RANKS] = {0};
   for (int r = 0; r < d->nranks; r++) {
     if (acl_cons_decide(d->cons[r], &d->key, d->cost, &dec[r], err, errlen) != 0)
       return -1;

@@ -221,7 +221,8 @@ static void hint_nccl(acl_search_t *s, int algo, int proto, int nch)
 
 static void observe_channels(acl_search_t *s, int cand_id, int nch)
 {
-  if (!s || cand_id <= 0 || cand_id >= s->ncands || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
+  if (!s || cand_id <= 0 || cand_id >= s->ncands || cand_id >= ACL_SEARCH_MAX_CANDS || nch <= 0 ||
+      nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
   s->cands[cand_id].ran_ch = (int16_t)nch; /* acl_search_runs_channels reads it */
 }
