@@ -45,10 +45,12 @@ def render(d):
         "build/sim/autoccl-sim " + " ".join(COMMAND),
         "```",
         "",
-        "Landscape `%s`, %d trace files; definitions in docs/trace.md." % (d["landscape"],
-                                                                        d["traces"]),
+        "Landscape `%s`, %d trace files, of them %d recorded on GPUs (the others "
+        "derived from GPU measurements: docs/trace.md, which defines the keys); the "
+        "figures are the replay's, not a GPU measurement." % (
+            d["landscape"], d["traces"], d.get("traces_recorded", 0)),
         "",
-        "| key | measured | worst workload | target | status |",
+        "| key | replay | worst workload | target | status |",
         "|---|---|---|---|---|",
     ]
     for k, t in targets:
