@@ -138,23 +138,12 @@ static int add_torch(acl_sim_step_t *s, size_t *cap, int group, int ncomms, int 
 static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_t npat, int group,
                      int comm, int nranks)
 {
-  for (size_t i = 0; i < npat; i++)
-    for (int r = 0; r < pat[i].repeat; r++) {
-      if (s->ncalls == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 64;
-        acl_sim_call_t *n = realloc(s->calls, ncap * sizeof(*n));
-        if (!n)
-          return -1;
-        s->calls = n;
-        *cap = ncap;
-      }
-      acl_sim_call_t *c = &s->calls[s->ncalls++];
-      memset(c, 0, sizeof(*c));
-      c->coll = pat[i].coll;
-      c->group = (uint8_t)group;
-      c->comm = (uint16_t)comm;
-      c->nbytes = acl_sim_round_bytes(pat[i].coll, pat[i].nbytes, nranks, ACL_SIM_DTYPE_BYTES);
-    }
+  for (size_t i = 0; i < npat; i++) {
+    const tpattern_t tp = {.p = pat[i]};
+    for (int r = 0; r < pat[i].repeat; r++)
+      if (add_call(s, cap, &tp, group, comm, nranks, 0))
+        return -1;
+  }
   return 0;
 }
 
