@@ -49,26 +49,28 @@ static bool seal_raise(cons_wl_t *w, uint64_t end)
 
 /* Settings from the rank's own copy (equal to the header's at join; the
  * header's may have been overwritten since). false: w is sealed. */
+/* A block of NCCL's own choice, unsampled: a disabled workload's, or the
+ * warm-up's while some rank has not reported its valid set. */
+static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
+{
+  b->len = len;
+  b->cand_id = ACL_SEARCH_CAND_NCCL;
+  b->cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  b->phase = (uint8_t)phase;
+  b->sample_shift = ACL_SEARCH_SAMPLE_NEVER;
+  b->safe = b->cand;
+}
+
 static bool step_locked(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w)
 {
   cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
                   .start = w->next_call};
   w->dirty = 1;
   if (w->disabled) {
-    b.len = ACL_CONS_DISABLED_SPAN;
-    b.cand_id = ACL_SEARCH_CAND_NCCL;
-    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.phase = ACL_PHASE_DISABLED;
-    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
-    b.safe = b.cand;
+    nccl_block(&b, ACL_CONS_DISABLED_SPAN, ACL_PHASE_DISABLED);
   } else if (w->nrestricted < (uint32_t)set->nranks &&
              !acl_phase_decided(acl_search_phase(&w->search))) {
-    b.len = ACL_CONS_WARM_SPAN;
-    b.cand_id = ACL_SEARCH_CAND_NCCL;
-    b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.phase = ACL_PHASE_WARMUP;
-    b.sample_shift = ACL_SEARCH_SAMPLE_NEVER;
-    b.safe = b.cand;
+    nccl_block(&b, ACL_CONS_WARM_SPAN, ACL_PHASE_WARMUP);
   } else {
     uint32_t len = 1;
     int id = acl_search_next(&w->search, &b.cand, &len);
