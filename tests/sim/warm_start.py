@@ -82,10 +82,14 @@ def refused_elsewhere(sim, plugin, work, table, ext, shape, cold_final):
     warns = [l for l in log[0].splitlines() if "recorded with NCCL 2.27.7" in l]
     procs = int(shape[1])
     # the workloads the cold run found by exploring (first decision after
-    # warm-up) must not start on the table's decision again
+    # warm-up, so not what warm-up runs) must not start on the table's
+    # decision again; a run that ends on another decision (NCCL's own, say)
+    # ran that one from call 1 and used no table
     explored = [k for k, c in cold_final.items() if c["first_decision_call"] > WARMUP + 1]
-    early = ["%s %d: first_decision_call %d" % (w["collective"], w["bytes"], w["first_decision_call"])
-             for w in rep["workloads"] if key(w) in explored and w["first_decision_call"] <= WARMUP + 1]
+    early = ["%s %d: first_decision_call %d on the table's %s" % (w["collective"], w["bytes"],
+                                                                  w["first_decision_call"], w["final"])
+             for w in rep["workloads"] if key(w) in explored and w["first_decision_call"] <= WARMUP + 1
+             and w["final"] == cold_final[key(w)]["final"]]
     print("%s refused (NCCL 2.27.7 table on 2.28.3): %d warnings for %d processes; of %d explored "
           "workloads, on the table's decision from call 1: %s" % (ext, len(warns), procs, len(explored),
                                                                  early or "none"))
