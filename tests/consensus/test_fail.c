@@ -442,3 +442,65 @@ Test(fail, skew_removed_fastest_rank_kept)
   acl_cons_destroy(ca);
   acl_cons_destroy(cb);
 }
+
+/* One rank's samples trail the other's by a CUPTI buffer (~1,000 calls on
+ * one H200, two processes): each call's slot must still hold the leading
+ * rank's sample when the trailing one reports, or the slot is fed the
+ * leading rank's time alone (its wait for the other included) and the
+ * other's is dropped as late. */
+Test(fail, trailing_rank_a_buffer_behind_still_pairs)
+{
+  th_rank_t a, b;
+  uint64_t id = th_comm_id(10);
+  th_params(&a, id, 0, 2, 1, "trail");
+  th_params(&b, id, 1, 2, 1, "trail");
+  a.cfg.warmup_calls = b.cfg.warmup_calls = 0;
+  a.p.cfg = &a.cfg;
+  b.p.cfg = &b.cfg;
+  char err[256];
+  acl_cons_t *ca = mk(&a, err), *cb = mk(&b, err);
+  cr_assert(ca && cb, "%s", err);
+  acl_wkey_t k = th_key(id, 4, 1 << 20);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  th_cost(cost, -1);
+  enum { LAG = 1100, CALLS = 3000 };
+  static acl_decision_t db[CALLS];
+  for (int i = 0; i < CALLS; i++) {
+    acl_decision_t da;
+    cr_assert_eq(acl_cons_decide(ca, &k, (const float(*)[ACL_NUM_PROTO])cost, &da, err, 256), 0,
+                 "%s", err);
+    cr_assert_eq(acl_cons_decide(cb, &k, (const float(*)[ACL_NUM_PROTO])cost, &db[i], err, 256),
+                 0, "%s", err);
+    /* rank 0 arrives early (measures 50 us) and reports at once */
+    acl_cons_observe(ca, &(acl_cons_obs_t){.widx = da.widx,
+                                           .call_idx = da.call_idx,
+                                           .cand_id = da.cand_id,
+                                           .seconds = 50e-6,
+                                           .overlap = -1.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
+    if (i < LAG)
+      continue;
+    const acl_decision_t *o = &db[i - LAG]; /* rank 1: the collective alone, LAG calls late */
+    acl_cons_observe(cb, &(acl_cons_obs_t){.widx = o->widx,
+                                           .call_idx = o->call_idx,
+                                           .cand_id = o->cand_id,
+                                           .seconds = 10e-6,
+                                           .overlap = -1.0f,
+                                           .ran_algo = -1,
+                                           .ran_proto = -1});
+  }
+  acl_cons_stats_t st;
+  acl_cons_stats(ca, &st);
+  cr_assert_geq(st.samples_fed, CALLS - LAG - 1, "%llu fed", (unsigned long long)st.samples_fed);
+  cr_assert_eq(st.samples_partial, 0, "%llu partial (the leading rank's time alone)",
+               (unsigned long long)st.samples_partial);
+  cr_assert_eq(st.samples_late, 0, "%llu late", (unsigned long long)st.samples_late);
+  acl_snap_workload_t w[4];
+  cr_assert_eq(acl_cons_snapshot(ca, NULL, w, 4), 1);
+  cr_assert(w[0].has_baseline);
+  cr_assert_float_eq(w[0].baseline_seconds, 10e-6, 1e-9, "baseline %g s: the wait was kept",
+                     w[0].baseline_seconds);
+  acl_cons_destroy(ca);
+  acl_cons_destroy(cb);
+}
