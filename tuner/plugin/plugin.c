@@ -156,6 +156,15 @@ static void rank_unref_locked(acl_rank_t *r)
     acl_table_keep_locked(r);
     acl_table_write_out_locked();
     acl_report_keep_locked(r); /* before its segment goes */
+    /* how the local ranks' samples of a call met (docs/consensus.md): a
+     * partial or late count says their reports came too far apart */
+    acl_cons_stats_t st;
+    acl_cons_stats(r->cons, &st);
+    acl_info("consensus: %llu samples fed, %llu partial, %llu late, %llu skewed; %llu dropped "
+             "here while the lock was held",
+             (unsigned long long)st.samples_fed, (unsigned long long)st.samples_partial,
+             (unsigned long long)st.samples_late, (unsigned long long)st.samples_skewed,
+             (unsigned long long)st.samples_busy);
   }
   acl_cons_destroy(r->cons);
   free(r->stats);
