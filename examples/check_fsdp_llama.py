@@ -84,8 +84,12 @@ with tempfile.TemporaryDirectory() as d:
                    "workloads": [{"calls": 3200, "nccl_seconds": 0.5},
                                  {"calls": 200, "nccl_seconds": None},
                                  {"calls": 10, "nccl_seconds": None}]}, f)
-    check(ex.report_account(rp) == (0.125, 1), "report account %s" % (ex.report_account(rp),))
-    check(ex.report_account(os.path.join(d, "none.json")) == (None, None), "no report: unknown")
+    saved, unsampled, brief = ex.report_account(rp)
+    check((saved, unsampled) == (0.125, 1), "report account %s" % (ex.report_account(rp),))
+    check([w["calls"] for w in brief] == [3200, 200, 10] and brief[1]["nccl_seconds"] is None,
+          "each workload in short: %s" % (brief,))
+    check(ex.report_account(os.path.join(d, "none.json")) == (None, None, None),
+          "no report: unknown")
 one = ex.parse(["--nproc", "2", "--ranks-per-gpu", "2"])
 check("NCCL_MULTI_RANK_GPU_ENABLE=1" in ex.mode_env("nccl", one), "two ranks on a GPU: env")
 check(ex.mode_env("nccl", a) == [], "one rank per GPU: NCCL as it ships")

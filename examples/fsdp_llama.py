@@ -204,9 +204,12 @@ def report_account(path):
         wls = rep.get("workloads") or []
         unsampled = sum(1 for w in wls if (w.get("calls") or 0) >= UNSAMPLED_MIN_CALLS
                         and w.get("nccl_seconds") is None)
-        return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled
+        # what each workload did, in short: the run's record says it
+        brief = [{k: w.get(k) for k in ("collective", "bytes", "calls", "state", "nccl_seconds",
+                                        "speedup", "source")} for w in wls]
+        return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled, brief
     except (OSError, ValueError, AttributeError):
-        return None, None
+        return None, None, None
 
 
 def tuner_state(port):
@@ -290,10 +293,11 @@ def worker(args):
     world = dist.get_world_size()  # the group is gone after the next line
     dist.destroy_process_group()
     report = os.environ.get("AUTOCCL_REPORT", "").replace("%r", str(local))
+    brief = None
     if rank == 0 and report:
         # the job report exists once the communicators are gone: the
         # plugin's final account (also where its endpoint is not built)
-        r_saved, r_unsampled = report_account(report)
+        r_saved, r_unsampled, brief = report_account(report)
         if r_unsampled is not None:
             saved, unsampled, known = r_saved, r_unsampled, True
     if rank == 0:
@@ -302,6 +306,7 @@ def worker(args):
                "step_s": times, "time_saved_s": saved, "exposed_comm_share": share,
                "autoccl_exposed_share": acl_share,
                "workloads_unsampled": unsampled if known else None,
+               "workloads": brief,
                "ranks_per_gpu": args.ranks_per_gpu,
                "world": world, "torch": torch.__version__,
                "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
