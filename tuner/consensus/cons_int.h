@@ -24,15 +24,9 @@
  * safe candidate (what a call captured into a CUDA graph runs); 6: a
  * workload's seal (a corrupt header freezes every workload consistently); 7: a
  * follower host's copy of the leader's figures */
-#define ACL_CONS_LAYOUT 8u
+#define ACL_CONS_LAYOUT 7u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
-/* Calls whose samples are being aggregated: more than one rank's samples
- * can trail another's. CUPTI hands a process its records a buffer at a
- * time, up to ~1,000 calls (2,000 at 4 MiB) after the call on one H200, so
- * two processes' reports of one call are that far apart; a slot reused
- * before the trailing rank reported fed the leading rank's time alone (its
- * wait for the other included) and dropped the other's. */
-#define ACL_CONS_SLOTS 4096
+#define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
 #define ACL_CONS_ALT_NAMES 8    /* a name and its alternatives (-alt1..) */
 #define ACL_CONS_RANK_BITS 4096 /* ranks whose masks are de-duplicated */
