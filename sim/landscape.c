@@ -496,7 +496,7 @@ double acl_land_time(const acl_landscape_t *l, int coll, uint64_t nbytes, int nr
     chunk = 0;
   }
   if (l->kind == ACL_LAND_TRACE)
-    return trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, NULL, NULL, 0);
+    return trace_time(l, coll, nbytes, nranks, algo, proto, nch, interference, NULL, NULL, -1);
   if (nch <= 0)
     nch = d.nchannels;
   if (nch > l->max_channels) /* NCCL clamps to the channels it built */
