@@ -383,3 +383,38 @@ Test(budget, no_backoff_after_an_unsampled_wait)
   cr_assert_gt(longest, 0, "never measured the baseline");
   cr_assert_leq(longest, 40, "the baseline ran %llu calls", (unsigned long long)longest);
 }
+
+/* CUPTI's buffers (tuner/drive's buffer): each rank's samples arrive in
+ * batches, the two ranks' half a buffer apart, so one call's reports meet
+ * in consensus only when the aggregation ring spans that (it does not:
+ * partial and late samples); without buffers every call's reports meet. */
+Test(budget, buffered_samples_arrive_in_batches)
+{
+  acl_cons_stats_t st[2];
+  for (int b = 0; b < 2; b++) {
+    acl_drive_params_t dp = {.coll = small_key.coll,
+                             .nbytes = small_key.nbytes,
+                             .nranks = 2,
+                             .max_lag = 4,
+                             .skew = 0.3,
+                             .buffer = b ? 1024 : 0,
+                             .seed = 11};
+    small_cost(dp.cost);
+    char err[256] = "";
+    acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
+    cr_assert_not_null(d, "%s", err);
+    double time = 0, worst = 0;
+    run_calls_seen(d, 200000, &time, &worst, NULL);
+    acl_drive_stats(d, &st[b]);
+    acl_drive_destroy(d);
+  }
+  cr_assert_gt(st[0].samples_fed, 100, "%llu fed", (unsigned long long)st[0].samples_fed);
+  cr_assert_eq(st[0].samples_partial + st[0].samples_late, 0, "reports met without buffers");
+  cr_assert_gt(st[1].samples_fed, 100, "%llu fed with buffers", (unsigned long long)st[1].samples_fed);
+  cr_assert_gt(st[1].samples_partial, 0, "a buffer's worth apart, yet every call paired");
+  cr_assert_gt(st[1].samples_late, 0, "the trailing rank's samples are never late");
+  acl_drive_params_t bad = {.coll = small_key.coll, .nbytes = 1, .nranks = 2, .buffer = -1};
+  char err[256] = "";
+  cr_assert_null(acl_drive_create(&bad, err, sizeof err));
+  cr_assert(strstr(err, "buffer"), "%s", err);
+}

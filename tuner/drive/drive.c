@@ -37,6 +37,11 @@ struct acl_drive {
   uint32_t widx;
   pend_t q[DRIVE_QUEUE];
   int nq;
+  /* per rank: samples due but still in the profiler's buffer (buffer > 0) */
+  int buffer;
+  pend_t *held[ACL_DRIVE_MAX_RANKS];
+  int nheld[ACL_DRIVE_MAX_RANKS];
+  int fill[ACL_DRIVE_MAX_RANKS]; /* the buffer's level: starts at the rank's phase */
 };
 
 static uint64_t mix(uint64_t x)
@@ -57,8 +62,10 @@ static double unif(uint64_t *s)
 acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t errlen)
 {
   static atomic_uint serial;
-  if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS) {
-    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d)", ACL_DRIVE_MAX_RANKS);
+  if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
+      p->buffer > ACL_DRIVE_MAX_BUFFER) {
+    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d, buffer 0..%d)",
+             ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
   acl_drive_t *d = calloc(1, sizeof(*d));
@@ -78,6 +85,15 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->per_call = p->per_call;
   d->rng = mix(p->seed ^ 0x5eedull);
   d->events_left = true; /* NCCL's mask starts full: the first call carries events */
+  d->buffer = p->buffer;
+  for (int r = 0; d->buffer > 0 && r < d->nranks; r++) {
+    d->held[r] = malloc(sizeof(pend_t) * (size_t)d->buffer);
+    if (!d->held[r]) {
+      snprintf(err, errlen, "drive: out of memory");
+      goto fail;
+    }
+    d->fill[r] = r * d->buffer / d->nranks; /* each process's own phase, spread evenly */
+  }
   memcpy(d->cost, p->cost, sizeof(d->cost));
   /* A segment of its own per driver: the name is salted with the pid and a
    * serial, so parallel tests and successive runs never share one. */
@@ -110,8 +126,10 @@ void acl_drive_destroy(acl_drive_t *d)
 {
   if (!d)
     return;
-  for (int r = 0; r < d->nranks; r++)
+  for (int r = 0; r < d->nranks; r++) {
     acl_cons_destroy(d->cons[r]);
+    free(d->held[r]);
+  }
   free(d);
 }
 
@@ -131,13 +149,31 @@ static void submit(acl_drive_t *d, const pend_t *s)
                                                        .ran_nch = s->ran.nchannels});
 }
 
+/* A due sample reaches consensus, or its rank's buffer, which goes in
+ * whole once full. */
+static void due(acl_drive_t *d, const pend_t *s)
+{
+  if (d->buffer <= 0) {
+    submit(d, s);
+    return;
+  }
+  int r = s->rank;
+  d->held[r][d->nheld[r]++] = *s;
+  if (++d->fill[r] < d->buffer && d->nheld[r] < d->buffer)
+    return;
+  for (int i = 0; i < d->nheld[r]; i++)
+    submit(d, &d->held[r][i]);
+  d->nheld[r] = 0;
+  d->fill[r] = 0;
+}
+
 /* Delivers what is due by call k, in the order measured (as a profiler). */
 static void deliver(acl_drive_t *d, uint64_t k)
 {
   int w = 0;
   for (int i = 0; i < d->nq; i++) {
     if (d->q[i].due <= k)
-      submit(d, &d->q[i]);
+      due(d, &d->q[i]);
     else
       d->q[w++] = d->q[i];
   }

@@ -33,11 +33,18 @@ typedef struct acl_drive_params {
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's cost table, the same on every rank */
   int max_lag;  /* a call's samples arrive 0..max_lag-1 calls late, on every rank alike */
   double skew;  /* ranks that arrive early measure up to this share more */
+  /* CUPTI hands a process its records a buffer at a time: each rank's
+   * samples then reach consensus in batches of this many, rank r's first
+   * batch after (1 - r / nranks) x buffer samples (0: each sample when due).
+   * One H200, one process per rank: about 1,000. At most
+   * ACL_DRIVE_MAX_BUFFER. */
+  int buffer;
   bool per_call; /* decide every call, no skipping (proves skipping changes nothing) */
   uint64_t seed;
 } acl_drive_params_t;
 
 #define ACL_DRIVE_MAX_RANKS 8
+#define ACL_DRIVE_MAX_BUFFER 65536
 
 /* One step: `n` calls (>= 1) from `call` run the same decision; only the
  * first may carry profiler events. */
