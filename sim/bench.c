@@ -44,6 +44,7 @@ static void usage(FILE *f, const char *prog)
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
           "          [--csv FILE] [--landscape h200-traces[:single]|h200-1gpu-traces[:single]]\n"
           "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
+          "          [--sample-buffer N]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
@@ -58,6 +59,10 @@ static void usage(FILE *f, const char *prog)
           "  --landscape L   h200-traces[:single] or h200-1gpu-traces[:single] (one H200,\n"
           "                  2 ranks, NCCL 2.30): the tuner on replayed traces instead\n"
           "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n"
+          "  --sample-buffer N  replay: each rank's samples arrive in batches of N, at\n"
+          "                  its own phase, as CUPTI's buffers deliver them (default:\n"
+          "                  1024 for h200-1gpu-traces, whose one-process-per-rank\n"
+          "                  samples came so; 0 otherwise: each when the GPU is done)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
           "                  played with the axis held, on the same landscape and seed)\n"
@@ -78,6 +83,7 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   o->run_seconds = 2.0;
   o->h200_reps = 20;
   o->chunk_amp = 1.0;
+  o->sample_buffer = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,6 +116,8 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->calls = (int)n;
     } else if (strcmp(a, "--worst") == 0 && acl_parse_int(v, 0, 1000, &n)) {
       o->worst = (int)n;
+    } else if (strcmp(a, "--sample-buffer") == 0 && acl_parse_int(v, 0, ACL_DRIVE_MAX_BUFFER, &n)) {
+      o->sample_buffer = (int)n;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
       o->h200_reps = (int)n;
     } else if (strcmp(a, "--nccl") == 0 && (!strcmp(v, "2.28") || !strcmp(v, "2.30"))) {

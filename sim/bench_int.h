@@ -71,6 +71,9 @@ typedef struct acl_bench_opts {
   const char *csv;       /* per-run rows written here (analysis), NULL = none */
   bool no_hint;          /* do not tell the search NCCL's channel count */
   const char *landscape; /* "h200-traces[:single]": the replay benchmark */
+  /* replay: each rank's samples reach consensus in batches of this many
+   * (CUPTI's buffers, tuner/drive); -1 = the landscape's own */
+  int sample_buffer;
   /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic
    * landscapes a chunk model of amplitude chunk_amp (sim/landscape_chunk.c);
    * every synthetic run is also played with the axis held, side by side. */

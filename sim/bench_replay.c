@@ -9,11 +9,15 @@
  *
  * Per workload (isolated and under GEMM x AllGather, ReduceScatter,
  * AllReduce x every recorded size) and seed:
- *   final_over_baseline  NCCL default's median / the final decision's
+ *   final_over_baseline  NCCL default's median / the final decision's, at
+ *                        the end of a long run: 350 calls and at least
+ *                        --run-seconds of NCCL's time (the GPU's long runs)
  *   incl_over_baseline   expected time of 350 default calls / of the 350
- *                        calls of the run (exploration, set-up, events)
+ *                        calls of a run (exploration, set-up, events)
  *   short_run            the same over a 200-call run
- *   final_over_oracle    best reachable config's median / the final's */
+ *   tail_incl            the same over the long run's last 350 calls (the
+ *                        GPU's long runs time those after their tuning time)
+ *   final_over_oracle    best reachable config's median / the final's (long run) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +34,20 @@
 #define T_FOO_P5 0.95
 #define LONG_CALLS 350
 #define SHORT_CALLS 200
+#define MAX_CALLS 1000000 /* a long run's cap: 2 s of 64 KiB calls is 200,000 */
 #define MAX_LAG 4
 #define RANK_SKEW 0.3 /* ranks that arrive early measure up to 30 % more */
 
 typedef struct rres {
   double fob, incl, foo;
+  double tail; /* incl over the run's last LONG_CALLS calls */
   acl_candidate_t final;
 } rres_t;
 
 /* One run of `calls` calls through consensus (tuner/drive); returns the
  * ratios. */
-static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t nbytes,
-                      double interf, uint64_t seed, int calls, rres_t *out)
+static int replay_one(const acl_landscape_t *l, int samples, int buffer, int coll,
+                      uint64_t nbytes, double interf, uint64_t seed, int calls, rres_t *out)
 {
   const int nranks = 2;
   acl_config_t cfg;
@@ -53,6 +59,7 @@ static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t 
                            .cfg = &cfg,
                            .max_lag = MAX_LAG,
                            .skew = RANK_SKEW,
+                           .buffer = buffer,
                            .seed = seed};
   acl_land_cost_table(l, coll, nbytes, nranks, dp.cost);
   char err[256] = "";
@@ -72,8 +79,9 @@ static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t 
   int def_ch = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0);
   conn[def.algo] = def_ch; /* ran before */
   uint64_t rng = acl_bench_mix(seed);
-  double spent = 0;
-  uint64_t k = 0;
+  acl_candidate_t last = def; /* what the run's last step ran */
+  double spent = 0, tail = 0;
+  uint64_t k = 0, tail_from = calls > LONG_CALLS ? (uint64_t)(calls - LONG_CALLS) : 0;
   int rc = 0;
   while (k < (uint64_t)calls) {
     acl_drive_step_t st;
@@ -85,15 +93,20 @@ static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t 
     acl_candidate_t run = st.d.cand;
     if (run.algo == ACL_ALGO_NCCL)
       run = def;
+    last = run;
     double mean = acl_land_mean_time(l, coll, nbytes, nranks, &run, interf);
     /* events (and a sample) only on the step's first call, by the plugin's
      * sampling rule (tuner/drive) */
-    spent += mean * st.n + (st.events ? ev : 0.0);
+    double cost = mean * st.n + (st.events ? ev : 0.0);
     int need = acl_land_exec_channels(l, coll, nbytes, run.algo, run.proto, run.nchannels);
     if (need > conn[run.algo]) {
-      spent += acl_land_connect_seconds(l, coll, nbytes, interf, run.algo, conn[run.algo], need);
+      cost += acl_land_connect_seconds(l, coll, nbytes, interf, run.algo, conn[run.algo], need);
       conn[run.algo] = need;
     }
+    spent += cost;
+    uint64_t end = k + st.n < (uint64_t)calls ? k + st.n : (uint64_t)calls;
+    if (end > tail_from) /* the part of the step in the tail, prorated */
+      tail += cost * (double)(end - (k > tail_from ? k : tail_from)) / (double)st.n;
     if (st.events) {
       double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
       acl_drive_ran_t ran = {run.algo, run.proto, need}; /* the Coll event */
@@ -109,13 +122,16 @@ static int replay_one(const acl_landscape_t *l, int samples, int coll, uint64_t 
   acl_drive_destroy(dr);
   if (rc != 0)
     return rc;
-  out->final = acl_phase_decided(rep.phase) ? rep.current : rep.best;
+  /* a decision, else what runs at the end (NCCL's choice while the search
+   * waits, not the best so far that it has not adopted) */
+  out->final = acl_phase_decided(rep.phase) ? rep.current : last;
   if (out->final.algo == ACL_ALGO_NCCL)
     out->final = def;
   double t_fin = acl_land_time(l, coll, nbytes, nranks, &out->final, interf);
   out->fob = t_base / t_fin;
   out->foo = t_orc / t_fin;
   out->incl = m_base * calls / spent;
+  out->tail = tail > 0 ? m_base * (double)(calls - tail_from) / tail : NAN;
   return 0;
 }
 
@@ -142,6 +158,14 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     fprintf(stderr, "autoccl-sim --bench: landscape %s: %s\n", o->landscape, err);
     return 2;
   }
+  /* One H200, one process per rank: CUPTI handed each process its samples
+   * about 1,000 calls after the call, a buffer at a time (the traces' lag,
+   * docs/trace.md); in one process they come from NCCL's events. */
+  int buffer = o->sample_buffer;
+  if (buffer < 0)
+    buffer = strncmp(o->landscape, "h200-1gpu-traces", 16) == 0 && !strstr(o->landscape, ":single")
+                 ? 1024
+                 : 0;
   static const int colls[] = {4, 2, 3}; /* AllReduce, AllGather, ReduceScatter */
   static const uint64_t sizes[] = {65536ull,    262144ull,   1ull << 20,   4ull << 20,
                                    16ull << 20, 64ull << 20, 256ull << 20, 1ull << 30};
@@ -157,7 +181,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   const char *fob_w = "", *incl_w = "", *short_w = "";
   static char wname[NW][64];
   static struct {
-    double fob, incl, shrt, foo;
+    double fob, incl, shrt, foo, lincl;
     char fin[48];
     bool skip;
   } det[NW];
@@ -174,7 +198,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     for (int ci = 0; ci < 3; ci++)
       for (int z = 0; z < NS; z++, w++) {
         double interf = regime ? 1.0 : 0.0;
-        double fob = 0, incl = 0, shrt = 0, fo = 0;
+        double fob = 0, incl = 0, shrt = 0, fo = 0, lincl = 0;
         snprintf(wname[w], sizeof wname[w], "%s %s %llu", regime ? "gemm" : "iso",
                  acl_coll_name(colls[ci]), (unsigned long long)sizes[z]);
         acl_candidate_t dflt;
@@ -185,18 +209,24 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
           nskip++;
           continue;
         }
-        rres_t r = {0}, rs;
+        /* the long run lasts as long as the GPU's long runs, in NCCL's time */
+        double t_def = acl_land_mean_time(l, colls[ci], sizes[z], 2, &dflt, interf);
+        double want = t_def > 0 ? ceil(o->run_seconds / t_def) : 0.0;
+        int long_calls = want > MAX_CALLS ? MAX_CALLS : want > LONG_CALLS ? (int)want : LONG_CALLS;
+        rres_t r = {0}, ri, rs;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, colls[ci], sizes[z], interf, seed, LONG_CALLS, &r) ||
-              replay_one(l, o->samples, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
+          if (replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, seed, long_calls, &r) ||
+              replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, seed, LONG_CALLS, &ri) ||
+              replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
                          SHORT_CALLS, &rs)) {
             free(foo);
             acl_land_destroy(l);
             return 2;
           }
           fob += r.fob / reps;
-          incl += r.incl / reps;
+          lincl += r.tail / reps;
+          incl += ri.incl / reps;
           shrt += rs.incl / reps;
           fo += r.foo / reps;
           foo[nfoo++] = r.foo;
@@ -220,6 +250,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         det[w].incl = incl;
         det[w].shrt = shrt;
         det[w].foo = fo;
+        det[w].lincl = lincl;
         acl_candidate_str(&ran, det[w].fin, sizeof det[w].fin);
         if (!o->json) {
           printf("%-5s %-14s %10llu  %8.3f %8.3f %8.3f %8.3f  %s\n", regime ? "gemm" : "iso",
@@ -256,6 +287,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
       jnum(det[i].incl);
       printf(",\"short_run_over_baseline\":");
       jnum(det[i].shrt);
+      printf(",\"tail_incl_over_baseline\":");
+      jnum(det[i].lincl);
       printf(",\"final_over_oracle\":");
       jnum(det[i].foo);
       printf(",\"final\":\"%s\"}", det[i].fin);
