@@ -11,10 +11,19 @@
 static void feed_locked(cons_wl_t *w, cons_slot_t *s)
 {
   if (!w->disabled) {
+    /* the samples' lag: how long before the latest block began the call was */
+    uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed), call = s->call1 - 1;
+    uint64_t start =
+        nb ? atomic_load_explicit(&w->ring[(nb - 1) % ACL_CONS_RING].start, memory_order_relaxed)
+           : 0;
+    uint64_t behind = start > call ? start - call : 0;
     w->dirty = 1;
-    acl_search_observe(
-        &w->search,
-        &(acl_search_obs_t){.cand_id = s->cand_id, .seconds = s->seconds, .overlap = s->overlap});
+    acl_search_observe(&w->search,
+                       &(acl_search_obs_t){.cand_id = s->cand_id,
+                                           .seconds = s->seconds,
+                                           .overlap = s->overlap,
+                                           .behind = behind > UINT32_MAX ? UINT32_MAX
+                                                                         : (uint32_t)behind});
     w->dirty = 0;
     w->samples_fed++;
     if (s->slowest > ACL_CONS_SKEW_RATIO * s->seconds)

@@ -367,6 +367,14 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
     hint_nccl(s, o->ran_algo, o->ran_proto, o->ran_nch); /* the first one tells */
   else if (o->ran_nch > 0)
     observe_channels(s, o->cand_id, o->ran_nch);
+  if (o->seconds > 0.0 && o->cand_id >= 0 && o->cand_id < s->ncands) {
+    /* the lag, measured: the largest seen, decaying by 1/16 of the gap */
+    uint32_t lag = o->behind < ACL_SEARCH_LAG_MAX ? o->behind : ACL_SEARCH_LAG_MAX;
+    s->lag_calls =
+        (uint16_t)(lag >= s->lag_calls ? lag : s->lag_calls - (s->lag_calls - lag) / 16);
+    if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
+      s->late = 1;
+  }
   if (o->seconds > 0.0)
     add_sample(s, o->cand_id, o->seconds, o->overlap);
 }

@@ -83,6 +83,7 @@ typedef struct acl_search_cand {
   uint8_t pad;
   int16_t ran_ch; /* channels NCCL ran it with (Coll events), 0 unknown */
   uint16_t waits; /* blocks waited for its pending samples */
+  uint32_t handed_at; /* calls_planned (low 32 bits) after its latest measuring block, 0 none */
 } acl_search_cand_t;
 
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
@@ -146,6 +147,7 @@ typedef struct acl_search {
    * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
   uint32_t pair_n;
   uint32_t val_mark;         /* val_out when the current challenger began */
+  uint32_t val_call0;        /* calls_planned (low 32 bits) when it began */
   uint32_t val_out, val_in;  /* this validation's sampled calls handed out, and
                               * samples received (any candidate: they arrive in
                               * call order) */
@@ -157,10 +159,13 @@ typedef struct acl_search {
    * unsampled (a waiting state). */
   double spent_s;
   uint8_t events_paid; /* the workload's first profiler events were charged */
-  uint8_t late;        /* a sample came after its candidate waited two blocks
-                        * for it: samples come far behind the calls (CUPTI on
-                        * one H200: ~1,000), a first look measures them all */
-  uint8_t pad_b[2];
+  uint8_t late;        /* samples come far behind the calls (CUPTI on one
+                        * H200: ~1,000): a sample came after its candidate
+                        * waited two blocks for it, or lag_calls says so; a
+                        * first look measures them all */
+  uint16_t lag_calls;  /* how far behind the calls samples arrive
+                        * (acl_search_obs_t.behind: the largest seen,
+                        * decaying; capped at ACL_SEARCH_LAG_MAX) */
   uint32_t drift_run;  /* consecutive samples past the drift rule */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
@@ -252,6 +257,9 @@ typedef struct acl_search_obs {
   float overlap;
   int ran_algo, ran_proto; /* -1 unknown */
   int ran_nch;             /* 0 unknown */
+  /* How many calls before the workload's latest block began this sample's
+   * call was (0: within it, or unknown): the samples' lag behind the calls. */
+  uint32_t behind;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload

@@ -20,6 +20,7 @@ static void val_reset(acl_search_t *s)
   memset(s->val_sum, 0, sizeof s->val_sum);
   memset(s->val_sq, 0, sizeof s->val_sq);
   s->val_mark = s->val_out = s->val_in = 0;
+  s->val_call0 = (uint32_t)s->calls_planned;
 }
 
 /* The challenger's samples are lost, not late (ACL_VAL_MAX_BLOCKS). */
@@ -31,8 +32,15 @@ static bool val_lost(const acl_search_t *s)
   if (blocks < ACL_VAL_MAX_BLOCKS)
     return false;
   /* a stream on time: 48 blocks without a verdict say the samples stopped */
-  return !s->late ||
-         s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
+  if (!s->late)
+    return true;
+  /* a late one: its lag, measured, on top (counting samples received
+   * breaks where a source samples every call: the earlier blocks' samples
+   * still arriving count too) */
+  if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
+    return (uint32_t)s->calls_planned - s->val_call0 >=
+           ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2 + 2u * s->lag_calls;
+  return s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -136,6 +144,7 @@ static void next_challenger(acl_search_t *s)
   s->val_refines++;
   s->val_handed = 0;
   s->val_mark = s->val_out;
+  s->val_call0 = (uint32_t)s->calls_planned;
   s->val_n[1] = 0;
   s->val_sum[1] = s->val_sq[1] = 0.0;
   acl_sm_fire(s, EV_CHALLENGE);

@@ -292,20 +292,31 @@ static uint32_t block_len(const acl_search_t *s, int id)
     target = ACL_SEARCH_EARLY_N;
   if (c->planned < target)
     return target - c->planned;
-  /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB) or
-   * lost: wait for them, NCCL's choice running with one probe sample per
-   * block. Samples arrive in call order, so once a probe handed out after
-   * the wait began arrived, the missing ones are lost and run again (the
-   * baseline's own probes are baseline samples). A stream seen late (s->late)
-   * is always waited for first: a wait mark left by another candidate says
-   * nothing about these samples, and with samples ~1,000 calls late (CUPTI
-   * on one H200) every candidate was run again at once, the re-runs eating
-   * the exploration's call cap. A stream seen on time loses little by a
-   * re-run at once: the late ones come a few calls later anyway. */
-  if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-      (id == ACL_SEARCH_CAND_NCCL || (s->late && c->waits == 0) ||
-       s->cands[0].got <= s->wait_mark))
+  /* Samples are late (a host far ahead of its GPU: 500 calls at 1 GiB;
+   * CUPTI on one H200: ~1,000 calls) or lost: wait for them, NCCL's choice
+   * running with one probe sample per block, then run the candidate again.
+   * Where the lag is measured (acl_search_obs_t.behind) and long, a
+   * candidate waits twice the lag since its block: a re-run sooner costs the
+   * lag again for a sample or two, and such re-runs ate the exploration's
+   * call cap on one H200; counting samples instead (has a probe handed out
+   * during the wait arrived?) breaks there, since a source that samples
+   * every call (CUPTI windows) delivers the earlier calls' samples
+   * meanwhile. Otherwise the missing samples are lost once a probe handed
+   * out after the wait began arrived (samples arrive in call order); a
+   * stream seen late is waited for first (a wait mark another candidate
+   * left says nothing about these samples). NCCL's own choice waits by
+   * blocks: the probes are its samples. */
+  if (id == ACL_SEARCH_CAND_NCCL) {
+    if (c->waits < ACL_SEARCH_SAMPLE_WAITS)
+      return 0;
+  } else if (s->lag_calls > ACL_SEARCH_LATE_CALLS) {
+    uint32_t since = (uint32_t)s->calls_planned - c->handed_at;
+    if (c->handed_at && since < 2u * s->lag_calls + ACL_SEARCH_WAIT_MIN)
+      return 0;
+  } else if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
+             ((s->late && c->waits == 0) || s->cands[0].got <= s->wait_mark)) {
     return 0;
+  }
   return target > c->got ? target - c->got : 1;
 }
 
@@ -344,6 +355,8 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
   s->current = (uint16_t)id;
   s->calls_planned += l;
+  if (!wait)
+    c->handed_at = (uint32_t)s->calls_planned | 1u; /* 0 = never handed out */
   int st = acl_sm_base(s);
   if ((st == ACL_PHASE_EXPLORING || st == ACL_PHASE_RETUNING) && !wait)
     s->explore_calls += l;

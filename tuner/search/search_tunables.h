@@ -94,6 +94,13 @@
  * for a late stream): the stream is late (acl_search_t.late). CUPTI on one
  * H200 is ~1,000 calls behind. */
 #define ACL_SEARCH_LATE_WAITS 32
+/* A sample this many calls behind the end of its block marks the stream
+ * late; a late stream's candidate waits for its samples until twice the lag
+ * has passed since its block (a re-run sooner costs the lag again, and
+ * re-runs ate the exploration's call cap at 64 MiB on one H200). The lag is
+ * capped so that a wrong estimate delays a re-run by at most that much. */
+#define ACL_SEARCH_LATE_CALLS 128u
+#define ACL_SEARCH_LAG_MAX 8192u
 
 /* ---- background validation and refinement (search_conv.c) ---- */
 #define ACL_VAL_RUN                                                                                \
