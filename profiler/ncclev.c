@@ -3,6 +3,7 @@
 #include "profiler/ncclev.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,9 @@ struct acl_ncclev {
   acl_ev_emit_fn emit;
   void *u;
   ev_t *free;
-  bool hold_children;
+  /* Set without the lock before every Coll start, from any NCCL thread; a
+   * lone flag read under the lock (relaxed: it orders nothing else). */
+  atomic_bool hold_children;
   int colls_live; /* Coll events holding a slot */
   acl_ev_coll_fn coll_hook;
   void *coll_u;
@@ -71,7 +74,7 @@ acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u)
     goto fail;
   e->emit = emit;
   e->u = u;
-  e->hold_children = true;
+  atomic_init(&e->hold_children, true);
   for (int i = ACL_EV_POOL - 1; i >= 0; i--) {
     e->pool[i].next = e->free;
     e->free = &e->pool[i];
@@ -326,7 +329,7 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     c->nch = d->coll.nChannels;
     c->ran_algo = (int8_t)(d->coll.algo ? acl_algo_parse(d->coll.algo) : -1);
     c->ran_proto = (int8_t)(d->coll.proto ? acl_proto_parse(d->coll.proto) : -1);
-    c->child_hold = e->hold_children && c->nch > 0;
+    c->child_hold = atomic_load_explicit(&e->hold_children, memory_order_relaxed) && c->nch > 0;
     c->refs = 1 + c->child_hold;
     c->min_start = UINT64_MAX;
     if (r && coll >= 0 && dsz > 0)
@@ -454,7 +457,7 @@ void acl_ncclev_set_coll_hook(acl_ncclev_t *e, acl_ev_coll_fn fn, void *u)
 void acl_ncclev_hold_children(acl_ncclev_t *e, bool hold)
 {
   if (e)
-    e->hold_children = hold;
+    atomic_store_explicit(&e->hold_children, hold, memory_order_relaxed);
 }
 
 void acl_ncclev_stats(acl_ncclev_t *e, acl_ev_stats_t *st)

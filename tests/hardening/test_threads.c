@@ -6,7 +6,9 @@
  * opened (AUTOCCL_HTTP_PORT=0, port taken from the log), also while the
  * communicators finalize. Checked: every call succeeds, both ranks of each
  * communicator run the same (algo, proto, channels) for every call, every
- * scrape before finalize answers 200, no deadlock at finalize. Built in a
+ * scrape before finalize answers 200, no deadlock at finalize. First, the
+ * profiler library alone takes NCCL's events from several threads
+ * (prof_threads.c). Built in a
  * -Db_sanitize=thread dir by scripts/ci-hardening.sh, TSan reports fail it
  * (TSAN_OPTIONS=halt_on_error=1); elsewhere it is a plain stress test.
  * Not a Criterion executable: Criterion cannot start under TSan ("Could not
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "../plugin/harness.h"
+#include "prof_threads.h"
 
 #define NCOMM 4
 #define RPC 2 /* ranks per communicator */
@@ -263,6 +266,7 @@ int main(void)
   if (pthread_create(&first, NULL, nothing, NULL) == 0)
     pthread_join(first, NULL);
   int tasks_at_start = count_tasks();
+  printf("ok: profiler alone, %d samples from 4 threads\n", acl_hard_prof_threads());
   const char *calls = getenv("ACL_THREADS_CALLS");
   if (calls && atoi(calls) > 0)
     ncalls = atoi(calls);
