@@ -28,8 +28,8 @@ static bool acl_config_check_window(char *s, size_t len);
 #define ACL_SETSZ_FLAG sizeof(bool)
 #define ACL_SETSZ_STR 0
 
-#define ACL_SETTING(NAME, TYPE, FIELD, DNUM, DSTR, LO, HI, CHOICES, CHECK, ACCEPTED, UNSET, UNIT,  \
-                    READER, DOC)                                                                   \
+#define ACL_SETTING_ROW(NAME, TYPE, FIELD, DNUM, DSTR, LO, HI, CHOICES, CHECK, ACCEPTED, UNSET,    \
+                        UNIT, READER, DOC)                                                         \
   {#NAME,                                                                                          \
    ACL_SETTING_##TYPE,                                                                             \
    (long)offsetof(acl_config_t, FIELD),                                                            \
@@ -45,22 +45,22 @@ static bool acl_config_check_window(char *s, size_t len);
    UNIT,                                                                                           \
    READER,                                                                                         \
    DOC},
-#define ACL_SETTING_DOC(NAME, TYPE, DSTR, ACCEPTED, UNIT, READER, DOC)                             \
-  {#NAME, ACL_SETTING_##TYPE, -1, 0, 0, DSTR, 0, 0, NULL, NULL, ACCEPTED, NULL, UNIT, READER, DOC},
+#define ACL_SETTING_DOC(NAME, TYPE, ACCEPTED, READER, DOC)                                         \
+  {#NAME, ACL_SETTING_##TYPE, -1, 0, 0, "", 0, 0, NULL, NULL, ACCEPTED, NULL, "", READER, DOC},
 const acl_setting_t acl_settings[] = {
 #include "core/settings.def"
 };
-#undef ACL_SETTING
+#undef ACL_SETTING_ROW
 #undef ACL_SETTING_DOC
 const size_t acl_nsettings = sizeof(acl_settings) / sizeof(acl_settings[0]);
 
 /* A row's type writes exactly its field's width. */
-#define ACL_SETTING(NAME, TYPE, FIELD, ...)                                                        \
+#define ACL_SETTING_ROW(NAME, TYPE, FIELD, ...)                                                    \
   _Static_assert(ACL_SETSZ_##TYPE == 0 || sizeof(((acl_config_t *)0)->FIELD) == ACL_SETSZ_##TYPE,  \
                  #NAME ": field width does not match its type");
 #define ACL_SETTING_DOC(...)
 #include "core/settings.def"
-#undef ACL_SETTING
+#undef ACL_SETTING_ROW
 #undef ACL_SETTING_DOC
 
 static int nchoices(const char *const *c)

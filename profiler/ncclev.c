@@ -3,6 +3,7 @@
 #include "profiler/ncclev.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,9 @@ struct acl_ncclev {
   acl_ev_emit_fn emit;
   void *u;
   ev_t *free;
-  bool hold_children;
+  /* Set without the lock before every Coll start, from any NCCL thread; a
+   * lone flag read under the lock (relaxed: it orders nothing else). */
+  atomic_bool hold_children;
   int colls_live; /* Coll events holding a slot */
   acl_ev_coll_fn coll_hook;
   void *coll_u;
@@ -71,7 +74,7 @@ acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u)
     goto fail;
   e->emit = emit;
   e->u = u;
-  e->hold_children = true;
+  atomic_init(&e->hold_children, true);
   for (int i = ACL_EV_POOL - 1; i >= 0; i--) {
     e->pool[i].next = e->free;
     e->free = &e->pool[i];
@@ -249,25 +252,41 @@ static void take_tag(acl_ncclev_t *e, acl_ncclev_rank_t *r, ev_t *c, int coll, u
   r->head = w;
 }
 
+static const char *const ran_kind_names[ACL_RAN_KINDS] = {
+    [ACL_RAN_OK] = "ok",           [ACL_RAN_ALGO_PROTO] = "algo/proto",
+    [ACL_RAN_CLAMPED] = "clamped", [ACL_RAN_CHANNELS] = "channels",
+    [ACL_RAN_UNKNOWN] = "unknown",
+};
+
+const char *acl_ran_kind_name(acl_ran_kind_t k)
+{
+  return (unsigned)k < ACL_RAN_KINDS ? ran_kind_names[k] : "?";
+}
+
+acl_ran_kind_t acl_ran_kind(const acl_candidate_t *c, int algo, int proto, int nch)
+{
+  if (c->algo == ACL_ALGO_NCCL)
+    return ACL_RAN_OK;
+  if (algo != c->algo || proto != c->proto)
+    return ACL_RAN_ALGO_PROTO;
+  if (c->nchannels > 0 && nch < c->nchannels)
+    return ACL_RAN_CLAMPED;
+  if (c->nchannels > 0 && nch > c->nchannels)
+    return ACL_RAN_CHANNELS;
+  return ACL_RAN_OK;
+}
+
 static void check_mismatch(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call_tag_t *t,
                            const ncclProfilerEventDescr_v5_t *d)
 {
   const acl_candidate_t *c = &t->cand;
-  if (c->algo == ACL_ALGO_NCCL)
-    return; /* NCCL's own choice: nothing to compare */
-  int a = acl_algo_parse(d->coll.algo), p = acl_proto_parse(d->coll.proto);
   int nch = d->coll.nChannels;
-  const char *kind = NULL;
-  if (a != c->algo || p != c->proto)
-    kind = "algo/proto";
-  else if (c->nchannels > 0 && nch < c->nchannels)
-    kind = "clamped";
-  else if (c->nchannels > 0 && nch > c->nchannels)
-    kind = "channels";
-  if (!kind)
+  acl_ran_kind_t kind =
+      acl_ran_kind(c, acl_algo_parse(d->coll.algo), acl_proto_parse(d->coll.proto), nch);
+  if (kind == ACL_RAN_OK)
     return;
   e->st.mismatches++;
-  if (strcmp(kind, "clamped") == 0)
+  if (kind == ACL_RAN_CLAMPED)
     e->st.clamped++;
   uint32_t key = t->widx;
   for (int i = 0; i < r->nlogged; i++)
@@ -280,7 +299,7 @@ static void check_mismatch(acl_ncclev_t *e, acl_ncclev_rank_t *r, const acl_call
   acl_warn("profiler: NCCL ran %s/%s/%dch for %s of %llu bytes where %s was decided "
            "(mismatch: %s; logged once per workload)",
            d->coll.algo ? d->coll.algo : "?", d->coll.proto ? d->coll.proto : "?", nch,
-           acl_coll_name(t->coll), (unsigned long long)t->nbytes, want, kind);
+           acl_coll_name(t->coll), (unsigned long long)t->nbytes, want, acl_ran_kind_name(kind));
 }
 
 ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHandle,
@@ -310,7 +329,7 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     c->nch = d->coll.nChannels;
     c->ran_algo = (int8_t)(d->coll.algo ? acl_algo_parse(d->coll.algo) : -1);
     c->ran_proto = (int8_t)(d->coll.proto ? acl_proto_parse(d->coll.proto) : -1);
-    c->child_hold = e->hold_children && c->nch > 0;
+    c->child_hold = atomic_load_explicit(&e->hold_children, memory_order_relaxed) && c->nch > 0;
     c->refs = 1 + c->child_hold;
     c->min_start = UINT64_MAX;
     if (r && coll >= 0 && dsz > 0)
@@ -438,7 +457,7 @@ void acl_ncclev_set_coll_hook(acl_ncclev_t *e, acl_ev_coll_fn fn, void *u)
 void acl_ncclev_hold_children(acl_ncclev_t *e, bool hold)
 {
   if (e)
-    e->hold_children = hold;
+    atomic_store_explicit(&e->hold_children, hold, memory_order_relaxed);
 }
 
 void acl_ncclev_stats(acl_ncclev_t *e, acl_ev_stats_t *st)

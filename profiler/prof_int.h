@@ -57,10 +57,10 @@ struct acl_prof {
   acl_cupti_t *cupti;
   acl_ncclev_t *ev;
   acl_gate_t *gate; /* which calls carry NCCL's events (gate.h) */
-  /* sim feed */
-  pthread_mutex_t feed_mu;
-  const acl_simfeed_t *feed;
-  uint64_t feed_retry_ns;
+  /* sim feed: mapped once, read per sample without the mutex (feed_get) */
+  pthread_mutex_t feed_mu; /* only while it is not mapped yet */
+  const acl_simfeed_t *_Atomic feed;
+  _Atomic uint64_t feed_retry_ns;
   /* communicators with a rank attached in this process (rank_attach): a
    * second rank of one makes it a shared process */
   pthread_mutex_t comms_mu;

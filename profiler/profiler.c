@@ -99,28 +99,42 @@ static void cupti_batch(void *u, bool final)
   } while (more);
 }
 
+/* Called per sample on NCCL's thread: once the feed is mapped it is a load.
+ * The pointer is published once (release, after the mapping and its magic
+ * check) and never changes until destroy, which runs after the last
+ * sample: an acquire load that sees it sees a checked mapping. Until then
+ * the mutex is taken only when a retry is due (once a second); retry_ns is
+ * a hint read relaxed, re-checked under the mutex, so a stale read costs at
+ * most one extra lock. */
 static const acl_simfeed_t *feed_get(acl_prof_t *p)
 {
-  pthread_mutex_lock(&p->feed_mu);
+  const acl_simfeed_t *f = atomic_load_explicit(&p->feed, memory_order_acquire);
+  if (f || !p->cfg.sim_feed[0])
+    return f;
   uint64_t now = acl_mono_ns();
-  if (!p->feed && p->cfg.sim_feed[0] && now >= p->feed_retry_ns) {
-    p->feed_retry_ns = now + 1000000000ull; /* the simulator may create it later */
+  if (now < atomic_load_explicit(&p->feed_retry_ns, memory_order_relaxed))
+    return NULL;
+  pthread_mutex_lock(&p->feed_mu);
+  f = atomic_load_explicit(&p->feed, memory_order_relaxed);
+  if (!f && now >= atomic_load_explicit(&p->feed_retry_ns, memory_order_relaxed)) {
+    /* the simulator may create it later */
+    atomic_store_explicit(&p->feed_retry_ns, now + 1000000000ull, memory_order_relaxed);
     int fd = shm_open(p->cfg.sim_feed, O_RDONLY, 0);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(acl_simfeed_t)) {
       void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED) {
-        const acl_simfeed_t *f = m;
-        if (f->magic == ACL_SIMFEED_MAGIC)
-          p->feed = f;
-        else
+        if (((const acl_simfeed_t *)m)->magic == ACL_SIMFEED_MAGIC) {
+          f = m;
+          atomic_store_explicit(&p->feed, f, memory_order_release);
+        } else {
           munmap(m, sizeof(acl_simfeed_t));
+        }
       }
     }
     if (fd >= 0)
       close(fd);
   }
-  const acl_simfeed_t *f = p->feed;
   pthread_mutex_unlock(&p->feed_mu);
   return f;
 }
@@ -288,8 +302,9 @@ void acl_prof_destroy(acl_prof_t *p)
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);
   acl_gate_destroy(p->gate);
-  if (p->feed)
-    munmap((void *)p->feed, sizeof(acl_simfeed_t));
+  const acl_simfeed_t *feed = atomic_load(&p->feed);
+  if (feed)
+    munmap((void *)feed, sizeof(acl_simfeed_t));
   pthread_mutex_destroy(&p->feed_mu);
   pthread_mutex_destroy(&p->comms_mu);
   free(p);

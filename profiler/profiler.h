@@ -45,6 +45,20 @@ typedef struct acl_prof_sample {
   uint8_t source;               /* 1 cupti, 2 nccl events, 3 sim */
 } acl_prof_sample_t;
 
+/* What NCCL ran against what was decided (docs/profiler.md): the kinds the
+ * profiler counts and logs, and a trace record's "status". */
+typedef enum acl_ran_kind {
+  ACL_RAN_OK,         /* as decided, or NCCL's own choice (nothing to compare) */
+  ACL_RAN_ALGO_PROTO, /* another algorithm or protocol (or one not recognised) */
+  ACL_RAN_CLAMPED,    /* fewer channels than asked */
+  ACL_RAN_CHANNELS,   /* more channels than asked */
+  ACL_RAN_UNKNOWN,    /* what ran is not known (trace records only) */
+  ACL_RAN_KINDS
+} acl_ran_kind_t;
+/* algo/proto: -1 unknown, nch: channels NCCL ran. Never ACL_RAN_UNKNOWN. */
+acl_ran_kind_t acl_ran_kind(const acl_candidate_t *want, int algo, int proto, int nch);
+const char *acl_ran_kind_name(acl_ran_kind_t k); /* "?" out of range */
+
 /* Called from whichever thread produced the sample; must be cheap. */
 typedef void (*acl_prof_sink_fn)(void *user, const acl_prof_sample_t *s);
 

@@ -29,16 +29,8 @@ static int fmt_cand(char *b, size_t n, const acl_candidate_t *c)
 static const char *status_of(const rec_t *r)
 {
   if (r->ran_algo < 0 || r->ran_proto < 0 || r->ran_nch <= 0)
-    return "unknown";
-  if (r->cand.algo == ACL_ALGO_NCCL)
-    return "ok";
-  if (r->cand.algo != r->ran_algo || r->cand.proto != r->ran_proto)
-    return "algo/proto";
-  if (r->cand.nchannels > 0 && r->ran_nch < r->cand.nchannels)
-    return "clamped";
-  if (r->cand.nchannels > 0 && r->ran_nch > r->cand.nchannels)
-    return "channels";
-  return "ok";
+    return acl_ran_kind_name(ACL_RAN_UNKNOWN);
+  return acl_ran_kind_name(acl_ran_kind(&r->cand, r->ran_algo, r->ran_proto, r->ran_nch));
 }
 
 static int fmt_num(char *b, size_t n, double v)

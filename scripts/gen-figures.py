@@ -35,10 +35,26 @@ def replay(sim, landscape):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def origin(n, recorded):
+    """Where the replayed traces come from, from the run's own counts."""
+    if recorded == n:
+        return "all recorded on GPUs"
+    if recorded == 0:
+        return "none recorded on a GPU, all derived from GPU measurements"
+    return "%d recorded on GPUs, %d derived from GPU measurements" % (recorded, n - recorded)
+
+
+def kind(n, recorded):
+    """What the figures are: the tuner on a replay, never the tuner on a GPU."""
+    if recorded == n:
+        return "The figures are the tuner's on a replay of GPU recordings, not a GPU run."
+    traces = "partly derived traces" if recorded else "derived traces"
+    return "The figures are the tuner's on a replay of %s, not a GPU measurement." % traces
+
+
 def section(landscape, d):
     targets = list(d["targets"].items())
     missed = sum(1 for k, t in targets if d[k] < t)
-    rec = d.get("traces_recorded", 0)
     out = [
         "## The tuner on replayed traces: `%s`" % landscape,
         "",
@@ -46,10 +62,9 @@ def section(landscape, d):
         "build/sim/autoccl-sim " + " ".join(command(landscape)),
         "```",
         "",
-        "Landscape `%s`, %d trace files, of them %d recorded on GPUs%s. The figures are "
-        "the replay's, not a GPU measurement; docs/trace.md defines the keys." % (
-            d["landscape"], d["traces"], rec,
-            "" if rec == d["traces"] else ", the others derived from GPU measurements"),
+        "Landscape `%s`, %d trace files: %s (docs/trace.md, which defines the keys). %s" % (
+            d["landscape"], d["traces"], origin(d["traces"], d["traces_recorded"]),
+            kind(d["traces"], d["traces_recorded"])),
         "",
         "| key | replay | worst workload | target | status |",
         "|---|---|---|---|---|",
@@ -75,7 +90,31 @@ def render(runs):
     return "\n".join(out)
 
 
+def self_test():
+    base = dict(landscape="x", traces=4, targets={"k": 0.5}, k=0.6)
+    derived = render([("x", dict(base, traces_recorded=0))])
+    assert "none recorded on a GPU, all derived" in derived, derived
+    assert "replay of derived traces, not a GPU measurement" in derived, derived
+    mixed = render([("x", dict(base, traces_recorded=1))])
+    assert "1 recorded on GPUs, 3 derived" in mixed, mixed
+    assert "partly derived" in mixed, mixed
+    recorded = render([("x", dict(base, traces_recorded=4))])
+    assert "all recorded on GPUs" in recorded and "derived" not in recorded, recorded
+    for text in (derived, mixed, recorded):
+        assert "measured" not in text, text
+    try:
+        render([("x", base)])  # a run that does not say what it replayed is not labelled
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("a run without traces_recorded was labelled")
+    print("gen-figures: self-test passed")
+    return 0
+
+
 def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
     if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] != "--write"):
         sys.stderr.write(__doc__)
         return 2

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/shm.h"
 #include "profiler/simfeed.h"
 #include "sim/bench.h"
@@ -538,7 +539,13 @@ int main(int argc, char **argv)
     goto out;
   }
   status = acl_sim_report(&w, wall, ep_wait, ep_off, states);
-  acl_sim_job_copy(&w, getenv("AUTOCCL_REPORT")); /* the user's: ranks got the sim's own */
+  {
+    /* the user's, read through the settings table: ranks got the sim's own */
+    acl_config_t user;
+    acl_config_defaults(&user);
+    acl_config_env_one(&user, "AUTOCCL_REPORT");
+    acl_sim_job_copy(&w, user.report_path);
+  }
 out:
   for (int p = 0; states && p < nprocs; p++)
     free(states[p]);

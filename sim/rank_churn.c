@@ -1,48 +1,11 @@
 /* Communicator churn (--churn-every) in a rank process: the communicators
  * made again, and the process's resources measured (sim/rank_int.h). */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/procres.h"
 #include "sim/rank_int.h"
-
-static uint64_t count_lines(const char *path, const char *needle)
-{
-  FILE *f = fopen(path, "r");
-  char line[512];
-  uint64_t n = 0;
-  while (f && fgets(line, sizeof(line), f))
-    n += strstr(line, needle) != NULL;
-  if (f)
-    fclose(f);
-  return n;
-}
-
-static uint64_t count_dir(const char *path)
-{
-  DIR *d = opendir(path);
-  uint64_t n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    n += e->d_name[0] != '.';
-  if (d)
-    closedir(d);
-  return n;
-}
-
-static uint64_t rss_kb(void)
-{
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  unsigned long long kb = 0;
-  while (f && fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
-}
 
 /* The generations at which RSS is marked: the warm-up's last, then evenly
  * spaced up to the run's last (--steps tells how many there will be; a
@@ -70,16 +33,18 @@ static bool churn_is_mark(const acl_sim_opts_t *o, uint32_t churns)
  * the least of `reads` readings 1 ms apart: a transient one is not a leak. */
 static void churn_measure(uint64_t m[4], int reads)
 {
+  acl_procres_t r = {0};
   for (int k = 0; k < reads; k++) {
     if (k)
       nanosleep(&(struct timespec){0, 1000000}, NULL);
-    /* fds: the directory's own descriptor is one of them */
-    uint64_t v[3] = {count_lines("/proc/self/maps", "/dev/shm/"), count_dir("/proc/self/fd") - 1,
-                     count_dir("/proc/self/task")};
+    acl_procres_read(&r);
+    uint64_t v[3] = {[ACL_SIM_RES_SHM_MAPS] = (uint64_t)r.shm_maps,
+                     [ACL_SIM_RES_FDS] = (uint64_t)r.fds,
+                     [ACL_SIM_RES_THREADS] = (uint64_t)r.threads};
     for (int i = 0; i < 3; i++)
       m[i] = k == 0 || v[i] < m[i] ? v[i] : m[i];
   }
-  m[ACL_SIM_RES_RSS_KB] = rss_kb();
+  m[ACL_SIM_RES_RSS_KB] = (uint64_t)r.rss_kb;
 }
 
 /* Communicator churn (--churn-every): every rank this thread drives
@@ -130,4 +95,3 @@ void acl_sim_rank_churn(rank_drv_t *ds, int n, bool whole_process)
     }
   }
 }
-

@@ -41,6 +41,11 @@ Test(fail, null_and_bad_params)
   snprintf(r.cfg.coordinator, sizeof(r.cfg.coordinator), "host-without-port");
   cr_assert_null(mk(&r, err));
   cr_assert(strstr(err, "host:port"), "%s", err);
+  /* refused after the allocation: the one unwinding path, no leak under LSan */
+  th_params(&r, th_comm_id(4), 0, 1, 1, "bad");
+  r.cfg.samples_per_cand = ACL_SEARCH_MAX_SAMPLES + 1;
+  cr_assert_null(mk(&r, err));
+  cr_assert(strstr(err, "samples_per_cand"), "%s", err);
 }
 
 Test(fail, last_rank_removes_segment)

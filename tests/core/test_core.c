@@ -1,13 +1,18 @@
 /* core/: config parsing, tuning tables, string buffer, names and formulas. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/procres.h"
 #include "core/strbuf.h"
 #include "core/table.h"
 #include "core/text.h"
@@ -338,4 +343,50 @@ Test(text, clean_keeps_safe_utf8_and_cuts_on_a_character)
   char hp[64];
   cr_assert_str_eq(acl_fmt_hostport(hp, sizeof(hp), "::1", 80), "[::1]:80");
   cr_assert_str_eq(acl_fmt_hostport(hp, sizeof(hp), "10.0.0.1", 80), "10.0.0.1:80");
+}
+
+/* The leak checks' counters (core/procres.h) move with what they count. */
+static void *park(void *arg)
+{
+  int *fds = arg;
+  char c;
+  return read(fds[0], &c, 1) == 1 ? NULL : arg;
+}
+
+Test(procres, counts_follow_descriptors_threads_and_mappings)
+{
+  acl_procres_t a, b;
+  acl_procres_read(&a);
+  cr_assert_gt(a.fds, 0);
+  cr_assert_gt(a.threads, 0);
+  cr_assert_gt(a.rss_kb, 0);
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, park, fds), 0);
+  char name[64];
+  snprintf(name, sizeof(name), "/acl-procres-%d", (int)getpid());
+  int shm = shm_open(name, O_CREAT | O_RDWR | O_EXCL, 0600);
+  cr_assert_geq(shm, 0);
+  cr_assert_eq(ftruncate(shm, 4096), 0);
+  void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, shm, 0);
+  cr_assert_neq(m, MAP_FAILED);
+  acl_procres_read(&b);
+  cr_assert_eq(b.fds, a.fds + 3, "a pipe and a segment: %d -> %d", a.fds, b.fds);
+  cr_assert_eq(b.threads, a.threads + 1);
+  cr_assert_eq(b.shm_maps, a.shm_maps + 1);
+  cr_assert_eq(acl_dir_count("/dev/shm", name + 1), 1);
+  cr_assert_eq(write(fds[1], "x", 1), 1);
+  pthread_join(th, NULL);
+  munmap(m, 4096);
+  close(shm);
+  shm_unlink(name);
+  close(fds[0]);
+  close(fds[1]);
+  acl_procres_read(&b);
+  cr_assert_eq(b.fds, a.fds);
+  cr_assert_eq(b.threads, a.threads);
+  cr_assert_eq(b.shm_maps, a.shm_maps);
+  cr_assert_eq(acl_dir_count("/dev/shm", name + 1), 0);
+  cr_assert_eq(acl_dir_count("/nonexistent-acl-dir", NULL), 0);
 }

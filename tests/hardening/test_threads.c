@@ -6,13 +6,14 @@
  * opened (AUTOCCL_HTTP_PORT=0, port taken from the log), also while the
  * communicators finalize. Checked: every call succeeds, both ranks of each
  * communicator run the same (algo, proto, channels) for every call, every
- * scrape before finalize answers 200, no deadlock at finalize. Built in a
+ * scrape before finalize answers 200, no deadlock at finalize. First, the
+ * profiler library alone takes NCCL's events from several threads
+ * (prof_threads.c). Built in a
  * -Db_sanitize=thread dir by scripts/ci-hardening.sh, TSan reports fail it
  * (TSAN_OPTIONS=halt_on_error=1); elsewhere it is a plain stress test.
  * Not a Criterion executable: Criterion cannot start under TSan ("Could not
  * initialize inheritable arena"), so it checks with CHECK() and exits 1. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -25,6 +26,8 @@
 #include <unistd.h>
 
 #include "../plugin/harness.h"
+#include "core/procres.h"
+#include "prof_threads.h"
 
 #define NCOMM 4
 #define RPC 2 /* ranks per communicator */
@@ -246,13 +249,9 @@ static void *scraper_main(void *arg)
  * after finalize alike: main starts and joins one thread first. */
 static int count_tasks(void)
 {
-  int n = 0;
-  DIR *td = opendir("/proc/self/task");
-  for (struct dirent *e; td && (e = readdir(td));)
-    n += e->d_name[0] != '.';
-  if (td)
-    closedir(td);
-  return n;
+  acl_procres_t r;
+  acl_procres_read(&r);
+  return r.threads;
 }
 
 static void *nothing(void *arg) { return arg; }
@@ -263,6 +262,7 @@ int main(void)
   if (pthread_create(&first, NULL, nothing, NULL) == 0)
     pthread_join(first, NULL);
   int tasks_at_start = count_tasks();
+  printf("ok: profiler alone, %d samples from 4 threads\n", acl_hard_prof_threads());
   const char *calls = getenv("ACL_THREADS_CALLS");
   if (calls && atoi(calls) > 0)
     ncalls = atoi(calls);

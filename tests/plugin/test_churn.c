@@ -10,12 +10,12 @@
  * communicator, no segment and no thread of the plugin is left. The
  * decisions kept from communicators gone stay bounded, with one warning. Not a
  * Criterion test: Criterion's own threads and pipes would blur the counts. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/procres.h"
 #include "harness.h"
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -42,32 +42,6 @@ static bool under_leak_checker(void)
 
 static acl_h_plugin_t P;
 
-static int count_dir(const char *path, const char *part)
-{
-  DIR *d = opendir(path);
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.' && (!part || strstr(e->d_name, part)))
-      n++;
-  if (d)
-    closedir(d);
-  return n;
-}
-
-static long rss_kb(void)
-{
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  long kb = -1;
-  while (f && fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
-}
-
 typedef struct counts {
   int shm, fds, threads;
   long rss;
@@ -77,8 +51,9 @@ static char salt[32]; /* AUTOCCL_SHM_SALT: this process's segments only */
 
 static counts_t sample(void)
 {
-  counts_t c = {count_dir("/dev/shm", salt), count_dir("/proc/self/fd", NULL),
-                count_dir("/proc/self/task", NULL), rss_kb()};
+  acl_procres_t r;
+  acl_procres_read(&r);
+  counts_t c = {acl_dir_count("/dev/shm", salt), r.fds, r.threads, r.rss_kb};
   return c;
 }
 

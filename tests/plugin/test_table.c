@@ -76,6 +76,43 @@ Test(table, static_rule_unavailable_is_skipped_with_one_warning)
   unlink(path);
 }
 
+/* NCCL picks the strict minimum: an entry NCCL itself costs at zero (or
+ * minus zero) would tie with the decision's, so it becomes positive; a
+ * positive or unavailable (-1) entry is left as NCCL gave it. */
+Test(table, static_rule_wins_over_zero_cost_entries)
+{
+  char *path = write_table("all_reduce 0 max RING LL 4\n");
+  setenv("AUTOCCL_MODE", "static", 1);
+  setenv("AUTOCCL_TABLE", path, 1);
+  acl_h_load(&P);
+  void *ctx = NULL;
+  P.v5->init(&ctx, 0x79, 8, 1, acl_h_logger, NULL, NULL);
+  float t[7][3], ref[7][3];
+  acl_h_cost_table(ncclFuncAllReduce, 4096, 8, t);
+  t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 0.0f;
+  t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = -0.0f;
+  memcpy(ref, t, sizeof(t));
+  int nch = 0, a, p;
+  cr_assert_eq(
+      P.v5->getCollInfo(ctx, ncclFuncAllReduce, 4096, 1, (float **)(void *)t, 7, 3, 0, &nch),
+      ncclSuccess);
+  acl_h_select(t, &a, &p);
+  cr_assert_eq(a, NCCL_ALGO_RING);
+  cr_assert_eq(p, NCCL_PROTO_LL);
+  cr_assert_eq(nch, 4);
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 3; j++) {
+      if (i == NCCL_ALGO_RING && j == NCCL_PROTO_LL)
+        cr_assert_eq(t[i][j], 0.0f);
+      else if (ref[i][j] == 0.0f)
+        cr_assert_gt(t[i][j], 0.0f, "[%d][%d] still ties with the decision", i, j);
+      else
+        cr_assert_eq(t[i][j], ref[i][j], "[%d][%d] changed: %g -> %g", i, j, ref[i][j], t[i][j]);
+    }
+  P.v5->finalize(ctx);
+  unlink(path);
+}
+
 Test(table, fifo_table_refused_without_blocking)
 {
   char path[64];

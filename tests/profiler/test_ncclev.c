@@ -235,6 +235,26 @@ Test(ncclev, mismatch_and_clamp_logged_once_per_workload)
   cr_assert_not_null(strstr(logbuf, "mismatch: algo/proto"));
 }
 
+/* The kinds as counted, logged and written to traces (docs/profiler.md). */
+Test(ncclev, ran_kinds_and_their_names)
+{
+  acl_candidate_t c = {.algo = 1, .proto = 0, .nchannels = 16};
+  cr_assert_eq(acl_ran_kind(&c, 1, 0, 16), ACL_RAN_OK);
+  cr_assert_eq(acl_ran_kind(&c, 1, 2, 16), ACL_RAN_ALGO_PROTO);
+  cr_assert_eq(acl_ran_kind(&c, -1, 0, 16), ACL_RAN_ALGO_PROTO, "unrecognised counts as another");
+  cr_assert_eq(acl_ran_kind(&c, 1, 0, 8), ACL_RAN_CLAMPED);
+  cr_assert_eq(acl_ran_kind(&c, 1, 0, 24), ACL_RAN_CHANNELS);
+  c.nchannels = 0; /* channels left to NCCL */
+  cr_assert_eq(acl_ran_kind(&c, 1, 0, 8), ACL_RAN_OK);
+  c.algo = ACL_ALGO_NCCL;
+  cr_assert_eq(acl_ran_kind(&c, 0, 2, 8), ACL_RAN_OK, "NCCL's own choice: nothing to compare");
+  const char *want[] = {"ok", "algo/proto", "clamped", "channels", "unknown"};
+  cr_assert_eq(sizeof(want) / sizeof(want[0]), ACL_RAN_KINDS);
+  for (int k = 0; k < ACL_RAN_KINDS; k++)
+    cr_assert_str_eq(acl_ran_kind_name((acl_ran_kind_t)k), want[k]);
+  cr_assert_str_eq(acl_ran_kind_name(ACL_RAN_KINDS), "?");
+}
+
 Test(ncclev, foreign_parent_and_null_handles_ignored)
 {
   int bogus;

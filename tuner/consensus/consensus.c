@@ -64,18 +64,19 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
     errlen = sizeof(dummy);
   }
   err[0] = '\0';
+  acl_cons_t *c = NULL;
   if (!p || !p->cfg) {
     snprintf(err, errlen, "consensus: no parameters");
-    return NULL;
+    goto fail;
   }
   if (p->nranks < 1 || p->nnodes < 1 || p->rank < -1 || p->rank >= p->nranks) {
     snprintf(err, errlen, "consensus: invalid communicator (rank %d of %d, %d nodes)", p->rank,
              p->nranks, p->nnodes);
-    return NULL;
+    goto fail;
   }
   if (p->cfg->max_workloads < 1 || p->cfg->max_workloads > ACL_CONFIG_MAX_WORKLOADS_MAX) {
     snprintf(err, errlen, "consensus: max_workloads %d out of range", p->cfg->max_workloads);
-    return NULL;
+    goto fail;
   }
   if (p->nnodes > 1 && p->rank < 0) {
     snprintf(err, errlen,
@@ -83,12 +84,12 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
              "autoccl as the profiler plugin too (NCCL_PROFILER_PLUGIN) so the leader host "
              "can be found",
              p->nnodes);
-    return NULL;
+    goto fail;
   }
-  acl_cons_t *c = calloc(1, sizeof(*c));
+  c = calloc(1, sizeof(*c));
   if (!c) {
     snprintf(err, errlen, "consensus: out of memory");
-    return NULL;
+    goto fail;
   }
   c->comm_id = p->comm_id;
   c->rank = p->rank;
@@ -96,10 +97,8 @@ acl_cons_t *acl_cons_create(const acl_cons_params_t *p, char *err, size_t errlen
   c->nnodes = p->nnodes;
   c->mode = p->cfg->mode;
   c->timeout_ms = p->cfg->timeout_ms > 0 ? p->cfg->timeout_ms : ACL_CONFIG_TIMEOUT_MS_DEFAULT;
-  if (cons_settings_from(&c->set, p, err, errlen) != 0) {
-    free(c);
-    return NULL;
-  }
+  if (cons_settings_from(&c->set, p, err, errlen) != 0)
+    goto fail;
   c->set_hash = cons_settings_hash(&c->set);
   c->table = p->table && p->cfg->mode == ACL_MODE_ONLINE ? p->table : NULL;
   c->table_hash = p->table ? p->table->hash : 0;

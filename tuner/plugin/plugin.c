@@ -301,7 +301,7 @@ static void apply_choice(float (*t)[NCCL_NUM_PROTOCOLS], int a, int p)
 {
   for (int i = 0; i < NCCL_NUM_ALGORITHMS; i++)
     for (int j = 0; j < NCCL_NUM_PROTOCOLS; j++)
-      if (t[i][j] >= 0.0f && t[i][j] <= 0.0f && !(i == a && j == p))
+      if (t[i][j] == 0.0f && !(i == a && j == p))
         t[i][j] = 1.0f;
   t[a][p] = 0.0f;
 }
