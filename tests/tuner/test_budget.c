@@ -157,6 +157,32 @@ Test(budget, short_run_at_small_size_stays_on_nccl)
                 r.exploration_spent_seconds, t);
 }
 
+/* A workload waiting for the budget says about how many more calls it
+ * waits (the job report shows it): half of them later it still waits, and
+ * within them and one wait block more it has measured NCCL's choice. */
+Test(budget, the_wait_for_the_budget_is_counted)
+{
+  acl_drive_t *d = small_drive(false);
+  double t = 0.0;
+  run_calls(d, 350, &t, NULL);
+  acl_search_report_t r;
+  report(d, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_WAIT_BUDGET);
+  uint64_t n = r.budget_wait_calls;
+  cr_assert_gt(n, 1000, "%llu calls: 6 ms of first events at 3 %% of 10 us calls take ~20,000",
+               (unsigned long long)n);
+  run_calls(d, n / 2, &t, NULL);
+  report(d, &r);
+  cr_assert_eq(r.phase, ACL_PHASE_WAIT_BUDGET, "left after half the calls it said (%llu)",
+               (unsigned long long)n);
+  cr_assert_gt(r.budget_wait_calls, 0);
+  run_calls(d, n - n / 2 + 8192, &t, NULL);
+  report(d, &r);
+  acl_drive_destroy(d);
+  cr_assert_gt(r.baseline_seconds, 0.0, "still no NCCL time %llu calls after it said %llu",
+               (unsigned long long)(n + 8192), (unsigned long long)n);
+}
+
 /* A long run (2 s of 10 us calls) explores within the budget, finds the
  * faster point and validates it; the spend never exceeds 3 % of the time so
  * far by more than one step's misestimate. */

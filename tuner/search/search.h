@@ -167,6 +167,7 @@ typedef struct acl_search {
                         * (acl_search_obs_t.behind: the largest seen,
                         * decaying; capped at ACL_SEARCH_LAG_MAX) */
   uint32_t drift_run;  /* consecutive samples past the drift rule */
+  uint32_t budget_wait; /* calls the latest budget wait needed, unclamped (0: none) */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
   uint32_t wait_mark;  /* c0_sampled when a candidate began waiting for its
@@ -204,6 +205,9 @@ typedef struct acl_search_report {
    * NCCL's own choice). */
   double speedup_lo, speedup_hi;
   uint8_t speedup_paired; /* 1 = speedup measured interleaved (or exactly 1) */
+  /* Waiting for the exploration budget: about how many more calls the
+   * workload needs before its next measurement is paid for (0: not waiting). */
+  uint64_t budget_wait_calls;
 } acl_search_report_t;
 /* The interval's width in standard errors: the bar at which validation
  * reverts a decision (ACL_VAL_Z_DROP), so a converged decision's interval

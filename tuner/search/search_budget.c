@@ -45,6 +45,7 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   double per_call = s->params.budget * acl_search_ref_seconds(s);
   double deficit = need - acl_search_budget_left(s);
   double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
+  s->budget_wait = l >= (double)UINT32_MAX ? UINT32_MAX : l > 0.0 ? (uint32_t)l : 1u;
   uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
                : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
                                          : (uint32_t)l;
