@@ -13,8 +13,8 @@
 
 #include "core/abi.h"
 #include "core/config.h"
-#include "core/snapshot.h"
 #include "core/types.h"
+#include "observe/observe.h"
 
 /* Identifies one call of one rank: handed to the profiler when the tuner
  * decides it, handed back with its sample. */

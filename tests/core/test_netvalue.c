@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/netvalue.h"
-#include "core/report.h"
+#include "observe/observe.h"
 
 typedef struct replay {
   acl_netvalue_t nv;

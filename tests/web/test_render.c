@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/render.h"
-#include "core/render_util.h"
-#include "core/snapshot.h"
+#include "observe/observe.h"
+#include "observe/observe_int.h"
 
 #ifdef ACL_HAVE_JANSSON
 #include <jansson.h>

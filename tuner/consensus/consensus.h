@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 #include "core/config.h"
-#include "core/snapshot.h"
 #include "core/table.h"
 #include "core/types.h"
+#include "observe/observe.h"
 #include "tuner/search/search.h"
 
 typedef struct acl_cons acl_cons_t;

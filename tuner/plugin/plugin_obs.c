@@ -8,8 +8,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/render.h"
 #include "core/text.h"
+#include "observe/observe.h"
 #include "profiler/overlap.h"
 #include "profiler/profiler.h"
 #include "tuner/consensus/consensus.h"

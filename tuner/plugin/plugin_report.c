@@ -9,7 +9,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/report.h"
+#include "observe/observe.h"
 #include "tuner/plugin/plugin_int.h"
 
 static acl_snapshot_t *kept; /* under acl_proc.lock */

@@ -2,7 +2,7 @@
  * docs/api.md). Every family is written whole (HELP, TYPE, then all its
  * samples), only when it has samples; unknown values are omitted. Label
  * cardinality is bounded by ACL_SNAP_MAX_WORKLOADS and ACL_SNAP_MAX_COMMS. */
-#include "core/render.h"
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/render_util.h"
-#include "core/report.h"
+#include "observe/observe_int.h"
 
 #ifndef ACL_VERSION
 #define ACL_VERSION "unknown"

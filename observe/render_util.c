@@ -1,5 +1,5 @@
-#include "core/render_util.h"
 #include "core/text.h"
+#include "observe/observe_int.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,14 +1,13 @@
 /* The /api/v1/state document and SSE event payloads (docs/api.md, schema
  * version 1). Unknown values render as null; numbers are always finite. */
-#include "core/render.h"
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/render_util.h"
-#include "core/report.h"
+#include "observe/observe_int.h"
 
 #define JSTR(sb, field) acl_render_json_str((sb), (field), sizeof(field))
 

@@ -1,12 +1,12 @@
-/* The job report (core/report.h). */
-#include "core/report.h"
+/* The job report (observe/observe.h). */
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/render_util.h"
+#include "observe/observe_int.h"
 
 static int clamp_n(int n, int max) { return n < 0 ? 0 : (n > max ? max : n); }
 
