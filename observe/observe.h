@@ -138,6 +138,17 @@ typedef struct acl_snap_job {
 } acl_snap_job_t;
 void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out);
 
+/* The snapshot's entries from the plain statistics that the profiler
+ * (profiler/profiler.h) and consensus (tuner/consensus/consensus.h) return;
+ * each fill clears o first. The caller adds what only it knows (a workload's
+ * comm index and call counters, a communicator's name). */
+struct acl_prof_stats;
+struct acl_cons_comm_stats;
+struct acl_cons_wl_stats;
+void acl_snap_profiler_fill(acl_snap_profiler_t *o, const struct acl_prof_stats *p);
+void acl_snap_comm_fill(acl_snap_comm_t *o, const struct acl_cons_comm_stats *c);
+void acl_snap_workload_fill(acl_snap_workload_t *o, const struct acl_cons_wl_stats *w);
+
 /* Histogram bucket index for a duration (ACL_HIST_N = beyond the last bound). */
 int acl_hist_bucket(double seconds);
 double acl_hist_bound(int i);

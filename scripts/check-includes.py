@@ -24,7 +24,7 @@ TUNER_ORDER = ("tuner/search", "tuner/consensus", "tuner/drive", "tuner/plugin")
 # What a tuner folder may use besides itself and the tuner folders below it.
 TUNER_ALLOWED = {
     "tuner/search": ("core",),
-    "tuner/consensus": ("core", "observe"),
+    "tuner/consensus": ("core",),
     "tuner/drive": ("core",),
     "tuner/plugin": ("core", "observe", "profiler", "web"),
 }

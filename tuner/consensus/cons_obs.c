@@ -121,7 +121,7 @@ acl_relay_fig_t cons_figures_locked(const cons_wl_t *w)
   return f;
 }
 
-int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
+int acl_cons_snapshot(acl_cons_t *c, acl_cons_comm_stats_t *comm, acl_cons_wl_stats_t *ws, int max)
 {
   if (!c)
     return 0;
@@ -131,8 +131,8 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     comm->rank = c->rank;
     comm->nranks = c->nranks;
     comm->nnodes = c->nnodes;
-    snprintf(comm->role, sizeof(comm->role), "%s", lead ? "decider" : "follower");
-    comm->consensus_wait_seconds =
+    comm->decider = lead;
+    comm->wait_seconds =
         (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
     comm->blocks_published = atomic_load_explicit(&c->blocks_published, memory_order_relaxed);
     comm->lock_acquisitions = atomic_load_explicit(&c->lock_acq, memory_order_relaxed);
@@ -152,7 +152,7 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     cons_wl_t *w = cons_wl(h, i);
     if (!atomic_load_explicit(&w->present, memory_order_relaxed))
       continue;
-    acl_snap_workload_t *o = &ws[k++];
+    acl_cons_wl_stats_t *o = &ws[k++];
     memset(o, 0, sizeof(*o));
     o->rank = c->rank;
     o->widx = i;
@@ -207,7 +207,7 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     o->retunes = r.retunes;
     o->source = r.source;
     o->samples = r.samples;
-    o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_SNAP_TRAJ);
+    o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_CONS_TRAJ);
   }
   cons_unlock(h);
   return k;

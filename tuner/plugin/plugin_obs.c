@@ -77,10 +77,13 @@ void acl_obs_snap_head_locked(acl_snapshot_t *s)
   snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
   s->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
   memset(&s->profiler, 0, sizeof(s->profiler));
-  if (acl_proc.prof)
-    acl_prof_stats(acl_proc.prof, &s->profiler);
-  else
+  if (acl_proc.prof) {
+    acl_prof_stats_t ps;
+    acl_prof_stats(acl_proc.prof, &ps);
+    acl_snap_profiler_fill(&s->profiler, &ps);
+  } else {
     snprintf(s->profiler.source, sizeof(s->profiler.source), "none");
+  }
 }
 
 /* Appends rank r's communicator and workloads to s. acl_proc.lock held. */
@@ -94,9 +97,18 @@ void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, acl_rank_t *r)
   acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
   int n = 0;
   if (r->cons) {
-    n = acl_cons_snapshot(r->cons, c, ws, room);
+    /* consensus's plain figures, then the snapshot's entries (malloc: only
+     * the entries consensus fills are touched) */
+    acl_cons_wl_stats_t *cw = room > 0 ? malloc((size_t)room * sizeof(*cw)) : NULL;
+    acl_cons_comm_stats_t cc;
+    memset(&cc, 0, sizeof(cc));
+    n = acl_cons_snapshot(r->cons, &cc, cw, cw ? room : 0);
     if (n < 0)
       n = 0;
+    acl_snap_comm_fill(c, &cc);
+    for (int i = 0; i < n; i++)
+      acl_snap_workload_fill(&ws[i], &cw[i]);
+    free(cw);
   } else {
     snprintf(c->role, sizeof(c->role), "%s",
              acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
