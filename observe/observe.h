@@ -13,6 +13,34 @@
 #include "core/strbuf.h"
 #include "core/types.h"
 
+/* ---- The field table --------------------------------------------------- */
+
+/* Every JSON key and Prometheus family, one row each in observe/fields.def:
+ * ACL_KEY(STATE) is "state", acl_fields[ACL_F_BUSBW].metric the family of
+ * the same figure. Every key and family name is spelled there only. */
+typedef enum acl_metric_type {
+  ACL_MT_NONE = 0,
+  ACL_MT_GAUGE,
+  ACL_MT_COUNTER,
+  ACL_MT_HISTOGRAM,
+} acl_metric_type_t;
+typedef enum acl_field {
+#define ACL_FIELD(ID, OBJ, KEY, METRIC, TYPE, HELP) ACL_F_##ID,
+#include "observe/fields.def"
+#undef ACL_FIELD
+  ACL_F_COUNT
+} acl_field_t;
+typedef struct acl_field_info {
+  const char *key;    /* JSON key, "" when none */
+  const char *metric; /* Prometheus family, "" when none */
+  acl_metric_type_t type;
+  const char *help;
+} acl_field_info_t;
+extern const acl_field_info_t acl_fields[ACL_F_COUNT];
+#define ACL_KEY(ID) (acl_fields[ACL_F_##ID].key)
+/* "gauge", "counter", "histogram"; "" for ACL_MT_NONE. */
+const char *acl_metric_type_name(acl_metric_type_t t);
+
 /* ---- Snapshot ---------------------------------------------------------- */
 
 /* A process's observable state at one instant: what /api/v1/state, /metrics,
@@ -164,6 +192,14 @@ void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out);
 /* One-line JSON for an SSE "sample" or "decision" event about workload w. */
 void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w,
                            acl_strbuf_t *out);
+
+/* /api/v1/host: this host's processes, each with its endpoint's port. */
+typedef struct acl_snap_proc {
+  int local_rank, pid;
+  int port; /* <= 0: no endpoint known ("port": null) */
+} acl_snap_proc_t;
+void acl_render_host_json(const char *host, int pid, int local_rank, const acl_snap_proc_t *procs,
+                          int n, acl_strbuf_t *out);
 
 /* ---- Job report --------------------------------------------------------- */
 

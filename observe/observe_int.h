@@ -9,6 +9,9 @@
 #include "core/strbuf.h"
 #include "observe/observe.h"
 
+/* sep, then "key": of field f (its one spelling, observe/fields.def). */
+void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f);
+
 /* JSON string literal of the first strnlen(s, maxlen) bytes; invalid UTF-8
  * becomes U+FFFD. NULL renders as "". */
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen);

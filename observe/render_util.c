@@ -37,6 +37,14 @@ static void put_double(acl_strbuf_t *sb, double v)
   acl_sb_puts(sb, buf);
 }
 
+void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f)
+{
+  acl_sb_puts(sb, sep);
+  acl_sb_append(sb, "\"", 1);
+  acl_sb_puts(sb, acl_fields[f].key);
+  acl_sb_append(sb, "\": ", 3);
+}
+
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen)
 {
   acl_sb_json_strn(sb, s ? s : "", s ? strnlen(s, maxlen) : 0);
@@ -115,15 +123,16 @@ char *acl_render_comm_hex(uint64_t id, char *buf, size_t len)
 
 void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
 {
-  acl_sb_puts(sb, "\"algo\": ");
+  acl_render_key(sb, "", ACL_F_ALGO);
   acl_render_json_str(sb, acl_algo_name(c->algo), 32);
-  acl_sb_puts(sb, ", \"proto\": ");
+  acl_render_key(sb, ", ", ACL_F_PROTO);
   if (c->algo == ACL_ALGO_NCCL)
     acl_sb_puts(sb, "null");
   else
     acl_render_json_str(sb, acl_proto_name(c->proto), 32);
-  acl_sb_puts(sb, ", \"channels\": ");
+  acl_render_key(sb, ", ", ACL_F_CHANNELS);
   acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
   /* Chunk size as a scale of NCCL's own, 0 = NCCL's (tuner v6, NCCL 2.30). */
-  acl_sb_printf(sb, ", \"chunk_log2\": %d", (int)c->chunk_log2);
+  acl_render_key(sb, ", ", ACL_F_CHUNK_LOG2);
+  acl_sb_printf(sb, "%d", (int)c->chunk_log2);
 }

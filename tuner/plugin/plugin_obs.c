@@ -229,21 +229,19 @@ static void src_host(void *user, acl_strbuf_t *out)
     return;
   }
   int n = host_peers(p, HOST_MAX_PEERS);
+  acl_snap_proc_t *procs = calloc(n > 0 ? (size_t)n : 1, sizeof(*procs));
+  if (!procs) {
+    free(p);
+    out->failed = true;
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    procs[i] =
+        (acl_snap_proc_t){.local_rank = p[i].local_rank, .pid = p[i].pid, .port = p[i].http_port};
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
-  acl_sb_printf(out, "{\"version\":1,\"host\":");
-  acl_sb_json_str(out, host);
-  acl_sb_printf(out, ",\"pid\":%d,\"local_rank\":%d,\"processes\":[", (int)getpid(),
-                acl_proc.cfg.local_rank);
-  for (int i = 0; i < n; i++) {
-    acl_sb_printf(out, "%s{\"local_rank\":%d,\"pid\":%d,\"port\":", i ? "," : "", p[i].local_rank,
-                  p[i].pid);
-    if (p[i].http_port > 0)
-      acl_sb_printf(out, "%d}", p[i].http_port);
-    else
-      acl_sb_puts(out, "null}");
-  }
-  acl_sb_puts(out, "]}\n");
+  acl_render_host_json(host, (int)getpid(), acl_proc.cfg.local_rank, procs, n, out);
+  free(procs);
   free(p);
 }
 
