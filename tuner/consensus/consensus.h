@@ -143,6 +143,12 @@ typedef struct acl_cons_wl_stats {
 /* Fills comm (one entry, never waits) and up to max workloads (returns how
  * many; waits for the lock a bounded time). */
 int acl_cons_snapshot(acl_cons_t *c, acl_cons_comm_stats_t *comm, acl_cons_wl_stats_t *w, int max);
+/* The same, handing each workload's figures to each(user, w) in turn, under
+ * the lock (each only copies: it must not block or take locks), so that no
+ * array of them is needed (the endpoint's snapshots). each NULL: comm only. */
+int acl_cons_snapshot_each(acl_cons_t *c, acl_cons_comm_stats_t *comm,
+                           void (*each)(void *user, const acl_cons_wl_stats_t *w), void *user,
+                           int max);
 
 /* The search's full report of workload widx (leader host; tests and the
  * simulator's benchmarks). 0, or -1 when there is none. */

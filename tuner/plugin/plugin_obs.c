@@ -86,6 +86,18 @@ void acl_obs_snap_head_locked(acl_snapshot_t *s)
   }
 }
 
+/* Consensus's figures of one workload into the next snapshot entry. */
+typedef struct fill_ctx {
+  acl_snap_workload_t *ws;
+  int n;
+} fill_ctx_t;
+
+static void fill_one(void *user, const acl_cons_wl_stats_t *w)
+{
+  fill_ctx_t *f = user;
+  acl_snap_workload_fill(&f->ws[f->n++], w);
+}
+
 /* Appends rank r's communicator and workloads to s. acl_proc.lock held. */
 void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, acl_rank_t *r)
 {
@@ -97,18 +109,13 @@ void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, acl_rank_t *r)
   acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
   int n = 0;
   if (r->cons) {
-    /* consensus's plain figures, then the snapshot's entries (malloc: only
-     * the entries consensus fills are touched) */
-    acl_cons_wl_stats_t *cw = room > 0 ? malloc((size_t)room * sizeof(*cw)) : NULL;
     acl_cons_comm_stats_t cc;
     memset(&cc, 0, sizeof(cc));
-    n = acl_cons_snapshot(r->cons, &cc, cw, cw ? room : 0);
+    fill_ctx_t fc = {.ws = ws, .n = 0};
+    n = acl_cons_snapshot_each(r->cons, &cc, fill_one, &fc, room);
     if (n < 0)
       n = 0;
     acl_snap_comm_fill(c, &cc);
-    for (int i = 0; i < n; i++)
-      acl_snap_workload_fill(&ws[i], &cw[i]);
-    free(cw);
   } else {
     snprintf(c->role, sizeof(c->role), "%s",
              acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
