@@ -3,7 +3,14 @@
 
 const acl_field_info_t acl_fields[ACL_F_COUNT] = {
 #define ACL_FIELD(ID, OBJ, KEY, METRIC, TYPE, HELP)                                                \
-  [ACL_F_##ID] = {KEY, METRIC, ACL_MT_##TYPE, HELP},
+  [ACL_F_##ID] = {KEY,                                                                             \
+                  METRIC,                                                                          \
+                  ACL_MT_##TYPE,                                                                   \
+                  HELP,                                                                            \
+                  "\"" KEY "\": ",                                                                 \
+                  ", \"" KEY "\": ",                                                               \
+                  sizeof("\"" KEY "\": ") - 1,                                                     \
+                  sizeof(", \"" KEY "\": ") - 1},
 #include "observe/fields.def"
 #undef ACL_FIELD
 };

@@ -35,6 +35,9 @@ typedef struct acl_field_info {
   const char *metric; /* Prometheus family, "" when none */
   acl_metric_type_t type;
   const char *help;
+  /* "key": and , "key": as the documents write them (one append per key) */
+  const char *json, *json_next;
+  unsigned json_len, json_next_len;
 } acl_field_info_t;
 extern const acl_field_info_t acl_fields[ACL_F_COUNT];
 #define ACL_KEY(ID) (acl_fields[ACL_F_##ID].key)

@@ -39,10 +39,14 @@ static void put_double(acl_strbuf_t *sb, double v)
 
 void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f)
 {
-  acl_sb_puts(sb, sep);
-  acl_sb_append(sb, "\"", 1);
-  acl_sb_puts(sb, acl_fields[f].key);
-  acl_sb_append(sb, "\": ", 3);
+  const acl_field_info_t *fi = &acl_fields[f];
+  if (sep[0] == ',' && sep[1] == ' ' && !sep[2]) { /* the common case, in one append */
+    acl_sb_append(sb, fi->json_next, fi->json_next_len);
+    return;
+  }
+  if (sep[0])
+    acl_sb_puts(sb, sep);
+  acl_sb_append(sb, fi->json, fi->json_len);
 }
 
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen)
