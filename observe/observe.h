@@ -17,7 +17,9 @@
 
 /* Every JSON key and Prometheus family, one row each in observe/fields.def:
  * ACL_KEY(STATE) is "state", acl_fields[ACL_F_BUSBW].metric the family of
- * the same figure. Every key and family name is spelled there only. */
+ * the same figure. The code that writes or reads the documents spells no
+ * key or family anywhere else (the tests do, on purpose: they pin the
+ * schema users read). */
 typedef enum acl_metric_type {
   ACL_MT_NONE = 0,
   ACL_MT_GAUGE,
