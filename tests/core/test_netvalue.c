@@ -1,4 +1,4 @@
-/* core/netvalue: the net-value arithmetic on known call sequences. A small
+/* observe/ net value: the net-value arithmetic on known call sequences. A small
  * replay drives the folds the way the plugin does: monotonic per-class
  * totals, folded with the baseline and best known at that moment. */
 #include <criterion/criterion.h>
@@ -191,7 +191,7 @@ Test(netvalue, bad_inputs)
   NEAR(nv.saved_seconds, 0.5 + 0.5);                    /* ... beside the decided call's */
 }
 
-/* The job report (core/report.h): totals are the rows' sums, the decision is
+/* The job report (observe/observe.h): totals are the rows' sums, the decision is
  * absent while searching, state names come from acl_phase_name. */
 Test(report, totals_rows_and_text)
 {
