@@ -1,5 +1,4 @@
 /* The profiler's counters as the endpoint and the job report show them. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,24 +12,25 @@ static int dbl_cmp(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out)
+void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
 {
   memset(out, 0, sizeof(*out));
   out->sample_latency_seconds = -1.0;
+  out->cupti_window = "";
   if (!p) {
-    snprintf(out->source, sizeof(out->source), "none");
+    out->source = "none";
     return;
   }
   int src = atomic_load(&p->source);
   if (src == SRC_CUPTI && p->cupti && acl_cupti_backed_off(p->cupti))
     src = SRC_NCCL;
-  snprintf(out->source, sizeof(out->source), "%s", src_names[src]);
+  out->source = src_names[src];
   out->cupti_available = p->cupti_available;
   out->cupti_backed_off = p->cupti_backed_off_at_start || acl_cupti_backed_off(p->cupti);
   if (src == SRC_CUPTI) {
     acl_cupti_win_t w;
     acl_cupti_window_stats(p->cupti, &w);
-    snprintf(out->cupti_window, sizeof(out->cupti_window), "%s", acl_duty_state_name(w.state));
+    out->cupti_window = acl_duty_state_name(w.state);
     out->cupti_on_ms = w.on_ms;
     out->cupti_period_ms = w.period_ms;
     out->cupti_windows = w.windows;

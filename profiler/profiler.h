@@ -13,7 +13,6 @@
 
 #include "core/abi.h"
 #include "core/config.h"
-#include "core/snapshot.h"
 #include "core/types.h"
 
 /* Identifies one call of one rank: handed to the profiler when the tuner
@@ -120,7 +119,27 @@ ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEvent
 
 /* Push pending CUPTI records now (tests, finalize). */
 void acl_prof_flush(acl_prof_t *p);
-void acl_prof_stats(const acl_prof_t *p, acl_snap_profiler_t *out);
+/* The profiler's counters: plain figures, which observe/ turns into the
+ * snapshot's profiler block. Names are static strings, never NULL. */
+typedef struct acl_prof_stats {
+  const char *source; /* "cupti", "nccl", "sim", "none" */
+  bool cupti_available;
+  bool cupti_backed_off; /* another CUPTI subscriber holds it */
+  uint64_t records;      /* kernel records processed */
+  uint64_t records_dropped;
+  uint64_t samples;              /* samples delivered to the tuner */
+  uint64_t ambiguous;            /* calls not used (fused launches) */
+  uint64_t mismatches;           /* NCCL ran something else than decided */
+  double sample_latency_seconds; /* median call->sample delay, <0 unknown */
+  /* CUPTI windows: "closed" | "lead" | "open" | "always"; "" when CUPTI is
+   * not the source (then the rest is 0). */
+  const char *cupti_window;
+  uint32_t cupti_on_ms, cupti_period_ms;
+  uint64_t cupti_windows;  /* windows opened */
+  double cupti_on_seconds; /* time attached, closed windows */
+} acl_prof_stats_t;
+/* p may be NULL: source "none", latency unknown. */
+void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out);
 
 /* ---- Extensions (compatible additions; docs/profiler.md) ---- */
 typedef struct acl_prof_opts {

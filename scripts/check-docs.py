@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-SOURCE_DIRS = ("core", "profiler", "tuner", "web", "tui", "sim", "bench")
+SOURCE_DIRS = ("core", "observe", "profiler", "tuner", "web", "tui", "sim", "bench")
 
 CHECKS = [
     # Block lengths and sample counts of the search (tuner/search).

@@ -6,8 +6,9 @@ sources and fails (exit 1) when
     tuner/consensus), or
   - a folder under tuner/ includes a sibling above it (order: search <
     consensus < drive < plugin; search uses only core/), or
-  - code outside a tuner folder includes anything of it but its one public
-    header (tuner/X/X.h); tests/ and fuzz/ may reach internals, or
+  - code outside a module folder (a tuner folder, observe/) includes anything
+    of it but its one public header (tuner/X/X.h, observe/observe.h); tests/
+    and fuzz/ may reach internals, or
   - a C file sits directly in tuner/ instead of one of its folders.
 
 usage: check-includes.py [--list] [ROOT]   (ROOT: the source tree, default .)
@@ -18,15 +19,17 @@ import re
 import sys
 import tempfile
 
-SOURCE_DIRS = ("core", "profiler", "tuner", "web", "tui", "sim", "bench", "fuzz", "tests")
+SOURCE_DIRS = ("core", "observe", "profiler", "tuner", "web", "tui", "sim", "bench", "fuzz", "tests")
 TUNER_ORDER = ("tuner/search", "tuner/consensus", "tuner/drive", "tuner/plugin")
 # What a tuner folder may use besides itself and the tuner folders below it.
 TUNER_ALLOWED = {
     "tuner/search": ("core",),
     "tuner/consensus": ("core",),
     "tuner/drive": ("core",),
-    "tuner/plugin": ("core", "profiler", "web"),
+    "tuner/plugin": ("core", "observe", "profiler", "web"),
 }
+# Folders reached only through their one public header, FOLDER/<last part>.h.
+ONE_HEADER = TUNER_ORDER + ("observe",)
 # Where code outside a folder may look into it anyway (white-box tests).
 INTERNALS_OK = ("tests", "fuzz")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -130,10 +133,10 @@ def check(root, listing=False, out=sys.stdout):
             continue
         edges.setdefault(a, set()).add(b)
         where.setdefault((a, b), f"{rel}:{n} includes {target}")
-        if b in TUNER_ORDER and target != f"{b}/{b.split('/')[1]}.h" and \
+        if b in ONE_HEADER and target != f"{b}/{b.split('/')[-1]}.h" and \
                 rel.split("/")[0] not in INTERNALS_OK:
             errors.append(f"{rel}:{n}: includes {target}; outside {b}/ only its public header "
-                          f"{b}/{b.split('/')[1]}.h")
+                          f"{b}/{b.split('/')[-1]}.h")
         if a in TUNER_ORDER:
             if b in TUNER_ORDER:
                 if TUNER_ORDER.index(b) > TUNER_ORDER.index(a):
@@ -185,6 +188,8 @@ def self_test():
         "loose-file": ({"tuner/x.c": ""}, 1),
         "internal-header": ({"tuner/search/search_int.h": "",
                              "sim/x.c": '#include "tuner/search/search_int.h"\n'}, 1),
+        "observe-internal": ({"observe/observe_int.h": "",
+                              "web/x.c": '#include "observe/observe_int.h"\n'}, 1),
         "internal-header-test": ({"tuner/search/search_int.h": "",
                                   "tests/x.c": '#include "tuner/search/search_int.h"\n'}, 0),
     }

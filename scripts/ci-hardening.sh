@@ -225,7 +225,7 @@ own_db() {
   python3 - "$db" "$out" "$ROOT" <<'PY'
 import json, os, sys
 db, out, root = sys.argv[1:]
-keep = ("core/", "tuner/", "profiler/", "web/", "tui/", "sim/", "bench/", "fuzz/")
+keep = ("core/", "observe/", "tuner/", "profiler/", "web/", "tui/", "sim/", "bench/", "fuzz/")
 entries = []
 for e in json.load(open(db)):
     f = os.path.normpath(os.path.join(e["directory"], e["file"]))
@@ -260,7 +260,7 @@ stage_clang_tidy() {
   meson compile -C "$PLAIN" >/dev/null || return 1
   local out="$LOGS/clang-tidy.log"
   "$tidy" -p "$PLAIN" -quiet -j "$JOBS" \
-    "^$ROOT/(core|tuner|profiler|web|tui|sim|bench|fuzz)/" >"$out" 2>&1
+    "^$ROOT/(core|observe|tuner|profiler|web|tui|sim|bench|fuzz)/" >"$out" 2>&1
   local rc=$?
   # run-clang-tidy's exit status is not reliable across versions: count.
   local n

@@ -4,13 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "observe/observe.h"
 #include "tui/top.h"
 
 int acl_top_add_siblings(acl_top_opts_t *o, int k, const char *body, char *err, size_t errlen)
 {
   json_error_t je;
   json_t *doc = json_loads(body ? body : "", 0, &je);
-  json_t *procs = json_is_object(doc) ? json_object_get(doc, "processes") : NULL;
+  json_t *procs = json_is_object(doc) ? json_object_get(doc, ACL_KEY(PROCESSES)) : NULL;
   if (!json_is_array(procs)) {
     snprintf(err, errlen, "not a host document (no \"processes\" list)");
     json_decref(doc);
@@ -21,7 +22,7 @@ int acl_top_add_siblings(acl_top_opts_t *o, int k, const char *body, char *err, 
   json_t *p;
   json_array_foreach(procs, i, p)
   {
-    json_t *port = json_is_object(p) ? json_object_get(p, "port") : NULL;
+    json_t *port = json_is_object(p) ? json_object_get(p, ACL_KEY(PORT)) : NULL;
     if (!json_is_integer(port)) /* null: that process has no endpoint */
       continue;
     json_int_t v = json_integer_value(port);

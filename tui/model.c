@@ -3,9 +3,9 @@
  * and about fields it does not know (ignored: newer servers may add some). */
 #include "tui/top.h"
 
-#include "core/types.h"
-
 #include "core/text.h"
+#include "core/types.h"
+#include "observe/observe.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -127,11 +127,11 @@ static int get_cand(pctx_t *c, json_t *o, const char *k, acl_top_cand_t *out)
   if (!json_is_object(v))
     return fail(c, "%s.%s: expected an object or null", pfx(c), k ? k : "candidate");
   out->known = true;
-  if (get_str(c, v, "algo", out->algo, sizeof(out->algo)) < 0 ||
-      get_str(c, v, "proto", out->proto, sizeof(out->proto)) < 0 ||
-      get_int(c, v, "channels", &out->channels, 0) < 0)
+  if (get_str(c, v, ACL_KEY(ALGO), out->algo, sizeof(out->algo)) < 0 ||
+      get_str(c, v, ACL_KEY(PROTO), out->proto, sizeof(out->proto)) < 0 ||
+      get_int(c, v, ACL_KEY(CHANNELS), &out->channels, 0) < 0)
     return -1;
-  json_t *k2 = json_object_get(v, "chunk_log2"); /* absent before NCCL 2.30 support */
+  json_t *k2 = json_object_get(v, ACL_KEY(CHUNK_LOG2)); /* absent before NCCL 2.30 support */
   if (k2 && !json_is_null(k2)) {
     if (!json_is_integer(k2) || json_integer_value(k2) < ACL_CHUNK_LOG2_MIN ||
         json_integer_value(k2) > ACL_CHUNK_LOG2_MAX)
@@ -159,8 +159,9 @@ static int parse_traj(pctx_t *c, json_t *arr, acl_top_workload_t *w)
     if (!json_is_object(p))
       return fail(c, "%s: expected an object", c->path);
     acl_top_traj_t *t = &w->traj[w->traj_len];
-    if (get_i64(c, p, "step", &t->step, 0) < 0 || get_cand(c, p, NULL, &t->cand) < 0 ||
-        get_dbl(c, p, "busbw", &t->busbw) < 0 || get_dbl(c, p, "overlap", &t->overlap) < 0)
+    if (get_i64(c, p, ACL_KEY(STEP), &t->step, 0) < 0 || get_cand(c, p, NULL, &t->cand) < 0 ||
+        get_dbl(c, p, ACL_KEY(BUSBW), &t->busbw) < 0 ||
+        get_dbl(c, p, ACL_KEY(OVERLAP), &t->overlap) < 0)
       return -1;
     w->traj_len++;
   }
@@ -173,32 +174,36 @@ static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
   memset(w, 0, sizeof(*w));
   if (!json_is_object(o))
     return fail(c, "%s: expected an object", c->path);
-  json_t *comm = json_object_get(o, "comm");
+  json_t *comm = json_object_get(o, ACL_KEY(WL_COMM));
   if (!json_is_string(comm))
     return fail(c, "%s.comm: expected a string", c->path);
   copy_clean(w->comm, sizeof(w->comm), json_string_value(comm));
-  if (get_int(c, o, "rank", &w->rank, -1) < 0 ||
-      get_str(c, o, "collective", w->collective, sizeof(w->collective)) < 0 ||
-      get_i64(c, o, "bytes", &w->bytes, 0) < 0 || get_int(c, o, "pipe_ops", &w->pipe_ops, 0) < 0 ||
-      get_str(c, o, "state", w->state, sizeof(w->state)) < 0 ||
-      get_str(c, o, "subspace", w->subspace, sizeof(w->subspace)) < 0 ||
-      get_str(c, o, "source", w->source, sizeof(w->source)) < 0 ||
-      get_cand(c, o, "candidate", &w->candidate) < 0 || get_cand(c, o, "best", &w->best) < 0 ||
-      get_cand(c, o, "baseline", &w->baseline) < 0 ||
-      get_dbl(c, o, "baseline_seconds", &w->baseline_seconds) < 0 ||
-      get_dbl(c, o, "best_seconds", &w->best_seconds) < 0 ||
-      get_dbl(c, o, "speedup", &w->speedup) < 0 || get_dbl(c, o, "busbw", &w->busbw) < 0 ||
-      get_dbl(c, o, "overlap", &w->overlap) < 0 ||
-      get_dbl(c, o, "time_saved_seconds", &w->time_saved_seconds) < 0 ||
-      get_dbl(c, o, "exploration_cost_seconds", &w->exploration_cost_seconds) < 0 ||
-      get_dbl(c, o, "collective_seconds", &w->collective_seconds) < 0 ||
-      get_dbl(c, o, "exposed_seconds", &w->exposed_seconds) < 0 ||
-      get_i64(c, o, "candidates_evaluated", &w->candidates_evaluated, 0) < 0 ||
-      get_i64(c, o, "calls_to_converge", &w->calls_to_converge, 0) < 0 ||
-      get_i64(c, o, "retunes", &w->retunes, 0) < 0 || get_i64(c, o, "calls", &w->calls, 0) < 0 ||
-      get_i64(c, o, "bytes_total", &w->bytes_total, 0) < 0)
+  if (get_int(c, o, ACL_KEY(RANK), &w->rank, -1) < 0 ||
+      get_str(c, o, ACL_KEY(COLLECTIVE), w->collective, sizeof(w->collective)) < 0 ||
+      get_i64(c, o, ACL_KEY(BYTES), &w->bytes, 0) < 0 ||
+      get_int(c, o, ACL_KEY(PIPE_OPS), &w->pipe_ops, 0) < 0 ||
+      get_str(c, o, ACL_KEY(STATE), w->state, sizeof(w->state)) < 0 ||
+      get_str(c, o, ACL_KEY(SUBSPACE), w->subspace, sizeof(w->subspace)) < 0 ||
+      get_str(c, o, ACL_KEY(SOURCE), w->source, sizeof(w->source)) < 0 ||
+      get_cand(c, o, ACL_KEY(CANDIDATE), &w->candidate) < 0 ||
+      get_cand(c, o, ACL_KEY(BEST), &w->best) < 0 ||
+      get_cand(c, o, ACL_KEY(BASELINE), &w->baseline) < 0 ||
+      get_dbl(c, o, ACL_KEY(BASELINE_SECONDS), &w->baseline_seconds) < 0 ||
+      get_dbl(c, o, ACL_KEY(BEST_SECONDS), &w->best_seconds) < 0 ||
+      get_dbl(c, o, ACL_KEY(SPEEDUP), &w->speedup) < 0 ||
+      get_dbl(c, o, ACL_KEY(BUSBW), &w->busbw) < 0 ||
+      get_dbl(c, o, ACL_KEY(OVERLAP), &w->overlap) < 0 ||
+      get_dbl(c, o, ACL_KEY(WL_TIME_SAVED_SECONDS), &w->time_saved_seconds) < 0 ||
+      get_dbl(c, o, ACL_KEY(EXPLORATION_COST_SECONDS), &w->exploration_cost_seconds) < 0 ||
+      get_dbl(c, o, ACL_KEY(WL_COLLECTIVE_SECONDS), &w->collective_seconds) < 0 ||
+      get_dbl(c, o, ACL_KEY(WL_EXPOSED_SECONDS), &w->exposed_seconds) < 0 ||
+      get_i64(c, o, ACL_KEY(CANDIDATES_EVALUATED), &w->candidates_evaluated, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(CALLS_TO_CONVERGE), &w->calls_to_converge, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(RETUNES), &w->retunes, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(CALLS), &w->calls, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(BYTES_TOTAL), &w->bytes_total, 0) < 0)
     return -1;
-  return parse_traj(c, json_object_get(o, "trajectory"), w);
+  return parse_traj(c, json_object_get(o, ACL_KEY(TRAJECTORY)), w);
 }
 
 static int parse_comm(pctx_t *c, json_t *o, acl_top_comm_t *m)
@@ -206,17 +211,18 @@ static int parse_comm(pctx_t *c, json_t *o, acl_top_comm_t *m)
   memset(m, 0, sizeof(*m));
   if (!json_is_object(o))
     return fail(c, "%s: expected an object", c->path);
-  json_t *id = json_object_get(o, "id");
+  json_t *id = json_object_get(o, ACL_KEY(COMM_ID));
   if (!json_is_string(id))
     return fail(c, "%s.id: expected a string", c->path);
   copy_clean(m->id, sizeof(m->id), json_string_value(id));
-  if (get_str(c, o, "name", m->name, sizeof(m->name)) < 0 ||
-      get_int(c, o, "rank", &m->rank, -1) < 0 || get_int(c, o, "nranks", &m->nranks, 0) < 0 ||
-      get_int(c, o, "nnodes", &m->nnodes, 0) < 0 ||
-      get_str(c, o, "role", m->role, sizeof(m->role)) < 0 ||
-      get_dbl(c, o, "consensus_wait_seconds", &m->consensus_wait_seconds) < 0 ||
-      get_i64(c, o, "blocks_published", &m->blocks_published, 0) < 0 ||
-      get_i64(c, o, "lock_acquisitions", &m->lock_acquisitions, 0) < 0)
+  if (get_str(c, o, ACL_KEY(COMM_NAME), m->name, sizeof(m->name)) < 0 ||
+      get_int(c, o, ACL_KEY(RANK), &m->rank, -1) < 0 ||
+      get_int(c, o, ACL_KEY(COMM_NRANKS), &m->nranks, 0) < 0 ||
+      get_int(c, o, ACL_KEY(COMM_NNODES), &m->nnodes, 0) < 0 ||
+      get_str(c, o, ACL_KEY(COMM_ROLE), m->role, sizeof(m->role)) < 0 ||
+      get_dbl(c, o, ACL_KEY(COMM_CONSENSUS_WAIT_SECONDS), &m->consensus_wait_seconds) < 0 ||
+      get_i64(c, o, ACL_KEY(COMM_BLOCKS_PUBLISHED), &m->blocks_published, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(COMM_LOCK_ACQUISITIONS), &m->lock_acquisitions, 0) < 0)
     return -1;
   return 0;
 }
@@ -232,15 +238,15 @@ static int parse_profiler(pctx_t *c, json_t *o, acl_top_profiler_t *p)
   if (!json_is_object(o))
     return fail(c, "state.profiler: expected an object or null");
   snprintf(c->path, sizeof(c->path), "profiler");
-  if (get_str(c, o, "source", p->source, sizeof(p->source)) < 0 ||
-      get_bool(c, o, "cupti_available", &p->cupti_available) < 0 ||
-      get_bool(c, o, "cupti_backed_off", &p->cupti_backed_off) < 0 ||
-      get_i64(c, o, "records", &p->records, 0) < 0 ||
-      get_i64(c, o, "records_dropped", &p->records_dropped, 0) < 0 ||
-      get_i64(c, o, "samples", &p->samples, 0) < 0 ||
-      get_i64(c, o, "ambiguous", &p->ambiguous, 0) < 0 ||
-      get_i64(c, o, "mismatches", &p->mismatches, 0) < 0 ||
-      get_dbl(c, o, "sample_latency_seconds", &p->sample_latency_seconds) < 0)
+  if (get_str(c, o, ACL_KEY(PROF_SOURCE), p->source, sizeof(p->source)) < 0 ||
+      get_bool(c, o, ACL_KEY(PROF_CUPTI_AVAILABLE), &p->cupti_available) < 0 ||
+      get_bool(c, o, ACL_KEY(PROF_CUPTI_BACKED_OFF), &p->cupti_backed_off) < 0 ||
+      get_i64(c, o, ACL_KEY(PROF_RECORDS), &p->records, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(PROF_RECORDS_DROPPED), &p->records_dropped, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(PROF_SAMPLES), &p->samples, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(PROF_AMBIGUOUS), &p->ambiguous, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(PROF_MISMATCHES), &p->mismatches, 0) < 0 ||
+      get_dbl(c, o, ACL_KEY(PROF_SAMPLE_LATENCY_SECONDS), &p->sample_latency_seconds) < 0)
     return -1;
   c->path[0] = '\0';
   return 0;
@@ -268,7 +274,7 @@ static int parse_root(pctx_t *c, json_t *root, acl_top_model_t *m)
 {
   if (!json_is_object(root))
     return fail(c, "state: expected a JSON object");
-  json_t *ver = json_object_get(root, "version");
+  json_t *ver = json_object_get(root, ACL_KEY(VERSION));
   if (!json_is_integer(ver))
     return fail(c, "state.version: missing or not an integer");
   if (json_integer_value(ver) != ACL_TOP_SCHEMA_VERSION)
@@ -276,27 +282,27 @@ static int parse_root(pctx_t *c, json_t *root, acl_top_model_t *m)
                 (long long)json_integer_value(ver), ACL_TOP_SCHEMA_VERSION);
   m->version = ACL_TOP_SCHEMA_VERSION;
   int64_t pid;
-  if (get_str(c, root, "host", m->host, sizeof(m->host)) < 0 ||
-      get_i64(c, root, "pid", &pid, 0) < 0 ||
-      get_int(c, root, "local_rank", &m->local_rank, -1) < 0 ||
-      get_str(c, root, "mode", m->mode, sizeof(m->mode)) < 0 ||
-      get_dbl(c, root, "uptime_seconds", &m->uptime_seconds) < 0)
+  if (get_str(c, root, ACL_KEY(HOST), m->host, sizeof(m->host)) < 0 ||
+      get_i64(c, root, ACL_KEY(PID), &pid, 0) < 0 ||
+      get_int(c, root, ACL_KEY(LOCAL_RANK), &m->local_rank, -1) < 0 ||
+      get_str(c, root, ACL_KEY(MODE), m->mode, sizeof(m->mode)) < 0 ||
+      get_dbl(c, root, ACL_KEY(UPTIME_SECONDS), &m->uptime_seconds) < 0)
     return -1;
   m->pid = pid;
-  if (parse_profiler(c, json_object_get(root, "profiler"), &m->profiler) < 0)
+  if (parse_profiler(c, json_object_get(root, ACL_KEY(PROFILER)), &m->profiler) < 0)
     return -1;
-  json_t *tr = json_object_get(root, "workloads_truncated");
+  json_t *tr = json_object_get(root, ACL_KEY(WORKLOADS_TRUNCATED));
   if (tr && !json_is_null(tr) && !json_is_boolean(tr))
     return fail(c, "state.workloads_truncated: expected true, false or null");
   m->truncated = json_is_true(tr);
 
-  json_t *comms = json_object_get(root, "communicators");
+  json_t *comms = json_object_get(root, ACL_KEY(COMMUNICATORS));
   if (comms && !json_is_null(comms) && !json_is_array(comms))
     return fail(c, "state.communicators: expected an array");
   size_t nc = json_is_array(comms) ? json_array_size(comms) : 0;
   if (nc > ACL_TOP_MAX_COMMS)
     return fail(c, "state.communicators: %zu entries, more than %d", nc, ACL_TOP_MAX_COMMS);
-  json_t *wls = json_object_get(root, "workloads");
+  json_t *wls = json_object_get(root, ACL_KEY(WORKLOADS));
   if (!json_is_array(wls))
     return fail(c, "state.workloads: missing or not an array");
   size_t nw = json_array_size(wls);

@@ -1,6 +1,8 @@
 /* Output without curses: the -b text table and the --json merged document. */
 #include "tui/top.h"
 
+#include "observe/observe.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -72,13 +74,14 @@ static json_t *source_obj(const acl_top_model_t *m, const acl_top_source_status_
   bad |= set_new(o, "status", json_string(st->status ? st->status : "-"));
   bad |= set_new(o, "error", st->error ? json_string(st->error) : json_null());
   json_t *root = m ? (json_t *)m->json : NULL;
-  static const char *const keep[] = {
-      "host",           "pid",      "local_rank",    "mode",
-      "uptime_seconds", "profiler", "communicators", "workloads_truncated"};
+  static const acl_field_t keep[] = {
+      ACL_F_HOST,           ACL_F_PID,      ACL_F_LOCAL_RANK,    ACL_F_MODE,
+      ACL_F_UPTIME_SECONDS, ACL_F_PROFILER, ACL_F_COMMUNICATORS, ACL_F_WORKLOADS_TRUNCATED};
   for (size_t i = 0; root && i < sizeof(keep) / sizeof(keep[0]); i++) {
-    json_t *v = json_object_get(root, keep[i]);
+    const char *k = acl_fields[keep[i]].key;
+    json_t *v = json_object_get(root, k);
     if (v)
-      bad |= json_object_set(o, keep[i], v);
+      bad |= json_object_set(o, k, v);
   }
   if (bad) {
     json_decref(o);
@@ -125,7 +128,7 @@ char *acl_top_json_merged(const acl_top_view_t *v, const acl_top_model_t *const 
   for (int r = 0; r < v->nrows; r++) {
     const acl_top_row_t *row = &v->rows[r];
     const acl_top_model_t *m = models[row->source];
-    json_t *arr = json_object_get((json_t *)m->json, "workloads");
+    json_t *arr = json_object_get((json_t *)m->json, ACL_KEY(WORKLOADS));
     json_t *orig = json_array_get(arr, (size_t)(row->w - m->workloads));
     json_t *o = orig ? json_deep_copy(orig) : json_object();
     if (!o)

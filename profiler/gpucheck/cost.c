@@ -150,7 +150,7 @@ int main(int argc, char **argv)
   double wall = acl_mono_s() - t0;
   usleep(300000); /* the last window's samples */
   acl_prof_flush(p);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   acl_prof_stats_ex_t x;
   acl_prof_stats_ex(p, &x);

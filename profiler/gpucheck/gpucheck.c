@@ -235,7 +235,7 @@ static int single_gpu(void)
   cfg.profiler = ACL_PROF_CUPTI; /* always attached: every call sampled */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   void *pr = acl_prof_rank_attach(p, &rank_ids[0], 0x1234, 0, 1);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   printf("RESULT source %s\n", st.source);
   check("cupti_source", strcmp(st.source, "cupti") == 0, "source=%s", st.source);
@@ -397,7 +397,7 @@ static int two_gpu_nccl(void)
   acl_config_defaults(&cfg);
   cfg.profiler = ACL_PROF_CUPTI; /* always attached: every call sampled */
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   check("cupti_source", strcmp(st.source, "cupti") == 0, "source=%s", st.source);
   targ_t a[2];

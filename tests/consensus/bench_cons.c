@@ -72,7 +72,7 @@ int main(int argc, char **argv)
                                     .ran_proto = -1});
       }
   }
-  acl_snap_workload_t *ws = calloc(NW, sizeof(*ws));
+  acl_cons_wl_stats_t *ws = calloc(NW, sizeof(*ws));
   int n = acl_cons_snapshot(c[0], NULL, ws, NW), conv = 0;
   for (int i = 0; i < n; i++)
     conv += acl_phase_decided(ws[i].phase);

@@ -285,7 +285,7 @@ Test(fail, crashed_lock_holder, .timeout = 30)
   cr_assert_eq(st.recoveries, 1);
   cr_assert_eq(st.attached, 1, "the dead process's rank still counted");
   /* widx 0 (k) was dirty: disabled, NCCL's choice from now on */
-  acl_snap_workload_t w[4];
+  acl_cons_wl_stats_t w[4];
   int n = acl_cons_snapshot(ca, NULL, w, 4);
   cr_assert_eq(n, 2);
   int dis = (w[0].phase == ACL_PHASE_DISABLED) + (w[1].phase == ACL_PHASE_DISABLED);
@@ -433,7 +433,7 @@ Test(fail, skew_removed_fastest_rank_kept)
                                            .ran_algo = -1,
                                            .ran_proto = -1});
   }
-  acl_snap_workload_t w[4];
+  acl_cons_wl_stats_t w[4];
   cr_assert_eq(acl_cons_snapshot(ca, NULL, w, 4), 1);
   cr_assert(w[0].has_baseline);
   cr_assert_float_eq(w[0].baseline_seconds, 10e-6, 1e-9, "baseline %g s: the skew was kept",

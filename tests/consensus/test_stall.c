@@ -160,7 +160,7 @@ Test(stall, full_workload_table_is_said_once_and_counted, .timeout = 30)
   char *log = cap_end();
   acl_cons_stats_t st;
   acl_cons_stats(ca, &st);
-  acl_snap_comm_t comm;
+  acl_cons_comm_stats_t comm;
   acl_cons_snapshot(ca, &comm, NULL, 0);
   acl_cons_destroy(ca);
   cr_assert_eq(nccl, 6);

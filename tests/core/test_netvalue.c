@@ -1,4 +1,4 @@
-/* core/netvalue: the net-value arithmetic on known call sequences. A small
+/* observe/ net value: the net-value arithmetic on known call sequences. A small
  * replay drives the folds the way the plugin does: monotonic per-class
  * totals, folded with the baseline and best known at that moment. */
 #include <criterion/criterion.h>
@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/netvalue.h"
-#include "core/report.h"
+#include "observe/observe.h"
 
 typedef struct replay {
   acl_netvalue_t nv;
@@ -192,7 +191,7 @@ Test(netvalue, bad_inputs)
   NEAR(nv.saved_seconds, 0.5 + 0.5);                    /* ... beside the decided call's */
 }
 
-/* The job report (core/report.h): totals are the rows' sums, the decision is
+/* The job report (observe/observe.h): totals are the rows' sums, the decision is
  * absent while searching, state names come from acl_phase_name. */
 Test(report, totals_rows_and_text)
 {

@@ -116,7 +116,7 @@ static void ch_stop(void *h, uint64_t t)
 Test(ncclev, mask_and_source)
 {
   cr_assert_eq(acl_prof_nccl_mask(P), ncclProfileColl | ncclProfileKernelCh);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(P, &st);
   cr_assert_str_eq(st.source, "nccl");
   cr_assert_eq(st.sample_latency_seconds, -1.0);
@@ -138,7 +138,7 @@ Test(ncclev, coll_kernelch_sample_out_of_order_stops)
   cr_assert_eq(got[0].tag.call_idx, 5);
   cr_assert_float_eq(got[0].seconds, 4100e-9, 1e-15); /* max(stop) - min(start) */
   cr_assert_lt(got[0].overlap, 0.0f, "overlap unknown without CUPTI");
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(P, &st);
   cr_assert_eq(st.samples, 1);
   cr_assert_eq(st.mismatches, 0);
@@ -222,7 +222,7 @@ Test(ncclev, mismatch_and_clamp_logged_once_per_workload)
   t = tag(4, 2 << 20, 10, ACL_ALGO_NCCL, 0, 0); /* NCCL's own choice: no check */
   acl_prof_on_call(P, R, &t, 0, false);
   acl_prof_nccl_stop(P, coll_start("AllReduce", 1 << 19, "ncclFloat32", 8, "RING", "LL"));
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(P, &st);
   cr_assert_eq(st.mismatches, 4);
   acl_prof_stats_ex_t x;
@@ -283,7 +283,7 @@ Test(ncclev, pool_bounded_no_leak)
     ch_stop(k0, 40);
   }
   cr_assert_eq(ngot, 10000);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(P, &st);
   cr_assert_eq(st.records_dropped, 0);
 }

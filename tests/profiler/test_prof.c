@@ -51,7 +51,7 @@ Test(prof, bogus_cupti_path_falls_back_to_nccl)
   acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   cr_assert_not_null(p);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "nccl");
   cr_assert_not(st.cupti_available);
@@ -76,7 +76,7 @@ Test(prof, auto_tries_cupti_and_falls_back_quietly)
   acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   cr_assert_not_null(p);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "nccl");
   cr_assert_str_eq(st.cupti_window, "");
@@ -100,7 +100,7 @@ Test(prof, nccl_never_loads_cupti)
   acl_prof_opts_t o = {.cupti_lib = "/nonexistent/libcupti.so.13"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
   cr_assert_not_null(p);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "nccl");
   cr_assert_null(strstr(logbuf, "/nonexistent/libcupti.so.13"), "CUPTI was tried: %s", logbuf);
@@ -145,7 +145,7 @@ Test(prof, not_a_cupti_library_falls_back)
   cfg.profiler = ACL_PROF_CUPTI;
   acl_prof_opts_t o = {.cupti_lib = "libm.so.6"};
   acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "nccl");
 #ifdef ACL_HAVE_CUPTI
@@ -163,7 +163,7 @@ Test(prof, off_modes_ask_nothing)
   cfg.profiler = ACL_PROF_OFF;
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
   cr_assert_eq(acl_prof_nccl_mask(p), 0);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "none");
   void *r = acl_prof_rank_attach(p, &cfg, 1, 0, 2);
@@ -233,7 +233,7 @@ Test(prof, sim_feed_overlap_per_rank)
   acl_config_defaults(&cfg);
   snprintf(cfg.sim_feed, sizeof(cfg.sim_feed), "%s", name);
   acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
-  acl_snap_profiler_t st;
+  acl_prof_stats_t st;
   acl_prof_stats(p, &st);
   cr_assert_str_eq(st.source, "sim");
   cr_assert_eq(acl_prof_nccl_mask(p), ncclProfileColl | ncclProfileKernelCh);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""autoccl-top against the real endpoint (web/server.c + core/render.c) as
+"""autoccl-top against the real endpoint (web/server.c + observe/render.c) as
 served by tests/web's acl-web-fixture: the state it renders must parse, the
 rows must match it, the SSE stream must be followed, and a restart on the
 same port must be recovered from. Bounded in time.

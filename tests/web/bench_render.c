@@ -7,7 +7,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
-#include "core/render.h"
+#include "observe/observe.h"
 
 int main(int argc, char **argv)
 {

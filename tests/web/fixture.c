@@ -15,8 +15,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/netvalue.h"
-#include "core/render.h"
+#include "observe/observe.h"
 #include "web/server.h"
 
 typedef struct fixture {

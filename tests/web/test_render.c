@@ -1,79 +1,15 @@
-/* Renderers: histogram buckets, Prometheus exposition invariants, the state
- * JSON (parsed with jansson when available) and SSE event payloads. */
+/* Renderers: histogram buckets, the Prometheus exposition's invariants and
+ * the UTF-8 checks of the label escaping. The JSON documents:
+ * test_render_json.c. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/render.h"
-#include "core/render_util.h"
-#include "core/snapshot.h"
-
-#ifdef ACL_HAVE_JANSSON
-#include <jansson.h>
-#endif
-
-static acl_snapshot_t *snap_new(void)
-{
-  acl_snapshot_t *s = calloc(1, sizeof(*s));
-  cr_assert_not_null(s);
-  s->version = ACL_SNAPSHOT_VERSION;
-  strcpy(s->hostname, "node-1");
-  s->pid = 42;
-  strcpy(s->mode, "online");
-  s->uptime_seconds = 3.5;
-  strcpy(s->profiler.source, "nccl");
-  s->profiler.records = 120;
-  s->profiler.sample_latency_seconds = -1;
-  return s;
-}
-
-static acl_snap_comm_t *add_comm(acl_snapshot_t *s, uint64_t id, const char *name, int rank)
-{
-  acl_snap_comm_t *c = &s->comms[s->ncomms++];
-  c->id = id;
-  snprintf(c->name, sizeof(c->name), "%s", name);
-  c->rank = rank;
-  c->nranks = 4;
-  c->nnodes = 1;
-  strcpy(c->role, "decider");
-  c->consensus_wait_seconds = 0.5;
-  c->blocks_published = 7;
-  return c;
-}
-
-static acl_snap_workload_t *add_wl(acl_snapshot_t *s, int comm, int coll, uint64_t bytes)
-{
-  acl_snap_workload_t *w = &s->workloads[s->nworkloads++];
-  w->comm = comm;
-  w->rank = s->comms[comm].rank;
-  w->key.comm_id = s->comms[comm].id;
-  w->key.coll = (uint8_t)coll;
-  w->key.nbytes = bytes;
-  w->key.num_pipe_ops = 1;
-  w->phase = ACL_PHASE_EXPLORING;
-  w->current = (acl_candidate_t){.algo = 1, .proto = 2, .nchannels = 16};
-  return w;
-}
-
-static char *metrics_of(const acl_snapshot_t *s)
-{
-  acl_strbuf_t sb;
-  acl_sb_init(&sb);
-  acl_render_metrics(s, &sb);
-  cr_assert(acl_sb_ok(&sb));
-  return acl_sb_steal(&sb, NULL);
-}
-
-__attribute__((unused)) static char *state_of(const acl_snapshot_t *s)
-{
-  acl_strbuf_t sb;
-  acl_sb_init(&sb);
-  acl_render_state_json(s, &sb);
-  cr_assert(acl_sb_ok(&sb));
-  return acl_sb_steal(&sb, NULL);
-}
+#include "observe/observe.h"
+#include "observe/observe_int.h"
+#include "tests/web/render_helpers.h"
 
 static int count_substr(const char *hay, const char *needle)
 {
@@ -401,150 +337,6 @@ Test(metrics, bounded_at_max_workloads)
   free(s);
 }
 
-#ifdef ACL_HAVE_JANSSON
-static json_t *parse(const char *text)
-{
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  cr_assert_not_null(j, "invalid JSON at %d:%d: %s\n%s", e.line, e.column, e.text, text);
-  return j;
-}
-
-Test(state, schema_and_nulls)
-{
-  acl_snapshot_t *s = snap_new();
-  add_comm(s, 0x1a2b3c4d5e6f7081ULL, "dp", 0);
-  acl_snap_workload_t *w = add_wl(s, 0, 4, 33554432);
-  w->has_baseline = true;
-  w->baseline = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-  w->baseline_seconds = 0.00041;
-  w->has_best = true;
-  w->best = (acl_candidate_t){.algo = 1, .proto = 2, .nchannels = 24};
-  w->best_seconds = 0.000371;
-  w->has_speedup = true;
-  w->speedup = INFINITY; /* never emitted as Inf */
-  w->has_net = true;
-  w->time_saved_seconds = -0.0025; /* a loss is shown, not hidden */
-  w->exploration_cost_seconds = 0.004;
-  w->traj_len = 2;
-  w->traj[0] = (acl_traj_point_t){
-      .step = 0, .cand = {.algo = ACL_ALGO_NCCL}, .busbw = 1.45e11f, .overlap = -1};
-  w->traj[1] = (acl_traj_point_t){
-      .step = 1, .cand = {.algo = 1, .proto = 2, .nchannels = 16}, .busbw = NAN, .overlap = 0.5f};
-  w->source = 2;
-  acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
-  u->phase = ACL_PHASE_WARMUP;
-  u->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-  strcpy(s->hostname, "h\xff");
-  char *text = state_of(s);
-  json_t *j = parse(text);
-  cr_assert_eq(json_integer_value(json_object_get(j, "version")), 1);
-  cr_assert_str_eq(json_string_value(json_object_get(j, "host")), "h\xEF\xBF\xBD");
-  cr_assert(
-      json_is_null(json_object_get(json_object_get(j, "profiler"), "sample_latency_seconds")));
-  json_t *c = json_array_get(json_object_get(j, "communicators"), 0);
-  cr_assert_str_eq(json_string_value(json_object_get(c, "id")), "0x1a2b3c4d5e6f7081");
-  json_t *ws = json_object_get(j, "workloads");
-  cr_assert_eq(json_array_size(ws), 2);
-  json_t *a = json_array_get(ws, 0);
-  cr_assert_str_eq(json_string_value(json_object_get(a, "comm")), "0x1a2b3c4d5e6f7081");
-  cr_assert_str_eq(json_string_value(json_object_get(a, "collective")), "AllReduce");
-  cr_assert_eq(json_integer_value(json_object_get(a, "bytes")), 33554432);
-  cr_assert_str_eq(json_string_value(json_object_get(a, "state")), "exploring");
-  cr_assert_str_eq(json_string_value(json_object_get(a, "subspace")), "RING/SIMPLE");
-  cr_assert_eq(json_integer_value(json_object_get(json_object_get(a, "best"), "channels")), 24);
-  cr_assert(json_is_null(json_object_get(json_object_get(a, "baseline"), "proto")));
-  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "baseline"), "algo")),
-                   "NCCL");
-  cr_assert(json_is_null(json_object_get(a, "speedup")), "Inf must render as null");
-  cr_assert(json_is_null(json_object_get(a, "busbw")));
-  cr_assert(json_is_null(json_object_get(a, "calls_to_converge")));
-  cr_assert_float_eq(json_real_value(json_object_get(a, "best_seconds")), 0.000371, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "time_saved_seconds")), -0.0025, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "exploration_cost_seconds")), 0.004,
-                     1e-12);
-  json_t *t = json_object_get(a, "trajectory");
-  cr_assert_eq(json_array_size(t), 2);
-  cr_assert(json_is_null(json_object_get(json_array_get(t, 0), "overlap")));
-  cr_assert(json_is_null(json_object_get(json_array_get(t, 1), "busbw")));
-  cr_assert_float_eq(json_number_value(json_object_get(json_array_get(t, 0), "busbw")), 1.45e11,
-                     1e5);
-  cr_assert_str_eq(json_string_value(json_object_get(a, "source")), "table");
-  json_t *b = json_array_get(ws, 1);
-  cr_assert_str_eq(json_string_value(json_object_get(b, "source")), "nccl");
-  cr_assert(json_is_null(json_object_get(b, "subspace")));
-  cr_assert(json_is_null(json_object_get(b, "best")));
-  cr_assert(json_is_null(json_object_get(b, "baseline")));
-  cr_assert(json_is_null(json_object_get(b, "baseline_seconds")));
-  cr_assert(json_is_null(json_object_get(b, "time_saved_seconds")), "unpriced: null, not 0");
-  cr_assert(json_is_null(json_object_get(b, "exploration_cost_seconds")));
-  cr_assert(json_is_null(json_object_get(b, "overlap")));
-  cr_assert(json_is_false(json_object_get(j, "workloads_truncated")));
-  json_decref(j);
-  free(text);
-  free(s);
-}
-
-Test(state, empty_and_full_snapshots_are_valid_json)
-{
-  acl_snapshot_t *s = calloc(1, sizeof(*s));
-  char *text = state_of(s);
-  json_t *j = parse(text);
-  cr_assert_eq(json_array_size(json_object_get(j, "workloads")), 0);
-  json_decref(j);
-  free(text);
-  for (int i = 0; i < ACL_SNAP_MAX_COMMS; i++)
-    add_comm(s, (uint64_t)i + 1, "c", i);
-  for (int i = 0; i < ACL_SNAP_MAX_WORKLOADS; i++) {
-    acl_snap_workload_t *w = add_wl(s, i % ACL_SNAP_MAX_COMMS, i % 5, (uint64_t)i);
-    w->traj_len = ACL_SNAP_TRAJ + 5; /* out of range: clamped */
-  }
-  s->workloads_truncated = true;
-  s->comms[0].rank = -1;
-  s->workloads[0].rank = -1;
-  text = state_of(s);
-  j = parse(text);
-  cr_assert_eq(json_array_size(json_object_get(j, "workloads")), ACL_SNAP_MAX_WORKLOADS);
-  cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "workloads"), 0),
-                                               "trajectory")),
-               ACL_SNAP_TRAJ);
-  cr_assert(
-      json_is_null(json_object_get(json_array_get(json_object_get(j, "workloads"), 0), "rank")));
-  cr_assert(json_is_true(json_object_get(j, "workloads_truncated")));
-  json_decref(j);
-  free(text);
-  free(s);
-}
-
-Test(event, one_line_json)
-{
-  acl_snapshot_t *s = snap_new();
-  add_comm(s, 0xabc, "dp", 2);
-  acl_snap_workload_t *w = add_wl(s, 0, 3, 65536);
-  w->traj_len = 3;
-  w->traj[2].step = 12;
-  w->has_busbw = true;
-  w->busbw = 1.5e11;
-  acl_strbuf_t sb;
-  acl_sb_init(&sb);
-  acl_render_event_json(s, w, &sb);
-  cr_assert_null(strchr(sb.data, '\n'));
-  json_t *j = parse(sb.data);
-  cr_assert_str_eq(json_string_value(json_object_get(j, "comm")), "0x0000000000000abc");
-  cr_assert_eq(json_integer_value(json_object_get(j, "rank")), 2);
-  cr_assert_str_eq(json_string_value(json_object_get(j, "collective")), "ReduceScatter");
-  cr_assert_eq(json_integer_value(json_object_get(j, "step")), 12);
-  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "candidate"), "algo")),
-                   "RING");
-  cr_assert(json_is_null(json_object_get(j, "best")));
-  cr_assert(json_is_null(json_object_get(j, "speedup")));
-  cr_assert_float_eq(json_number_value(json_object_get(j, "busbw")), 1.5e11, 1);
-  json_decref(j);
-  acl_sb_free(&sb);
-  free(s);
-}
-#endif
-
 Test(util, utf8_sequences)
 {
   cr_assert_eq(acl_utf8_seq((const unsigned char *)"a", 1), 1);
@@ -556,74 +348,40 @@ Test(util, utf8_sequences)
   cr_assert_eq(acl_utf8_seq((const unsigned char *)"\xf4\x90\x80\x80", 4), 0, "> U+10FFFF");
 }
 
-/* Exposed communication: per workload and for the job, beside the net time
- * saved; absent (null, no series) while no overlap was measured. */
-Test(render, exposed_time_per_workload_and_job)
+/* Every family of the field table is rendered, with the table's type, once
+ * every figure is known: a row nobody renders (or a renderer that lost its
+ * row) fails here. */
+Test(metrics, every_family_of_the_table_is_rendered)
 {
   acl_snapshot_t *s = snap_new();
+  snprintf(s->profiler.cupti_window, sizeof(s->profiler.cupti_window), "open");
+  s->profiler.sample_latency_seconds = 0.004;
   add_comm(s, 0x1a2b3c4d5e6f7081ULL, "dp", 0);
   acl_snap_workload_t *w = add_wl(s, 0, 4, 33554432);
-  w->has_exposed = true;
-  w->collective_seconds = 2.0;
+  w->has_baseline = w->has_best = w->has_speedup = w->has_busbw = w->has_overlap = true;
+  w->has_exposed = w->has_net = true;
+  w->baseline_seconds = 2e-3;
+  w->best_seconds = 1e-3;
+  w->speedup = 2.0;
+  w->busbw = 1e11;
+  w->overlap = 0.5;
+  w->collective_seconds = 1.0;
   w->exposed_seconds = 0.5;
-  w->exposed_share = 0.25;
-  w->has_net = true;
-  w->time_saved_seconds = 0.125;
-  acl_snap_workload_t *u = add_wl(s, 0, 2, 1024);
-  u->has_exposed = true;
-  u->collective_seconds = 1.0;
-  u->exposed_seconds = 1.0;
-  u->exposed_share = 1.0;
-  acl_snap_workload_t *x = add_wl(s, 0, 3, 4096); /* overlap never measured */
-  (void)x;
-  snprintf(s->profiler.source, sizeof(s->profiler.source), "cupti");
-  snprintf(s->profiler.cupti_window, sizeof(s->profiler.cupti_window), "closed");
-  s->profiler.cupti_on_ms = 100;
-  s->profiler.cupti_period_ms = 5000;
-  s->profiler.cupti_windows = 7;
-  s->profiler.cupti_on_seconds = 0.7;
-  char *text = state_of(s);
-  json_t *j = parse(text);
-  json_t *ws = json_object_get(j, "workloads");
-  json_t *a = json_array_get(ws, 0);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "exposed_seconds")), 0.5, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "exposed_share")), 0.25, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(a, "collective_seconds")), 2.0, 1e-12);
-  cr_assert(json_is_null(json_object_get(json_array_get(ws, 2), "exposed_seconds")));
-  json_t *job = json_object_get(j, "job");
-  cr_assert_float_eq(json_number_value(json_object_get(job, "collective_seconds")), 3.0, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_seconds")), 1.5, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(job, "exposed_share")), 0.5, 1e-12);
-  cr_assert_float_eq(json_number_value(json_object_get(job, "time_saved_seconds")), 0.125, 1e-12);
-  cr_assert_eq(json_integer_value(json_object_get(job, "ranks")), 1);
-  cr_assert_float_eq(json_number_value(json_object_get(job, "time_saved_per_rank_seconds")), 0.125,
-                     1e-12);
-  json_t *p = json_object_get(j, "profiler");
-  cr_assert_str_eq(json_string_value(json_object_get(p, "cupti_window")), "closed");
-  cr_assert_eq(json_integer_value(json_object_get(p, "cupti_windows")), 7);
-  json_decref(j);
-  free(text);
+  w->calls_to_converge = 100;
+  w->calls = 10;
   char *m = metrics_of(s);
-  cr_assert(strstr(m, "autoccl_workload_exposed_seconds_total{comm=\"dp\",rank=\"0\","));
-  cr_assert(strstr(m, "# TYPE autoccl_workload_exposed_seconds_total counter"));
-  cr_assert(strstr(m, "autoccl_job_exposed_seconds_total 1.5\n"), "%s", m);
-  cr_assert(strstr(m, "autoccl_job_time_saved_seconds 0.125\n"));
-  cr_assert(strstr(m, "autoccl_profiler_cupti_windows_total 7\n"));
+  int families = 0;
+  for (int f = 0; f < ACL_F_COUNT; f++) {
+    if (!acl_fields[f].metric[0])
+      continue;
+    char want[160];
+    snprintf(want, sizeof(want), "# TYPE %s %s\n", acl_fields[f].metric,
+             acl_metric_type_name(acl_fields[f].type));
+    cr_expect_eq(count_substr(m, want), 1, "%s", want);
+    families++;
+  }
+  cr_assert_gt(families, 40);
+  cr_assert_eq(count_substr(m, "# TYPE "), families, "no family outside the table");
   free(m);
-  /* nothing measured: no job series, job fields null */
-  for (int i = 0; i < s->nworkloads; i++)
-    s->workloads[i].has_exposed = s->workloads[i].has_net = false;
-  s->profiler.cupti_window[0] = 0;
-  m = metrics_of(s);
-  cr_assert_null(strstr(m, "autoccl_job_exposed_seconds_total"));
-  cr_assert_null(strstr(m, "autoccl_workload_exposed_seconds_total{"));
-  cr_assert_null(strstr(m, "autoccl_profiler_cupti_windows_total"));
-  free(m);
-  text = state_of(s);
-  j = parse(text);
-  cr_assert(json_is_null(json_object_get(json_object_get(j, "job"), "exposed_seconds")));
-  cr_assert(json_is_null(json_object_get(json_object_get(j, "profiler"), "cupti_window")));
-  json_decref(j);
-  free(text);
   free(s);
 }

@@ -130,7 +130,70 @@ acl_relay_fig_t cons_figures_locked(const cons_wl_t *w)
   return f;
 }
 
-int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *ws, int max)
+/* Workload i's figures (the lock held). */
+static void wl_stats_locked(acl_cons_t *c, bool lead, uint32_t i, cons_wl_t *w,
+                            acl_cons_wl_stats_t *o)
+{
+  memset(o, 0, sizeof(*o));
+  o->rank = c->rank;
+  o->widx = i;
+  o->key = w->key;
+  o->phase = (acl_phase_t)w->phase;
+  uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed);
+  cons_blk_t b;
+  if (nb && cons_ring_read(w, nb - 1, &b))
+    o->current = b.cand;
+  else
+    o->current.algo = ACL_ALGO_NCCL;
+  if (w->disabled)
+    return;
+  /* The leader host's search (also after rank 0 left: the ranks that
+   * finalize later still report it); follower hosts hold blocks and the
+   * leader's figures. */
+  if (!lead && w->nblocks_search == 0) {
+    const acl_relay_fig_t *f = &w->lead_fig;
+    o->has_baseline = f->baseline_seconds > 0;
+    o->baseline_seconds = f->baseline_seconds;
+    o->has_best = f->best_seconds > 0;
+    o->best_seconds = f->best_seconds;
+    o->has_speedup = f->speedup > 0;
+    o->speedup = f->speedup;
+    o->has_speedup_ci = f->paired && f->speedup_lo > 0;
+    o->speedup_lo = f->speedup_lo;
+    o->speedup_hi = f->speedup_hi;
+    o->source = f->source;
+    return;
+  }
+  acl_search_report_t r;
+  acl_search_report(&w->search, &r);
+  o->phase = r.phase;
+  o->current = r.current;
+  o->best = r.best;
+  o->baseline = r.baseline;
+  o->has_baseline = r.baseline_seconds > 0;
+  o->baseline_seconds = r.baseline_seconds;
+  o->has_best = r.best_seconds > 0;
+  o->best_seconds = r.best_seconds;
+  o->has_speedup = r.speedup > 0;
+  o->speedup = r.speedup;
+  o->has_speedup_ci = r.speedup_paired && r.speedup_lo > 0;
+  o->speedup_lo = r.speedup_lo;
+  o->speedup_hi = r.speedup_hi;
+  o->has_busbw = r.busbw > 0;
+  o->busbw = r.busbw;
+  o->has_overlap = r.overlap >= 0;
+  o->overlap = r.overlap >= 0 ? r.overlap : 0;
+  o->candidates_evaluated = r.candidates_evaluated;
+  o->calls_to_converge = r.calls_to_converge;
+  o->retunes = r.retunes;
+  o->source = r.source;
+  o->samples = r.samples;
+  o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_CONS_TRAJ);
+}
+
+int acl_cons_snapshot_each(acl_cons_t *c, acl_cons_comm_stats_t *comm,
+                           void (*each)(void *user, const acl_cons_wl_stats_t *w), void *user,
+                           int max)
 {
   if (!c)
     return 0;
@@ -140,15 +203,14 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
     comm->rank = c->rank;
     comm->nranks = c->nranks;
     comm->nnodes = c->nnodes;
-    snprintf(comm->role, sizeof(comm->role), "%s", lead ? "decider" : "follower");
-    comm->consensus_wait_seconds =
-        (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
+    comm->decider = lead;
+    comm->wait_seconds = (double)atomic_load_explicit(&c->wait_ns, memory_order_relaxed) * 1e-9;
     comm->blocks_published = atomic_load_explicit(&c->blocks_published, memory_order_relaxed);
     comm->lock_acquisitions = atomic_load_explicit(&c->lock_acq, memory_order_relaxed);
     comm->samples_busy = atomic_load_explicit(&c->samples_busy, memory_order_relaxed);
     comm->workloads_refused = atomic_load_explicit(&c->refused_keys, memory_order_relaxed);
   }
-  if (!ws || max <= 0)
+  if (!each || max <= 0)
     return 0;
   if (cons_lock(c, false, ACL_CONS_OBS_LOCK_MS, NULL, 0) != 0)
     return 0;
@@ -157,69 +219,34 @@ int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t 
   if (n > (uint32_t)c->set.max_workloads) /* the header's word bounded by the mapping */
     n = (uint32_t)c->set.max_workloads;
   int k = 0;
+  acl_cons_wl_stats_t o; /* one at a time: no array of them on any path */
   for (uint32_t i = 0; i < n && k < max; i++) {
     cons_wl_t *w = cons_wl(h, i);
     if (!atomic_load_explicit(&w->present, memory_order_relaxed))
       continue;
-    acl_snap_workload_t *o = &ws[k++];
-    memset(o, 0, sizeof(*o));
-    o->rank = c->rank;
-    o->widx = i;
-    o->key = w->key;
-    o->phase = (acl_phase_t)w->phase;
-    uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed);
-    cons_blk_t b;
-    if (nb && cons_ring_read(w, nb - 1, &b))
-      o->current = b.cand;
-    else
-      o->current.algo = ACL_ALGO_NCCL;
-    if (w->disabled)
-      continue;
-    /* The leader host's search (also after rank 0 left: the ranks that
-     * finalize later still report it); follower hosts hold blocks and the
-     * leader's figures. */
-    if (!lead && w->nblocks_search == 0) {
-      const acl_relay_fig_t *f = &w->lead_fig;
-      o->has_baseline = f->baseline_seconds > 0;
-      o->baseline_seconds = f->baseline_seconds;
-      o->has_best = f->best_seconds > 0;
-      o->best_seconds = f->best_seconds;
-      o->has_speedup = f->speedup > 0;
-      o->speedup = f->speedup;
-      o->has_speedup_ci = f->paired && f->speedup_lo > 0;
-      o->speedup_lo = f->speedup_lo;
-      o->speedup_hi = f->speedup_hi;
-      o->source = f->source;
-      continue;
-    }
-    acl_search_report_t r;
-    acl_search_report(&w->search, &r);
-    o->phase = r.phase;
-    o->current = r.current;
-    o->best = r.best;
-    o->baseline = r.baseline;
-    o->has_baseline = r.baseline_seconds > 0;
-    o->baseline_seconds = r.baseline_seconds;
-    o->has_best = r.best_seconds > 0;
-    o->best_seconds = r.best_seconds;
-    o->has_speedup = r.speedup > 0;
-    o->speedup = r.speedup;
-    o->has_speedup_ci = r.speedup_paired && r.speedup_lo > 0;
-    o->speedup_lo = r.speedup_lo;
-    o->speedup_hi = r.speedup_hi;
-    o->has_busbw = r.busbw > 0;
-    o->busbw = r.busbw;
-    o->has_overlap = r.overlap >= 0;
-    o->overlap = r.overlap >= 0 ? r.overlap : 0;
-    o->candidates_evaluated = r.candidates_evaluated;
-    o->calls_to_converge = r.calls_to_converge;
-    o->retunes = r.retunes;
-    o->source = r.source;
-    o->samples = r.samples;
-    o->traj_len = acl_search_trajectory(&w->search, o->traj, ACL_SNAP_TRAJ);
+    wl_stats_locked(c, lead, i, w, &o);
+    each(user, &o);
+    k++;
   }
   cons_unlock(h);
   return k;
+}
+
+typedef struct into_array {
+  acl_cons_wl_stats_t *ws;
+  int n;
+} into_array_t;
+
+static void put_into(void *user, const acl_cons_wl_stats_t *w)
+{
+  into_array_t *a = user;
+  a->ws[a->n++] = *w;
+}
+
+int acl_cons_snapshot(acl_cons_t *c, acl_cons_comm_stats_t *comm, acl_cons_wl_stats_t *ws, int max)
+{
+  into_array_t a = {.ws = ws, .n = 0};
+  return acl_cons_snapshot_each(c, comm, ws ? put_into : NULL, &a, max);
 }
 
 int acl_cons_search_report(acl_cons_t *c, uint32_t widx, acl_search_report_t *out)

@@ -15,11 +15,11 @@
 #ifndef ACL_TUNER_CONSENSUS_H
 #define ACL_TUNER_CONSENSUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/config.h"
-#include "core/snapshot.h"
 #include "core/table.h"
 #include "core/types.h"
 #include "tuner/search/search.h"
@@ -107,14 +107,54 @@ void acl_cons_observe(acl_cons_t *c, const acl_cons_obs_t *o);
  * where others have one): every rank then leaves NCCL's choices. */
 bool acl_cons_table_agreed(const acl_cons_t *c);
 
-/* Fills comm (one entry) and up to max workloads (returns how many). */
-int acl_cons_snapshot(acl_cons_t *c, acl_snap_comm_t *comm, acl_snap_workload_t *w, int max);
+/* What this rank's consensus shows of its communicator and of each
+ * workload: plain figures, which observe/ turns into the snapshot the
+ * endpoint and the job report render. Absent figures have their flag false. */
+#define ACL_CONS_TRAJ 64 /* trajectory points reported per workload, oldest first */
+typedef struct acl_cons_comm_stats {
+  uint64_t id;
+  int rank; /* -1 when unknown */
+  int nranks, nnodes;
+  bool decider;        /* this host steps the search (the leader host) */
+  double wait_seconds; /* lock + relay waits, this process */
+  uint64_t blocks_published, lock_acquisitions;
+  uint64_t samples_busy;      /* samples dropped: the lock was held */
+  uint64_t workloads_refused; /* workloads the full table left on NCCL's choice */
+} acl_cons_comm_stats_t;
+typedef struct acl_cons_wl_stats {
+  int rank;
+  uint32_t widx;
+  acl_wkey_t key;
+  acl_phase_t phase;
+  acl_candidate_t current; /* the latest block's candidate, or the search's */
+  acl_candidate_t best, baseline;
+  bool has_best, has_baseline, has_speedup, has_speedup_ci, has_busbw, has_overlap;
+  double baseline_seconds, best_seconds;
+  double speedup, speedup_lo, speedup_hi; /* the interval: has_speedup_ci */
+  double busbw, overlap;
+  uint32_t candidates_evaluated;
+  uint64_t calls_to_converge; /* 0 = not converged */
+  uint32_t retunes;
+  int source; /* acl_search_source_name */
+  uint64_t samples;
+  int traj_len;
+  acl_traj_point_t traj[ACL_CONS_TRAJ];
+} acl_cons_wl_stats_t;
+/* Fills comm (one entry, never waits) and up to max workloads (returns how
+ * many; waits for the lock a bounded time). */
+int acl_cons_snapshot(acl_cons_t *c, acl_cons_comm_stats_t *comm, acl_cons_wl_stats_t *w, int max);
+/* The same, handing each workload's figures to each(user, w) in turn, under
+ * the lock (each only copies: it must not block or take locks), so that no
+ * array of them is needed (the endpoint's snapshots). each NULL: comm only. */
+int acl_cons_snapshot_each(acl_cons_t *c, acl_cons_comm_stats_t *comm,
+                           void (*each)(void *user, const acl_cons_wl_stats_t *w), void *user,
+                           int max);
 
 /* The search's full report of workload widx (leader host; tests and the
  * simulator's benchmarks). 0, or -1 when there is none. */
 int acl_cons_search_report(acl_cons_t *c, uint32_t widx, acl_search_report_t *out);
 
-/* Counters beyond the snapshot (tests, docs/consensus.md). */
+/* Counters beyond acl_cons_snapshot (tests, docs/consensus.md). */
 typedef struct acl_cons_stats {
   uint64_t lock_acquisitions, blocks_published, relay_calls;
   double wait_seconds;

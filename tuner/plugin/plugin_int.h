@@ -10,9 +10,8 @@
 #include <time.h>
 
 #include "core/config.h"
-#include "core/netvalue.h"
-#include "core/snapshot.h"
 #include "core/table.h"
+#include "observe/observe.h"
 #include "profiler/overlap.h"
 #include "tuner/plugin/plugin.h"
 

@@ -8,8 +8,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/render.h"
 #include "core/text.h"
+#include "observe/observe.h"
 #include "profiler/overlap.h"
 #include "profiler/profiler.h"
 #include "tuner/consensus/consensus.h"
@@ -77,10 +77,25 @@ void acl_obs_snap_head_locked(acl_snapshot_t *s)
   snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
   s->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
   memset(&s->profiler, 0, sizeof(s->profiler));
-  if (acl_proc.prof)
-    acl_prof_stats(acl_proc.prof, &s->profiler);
-  else
+  if (acl_proc.prof) {
+    acl_prof_stats_t ps;
+    acl_prof_stats(acl_proc.prof, &ps);
+    acl_snap_profiler_fill(&s->profiler, &ps);
+  } else {
     snprintf(s->profiler.source, sizeof(s->profiler.source), "none");
+  }
+}
+
+/* Consensus's figures of one workload into the next snapshot entry. */
+typedef struct fill_ctx {
+  acl_snap_workload_t *ws;
+  int n;
+} fill_ctx_t;
+
+static void fill_one(void *user, const acl_cons_wl_stats_t *w)
+{
+  fill_ctx_t *f = user;
+  acl_snap_workload_fill(&f->ws[f->n++], w);
 }
 
 /* Appends rank r's communicator and workloads to s. acl_proc.lock held. */
@@ -94,9 +109,13 @@ void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, acl_rank_t *r)
   acl_snap_workload_t *ws = &s->workloads[s->nworkloads];
   int n = 0;
   if (r->cons) {
-    n = acl_cons_snapshot(r->cons, c, ws, room);
+    acl_cons_comm_stats_t cc;
+    memset(&cc, 0, sizeof(cc));
+    fill_ctx_t fc = {.ws = ws, .n = 0};
+    n = acl_cons_snapshot_each(r->cons, &cc, fill_one, &fc, room);
     if (n < 0)
       n = 0;
+    acl_snap_comm_fill(c, &cc);
   } else {
     snprintf(c->role, sizeof(c->role), "%s",
              acl_proc.cfg.mode == ACL_MODE_ONLINE ? "failed" : acl_mode_name(acl_proc.cfg.mode));
@@ -217,21 +236,19 @@ static void src_host(void *user, acl_strbuf_t *out)
     return;
   }
   int n = host_peers(p, HOST_MAX_PEERS);
+  acl_snap_proc_t *procs = calloc(n > 0 ? (size_t)n : 1, sizeof(*procs));
+  if (!procs) {
+    free(p);
+    out->failed = true;
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    procs[i] =
+        (acl_snap_proc_t){.local_rank = p[i].local_rank, .pid = p[i].pid, .port = p[i].http_port};
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
-  acl_sb_printf(out, "{\"version\":1,\"host\":");
-  acl_sb_json_str(out, host);
-  acl_sb_printf(out, ",\"pid\":%d,\"local_rank\":%d,\"processes\":[", (int)getpid(),
-                acl_proc.cfg.local_rank);
-  for (int i = 0; i < n; i++) {
-    acl_sb_printf(out, "%s{\"local_rank\":%d,\"pid\":%d,\"port\":", i ? "," : "", p[i].local_rank,
-                  p[i].pid);
-    if (p[i].http_port > 0)
-      acl_sb_printf(out, "%d}", p[i].http_port);
-    else
-      acl_sb_puts(out, "null}");
-  }
-  acl_sb_puts(out, "]}\n");
+  acl_render_host_json(host, (int)getpid(), acl_proc.cfg.local_rank, procs, n, out);
+  free(procs);
   free(p);
 }
 

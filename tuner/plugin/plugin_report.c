@@ -1,4 +1,4 @@
-/* The job report at exit (AUTOCCL_REPORT, core/report.h): each rank's rows
+/* The job report at exit (AUTOCCL_REPORT, observe/observe.h): each rank's rows
  * are kept when NCCL finalizes its communicator, from the same snapshot that
  * /api/v1/state serves, and the report is written when the last rank goes
  * (or at process exit for ranks NCCL never finalized). */
@@ -9,7 +9,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/report.h"
+#include "observe/observe.h"
 #include "tuner/plugin/plugin_int.h"
 
 static acl_snapshot_t *kept; /* under acl_proc.lock */

@@ -63,17 +63,17 @@ static int rank_entries(acl_rank_t *r, acl_table_entry_t **v, int *n, int *cap, 
   if (!r->cons)
     return 0;
   int nw = acl_proc.cfg.max_workloads;
-  acl_snap_workload_t *ws = calloc((size_t)nw, sizeof(*ws));
-  acl_snap_comm_t comm;
+  acl_cons_wl_stats_t *ws = calloc((size_t)nw, sizeof(*ws));
+  acl_cons_comm_stats_t comm;
   if (!ws)
     return 0;
   memset(&comm, 0, sizeof(comm));
   int k = acl_cons_snapshot(r->cons, &comm, ws, nw);
-  if (strcmp(comm.role, "decider") != 0)
+  if (!comm.decider)
     k = 0; /* a follower host holds blocks, not the search: the leader host exports */
   double t = now_unix();
   for (int i = 0; i < k; i++) {
-    const acl_snap_workload_t *w = &ws[i];
+    const acl_cons_wl_stats_t *w = &ws[i];
     bool conv = acl_phase_decided(w->phase);
     acl_table_entry_t e = {.coll = w->key.coll,
                            .nbytes = w->key.nbytes,

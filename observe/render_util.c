@@ -1,5 +1,5 @@
-#include "core/render_util.h"
 #include "core/text.h"
+#include "observe/observe_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -35,6 +35,18 @@ static void put_double(acl_strbuf_t *sb, double v)
   if (strtod(buf, NULL) != v)
     snprintf(buf, sizeof(buf), "%.17g", v);
   acl_sb_puts(sb, buf);
+}
+
+void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f)
+{
+  const acl_field_info_t *fi = &acl_fields[f];
+  if (sep[0] == ',' && sep[1] == ' ' && !sep[2]) { /* the common case, in one append */
+    acl_sb_append(sb, fi->json_next, fi->json_next_len);
+    return;
+  }
+  if (sep[0])
+    acl_sb_puts(sb, sep);
+  acl_sb_append(sb, fi->json, fi->json_len);
 }
 
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen)
@@ -115,15 +127,16 @@ char *acl_render_comm_hex(uint64_t id, char *buf, size_t len)
 
 void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
 {
-  acl_sb_puts(sb, "\"algo\": ");
+  acl_render_key(sb, "", ACL_F_ALGO);
   acl_render_json_str(sb, acl_algo_name(c->algo), 32);
-  acl_sb_puts(sb, ", \"proto\": ");
+  acl_render_key(sb, ", ", ACL_F_PROTO);
   if (c->algo == ACL_ALGO_NCCL)
     acl_sb_puts(sb, "null");
   else
     acl_render_json_str(sb, acl_proto_name(c->proto), 32);
-  acl_sb_puts(sb, ", \"channels\": ");
+  acl_render_key(sb, ", ", ACL_F_CHANNELS);
   acl_render_u64(sb, c->nchannels < 0 ? 0 : (uint64_t)c->nchannels);
   /* Chunk size as a scale of NCCL's own, 0 = NCCL's (tuner v6, NCCL 2.30). */
-  acl_sb_printf(sb, ", \"chunk_log2\": %d", (int)c->chunk_log2);
+  acl_render_key(sb, ", ", ACL_F_CHUNK_LOG2);
+  acl_sb_printf(sb, "%d", (int)c->chunk_log2);
 }

@@ -1,5 +1,5 @@
-/* Net value of tuning (core/netvalue.h). */
-#include "core/netvalue.h"
+/* Net value of tuning (observe/observe.h). */
+#include "observe/observe.h"
 
 #include <math.h>
 

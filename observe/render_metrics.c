@@ -2,7 +2,7 @@
  * docs/api.md). Every family is written whole (HELP, TYPE, then all its
  * samples), only when it has samples; unknown values are omitted. Label
  * cardinality is bounded by ACL_SNAP_MAX_WORKLOADS and ACL_SNAP_MAX_COMMS. */
-#include "core/render.h"
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/render_util.h"
-#include "core/report.h"
+#include "observe/observe_int.h"
 
 #ifndef ACL_VERSION
 #define ACL_VERSION "unknown"
@@ -33,13 +32,19 @@ typedef struct mctx {
 
 static const char *lbl(const mctx_t *m, size_t off) { return m->labels.data + off; }
 
-/* Writes "# HELP" and "# TYPE" once, before the family's first sample. */
-static void head(mctx_t *m, const char *name, const char *type, const char *help)
+/* The family of row ID of observe/fields.def. */
+#define MET(ID) (acl_fields[ACL_F_##ID].metric)
+
+/* Writes "# HELP" and "# TYPE" of field f's family once, before its first
+ * sample. */
+static void head(mctx_t *m, acl_field_t f)
 {
-  if (m->family == name)
+  const acl_field_info_t *fi = &acl_fields[f];
+  if (m->family == fi->metric)
     return;
-  m->family = name;
-  acl_sb_printf(m->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  m->family = fi->metric;
+  const char *type = acl_metric_type_name(fi->type);
+  acl_sb_printf(m->out, "# HELP %s %s\n# TYPE %s %s\n", fi->metric, fi->help, fi->metric, type);
 }
 
 /* name{labels}<suffix> — appends only: this is the hot path of a scrape. */
@@ -170,25 +175,14 @@ static void render_totals(mctx_t *m)
     acl_sb_free(&l);
     return;
   }
-  static const struct {
-    const char *name, *help;
-  } fam[] = {
-      {"autoccl_total_time_saved_seconds",
-       "Net seconds the decisions saved, summed over this process's ranks, after exploration."},
-      {"autoccl_total_exploration_cost_seconds",
-       "Seconds exploration cost (never negative), summed over this process's ranks."},
-      {"autoccl_total_nccl_seconds",
-       "Seconds the calls take with NCCL's own choice (calls x its measured time), summed."},
-      {"autoccl_total_ranks", "Ranks this process serves (divide the sums by it: per rank)."},
-      {"autoccl_total_time_saved_per_rank_seconds",
-       "Net seconds saved per rank (the job's wall time: every rank waits for each collective), "
-       "as the job report's per-rank figure."},
-  };
+  static const acl_field_t fam[] = {ACL_F_TOT_NET_SAVED_SECONDS, ACL_F_TOT_EXPLORATION_COST_SECONDS,
+                                    ACL_F_TOT_NCCL_SECONDS, ACL_F_RANKS,
+                                    ACL_F_NET_SAVED_PER_RANK_SECONDS};
   double v[] = {t.net_saved_seconds, t.exploration_cost_seconds, t.nccl_seconds, t.ranks,
                 t.per_rank_seconds};
   for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
-    head(m, fam[i].name, "gauge", fam[i].help);
-    sample_f(m, fam[i].name, l.data, v[i]);
+    head(m, fam[i]);
+    sample_f(m, acl_fields[fam[i]].metric, l.data, v[i]);
   }
   acl_sb_free(&l);
 }
@@ -197,86 +191,69 @@ static void render_process(mctx_t *m)
 {
   const acl_snapshot_t *s = m->s;
   const acl_snap_profiler_t *p = &s->profiler;
-  head(m, "autoccl_build_info", "gauge", "autoccl build; always 1, the version is a label.");
-  acl_sb_puts(m->out, "autoccl_build_info{version=\"");
+  head(m, ACL_F_BUILD_INFO);
+  acl_sb_puts(m->out, MET(BUILD_INFO));
+  acl_sb_puts(m->out, "{version=\"");
   acl_render_prom_label(m->out, ACL_VERSION, 64);
   acl_sb_puts(m->out, "\"} 1\n");
   if (isfinite(s->uptime_seconds) && s->uptime_seconds >= 0) {
-    head(m, "autoccl_uptime_seconds", "gauge", "Seconds since the plugin started in this process.");
-    sample_plain(m, "autoccl_uptime_seconds", s->uptime_seconds);
+    head(m, ACL_F_UPTIME_SECONDS);
+    sample_plain(m, MET(UPTIME_SECONDS), s->uptime_seconds);
   }
-  head(m, "autoccl_workloads", "gauge",
-       "Workloads (comm, collective, bytes) shown in this exposition.");
-  sample_plain(m, "autoccl_workloads", m->nw);
-  head(m, "autoccl_workloads_truncated", "gauge",
-       "1 when more workloads existed than the exposition holds ("
-       "512"
-       ").");
-  sample_plain(m, "autoccl_workloads_truncated",
+  head(m, ACL_F_WORKLOADS);
+  sample_plain(m, MET(WORKLOADS), m->nw);
+  head(m, ACL_F_WORKLOADS_TRUNCATED);
+  sample_plain(m, MET(WORKLOADS_TRUNCATED),
                s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? 1 : 0);
 
   if (strnlen(p->source, sizeof(p->source)) > 0) {
-    head(m, "autoccl_profiler_source", "gauge",
-         "Sample source in use; always 1, the source is a label.");
-    acl_sb_puts(m->out, "autoccl_profiler_source{source=\"");
+    head(m, ACL_F_PROF_SOURCE);
+    acl_sb_puts(m->out, MET(PROF_SOURCE));
+    acl_sb_puts(m->out, "{source=\"");
     acl_render_prom_label(m->out, p->source, sizeof(p->source));
     acl_sb_puts(m->out, "\"} 1\n");
   }
-  head(m, "autoccl_profiler_cupti_available", "gauge", "1 when libcupti could be loaded.");
-  sample_plain(m, "autoccl_profiler_cupti_available", p->cupti_available);
-  head(m, "autoccl_profiler_cupti_backed_off", "gauge",
-       "1 when another CUPTI subscriber holds CUPTI and autoccl backed off.");
-  sample_plain(m, "autoccl_profiler_cupti_backed_off", p->cupti_backed_off);
+  head(m, ACL_F_PROF_CUPTI_AVAILABLE);
+  sample_plain(m, MET(PROF_CUPTI_AVAILABLE), p->cupti_available);
+  head(m, ACL_F_PROF_CUPTI_BACKED_OFF);
+  sample_plain(m, MET(PROF_CUPTI_BACKED_OFF), p->cupti_backed_off);
   if (p->cupti_window[0]) {
-    head(m, "autoccl_profiler_cupti_windows_total", "counter",
-         "CUPTI windows opened (AUTOCCL_CUPTI_WINDOW; 1 when always attached).");
-    sample_plain(m, "autoccl_profiler_cupti_windows_total", (double)p->cupti_windows);
-    head(m, "autoccl_profiler_cupti_attached_seconds_total", "counter",
-         "Time CUPTI was attached in closed windows.");
-    sample_plain(m, "autoccl_profiler_cupti_attached_seconds_total", p->cupti_on_seconds);
+    head(m, ACL_F_PROF_CUPTI_WINDOWS);
+    sample_plain(m, MET(PROF_CUPTI_WINDOWS), (double)p->cupti_windows);
+    head(m, ACL_F_PROF_CUPTI_ATTACHED_SECONDS);
+    sample_plain(m, MET(PROF_CUPTI_ATTACHED_SECONDS), p->cupti_on_seconds);
   }
   acl_snap_job_t j;
   acl_snap_job_totals(s, &j);
   if (j.has_exposed) {
-    head(m, "autoccl_job_collective_seconds_total", "counter",
-         "Collective time of every workload in this process.");
-    sample_plain(m, "autoccl_job_collective_seconds_total", j.collective_seconds);
-    head(m, "autoccl_job_exposed_seconds_total", "counter",
-         "Collective time not overlapped by compute, every workload in this process: the most "
-         "that tuning the collectives could give back.");
-    sample_plain(m, "autoccl_job_exposed_seconds_total", j.exposed_seconds);
+    head(m, ACL_F_JOB_COLLECTIVE_SECONDS);
+    sample_plain(m, MET(JOB_COLLECTIVE_SECONDS), j.collective_seconds);
+    head(m, ACL_F_JOB_EXPOSED_SECONDS);
+    sample_plain(m, MET(JOB_EXPOSED_SECONDS), j.exposed_seconds);
   }
   if (j.has_net) {
-    head(m, "autoccl_job_time_saved_seconds", "gauge",
-         "Net time the tuner saved, every workload in this process (compare with "
-         "autoccl_job_exposed_seconds_total).");
-    sample_plain(m, "autoccl_job_time_saved_seconds", j.time_saved_seconds);
+    head(m, ACL_F_JOB_TIME_SAVED_SECONDS);
+    sample_plain(m, MET(JOB_TIME_SAVED_SECONDS), j.time_saved_seconds);
   }
   static const struct {
-    const char *name, *help;
+    acl_field_t f;
     size_t off;
   } ctr[] = {
-      {"autoccl_profiler_records_total", "Kernel records processed.",
-       offsetof(acl_snap_profiler_t, records)},
-      {"autoccl_profiler_records_dropped_total", "Kernel records dropped (buffers full).",
-       offsetof(acl_snap_profiler_t, records_dropped)},
-      {"autoccl_profiler_samples_total", "Samples delivered to the tuner.",
-       offsetof(acl_snap_profiler_t, samples)},
-      {"autoccl_profiler_ambiguous_total", "Calls not used as samples (fused launches).",
-       offsetof(acl_snap_profiler_t, ambiguous)},
-      {"autoccl_profiler_mismatches_total", "Calls where NCCL ran something else than decided.",
-       offsetof(acl_snap_profiler_t, mismatches)},
+      {ACL_F_PROF_RECORDS, offsetof(acl_snap_profiler_t, records)},
+      {ACL_F_PROF_RECORDS_DROPPED, offsetof(acl_snap_profiler_t, records_dropped)},
+      {ACL_F_PROF_SAMPLES, offsetof(acl_snap_profiler_t, samples)},
+      {ACL_F_PROF_AMBIGUOUS, offsetof(acl_snap_profiler_t, ambiguous)},
+      {ACL_F_PROF_MISMATCHES, offsetof(acl_snap_profiler_t, mismatches)},
   };
   for (size_t i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {
     uint64_t v;
     memcpy(&v, (const char *)p + ctr[i].off, sizeof(v));
-    head(m, ctr[i].name, "counter", ctr[i].help);
-    acl_sb_printf(m->out, "%s %" PRIu64 "\n", ctr[i].name, v);
+    head(m, ctr[i].f);
+    acl_sb_printf(m->out, "%s %" PRIu64 "\n", acl_fields[ctr[i].f].metric, v);
   }
   if (isfinite(p->sample_latency_seconds) && p->sample_latency_seconds >= 0) {
-    head(m, "autoccl_profiler_sample_latency_seconds", "gauge",
-         "Median delay from a call to its sample reaching the tuner.");
-    sample_plain(m, "autoccl_profiler_sample_latency_seconds", p->sample_latency_seconds);
+    head(m, ACL_F_PROF_SAMPLE_LATENCY_SECONDS);
+    sample_plain(m, MET(PROF_SAMPLE_LATENCY_SECONDS), p->sample_latency_seconds);
   }
 }
 
@@ -286,68 +263,62 @@ static void render_comms(mctx_t *m)
   for (int i = 0; i < m->nc; i++) {
     const acl_snap_comm_t *c = &s->comms[i];
     char hex[24];
-    head(m, "autoccl_communicator_info", "gauge",
-         "Communicators seen; always 1, id and consensus role are labels.");
-    acl_sb_printf(m->out, "autoccl_communicator_info{%s,comm_id=\"%s\",role=\"",
-                  lbl(m, m->comm_lbl[i]), acl_render_comm_hex(c->id, hex, sizeof(hex)));
+    head(m, ACL_F_COMM_ROLE);
+    acl_sb_printf(m->out, "%s{%s,comm_id=\"%s\",role=\"", MET(COMM_ROLE), lbl(m, m->comm_lbl[i]),
+                  acl_render_comm_hex(c->id, hex, sizeof(hex)));
     acl_render_prom_label(m->out, c->role, sizeof(c->role));
     acl_sb_puts(m->out, "\"} 1\n");
   }
   for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_communicator_ranks", "gauge", "Ranks in the communicator.");
-    sample_f(m, "autoccl_communicator_ranks", lbl(m, m->comm_lbl[i]), s->comms[i].nranks);
+    head(m, ACL_F_COMM_NRANKS);
+    sample_f(m, MET(COMM_NRANKS), lbl(m, m->comm_lbl[i]), s->comms[i].nranks);
   }
   for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_communicator_nodes", "gauge", "Nodes (hosts) spanned by the communicator.");
-    sample_f(m, "autoccl_communicator_nodes", lbl(m, m->comm_lbl[i]), s->comms[i].nnodes);
+    head(m, ACL_F_COMM_NNODES);
+    sample_f(m, MET(COMM_NNODES), lbl(m, m->comm_lbl[i]), s->comms[i].nnodes);
   }
   for (int i = 0; i < m->nc; i++) {
     double v = s->comms[i].consensus_wait_seconds;
     if (!isfinite(v) || v < 0)
       continue;
-    head(m, "autoccl_consensus_wait_seconds_total", "counter",
-         "Seconds this process waited for the consensus lock or relayed decisions.");
-    sample_f(m, "autoccl_consensus_wait_seconds_total", lbl(m, m->comm_lbl[i]), v);
+    head(m, ACL_F_COMM_CONSENSUS_WAIT_SECONDS);
+    sample_f(m, MET(COMM_CONSENSUS_WAIT_SECONDS), lbl(m, m->comm_lbl[i]), v);
   }
-  for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_consensus_blocks_published_total", "counter",
-         "Decision blocks published by this process.");
-    sample_u64(m, "autoccl_consensus_blocks_published_total", lbl(m, m->comm_lbl[i]),
-               s->comms[i].blocks_published);
-  }
-  for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_consensus_lock_acquisitions_total", "counter",
-         "Times this process took the shared consensus lock.");
-    sample_u64(m, "autoccl_consensus_lock_acquisitions_total", lbl(m, m->comm_lbl[i]),
-               s->comms[i].lock_acquisitions);
-  }
-  for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_consensus_samples_busy_total", "counter",
-         "Samples dropped because another process held the consensus lock (never waited for).");
-    sample_u64(m, "autoccl_consensus_samples_busy_total", lbl(m, m->comm_lbl[i]),
-               s->comms[i].samples_busy);
-  }
-  for (int i = 0; i < m->nc; i++) {
-    head(m, "autoccl_consensus_workloads_refused_total", "counter",
-         "Workloads left on NCCL's choice because the workload table was full.");
-    sample_u64(m, "autoccl_consensus_workloads_refused_total", lbl(m, m->comm_lbl[i]),
-               s->comms[i].workloads_refused);
-  }
+  static const struct {
+    acl_field_t f;
+    size_t off;
+  } ctr[] = {
+      {ACL_F_COMM_BLOCKS_PUBLISHED, offsetof(acl_snap_comm_t, blocks_published)},
+      {ACL_F_COMM_LOCK_ACQUISITIONS, offsetof(acl_snap_comm_t, lock_acquisitions)},
+      {ACL_F_COMM_SAMPLES_BUSY, offsetof(acl_snap_comm_t, samples_busy)},
+      {ACL_F_COMM_WORKLOADS_REFUSED, offsetof(acl_snap_comm_t, workloads_refused)},
+  };
+  for (size_t k = 0; k < sizeof(ctr) / sizeof(ctr[0]); k++)
+    for (int i = 0; i < m->nc; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)&s->comms[i] + ctr[k].off, sizeof(v));
+      head(m, ctr[k].f);
+      sample_u64(m, acl_fields[ctr[k].f].metric, lbl(m, m->comm_lbl[i]), v);
+    }
 }
 
 static void render_histograms(mctx_t *m)
 {
-  static const char *name = "autoccl_collective_duration_seconds";
+  /* name_bucket, name_sum, name_count */
+  char bucket[96], sum[96], count_name[96];
+  snprintf(bucket, sizeof(bucket), "%s_bucket", MET(DURATION));
+  snprintf(sum, sizeof(sum), "%s_sum", MET(DURATION));
+  snprintf(count_name, sizeof(count_name), "%s_count", MET(DURATION));
   for (int i = 0; i < m->nw; i++) {
     if (m->skip[i])
       continue;
     const acl_snap_workload_t *w = &m->s->workloads[i];
     const char *l = lbl(m, m->wl_lbl[i]);
-    head(m, name, "histogram", "Duration of collective calls (slowest rank when aggregated).");
+    head(m, ACL_F_DURATION);
     uint64_t cum = 0;
     for (int b = 0; b < ACL_HIST_N; b++) {
       cum += w->hist[b];
-      series(m, "autoccl_collective_duration_seconds_bucket", l, ",le=\"");
+      series(m, bucket, l, ",le=\"");
       acl_sb_puts(m->out, m->le[b]);
       acl_sb_append(m->out, "\"} ", 3);
       acl_render_u64(m->out, cum);
@@ -355,17 +326,17 @@ static void render_histograms(mctx_t *m)
     }
     /* +Inf must equal _count and be >= every bucket, even on odd input. */
     uint64_t count = w->dur_count > cum ? w->dur_count : cum;
-    series(m, "autoccl_collective_duration_seconds_bucket", l, ",le=\"+Inf\"} ");
+    series(m, bucket, l, ",le=\"+Inf\"} ");
     acl_render_u64(m->out, count);
     acl_sb_append(m->out, "\n", 1);
-    sample_f(m, "autoccl_collective_duration_seconds_sum", l, w->dur_sum);
-    sample_u64(m, "autoccl_collective_duration_seconds_count", l, count);
+    sample_f(m, sum, l, w->dur_sum);
+    sample_u64(m, count_name, l, count);
   }
 }
 
 typedef enum { F_U64, F_DBL } ftype_t;
 typedef struct wfam {
-  const char *name, *type, *help;
+  acl_field_t f; /* the family (observe/fields.def) */
   ftype_t ft;
   size_t off;      /* value */
   ptrdiff_t valid; /* offset of a bool that must be true, -1 = always */
@@ -374,45 +345,20 @@ typedef struct wfam {
 
 #define WOFF(f) offsetof(acl_snap_workload_t, f)
 static const wfam_t k_wfams[] = {
-    {"autoccl_collective_calls_total", "counter", "Calls of this workload in this process.", F_U64,
-     WOFF(calls), -1, false},
-    {"autoccl_collective_bytes_total", "counter", "Bytes of those calls (the NCCL buffer size).",
-     F_U64, WOFF(bytes), -1, false},
-    {"autoccl_collective_bus_bandwidth_bytes_per_second", "gauge",
-     "Latest robust bus bandwidth (nccl-tests definition).", F_DBL, WOFF(busbw), WOFF(has_busbw),
-     false},
-    {"autoccl_tuner_speedup_ratio", "gauge",
-     "NCCL's time divided by the decision's, measured interleaved once converged.", F_DBL,
-     WOFF(speedup), WOFF(has_speedup), false},
-    {"autoccl_tuner_baseline_duration_seconds", "gauge",
-     "Measured duration under NCCL's own choice.", F_DBL, WOFF(baseline_seconds),
-     WOFF(has_baseline), false},
-    {"autoccl_tuner_best_duration_seconds", "gauge",
-     "Measured duration of the best candidate so far.", F_DBL, WOFF(best_seconds), WOFF(has_best),
-     false},
-    {"autoccl_compute_overlap_ratio", "gauge",
-     "Fraction of the collective's time overlapped by compute kernels (0..1).", F_DBL,
-     WOFF(overlap), WOFF(has_overlap), false},
-    {"autoccl_workload_collective_seconds_total", "counter",
-     "Collective time of this workload's calls (calls x mean sampled duration).", F_DBL,
-     WOFF(collective_seconds), WOFF(has_exposed), false},
-    {"autoccl_workload_exposed_seconds_total", "counter",
-     "Collective time not overlapped by compute kernels (exposed communication), from the "
-     "share measured in CUPTI windows.",
-     F_DBL, WOFF(exposed_seconds), WOFF(has_exposed), false},
-    {"autoccl_workload_time_saved_seconds", "gauge",
-     "Net time the decision saved against the measured NCCL baseline, minus the exploration cost "
-     "(negative until the tuner pays for itself).",
-     F_DBL, WOFF(time_saved_seconds), WOFF(has_net), false},
-    {"autoccl_workload_exploration_cost_seconds", "gauge",
-     "Time exploration and validation calls took beyond the measured NCCL baseline.", F_DBL,
-     WOFF(exploration_cost_seconds), WOFF(has_net), false},
-    {"autoccl_tuner_candidates_evaluated_total", "counter", "Candidates measured by the search.",
-     F_U64, WOFF(candidates_evaluated), -1, false},
-    {"autoccl_tuner_retunes_total", "counter", "Times drift restarted the search.", F_U64,
-     WOFF(retunes), -1, false},
-    {"autoccl_tuner_calls_to_converge", "gauge", "Calls the search took to converge.", F_U64,
-     WOFF(calls_to_converge), -1, true},
+    {ACL_F_CALLS, F_U64, WOFF(calls), -1, false},
+    {ACL_F_BYTES_TOTAL, F_U64, WOFF(bytes), -1, false},
+    {ACL_F_BUSBW, F_DBL, WOFF(busbw), WOFF(has_busbw), false},
+    {ACL_F_SPEEDUP, F_DBL, WOFF(speedup), WOFF(has_speedup), false},
+    {ACL_F_BASELINE_SECONDS, F_DBL, WOFF(baseline_seconds), WOFF(has_baseline), false},
+    {ACL_F_BEST_SECONDS, F_DBL, WOFF(best_seconds), WOFF(has_best), false},
+    {ACL_F_OVERLAP, F_DBL, WOFF(overlap), WOFF(has_overlap), false},
+    {ACL_F_WL_COLLECTIVE_SECONDS, F_DBL, WOFF(collective_seconds), WOFF(has_exposed), false},
+    {ACL_F_WL_EXPOSED_SECONDS, F_DBL, WOFF(exposed_seconds), WOFF(has_exposed), false},
+    {ACL_F_WL_TIME_SAVED_SECONDS, F_DBL, WOFF(time_saved_seconds), WOFF(has_net), false},
+    {ACL_F_EXPLORATION_COST_SECONDS, F_DBL, WOFF(exploration_cost_seconds), WOFF(has_net), false},
+    {ACL_F_CANDIDATES_EVALUATED, F_U64, WOFF(candidates_evaluated), -1, false},
+    {ACL_F_RETUNES, F_U64, WOFF(retunes), -1, false},
+    {ACL_F_CALLS_TO_CONVERGE, F_U64, WOFF(calls_to_converge), -1, true},
 };
 
 static uint64_t field_u64(const acl_snap_workload_t *w, const wfam_t *f)
@@ -437,19 +383,20 @@ static void render_workload_family(mctx_t *m, const wfam_t *f)
     if (f->valid >= 0 && !*(const bool *)((const char *)w + f->valid))
       continue;
     const char *l = lbl(m, m->wl_lbl[i]);
+    const char *name = acl_fields[f->f].metric;
     if (f->ft == F_U64) {
       uint64_t v = field_u64(w, f);
       if (f->nonzero && v == 0)
         continue;
-      head(m, f->name, f->type, f->help);
-      sample_u64(m, f->name, l, v);
+      head(m, f->f);
+      sample_u64(m, name, l, v);
     } else {
       double v;
       memcpy(&v, (const char *)w + f->off, sizeof(v));
       if (!isfinite(v) || (f->off == WOFF(overlap) && v < 0))
         continue;
-      head(m, f->name, f->type, f->help);
-      sample_f(m, f->name, l, v);
+      head(m, f->f);
+      sample_f(m, name, l, v);
     }
   }
 }
@@ -460,10 +407,9 @@ static void render_states(mctx_t *m)
     if (m->skip[i])
       continue;
     const acl_snap_workload_t *w = &m->s->workloads[i];
-    head(m, "autoccl_tuner_state", "gauge",
-         "Tuning state of the workload, one-hot over the state label.");
+    head(m, ACL_F_STATE);
     for (int ph = 0; ph < ACL_PHASE_COUNT; ph++) {
-      series(m, "autoccl_tuner_state", lbl(m, m->wl_lbl[i]), ",state=\"");
+      series(m, MET(STATE), lbl(m, m->wl_lbl[i]), ",state=\"");
       acl_sb_puts(m->out, acl_phase_name((acl_phase_t)ph));
       acl_sb_puts(m->out, (int)w->phase == ph ? "\"} 1\n" : "\"} 0\n");
     }
@@ -477,11 +423,9 @@ static void render_sources(mctx_t *m)
     if (m->skip[i])
       continue;
     const acl_snap_workload_t *w = &m->s->workloads[i];
-    head(m, "autoccl_tuner_decision_source", "gauge",
-         "Where the workload's decision comes from, one-hot over the source label "
-         "(nccl: NCCL's own choice, explored: this run's search, table: AUTOCCL_TABLE).");
+    head(m, ACL_F_SOURCE);
     for (int src = 0; src < ACL_NUM_SOURCES; src++) {
-      series(m, "autoccl_tuner_decision_source", lbl(m, m->wl_lbl[i]), ",source=\"");
+      series(m, MET(SOURCE), lbl(m, m->wl_lbl[i]), ",source=\"");
       acl_sb_puts(m->out, acl_source_name(src));
       acl_sb_puts(m->out, w->source == src ? "\"} 1\n" : "\"} 0\n");
     }

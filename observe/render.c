@@ -1,16 +1,17 @@
 /* The /api/v1/state document and SSE event payloads (docs/api.md, schema
  * version 1). Unknown values render as null; numbers are always finite. */
-#include "core/render.h"
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/render_util.h"
-#include "core/report.h"
+#include "observe/observe_int.h"
 
 #define JSTR(sb, field) acl_render_json_str((sb), (field), sizeof(field))
+/* sep, then the key of row ID of observe/fields.def */
+#define KEY(sb, sep, ID) acl_render_key((sb), (sep), ACL_F_##ID)
 
 static const acl_snap_comm_t *comm_of(const acl_snapshot_t *s, const acl_snap_workload_t *w)
 {
@@ -70,16 +71,17 @@ void acl_render_workload_head(acl_strbuf_t *sb, const acl_snapshot_t *s,
                               const acl_snap_workload_t *w)
 {
   const acl_snap_comm_t *c = comm_of(s, w);
-  acl_sb_puts(sb, "{\"comm\": ");
+  KEY(sb, "{", WL_COMM);
   put_comm_id(sb, c ? c->id : w->key.comm_id);
-  acl_sb_puts(sb, ", \"rank\": ");
+  KEY(sb, ", ", RANK);
   if (w->rank >= 0)
     acl_sb_printf(sb, "%d", w->rank);
   else
     acl_sb_puts(sb, "null");
-  acl_sb_puts(sb, ", \"collective\": ");
+  KEY(sb, ", ", COLLECTIVE);
   acl_render_json_str(sb, acl_coll_name(w->key.coll), 32);
-  acl_sb_printf(sb, ", \"bytes\": %" PRIu64, w->key.nbytes);
+  KEY(sb, ", ", BYTES);
+  acl_render_u64(sb, w->key.nbytes);
 }
 
 static int clamp_traj(int n) { return n < 0 ? 0 : (n > ACL_SNAP_TRAJ ? ACL_SNAP_TRAJ : n); }
@@ -87,69 +89,79 @@ static int clamp_traj(int n) { return n < 0 ? 0 : (n > ACL_SNAP_TRAJ ? ACL_SNAP_
 static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_snap_workload_t *w)
 {
   acl_render_workload_head(sb, s, w);
-  acl_sb_printf(sb, ", \"pipe_ops\": %d", (int)w->key.num_pipe_ops);
-  acl_sb_puts(sb, ",\n     \"state\": ");
+  KEY(sb, ", ", PIPE_OPS);
+  acl_sb_printf(sb, "%d", (int)w->key.num_pipe_ops);
+  KEY(sb, ",\n     ", STATE);
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
-  acl_sb_printf(sb, ", \"decided\": %s", acl_phase_decided(w->phase) ? "true" : "false");
-  acl_sb_puts(sb, ", \"subspace\": ");
+  KEY(sb, ", ", DECIDED);
+  acl_sb_puts(sb, acl_phase_decided(w->phase) ? "true" : "false");
+  KEY(sb, ", ", SUBSPACE);
   put_subspace(sb, &w->current);
-  acl_sb_puts(sb, ",\n     \"candidate\": ");
+  KEY(sb, ",\n     ", CANDIDATE);
   put_cand(sb, true, &w->current);
-  acl_sb_puts(sb, ", \"best\": ");
+  KEY(sb, ", ", BEST);
   put_cand(sb, w->has_best, &w->best);
-  acl_sb_puts(sb, ", \"baseline\": ");
+  KEY(sb, ", ", BASELINE);
   put_cand(sb, w->has_baseline, &w->baseline);
-  acl_sb_puts(sb, ",\n     \"baseline_seconds\": ");
+  KEY(sb, ",\n     ", BASELINE_SECONDS);
   put_opt_num(sb, w->has_baseline, w->baseline_seconds);
-  acl_sb_puts(sb, ", \"best_seconds\": ");
+  KEY(sb, ", ", BEST_SECONDS);
   put_opt_num(sb, w->has_best, w->best_seconds);
-  acl_sb_puts(sb, ", \"speedup\": ");
+  KEY(sb, ", ", SPEEDUP);
   put_opt_num(sb, w->has_speedup, w->speedup);
-  acl_sb_puts(sb, ", \"speedup_low\": ");
+  KEY(sb, ", ", SPEEDUP_LOW);
   put_opt_num(sb, w->has_speedup_ci, w->speedup_lo);
-  acl_sb_puts(sb, ", \"speedup_high\": ");
+  KEY(sb, ", ", SPEEDUP_HIGH);
   put_opt_num(sb, w->has_speedup_ci, w->speedup_hi);
-  acl_sb_puts(sb, ", \"busbw\": ");
+  KEY(sb, ", ", BUSBW);
   put_opt_num(sb, w->has_busbw, w->busbw);
-  acl_sb_puts(sb, ", \"overlap\": ");
+  KEY(sb, ", ", OVERLAP);
   if (w->has_overlap)
     put_ratio(sb, w->overlap);
   else
     acl_sb_puts(sb, "null");
-  acl_sb_puts(sb, ",\n     \"collective_seconds\": ");
+  KEY(sb, ",\n     ", WL_COLLECTIVE_SECONDS);
   put_opt_num(sb, w->has_exposed, w->collective_seconds);
-  acl_sb_puts(sb, ", \"exposed_seconds\": ");
+  KEY(sb, ", ", WL_EXPOSED_SECONDS);
   put_opt_num(sb, w->has_exposed, w->exposed_seconds);
-  acl_sb_puts(sb, ", \"exposed_share\": ");
+  KEY(sb, ", ", EXPOSED_SHARE);
   put_opt_num(sb, w->has_exposed, w->exposed_share);
-  acl_sb_puts(sb, ",\n     \"time_saved_seconds\": ");
+  KEY(sb, ",\n     ", WL_TIME_SAVED_SECONDS);
   put_opt_num(sb, w->has_net, w->time_saved_seconds);
-  acl_sb_puts(sb, ", \"exploration_cost_seconds\": ");
+  KEY(sb, ", ", EXPLORATION_COST_SECONDS);
   put_opt_num(sb, w->has_net, w->exploration_cost_seconds);
-  acl_sb_printf(sb, ",\n     \"candidates_evaluated\": %" PRIu32 ", \"calls_to_converge\": ",
-                w->candidates_evaluated);
+  KEY(sb, ",\n     ", CANDIDATES_EVALUATED);
+  acl_render_u64(sb, w->candidates_evaluated);
+  KEY(sb, ", ", CALLS_TO_CONVERGE);
   if (w->calls_to_converge)
-    acl_sb_printf(sb, "%" PRIu64, w->calls_to_converge);
+    acl_render_u64(sb, w->calls_to_converge);
   else
     acl_sb_puts(sb, "null");
-  acl_sb_printf(sb, ", \"retunes\": %" PRIu32 ", \"calls\": %" PRIu64 ", \"bytes_total\": %" PRIu64,
-                w->retunes, w->calls, w->bytes);
-  acl_sb_printf(sb, ", \"captured_calls\": %" PRIu64, w->captured_calls);
-  acl_sb_printf(sb, ", \"source\": \"%s\"", acl_source_name(w->source));
-  acl_sb_puts(sb, ",\n     \"trajectory\": [");
+  KEY(sb, ", ", RETUNES);
+  acl_render_u64(sb, w->retunes);
+  KEY(sb, ", ", CALLS);
+  acl_render_u64(sb, w->calls);
+  KEY(sb, ", ", BYTES_TOTAL);
+  acl_render_u64(sb, w->bytes);
+  KEY(sb, ", ", CAPTURED_CALLS);
+  acl_render_u64(sb, w->captured_calls);
+  KEY(sb, ", ", SOURCE);
+  acl_sb_printf(sb, "\"%s\"", acl_source_name(w->source));
+  KEY(sb, ",\n     ", TRAJECTORY);
+  acl_sb_puts(sb, "[");
   int n = clamp_traj(w->traj_len);
   for (int i = 0; i < n; i++) {
     const acl_traj_point_t *t = &w->traj[i];
-    acl_sb_puts(sb, i ? ",\n       {\"step\": " : "\n       {\"step\": ");
+    KEY(sb, i ? ",\n       {" : "\n       {", STEP);
     acl_render_u64(sb, t->step);
     acl_sb_puts(sb, ", ");
     acl_render_cand_fields(sb, &t->cand);
-    acl_sb_puts(sb, ", \"busbw\": ");
+    KEY(sb, ", ", BUSBW);
     if (t->busbw >= 0)
       acl_render_json_float(sb, t->busbw); /* null when NaN/Inf */
     else
       acl_sb_puts(sb, "null");
-    acl_sb_puts(sb, ", \"overlap\": ");
+    KEY(sb, ", ", OVERLAP);
     if (t->overlap >= 0)
       acl_render_json_float(sb, t->overlap);
     else
@@ -161,24 +173,35 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
 
 static void put_profiler(acl_strbuf_t *sb, const acl_snap_profiler_t *p)
 {
-  acl_sb_puts(sb, "{\"source\": ");
+  static const char *const nl = ",\n               "; /* the object's own indent */
+  KEY(sb, "{", PROF_SOURCE);
   JSTR(sb, p->source);
-  acl_sb_printf(sb,
-                ", \"cupti_available\": %s, \"cupti_backed_off\": %s,\n"
-                "               \"records\": %" PRIu64 ", \"records_dropped\": %" PRIu64
-                ", \"samples\": %" PRIu64 ",\n"
-                "               \"ambiguous\": %" PRIu64 ", \"mismatches\": %" PRIu64
-                ", \"sample_latency_seconds\": ",
-                p->cupti_available ? "true" : "false", p->cupti_backed_off ? "true" : "false",
-                p->records, p->records_dropped, p->samples, p->ambiguous, p->mismatches);
+  KEY(sb, ", ", PROF_CUPTI_AVAILABLE);
+  acl_sb_puts(sb, p->cupti_available ? "true" : "false");
+  KEY(sb, ", ", PROF_CUPTI_BACKED_OFF);
+  acl_sb_puts(sb, p->cupti_backed_off ? "true" : "false");
+  KEY(sb, nl, PROF_RECORDS);
+  acl_render_u64(sb, p->records);
+  KEY(sb, ", ", PROF_RECORDS_DROPPED);
+  acl_render_u64(sb, p->records_dropped);
+  KEY(sb, ", ", PROF_SAMPLES);
+  acl_render_u64(sb, p->samples);
+  KEY(sb, nl, PROF_AMBIGUOUS);
+  acl_render_u64(sb, p->ambiguous);
+  KEY(sb, ", ", PROF_MISMATCHES);
+  acl_render_u64(sb, p->mismatches);
+  KEY(sb, ", ", PROF_SAMPLE_LATENCY_SECONDS);
   put_ratio(sb, p->sample_latency_seconds);
-  acl_sb_puts(sb, ",\n               \"cupti_window\": ");
+  KEY(sb, nl, PROF_CUPTI_WINDOW);
   if (p->cupti_window[0]) {
     JSTR(sb, p->cupti_window);
-    acl_sb_printf(sb,
-                  ", \"cupti_window_ms\": %" PRIu32 ", \"cupti_period_ms\": %" PRIu32
-                  ", \"cupti_windows\": %" PRIu64 ", \"cupti_attached_seconds\": ",
-                  p->cupti_on_ms, p->cupti_period_ms, p->cupti_windows);
+    KEY(sb, ", ", PROF_CUPTI_WINDOW_MS);
+    acl_render_u64(sb, p->cupti_on_ms);
+    KEY(sb, ", ", PROF_CUPTI_PERIOD_MS);
+    acl_render_u64(sb, p->cupti_period_ms);
+    KEY(sb, ", ", PROF_CUPTI_WINDOWS);
+    acl_render_u64(sb, p->cupti_windows);
+    KEY(sb, ", ", PROF_CUPTI_ATTACHED_SECONDS);
     put_ratio(sb, p->cupti_on_seconds);
   } else {
     acl_sb_puts(sb, "null");
@@ -190,59 +213,78 @@ static void put_job(acl_strbuf_t *sb, const acl_snapshot_t *s)
 {
   acl_snap_job_t j;
   acl_snap_job_totals(s, &j);
-  acl_sb_puts(sb, "{\"collective_seconds\": ");
+  KEY(sb, "{", JOB_COLLECTIVE_SECONDS);
   put_opt_num(sb, j.has_exposed, j.collective_seconds);
-  acl_sb_puts(sb, ", \"exposed_seconds\": ");
+  KEY(sb, ", ", JOB_EXPOSED_SECONDS);
   put_opt_num(sb, j.has_exposed, j.exposed_seconds);
-  acl_sb_puts(sb, ", \"exposed_share\": ");
+  KEY(sb, ", ", EXPOSED_SHARE);
   put_opt_num(sb, j.has_exposed, j.exposed_share);
-  acl_sb_puts(sb, ", \"time_saved_seconds\": ");
+  KEY(sb, ", ", JOB_TIME_SAVED_SECONDS);
   put_opt_num(sb, j.has_net, j.time_saved_seconds);
   /* per rank, as the job report: every rank waits for each collective */
   acl_report_totals_t t;
   acl_report_totals(s, &t);
-  acl_sb_printf(sb, ", \"ranks\": %d, \"time_saved_per_rank_seconds\": ", t.ranks);
+  KEY(sb, ", ", RANKS);
+  acl_sb_printf(sb, "%d", t.ranks);
+  KEY(sb, ", ", TIME_SAVED_PER_RANK_SECONDS);
   put_opt_num(sb, j.has_net && t.ranks > 0, t.ranks > 0 ? j.time_saved_seconds / t.ranks : 0.0);
   acl_sb_puts(sb, "}");
 }
 
 static void put_comm(acl_strbuf_t *sb, const acl_snap_comm_t *c)
 {
-  acl_sb_puts(sb, "{\"id\": ");
+  KEY(sb, "{", COMM_ID);
   put_comm_id(sb, c->id);
-  acl_sb_puts(sb, ", \"name\": ");
+  KEY(sb, ", ", COMM_NAME);
   JSTR(sb, c->name);
-  acl_sb_puts(sb, ", \"rank\": ");
+  KEY(sb, ", ", RANK);
   put_rank(sb, c);
-  acl_sb_printf(sb, ", \"nranks\": %d, \"nnodes\": %d,\n     \"role\": ", c->nranks, c->nnodes);
+  KEY(sb, ", ", COMM_NRANKS);
+  acl_sb_printf(sb, "%d", c->nranks);
+  KEY(sb, ", ", COMM_NNODES);
+  acl_sb_printf(sb, "%d", c->nnodes);
+  KEY(sb, ",\n     ", COMM_ROLE);
   JSTR(sb, c->role);
-  acl_sb_puts(sb, ", \"consensus_wait_seconds\": ");
+  KEY(sb, ", ", COMM_CONSENSUS_WAIT_SECONDS);
   put_ratio(sb, c->consensus_wait_seconds);
-  acl_sb_printf(sb, ", \"blocks_published\": %" PRIu64 ",\n     \"lock_acquisitions\": %" PRIu64,
-                c->blocks_published, c->lock_acquisitions);
-  acl_sb_printf(sb, ", \"samples_busy\": %" PRIu64 ", \"workloads_refused\": %" PRIu64 "}",
-                c->samples_busy, c->workloads_refused);
+  KEY(sb, ", ", COMM_BLOCKS_PUBLISHED);
+  acl_render_u64(sb, c->blocks_published);
+  KEY(sb, ",\n     ", COMM_LOCK_ACQUISITIONS);
+  acl_render_u64(sb, c->lock_acquisitions);
+  KEY(sb, ", ", COMM_SAMPLES_BUSY);
+  acl_render_u64(sb, c->samples_busy);
+  KEY(sb, ", ", COMM_WORKLOADS_REFUSED);
+  acl_render_u64(sb, c->workloads_refused);
+  acl_sb_puts(sb, "}");
 }
 
 void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
 {
-  acl_sb_printf(out, "{\n  \"version\": %d,\n  \"host\": ", ACL_SNAPSHOT_VERSION);
+  KEY(out, "{\n  ", VERSION);
+  acl_sb_printf(out, "%d", ACL_SNAPSHOT_VERSION);
+  KEY(out, ",\n  ", HOST);
   JSTR(out, s->hostname);
-  acl_sb_printf(out, ", \"pid\": %d, \"local_rank\": %d, \"mode\": ", s->pid, s->local_rank);
+  KEY(out, ", ", PID);
+  acl_sb_printf(out, "%d", s->pid);
+  KEY(out, ", ", LOCAL_RANK);
+  acl_sb_printf(out, "%d", s->local_rank);
+  KEY(out, ", ", MODE);
   JSTR(out, s->mode);
-  acl_sb_puts(out, ",\n  \"uptime_seconds\": ");
+  KEY(out, ",\n  ", UPTIME_SECONDS);
   put_ratio(out, s->uptime_seconds);
-  acl_sb_puts(out, ",\n  \"profiler\": ");
+  KEY(out, ",\n  ", PROFILER);
   put_profiler(out, &s->profiler);
-  acl_sb_puts(out, ",\n  \"job\": ");
+  KEY(out, ",\n  ", JOB);
   put_job(out, s);
-  acl_sb_puts(out, ",\n  \"communicators\": [");
+  KEY(out, ",\n  ", COMMUNICATORS);
+  acl_sb_puts(out, "[");
   int nc = s->ncomms < 0 ? 0 : (s->ncomms > ACL_SNAP_MAX_COMMS ? ACL_SNAP_MAX_COMMS : s->ncomms);
   for (int i = 0; i < nc; i++) {
     acl_sb_puts(out, i ? ",\n    " : "\n    ");
     put_comm(out, &s->comms[i]);
   }
-  acl_sb_puts(out, nc ? "\n  ],\n  \"workloads\": [" : "],\n  \"workloads\": [");
+  KEY(out, nc ? "\n  ],\n  " : "],\n  ", WORKLOADS);
+  acl_sb_puts(out, "[");
   int nw = s->nworkloads < 0
                ? 0
                : (s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? ACL_SNAP_MAX_WORKLOADS : s->nworkloads);
@@ -250,35 +292,71 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
     acl_sb_puts(out, i ? ",\n    " : "\n    ");
     put_workload(out, s, &s->workloads[i]);
   }
-  acl_sb_printf(out, "%s\n  \"workloads_truncated\": %s\n}\n", nw ? "\n  ]," : "],",
-                s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? "true"
-                                                                                 : "false");
+  KEY(out, nw ? "\n  ],\n  " : "],\n  ", WORKLOADS_TRUNCATED);
+  acl_sb_puts(out, s->workloads_truncated || s->nworkloads > ACL_SNAP_MAX_WORKLOADS ? "true\n}\n"
+                                                                                    : "false\n}\n");
 }
 
 void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w, acl_strbuf_t *out)
 {
   acl_render_workload_head(out, s, w);
-  acl_sb_puts(out, ", \"state\": ");
+  KEY(out, ", ", STATE);
   acl_render_json_str(out, acl_phase_name(w->phase), 32);
-  acl_sb_printf(out, ", \"decided\": %s", acl_phase_decided(w->phase) ? "true" : "false");
-  acl_sb_puts(out, ", \"step\": ");
+  KEY(out, ", ", DECIDED);
+  acl_sb_puts(out, acl_phase_decided(w->phase) ? "true" : "false");
+  KEY(out, ", ", STEP);
   int n = clamp_traj(w->traj_len);
   if (n > 0)
-    acl_sb_printf(out, "%" PRIu32, w->traj[n - 1].step);
+    acl_render_u64(out, w->traj[n - 1].step);
   else
     acl_sb_puts(out, "null");
-  acl_sb_puts(out, ", \"candidate\": ");
+  KEY(out, ", ", CANDIDATE);
   put_cand(out, true, &w->current);
-  acl_sb_puts(out, ", \"best\": ");
+  KEY(out, ", ", BEST);
   put_cand(out, w->has_best, &w->best);
-  acl_sb_puts(out, ", \"busbw\": ");
+  KEY(out, ", ", BUSBW);
   put_opt_num(out, w->has_busbw, w->busbw);
-  acl_sb_puts(out, ", \"overlap\": ");
+  KEY(out, ", ", OVERLAP);
   if (w->has_overlap)
     put_ratio(out, w->overlap);
   else
     acl_sb_puts(out, "null");
-  acl_sb_puts(out, ", \"speedup\": ");
+  KEY(out, ", ", SPEEDUP);
   put_opt_num(out, w->has_speedup, w->speedup);
   acl_sb_puts(out, "}");
+}
+
+/* The compact spelling of /api/v1/host: sep, then "key": without a space. */
+static void ckey(acl_strbuf_t *sb, const char *sep, acl_field_t f)
+{
+  acl_sb_puts(sb, sep);
+  acl_sb_json_str(sb, acl_fields[f].key);
+  acl_sb_append(sb, ":", 1);
+}
+
+void acl_render_host_json(const char *host, int pid, int local_rank, const acl_snap_proc_t *procs,
+                          int n, acl_strbuf_t *out)
+{
+  ckey(out, "{", ACL_F_VERSION);
+  acl_sb_puts(out, "1");
+  ckey(out, ",", ACL_F_HOST);
+  acl_sb_json_str(out, host ? host : "");
+  ckey(out, ",", ACL_F_PID);
+  acl_sb_printf(out, "%d", pid);
+  ckey(out, ",", ACL_F_LOCAL_RANK);
+  acl_sb_printf(out, "%d", local_rank);
+  ckey(out, ",", ACL_F_PROCESSES);
+  acl_sb_puts(out, "[");
+  for (int i = 0; i < n; i++) {
+    ckey(out, i ? ",{" : "{", ACL_F_LOCAL_RANK);
+    acl_sb_printf(out, "%d", procs[i].local_rank);
+    ckey(out, ",", ACL_F_PID);
+    acl_sb_printf(out, "%d", procs[i].pid);
+    ckey(out, ",", ACL_F_PORT);
+    if (procs[i].port > 0)
+      acl_sb_printf(out, "%d}", procs[i].port);
+    else
+      acl_sb_puts(out, "null}");
+  }
+  acl_sb_puts(out, "]}\n");
 }

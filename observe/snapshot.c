@@ -1,5 +1,5 @@
 /* Snapshot helpers: the duration histogram's fixed buckets, job totals. */
-#include "core/snapshot.h"
+#include "observe/observe.h"
 
 #include <math.h>
 #include <string.h>

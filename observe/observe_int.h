@@ -1,13 +1,16 @@
-/* Internal helpers shared by core/render.c and core/render_metrics.c:
+/* Internals of observe/, shared by render.c, render_metrics.c and report.c:
  * escaping for JSON and Prometheus label values (UTF-8 sanitised, since
  * names come from NCCL and hostnames), number formatting, comm labels. */
-#ifndef ACL_CORE_RENDER_UTIL_H
-#define ACL_CORE_RENDER_UTIL_H
+#ifndef ACL_OBSERVE_INT_H
+#define ACL_OBSERVE_INT_H
 
 #include <stddef.h>
 
-#include "core/snapshot.h"
 #include "core/strbuf.h"
+#include "observe/observe.h"
+
+/* sep, then "key": of field f (its one spelling, observe/fields.def). */
+void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f);
 
 /* JSON string literal of the first strnlen(s, maxlen) bytes; invalid UTF-8
  * becomes U+FFFD. NULL renders as "". */

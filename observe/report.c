@@ -1,12 +1,15 @@
-/* The job report (core/report.h). */
-#include "core/report.h"
+/* The job report (observe/observe.h). */
+#include "observe/observe.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/render_util.h"
+#include "observe/observe_int.h"
+
+/* sep, then the key of row ID of observe/fields.def */
+#define KEY(sb, sep, ID) acl_render_key((sb), (sep), ACL_F_##ID)
 
 static int clamp_n(int n, int max) { return n < 0 ? 0 : (n > max ? max : n); }
 
@@ -76,15 +79,21 @@ static void put_num(acl_strbuf_t *sb, bool valid, double v)
 
 static void put_totals(acl_strbuf_t *sb, const acl_report_totals_t *t)
 {
-  acl_sb_printf(sb, "{\"ranks\": %d, \"workloads\": %d, \"converged\": %d, \"calls\": %" PRIu64,
-                t->ranks, t->workloads, t->converged, t->calls);
-  acl_sb_puts(sb, ",\n    \"nccl_seconds\": ");
+  KEY(sb, "{", RANKS);
+  acl_sb_printf(sb, "%d", t->ranks);
+  KEY(sb, ", ", TOT_WORKLOADS);
+  acl_sb_printf(sb, "%d", t->workloads);
+  KEY(sb, ", ", CONVERGED);
+  acl_sb_printf(sb, "%d", t->converged);
+  KEY(sb, ", ", CALLS);
+  acl_render_u64(sb, t->calls);
+  KEY(sb, ",\n    ", TOT_NCCL_SECONDS);
   acl_render_json_num(sb, t->nccl_seconds);
-  acl_sb_puts(sb, ", \"net_saved_seconds\": ");
+  KEY(sb, ", ", TOT_NET_SAVED_SECONDS);
   acl_render_json_num(sb, t->net_saved_seconds);
-  acl_sb_puts(sb, ", \"exploration_cost_seconds\": ");
+  KEY(sb, ", ", TOT_EXPLORATION_COST_SECONDS);
   acl_render_json_num(sb, t->exploration_cost_seconds);
-  acl_sb_puts(sb, ", \"net_saved_per_rank_seconds\": ");
+  KEY(sb, ", ", NET_SAVED_PER_RANK_SECONDS);
   acl_render_json_num(sb, t->per_rank_seconds);
   acl_sb_puts(sb, "}");
 }
@@ -94,14 +103,16 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   int nc = clamp_n(s->ncomms, ACL_SNAP_MAX_COMMS);
   const acl_snap_comm_t *c = w->comm >= 0 && w->comm < nc ? &s->comms[w->comm] : NULL;
   acl_render_workload_head(sb, s, w);
-  acl_sb_puts(sb, ", \"comm_name\": ");
+  KEY(sb, ", ", RW_COMM_NAME);
   acl_render_json_str(sb, c ? c->name : "", c ? sizeof(c->name) : 1);
-  acl_sb_puts(sb, ",\n     \"state\": ");
+  KEY(sb, ",\n     ", STATE);
   acl_render_json_str(sb, acl_phase_name(w->phase), 32);
-  acl_sb_printf(sb, ", \"calls\": %" PRIu64 ", \"nccl_seconds\": ", w->calls);
+  KEY(sb, ", ", CALLS);
+  acl_render_u64(sb, w->calls);
+  KEY(sb, ", ", RW_NCCL_SECONDS);
   double ns = acl_report_nccl_seconds(w);
   put_num(sb, ns >= 0, ns);
-  acl_sb_puts(sb, ", \"decision\": ");
+  KEY(sb, ", ", RW_DECISION);
   const acl_candidate_t *d = acl_report_decision(w);
   if (d) {
     acl_sb_puts(sb, "{");
@@ -110,15 +121,17 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   } else {
     acl_sb_puts(sb, "null");
   }
-  acl_sb_printf(sb, ", \"source\": \"%s\",\n     \"speedup\": ", acl_source_name(w->source));
+  KEY(sb, ", ", SOURCE);
+  acl_sb_printf(sb, "\"%s\"", acl_source_name(w->source));
+  KEY(sb, ",\n     ", SPEEDUP);
   put_num(sb, w->has_speedup, w->speedup);
-  acl_sb_puts(sb, ", \"speedup_low\": ");
+  KEY(sb, ", ", SPEEDUP_LOW);
   put_num(sb, w->has_speedup_ci, w->speedup_lo);
-  acl_sb_puts(sb, ", \"speedup_high\": ");
+  KEY(sb, ", ", SPEEDUP_HIGH);
   put_num(sb, w->has_speedup_ci, w->speedup_hi);
-  acl_sb_puts(sb, ", \"net_saved_seconds\": ");
+  KEY(sb, ", ", RW_NET_SAVED_SECONDS);
   put_num(sb, w->has_net, w->time_saved_seconds);
-  acl_sb_puts(sb, ", \"exploration_cost_seconds\": ");
+  KEY(sb, ", ", EXPLORATION_COST_SECONDS);
   put_num(sb, w->has_net, w->exploration_cost_seconds);
   acl_sb_puts(sb, "}");
 }
@@ -127,23 +140,31 @@ void acl_report_json(const acl_snapshot_t *s, acl_strbuf_t *out)
 {
   acl_report_totals_t t;
   acl_report_totals(s, &t);
-  acl_sb_printf(out, "{\n  \"version\": %d, \"kind\": \"autoccl-job-report\",\n  \"host\": ",
-                ACL_REPORT_VERSION);
+  KEY(out, "{\n  ", VERSION);
+  acl_sb_printf(out, "%d", ACL_REPORT_VERSION);
+  KEY(out, ", ", KIND);
+  acl_sb_puts(out, "\"autoccl-job-report\"");
+  KEY(out, ",\n  ", HOST);
   acl_render_json_str(out, s->hostname, sizeof(s->hostname));
-  acl_sb_printf(out, ", \"pid\": %d, \"local_rank\": %d, \"mode\": ", s->pid, s->local_rank);
+  KEY(out, ", ", PID);
+  acl_sb_printf(out, "%d", s->pid);
+  KEY(out, ", ", LOCAL_RANK);
+  acl_sb_printf(out, "%d", s->local_rank);
+  KEY(out, ", ", MODE);
   acl_render_json_str(out, s->mode, sizeof(s->mode));
-  acl_sb_puts(out, ", \"uptime_seconds\": ");
+  KEY(out, ", ", UPTIME_SECONDS);
   acl_render_json_num(out, s->uptime_seconds);
-  acl_sb_puts(out, ",\n  \"totals\": ");
+  KEY(out, ",\n  ", TOTALS);
   put_totals(out, &t);
-  acl_sb_puts(out, ",\n  \"workloads\": [");
+  KEY(out, ",\n  ", WORKLOADS);
+  acl_sb_puts(out, "[");
   int nw = clamp_n(s->nworkloads, ACL_SNAP_MAX_WORKLOADS);
   for (int i = 0; i < nw; i++) {
     acl_sb_puts(out, i ? ",\n    " : "\n    ");
     put_workload(out, s, &s->workloads[i]);
   }
-  acl_sb_printf(out, "%s\n  \"workloads_truncated\": %s\n}\n", nw ? "\n  ]," : "],",
-                s->workloads_truncated ? "true" : "false");
+  KEY(out, nw ? "\n  ],\n  " : "],\n  ", WORKLOADS_TRUNCATED);
+  acl_sb_puts(out, s->workloads_truncated ? "true\n}\n" : "false\n}\n");
 }
 
 /* "1.5 MiB", "416.0 MiB", "64 KiB": the size as the live views print it. */
