@@ -105,7 +105,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
-  s->state = ACL_PHASE_WARMUP;
+  acl_sm_start(s);
   s->cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
   s->overlap_conv = -1.0;
@@ -142,7 +142,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
    * predicts that much slower than its pick is not worth its calls. */
   for (int i = 0; i < s->nsubs; i++)
     if (minc > 0.0f && s->cost[s->subs[i].algo][s->subs[i].proto] > ACL_SEARCH_SKIP_PRIOR * minc)
-      s->subs[i].state = SUB_PRUNED;
+      s->subs[i].state = ACL_SUB_PRUNED;
 
   s->ncands = 1;
   s->cands[0].cand.algo = ACL_ALGO_NCCL;
@@ -177,8 +177,8 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
   s->valid_mask &= mask_of(cost);
   for (int i = 0; i < s->nsubs; i++)
     if (!acl_search_pair_valid(s, s->subs[i].algo, s->subs[i].proto))
-      s->subs[i].state = SUB_INVALID;
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_INVALID)
+      s->subs[i].state = ACL_SUB_INVALID;
+  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == ACL_SUB_INVALID)
     s->cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
@@ -260,15 +260,15 @@ static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   acl_sm_fire(s, EV_NEXT_BLOCK);
-  if (s->state == ACL_PHASE_WARMUP) {
+  if (acl_sm_base(s) == ACL_PHASE_WARMUP) {
     if (s->calls_planned < (uint64_t)s->params.warmup_calls)
       return warmup_block(s, out, len);
     acl_sm_fire(s, EV_WARMED);
   }
-  if (s->state == ACL_PHASE_BASELINE && s->cands[0].judged)
+  if (acl_sm_base(s) == ACL_PHASE_BASELINE && s->cands[0].judged)
     acl_sm_fire(s, EV_MEASURED);
-  bool measuring = s->state == ACL_PHASE_EXPLORING || s->state == ACL_PHASE_RETUNING;
-  if (s->state == ACL_PHASE_BASELINE || (measuring && !s->cands[0].judged)) {
+  bool measuring = acl_sm_base(s) == ACL_PHASE_EXPLORING || acl_sm_base(s) == ACL_PHASE_RETUNING;
+  if (acl_sm_base(s) == ACL_PHASE_BASELINE || (measuring && !s->cands[0].judged)) {
     double need = acl_search_baseline_need(s);
     if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
       return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
@@ -283,7 +283,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
      * ACL_SEARCH_PROV_MARGIN; validation then confirms or reverts it. */
     acl_search_converge(s, acl_search_explored_pick(s));
   }
-  if (acl_phase_decided(s->state))
+  if (acl_phase_decided(acl_sm_base(s)))
     return acl_search_next_converged(s, out, len);
   /* Off: NCCL's own choice. */
   if (out)

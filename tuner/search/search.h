@@ -85,17 +85,26 @@ typedef struct acl_search_cand {
   uint16_t waits; /* blocks waited for its pending samples */
 } acl_search_cand_t;
 
+/* Where a subspace's descent is (search_explore.c). */
+typedef enum acl_search_sub_state {
+  ACL_SUB_PENDING = 0, /* not begun */
+  ACL_SUB_ACTIVE,      /* being descended (acl_search_t.cur_sub) */
+  ACL_SUB_DONE,        /* every axis descended */
+  ACL_SUB_PRUNED,      /* its first point, or NCCL's prior, says it is far slower */
+  ACL_SUB_INVALID      /* some rank cannot run its pair */
+} acl_search_sub_state_t;
+
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
 typedef struct acl_search_sub {
+  acl_search_sub_state_t state;
   int8_t algo, proto;
-  uint8_t state;                       /* 0 pending, 1 active, 2 done, 3 pruned, 4 invalid */
   uint8_t axis;                        /* axis being descended */
   uint8_t center[ACL_SEARCH_NUM_AXES]; /* grid index of the incumbent */
   int8_t lo, hi;                       /* exclusive bracket on the current axis */
   uint8_t step;                        /* current step in grid indices */
   uint8_t dir;                         /* 0 try up next, 1 try down next */
   uint8_t checked;                     /* first point passed the prune rule */
-  uint8_t pad[3];
+  uint8_t pad;
 } acl_search_sub_t;
 
 /* Flat and pointer-free. Field layout is private to tuner/search/; other

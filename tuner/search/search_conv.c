@@ -280,8 +280,8 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
 {
   uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
   int id = s->current;
-  if (acl_sm_validating(s->state) && val_lost(s)) {
-    if (s->state == ACL_PHASE_REFINING && s->late) {
+  if (acl_sm_validating(acl_sm_base(s)) && val_lost(s)) {
+    if (acl_sm_base(s) == ACL_PHASE_REFINING && s->late) {
       next_challenger(s); /* the decision is proven: only the challenger goes */
     } else {
       /* samples are not arriving: NCCL's choice is the safe one */
@@ -296,10 +296,10 @@ int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *l
    * just explored and not yet proven against NCCL's own choice does not run
    * meanwhile (it may be slower): NCCL's does. A proven one being refined,
    * or a table's (measured before: warm start), runs. */
-  bool unproven = s->state == ACL_PHASE_VALIDATING && !s->from_table;
-  if (acl_sm_validating(s->state) && acl_search_budget_left(s) < 0.0)
+  bool unproven = acl_sm_base(s) == ACL_PHASE_VALIDATING && !s->from_table;
+  if (acl_sm_validating(acl_sm_base(s)) && acl_search_budget_left(s) < 0.0)
     return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
-  if (acl_sm_validating(s->state)) {
+  if (acl_sm_validating(acl_sm_base(s))) {
     bool challenger_turn = s->val_handed & 1u;
     s->spent_s += (challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
     if (challenger_turn) {
@@ -424,7 +424,7 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
     int si = -1;
     for (int i = 0; i < s->nsubs; i++)
       if (s->subs[i].algo == cand->algo && s->subs[i].proto == cand->proto &&
-          s->subs[i].state != SUB_INVALID)
+          s->subs[i].state != ACL_SUB_INVALID)
         si = i;
     if (si < 0 || s->ncands >= ACL_SEARCH_MAX_CANDS)
       return -1;
@@ -471,7 +471,7 @@ const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
-acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->state; }
+acl_phase_t acl_search_phase(const acl_search_t *s) { return acl_sm_block(s); }
 
 int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
 {
@@ -492,7 +492,7 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
 
 uint8_t acl_search_sample_shift(const acl_search_t *s)
 {
-  switch (s->state) {
+  switch (acl_sm_block(s)) {
   case ACL_PHASE_WAIT_SAMPLES:
     return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
   case ACL_PHASE_WAIT_BUDGET:
@@ -516,7 +516,7 @@ uint8_t acl_search_sample_shift(const acl_search_t *s)
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
 {
   memset(r, 0, sizeof *r);
-  r->phase = (acl_phase_t)s->state;
+  r->phase = acl_sm_block(s);
   bool decided = acl_phase_decided(acl_sm_base(s));
   int cur = s->current < s->ncands ? s->current : 0;
   r->current = s->cands[cur].cand;

@@ -94,7 +94,7 @@ static bool needs_samples(acl_search_t *s, int id)
 static void sub_begin(acl_search_t *s, int si)
 {
   acl_search_sub_t *sub = &s->subs[si];
-  sub->state = SUB_ACTIVE;
+  sub->state = ACL_SUB_ACTIVE;
   /* Start where the best point so far is (channel optima transfer well
    * between subspaces), else at NCCL's channel count or mid-range. */
   int b = acl_search_best_judged(s, false);
@@ -139,11 +139,11 @@ static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
  * when none is left. */
 static acl_search_sub_t *active_sub(acl_search_t *s)
 {
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_ACTIVE)
+  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == ACL_SUB_ACTIVE)
     return &s->subs[s->cur_sub];
   s->cur_sub = ACL_SEARCH_NONE;
   for (int i = 0; i < s->nsubs; i++)
-    if (s->subs[i].state == SUB_PENDING) {
+    if (s->subs[i].state == ACL_SUB_PENDING) {
       sub_begin(s, i);
       return &s->subs[i];
     }
@@ -229,7 +229,7 @@ int acl_search_plan(acl_search_t *s)
     if (!sub)
       return -1;
     if (sub->axis >= ACL_SEARCH_NUM_AXES) {
-      sub->state = SUB_DONE;
+      sub->state = ACL_SUB_DONE;
       continue;
     }
     if (acl_search_axis_count(s, sub->axis) <= 1) {
@@ -242,7 +242,7 @@ int acl_search_plan(acl_search_t *s)
     if (!sub->checked) {
       sub->checked = 1;
       if (prune(s, sub, c)) {
-        sub->state = SUB_PRUNED;
+        sub->state = ACL_SUB_PRUNED;
         continue;
       }
     }
@@ -368,8 +368,8 @@ void acl_search_explore_reset(acl_search_t *s)
     c->tried = 0;
   }
   for (int i = 0; i < s->nsubs; i++)
-    if (s->subs[i].state != SUB_INVALID)
-      s->subs[i].state = SUB_PENDING;
+    if (s->subs[i].state != ACL_SUB_INVALID)
+      s->subs[i].state = ACL_SUB_PENDING;
   s->cur_sub = ACL_SEARCH_NONE;
   s->best = 0;
   s->current = 0;

@@ -4,8 +4,11 @@
  *                     drift and re-tuning, warm start, reporting
  *   search_explore.c  exploration: the descent's plan, blocks, verdicts
  *   search_budget.c   the exploration budget: what is charged, waiting
- *   search_sm.c       the state machine: states, events, the one transition
- *   search_grid.c     the candidate grid and table, statistics */
+ *   search_grid.c     the candidate grid and table, statistics, with
+ *   search_chunk.c    the chunk-size axis (grid calls chunk, never back)
+ * and one exception, search_sm.c, the state machine: every file above
+ * reads the state (acl_sm_base) and fires its events (acl_sm_fire); it
+ * calls nothing in the search. */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
@@ -22,8 +25,6 @@
 _Static_assert(ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_STAT_MAX &&
                    ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX,
                "statistics see every kept sample");
-
-enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 
 /* search_sm.c: the state machine. Its states are acl_phase_t (core/types.h,
  * with their names); acl_search_t.state changes only in acl_sm_fire(), by
@@ -49,8 +50,15 @@ typedef enum acl_sm_event {
  * that state, not the wait. An event with no transition from the current
  * state turns the search off (NCCL's choice): a bug, never a crash. */
 void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev);
-/* The state the search is in when no block is waiting. */
+/* The search's state, the one every decision of the search reads: while a
+ * block waits, the state the wait returns to. */
 acl_phase_t acl_sm_base(const acl_search_t *s);
+/* The state of the block last handed out, a waiting state included: what
+ * the views show (acl_search_phase) and what sets the block's sampling
+ * (acl_search_sample_shift); nothing else reads it. */
+acl_phase_t acl_sm_block(const acl_search_t *s);
+/* acl_search_init: the first state. */
+void acl_sm_start(acl_search_t *s);
 bool acl_sm_is_wait(int st);
 /* The validation runs: a challenger (NCCL's choice or a neighbour) is
  * interleaved with the decision. */
@@ -88,8 +96,8 @@ int acl_search_explored_pick(const acl_search_t *s);
 /* Re-tuning: every measurement of the exploration is stale. */
 void acl_search_explore_reset(acl_search_t *s);
 
-/* search_grid.c: the candidate grid and table, statistics. Calls nothing
- * else in the search. */
+/* search_grid.c: the candidate grid and table, statistics. Calls
+ * search_chunk.c only. */
 int acl_search_axis_count(const acl_search_t *s, int axis);
 int acl_search_axis_value(const acl_search_t *s, int axis, int idx);
 /* Where a descent starts on an axis when nothing is known yet. */
@@ -125,7 +133,7 @@ int acl_search_chunk_hi(const acl_search_t *s, int algo);
 bool acl_search_chunk_worth(const acl_search_t *s, int id);
 
 /* search_conv.c: the decision, its validation and refinement, drift,
- * reporting. Uses search_grid.c only. */
+ * reporting. */
 /* Adopt cand id as the decision (starts validation when id != 0). */
 void acl_search_converge(acl_search_t *s, int id);
 /* Converged phase: a sample (already stored in the candidate's ring). */

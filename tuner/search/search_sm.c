@@ -70,10 +70,14 @@ bool acl_sm_is_wait(int st)
 
 bool acl_sm_validating(int st) { return st == ACL_PHASE_VALIDATING || st == ACL_PHASE_REFINING; }
 
+void acl_sm_start(acl_search_t *s) { s->state = s->resume = ACL_PHASE_WARMUP; }
+
 acl_phase_t acl_sm_base(const acl_search_t *s)
 {
   return (acl_phase_t)(acl_sm_is_wait(s->state) ? s->resume : s->state);
 }
+
+acl_phase_t acl_sm_block(const acl_search_t *s) { return (acl_phase_t)s->state; }
 
 static int sm_target(int from, int ev)
 {
