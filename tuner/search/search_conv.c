@@ -22,8 +22,7 @@ static void val_reset(acl_search_t *s)
   s->val_mark = s->val_out = s->val_in = 0;
 }
 
-/* The challenger's samples are lost, not late (ACL_VAL_MAX_BLOCKS). */
-static bool val_lost(const acl_search_t *s)
+bool acl_search_val_lost(const acl_search_t *s)
 {
   uint32_t blocks = s->val_handed / 2;
   if (blocks >= ACL_VAL_LOST_BLOCKS)
@@ -123,8 +122,7 @@ static int pick_challenger(acl_search_t *s)
   return best;
 }
 
-/* The next background challenger, or the end of validation. */
-static void next_challenger(acl_search_t *s)
+void acl_search_next_challenger(acl_search_t *s)
 {
   int id = pick_challenger(s);
   if (id <= 0) {
@@ -166,7 +164,7 @@ void acl_search_converge(acl_search_t *s, int id)
    * against it; NCCL's own gets its neighbours challenged. */
   val_reset(s);
   if (id == ACL_SEARCH_CAND_NCCL)
-    next_challenger(s);
+    acl_search_next_challenger(s);
   else
     acl_sm_fire(s, EV_PROVISIONAL);
 }
@@ -220,7 +218,7 @@ static void revert(acl_search_t *s, double gain, double se)
     return;
   }
   promote(s, gain, se);
-  next_challenger(s);
+  acl_search_next_challenger(s);
 }
 
 /* Sequential test, looked at once per challenger block. Against NCCL's
@@ -257,7 +255,7 @@ static void val_check(acl_search_t *s)
         val_over(s);
         acl_sm_fire(s, EV_SETTLED);
       } else {
-        next_challenger(s);
+        acl_search_next_challenger(s);
       }
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
       revert(s, gain, se);
@@ -270,47 +268,27 @@ static void val_check(acl_search_t *s)
   double z = base ? ACL_REF_Z_BASE : ACL_REF_Z;
   if (-gain - z * se > (base ? ACL_SEARCH_PROV_MARGIN : 0.0)) {
     promote(s, gain, se);
-    next_challenger(s);
+    acl_search_next_challenger(s);
   } else if (-gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_REF_MAX) {
-    next_challenger(s);
+    acl_search_next_challenger(s);
   }
 }
 
-int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
+void acl_search_val_abandon(acl_search_t *s)
 {
-  uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
-  int id = s->current;
-  if (acl_sm_validating(acl_sm_base(s)) && val_lost(s)) {
-    if (acl_sm_base(s) == ACL_PHASE_REFINING && s->late) {
-      next_challenger(s); /* the decision is proven: only the challenger goes */
-    } else {
-      /* samples are not arriving: NCCL's choice is the safe one */
-      adopt(s, ACL_SEARCH_CAND_NCCL);
-      val_over(s);
-      acl_sm_fire(s, EV_SETTLED);
-    }
-    id = s->current;
-  }
-  /* Validation samples every call and runs a challenger: it draws on the
-   * exploration budget, and pauses while the budget is spent. A decision
-   * just explored and not yet proven against NCCL's own choice does not run
-   * meanwhile (it may be slower): NCCL's does. A proven one being refined,
-   * or a table's (measured before: warm start), runs. */
-  bool unproven = acl_sm_base(s) == ACL_PHASE_VALIDATING && !s->from_table;
-  if (acl_sm_validating(acl_sm_base(s)) && acl_search_budget_left(s) < 0.0)
-    return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
-  if (acl_sm_validating(acl_sm_base(s))) {
-    bool challenger_turn = s->val_handed & 1u;
-    s->spent_s += (challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
-    if (challenger_turn) {
-      id = s->challenger;
-      l = ACL_VAL_BLOCK;
-    } else {
-      l = ACL_VAL_RUN;
-    }
-    s->val_handed++;
-    s->val_out += l;
-  }
+  adopt(s, ACL_SEARCH_CAND_NCCL);
+  val_over(s);
+  acl_sm_fire(s, EV_SETTLED);
+}
+
+int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
+{
+  bool challenger_turn = s->val_handed & 1u;
+  uint32_t l = challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN;
+  int id = challenger_turn ? s->challenger : s->current;
+  s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
+  s->val_handed++;
+  s->val_out += l;
   s->calls_planned += l;
   if (out)
     *out = s->cands[id].cand;
@@ -378,10 +356,9 @@ static void drift_check(acl_search_t *s, double seconds)
     retune(s);
 }
 
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap)
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds)
 {
   acl_search_cand_t *c = &s->cands[id];
-  (void)overlap; /* already in the candidate's ring */
   if (s->from_table && s->samples_seen <= (uint64_t)s->params.warmup_calls)
     return; /* a warm start's first calls are its warm-up */
   if (c->judged)
@@ -488,29 +465,6 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
     *out = s->cands[id].cand;
   }
   return id;
-}
-
-uint8_t acl_search_sample_shift(const acl_search_t *s)
-{
-  switch (acl_sm_block(s)) {
-  case ACL_PHASE_WAIT_SAMPLES:
-    return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
-  case ACL_PHASE_WAIT_BUDGET:
-  case ACL_PHASE_PAUSED:
-  case ACL_PHASE_WARMUP:
-  case ACL_PHASE_DISABLED:
-    return ACL_SEARCH_SAMPLE_NEVER;
-  case ACL_PHASE_CONVERGED:
-    break;
-  default:
-    return 0; /* measuring or validating: every call */
-  }
-  double t = s->converged_seconds;
-  uint8_t shift = 0;
-  while (t > 0.0 && shift < ACL_SEARCH_SAMPLE_MAX_SHIFT &&
-         t * (double)(2u << shift) <= ACL_SEARCH_SAMPLE_PERIOD_S)
-    shift++;
-  return shift;
 }
 
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)

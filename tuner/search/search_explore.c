@@ -2,6 +2,7 @@
  * subspaces by (algorithm, protocol) in NCCL's predicted order, each a
  * pattern-search coordinate descent over the resource axes; the blocks that
  * measure a candidate, and the verdicts on its samples. */
+#include <math.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
@@ -37,6 +38,34 @@ void acl_search_judge(acl_search_t *s, int id, bool costs_calls)
   int b = acl_search_best_judged(s, true);
   if (b >= 0)
     s->best = (uint16_t)b;
+}
+
+void acl_search_measured_sample(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  if (c->judged) { /* a late extra sample refines the verdict */
+    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+    return;
+  }
+  int spc = s->params.samples_per_cand;
+  if (c->got >= spc) {
+    acl_search_judge(s, id, true);
+    return;
+  }
+  /* Early verdict for a clearly slower candidate (median, robust to one
+   * outlier among three): saves the rest of its samples. */
+  if (id != ACL_SEARCH_CAND_NCCL && c->got >= ACL_SEARCH_EARLY2_N) {
+    int b = acl_search_best_judged(s, true);
+    double ref = b >= 0 ? s->cands[b].robust_seconds : 0.0;
+    /* After 2 samples only when both are clearly slower (the faster of two
+     * is robust to a straggler); after 3 on the median. */
+    bool early2 = b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
+                  fminf(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref;
+    bool early3 = b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
+                  acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref;
+    if (early2 || early3)
+      acl_search_judge(s, id, true);
+  }
 }
 
 /* Candidate id takes the samples and verdict of `from`, which NCCL runs

@@ -1,14 +1,16 @@
 /* Private to tuner/search/. Calls go down this list only:
  *   search.c          entry points: settings, init, hints, next, samples
+ *   search_sm.c       the state machine: states, events, the one transition,
+ *                     and each state's handler (its next block, its samples)
  *   search_conv.c     the decision, background validation and refinement,
  *                     drift and re-tuning, warm start, reporting
  *   search_explore.c  exploration: the descent's plan, blocks, verdicts
  *   search_budget.c   the exploration budget: what is charged, waiting
  *   search_grid.c     the candidate grid and table, statistics, with
  *   search_chunk.c    the chunk-size axis (grid calls chunk, never back)
- * and one exception, search_sm.c, the state machine: every file above
- * reads the state (acl_sm_base) and fires its events (acl_sm_fire); it
- * calls nothing in the search. */
+ * with one way back up: every file reads the state (acl_sm_base,
+ * acl_sm_validating) and fires its events (acl_sm_fire), the state
+ * machine's own part of search_sm.c, which calls nothing in the search. */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
@@ -45,6 +47,14 @@ typedef enum acl_sm_event {
   EV_COUNT
 } acl_sm_event_t;
 
+/* The next block: the current state's handler (search_sm.c) decides, or
+ * hands over to the state it moved to. */
+int acl_sm_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
+/* A sample of cand id (kept in its ring) that arrived in state st: the
+ * state's handler takes it on. */
+void acl_sm_sample(acl_search_t *s, int st, int id, double seconds);
+/* What NCCL ran still moves the descent's origin (warm-up, baseline). */
+bool acl_sm_hints(const acl_search_t *s);
 /* Apply ev. Waiting states return to the state they came from at the next
  * block; an event that arrives meanwhile (a late sample's verdict) changes
  * that state, not the wait. An event with no transition from the current
@@ -91,6 +101,9 @@ int acl_search_plan(acl_search_t *s);
 bool acl_search_settle_lost(acl_search_t *s, int id);
 /* The block that measures cand id (or waits for its late samples). */
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len);
+/* A sample while measuring (kept in the candidate's ring): the verdict on
+ * cand id once it has enough, or an early one when it is clearly slower. */
+void acl_search_measured_sample(acl_search_t *s, int id);
 /* Exploration over: the candidate to take as the decision (0 = NCCL's). */
 int acl_search_explored_pick(const acl_search_t *s);
 /* Re-tuning: every measurement of the exploration is stale. */
@@ -136,9 +149,17 @@ bool acl_search_chunk_worth(const acl_search_t *s, int id);
  * reporting. */
 /* Adopt cand id as the decision (starts validation when id != 0). */
 void acl_search_converge(acl_search_t *s, int id);
-/* Converged phase: a sample (already stored in the candidate's ring). */
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap);
-/* Converged phase: the next block (decision, or a challenger block). */
-int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
+/* A decision applied: a sample (already stored in the candidate's ring)
+ * for drift and validation. */
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds);
+/* Validation: the challenger's samples are lost, not late
+ * (ACL_VAL_MAX_BLOCKS). */
+bool acl_search_val_lost(const acl_search_t *s);
+/* The next background challenger, or the end of validation. */
+void acl_search_next_challenger(acl_search_t *s);
+/* Validation given up, its samples not arriving: NCCL's choice, settled. */
+void acl_search_val_abandon(acl_search_t *s);
+/* Validation's next block: the decision's run or the challenger's. */
+int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
 
 #endif
