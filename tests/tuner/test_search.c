@@ -686,7 +686,7 @@ Test(search, retunes_back_off)
     int id = acl_search_next(&s, &c, &len);
     if (id != s.current)
       id = acl_search_next(&s, &c, &len);
-    double t = s.converged_seconds;
+    double t = s.drift.ref_seconds;
     int i = 0;
     for (; i < 4096 && acl_phase_decided(acl_search_phase(&s)); i++)
       acl_search_observe(

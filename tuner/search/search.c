@@ -107,9 +107,9 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   if (key)
     s->key = *key;
   acl_sm_start(s);
-  s->cur_sub = ACL_SEARCH_NONE;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
-  s->overlap_conv = -1.0;
+  s->drift.ref_overlap = -1.0;
   for (int a = 0; a < ACL_NUM_ALGO; a++)
     for (int q = 0; q < ACL_NUM_PROTO; q++)
       s->cost[a][q] = cost ? cost[a][q] : -1.0f;
@@ -179,8 +179,8 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
   for (int i = 0; i < s->nsubs; i++)
     if (!acl_search_pair_valid(s, s->subs[i].algo, s->subs[i].proto))
       s->subs[i].state = ACL_SUB_INVALID;
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == ACL_SUB_INVALID)
-    s->cur_sub = ACL_SEARCH_NONE;
+  if (s->explore.cur_sub != ACL_SEARCH_NONE && s->subs[s->explore.cur_sub].state == ACL_SUB_INVALID)
+    s->explore.cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
       acl_phase_decided(acl_sm_base(s)))

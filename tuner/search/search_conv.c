@@ -14,24 +14,24 @@ static void seed_failed(acl_search_t *s);
 
 static void val_reset(acl_search_t *s)
 {
-  s->val_handed = 0;
-  s->challenger = ACL_SEARCH_CAND_NCCL;
-  memset(s->val_n, 0, sizeof s->val_n);
-  memset(s->val_sum, 0, sizeof s->val_sum);
-  memset(s->val_sq, 0, sizeof s->val_sq);
-  s->val_mark = s->val_out = s->val_in = 0;
+  s->val.handed = 0;
+  s->val.challenger = ACL_SEARCH_CAND_NCCL;
+  memset(s->val.n, 0, sizeof s->val.n);
+  memset(s->val.sum, 0, sizeof s->val.sum);
+  memset(s->val.sq, 0, sizeof s->val.sq);
+  s->val.mark = s->val.out = s->val.in = 0;
 }
 
 bool acl_search_val_lost(const acl_search_t *s)
 {
-  uint32_t blocks = s->val_handed / 2;
+  uint32_t blocks = s->val.handed / 2;
   if (blocks >= ACL_VAL_LOST_BLOCKS)
     return true;
   if (blocks < ACL_VAL_MAX_BLOCKS)
     return false;
   /* a stream on time: 48 blocks without a verdict say the samples stopped */
   return !s->late ||
-         s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
+         s->val.in >= s->val.mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -44,14 +44,14 @@ static void adopt(acl_search_t *s, int id)
   }
   s->current = (uint16_t)id;
   s->best = (uint16_t)id;
-  s->converged_seconds = c->robust_seconds;
-  s->overlap_conv = acl_search_mean_overlap(c);
-  s->drift_count = 0;
-  s->drift_head = 0;
-  s->drift_run = 0;
+  s->drift.ref_seconds = c->robust_seconds;
+  s->drift.ref_overlap = acl_search_mean_overlap(c);
+  s->drift.count = 0;
+  s->drift.head = 0;
+  s->drift.run = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
-    s->pair_n = 0; /* NCCL's own choice: its speedup is 1 by definition */
+    s->pair.n = 0; /* NCCL's own choice: its speedup is 1 by definition */
 }
 
 /* Validation is over (the caller fires the event that says why). */
@@ -81,7 +81,7 @@ static int centre_of(const acl_search_t *s)
 
 static int pick_challenger(acl_search_t *s)
 {
-  if (s->val_refines >= ACL_REF_MAX_TRIES)
+  if (s->val.refines >= ACL_REF_MAX_TRIES)
     return -1;
   int d = centre_of(s);
   if (d < 0)
@@ -130,12 +130,12 @@ void acl_search_next_challenger(acl_search_t *s)
     acl_sm_fire(s, EV_SETTLED);
     return;
   }
-  s->challenger = (uint16_t)id;
-  s->val_refines++;
-  s->val_handed = 0;
-  s->val_mark = s->val_out;
-  s->val_n[1] = 0;
-  s->val_sum[1] = s->val_sq[1] = 0.0;
+  s->val.challenger = (uint16_t)id;
+  s->val.refines++;
+  s->val.handed = 0;
+  s->val.mark = s->val.out;
+  s->val.n[1] = 0;
+  s->val.sum[1] = s->val.sq[1] = 0.0;
   acl_sm_fire(s, EV_CHALLENGE);
 }
 
@@ -158,8 +158,8 @@ void acl_search_converge(acl_search_t *s, int id)
   s->calls_to_converge = s->calls_planned - s->tune_start_call;
   if (s->calls_to_converge == 0)
     s->calls_to_converge = 1;
-  s->cur_sub = ACL_SEARCH_NONE;
-  s->val_refines = 0;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
+  s->val.refines = 0;
   /* A decision other than NCCL's own is provisional until validated
    * against it; NCCL's own gets its neighbours challenged. */
   val_reset(s);
@@ -174,18 +174,18 @@ static void promote(acl_search_t *s, double gain, double se)
 {
   /* A refinement challenger faster than the decision by -gain (log): its
    * speedup over NCCL's own choice composes with the decision's. */
-  if (s->challenger != ACL_SEARCH_CAND_NCCL && acl_search_is_nccl(s, s->current)) {
-    s->pair_log = -gain;
-    s->pair_se = se;
-    s->pair_n = s->val_n[1];
-  } else if (s->challenger != ACL_SEARCH_CAND_NCCL && s->pair_n > 0) {
-    s->pair_log -= gain;
-    s->pair_se = hypot(s->pair_se, se);
+  if (s->val.challenger != ACL_SEARCH_CAND_NCCL && acl_search_is_nccl(s, s->current)) {
+    s->pair.log = -gain;
+    s->pair.se = se;
+    s->pair.n = s->val.n[1];
+  } else if (s->val.challenger != ACL_SEARCH_CAND_NCCL && s->pair.n > 0) {
+    s->pair.log -= gain;
+    s->pair.se = hypot(s->pair.se, se);
   }
-  adopt(s, s->challenger);
-  s->val_n[0] = s->val_n[1];
-  s->val_sum[0] = s->val_sum[1];
-  s->val_sq[0] = s->val_sq[1];
+  adopt(s, s->val.challenger);
+  s->val.n[0] = s->val.n[1];
+  s->val.sum[0] = s->val.sum[1];
+  s->val.sq[0] = s->val.sq[1];
 }
 
 /* Stragglers (a slow rank, a page fault) would dominate a plain mean: a
@@ -198,9 +198,9 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
   if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref)
     return;
   double x = log(seconds);
-  s->val_n[k]++;
-  s->val_sum[k] += x;
-  s->val_sq[k] += x * x;
+  s->val.n[k]++;
+  s->val.sum[k] += x;
+  s->val.sq[k] += x * x;
 }
 
 static void retune(acl_search_t *s);
@@ -232,11 +232,11 @@ static void revert(acl_search_t *s, double gain, double se)
  * relative noise), so the decision's many samples tighten the estimate. */
 static void val_check(acl_search_t *s)
 {
-  uint32_t nd = s->val_n[0], nc = s->val_n[1];
+  uint32_t nd = s->val.n[0], nc = s->val.n[1];
   if (nc < ACL_VAL_MIN || nd < 2 || nc % ACL_VAL_BLOCK != 0)
     return;
-  double md = s->val_sum[0] / nd, mc = s->val_sum[1] / nc;
-  double ss = (s->val_sq[0] - nd * md * md) + (s->val_sq[1] - nc * mc * mc);
+  double md = s->val.sum[0] / nd, mc = s->val.sum[1] / nc;
+  double ss = (s->val.sq[0] - nd * md * md) + (s->val.sq[1] - nc * mc * mc);
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
@@ -245,9 +245,9 @@ static void val_check(acl_search_t *s)
      * only: a decision measured slower (by ACL_VAL_Z_DROP standard errors)
      * goes back to NCCL's choice at the same look, so no converged row
      * shows a loss its interval confirms, and the test keeps its looks. */
-    s->pair_log = gain;
-    s->pair_se = se;
-    s->pair_n = nc;
+    s->pair.log = gain;
+    s->pair.se = se;
+    s->pair.n = nc;
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
@@ -283,12 +283,12 @@ void acl_search_val_abandon(acl_search_t *s)
 
 int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  bool challenger_turn = s->val_handed & 1u;
+  bool challenger_turn = s->val.handed & 1u;
   uint32_t l = challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN;
-  int id = challenger_turn ? s->challenger : s->current;
+  int id = challenger_turn ? s->val.challenger : s->current;
   s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
-  s->val_handed++;
-  s->val_out += l;
+  s->val.handed++;
+  s->val.out += l;
   s->calls_planned += l;
   if (out)
     *out = s->cands[id].cand;
@@ -307,12 +307,12 @@ static void retune(acl_search_t *s)
   s->retunes++;
   s->from_table = 0; /* measured again from here: explored */
   s->calls_to_converge = 0;
-  s->drift_count = 0;
-  s->drift_run = 0;
+  s->drift.count = 0;
+  s->drift.run = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
-  s->val_refines = 0;
-  s->pair_n = 0;
+  s->val.refines = 0;
+  s->pair.n = 0;
   for (int i = 0; i < s->ncands; i++)
     s->cands[i].tried = 0;
   val_reset(s);
@@ -328,13 +328,13 @@ static void retune(acl_search_t *s)
 static void drift_check(acl_search_t *s, double seconds)
 {
   int w = s->params.drift_window;
-  s->drift_win[s->drift_head] = (float)seconds;
-  s->drift_head = (s->drift_head + 1) % (uint32_t)w;
-  s->drift_count++;
-  if (s->drift_count < (uint32_t)w)
+  s->drift.win[s->drift.head] = (float)seconds;
+  s->drift.head = (s->drift.head + 1) % (uint32_t)w;
+  s->drift.count++;
+  if (s->drift.count < (uint32_t)w)
     return;
-  double robust = acl_search_median(s->drift_win, w);
-  bool slow = robust * s->params.drift_ratio > s->converged_seconds;
+  double robust = acl_search_median(s->drift.win, w);
+  bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
   bool shift = false;
   const acl_search_cand_t *c = &s->cands[s->current];
   if (c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
@@ -342,17 +342,17 @@ static void drift_check(acl_search_t *s, double seconds)
      * CUPTI's windows (< 0 between them: no evidence either way). The
      * first known reading after convergence is the reference. */
     double ov = acl_search_mean_overlap(c);
-    if (ov >= 0.0 && s->overlap_conv < 0.0)
-      s->overlap_conv = ov;
-    shift = ov >= 0.0 && fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
+    if (ov >= 0.0 && s->drift.ref_overlap < 0.0)
+      s->drift.ref_overlap = ov;
+    shift = ov >= 0.0 && fabs(ov - s->drift.ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
   }
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =
       s->retunes < ACL_SEARCH_RETUNE_BACKOFF_MAX ? s->retunes : ACL_SEARCH_RETUNE_BACKOFF_MAX;
   if (!(slow || shift))
-    s->drift_run = 0;
-  else if (++s->drift_run >= (uint32_t)w << backoff)
+    s->drift.run = 0;
+  else if (++s->drift.run >= (uint32_t)w << backoff)
     retune(s);
 }
 
@@ -363,25 +363,25 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds)
     return; /* a warm start's first calls are its warm-up */
   if (c->judged)
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-  if (id == s->current && s->converged_seconds <= 0.0 &&
+  if (id == s->current && s->drift.ref_seconds <= 0.0 &&
       c->nsamples >= s->params.samples_per_cand) {
     /* A decision taken before it was measured (a warm start, or NCCL's own
      * choice it reverted to): its drift reference once it has samples. */
     c->judged = 1;
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-    s->converged_seconds = c->robust_seconds;
-    s->overlap_conv = acl_search_mean_overlap(c);
+    s->drift.ref_seconds = c->robust_seconds;
+    s->drift.ref_overlap = acl_search_mean_overlap(c);
   }
   if (acl_sm_validating(acl_sm_base(s)))
-    s->val_in++;
+    s->val.in++;
   if (id == s->current) {
-    if (s->converged_seconds > 0.0)
+    if (s->drift.ref_seconds > 0.0)
       drift_check(s, seconds);
     if (acl_sm_validating(acl_sm_base(s)))
       val_add(s, 0, id, seconds);
-  } else if (id == s->challenger && acl_sm_validating(acl_sm_base(s))) {
+  } else if (id == s->val.challenger && acl_sm_validating(acl_sm_base(s))) {
     const acl_search_cand_t *d = &s->cands[s->current];
-    double ref = s->converged_seconds > 0.0 ? s->converged_seconds
+    double ref = s->drift.ref_seconds > 0.0 ? s->drift.ref_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)
                                             : seconds;
     acl_search_charge_sample(s, seconds, ref);
@@ -429,11 +429,11 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
   s->tune_start_call = 0;
   /* adopt + validation against NCCL's own choice, no refinement: the table's
    * decision was refined when it was explored. */
-  s->cur_sub = ACL_SEARCH_NONE;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->calls_to_converge = 1;
   adopt(s, id);
   s->decision_call = 1;
-  s->val_refines = ACL_REF_MAX_TRIES;
+  s->val.refines = ACL_REF_MAX_TRIES;
   val_reset(s);
   if (id == ACL_SEARCH_CAND_NCCL) {
     val_over(s);
@@ -487,12 +487,12 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   if (decided && acl_search_is_nccl(s, cur)) {
     r->speedup = r->speedup_lo = r->speedup_hi = 1.0;
     r->speedup_paired = 1;
-  } else if (decided && s->pair_n >= ACL_VAL_MIN) {
+  } else if (decided && s->pair.n >= ACL_VAL_MIN) {
     /* measured interleaved with NCCL's own choice, never against a
      * baseline from another interference regime */
-    r->speedup = exp(s->pair_log);
-    r->speedup_lo = exp(s->pair_log - ACL_SEARCH_SPEEDUP_Z * s->pair_se);
-    r->speedup_hi = exp(s->pair_log + ACL_SEARCH_SPEEDUP_Z * s->pair_se);
+    r->speedup = exp(s->pair.log);
+    r->speedup_lo = exp(s->pair.log - ACL_SEARCH_SPEEDUP_Z * s->pair.se);
+    r->speedup_hi = exp(s->pair.log + ACL_SEARCH_SPEEDUP_Z * s->pair.se);
     r->speedup_paired = 1;
   } else if (!decided && r->baseline_seconds > 0.0 && r->best_seconds > 0.0) {
     /* exploring: the best so far against the baseline, no interval */

@@ -136,7 +136,7 @@ static void sub_begin(acl_search_t *s, int si)
   sub->step = b > 0 ? ACL_SEARCH_NEAR_STEP : ACL_SEARCH_FIRST_STEP;
   sub->dir = 0;
   sub->checked = 0;
-  s->cur_sub = (uint8_t)si;
+  s->explore.cur_sub = (uint8_t)si;
   /* NCCL's own subspace at the channel count NCCL ran is the baseline
    * itself: its samples stand for that point instead of measuring it again. */
   if (b <= 0 && s->hint_ch > 0 && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto &&
@@ -168,9 +168,9 @@ static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
  * when none is left. */
 static acl_search_sub_t *active_sub(acl_search_t *s)
 {
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == ACL_SUB_ACTIVE)
-    return &s->subs[s->cur_sub];
-  s->cur_sub = ACL_SEARCH_NONE;
+  if (s->explore.cur_sub != ACL_SEARCH_NONE && s->subs[s->explore.cur_sub].state == ACL_SUB_ACTIVE)
+    return &s->subs[s->explore.cur_sub];
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   for (int i = 0; i < s->nsubs; i++)
     if (s->subs[i].state == ACL_SUB_PENDING) {
       sub_begin(s, i);
@@ -252,7 +252,7 @@ int acl_search_plan(acl_search_t *s)
 {
   uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
   for (int guard = 0; guard < ACL_SEARCH_PLAN_GUARD; guard++) {
-    if (s->steps - s->tune_start_step >= ACL_SEARCH_MAX_STEPS || s->explore_calls >= cap)
+    if (s->steps - s->explore.start_step >= ACL_SEARCH_MAX_STEPS || s->explore.calls >= cap)
       return -1;
     acl_search_sub_t *sub = active_sub(s);
     if (!sub)
@@ -265,7 +265,7 @@ int acl_search_plan(acl_search_t *s)
       sub_next_axis(s, sub);
       continue;
     }
-    int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
+    int c = acl_search_find_or_add(s, s->explore.cur_sub, sub->center);
     if (c < 0 || needs_samples(s, c))
       return c;
     if (!sub->checked) {
@@ -281,7 +281,7 @@ int acl_search_plan(acl_search_t *s)
     uint8_t idx[ACL_SEARCH_NUM_AXES];
     memcpy(idx, sub->center, sizeof idx);
     idx[sub->axis] = (uint8_t)next;
-    int nc = acl_search_find_or_add(s, s->cur_sub, idx);
+    int nc = acl_search_find_or_add(s, s->explore.cur_sub, idx);
     if (nc < 0 || needs_samples(s, nc))
       return nc;
     sub_move(s, sub, c, nc, next);
@@ -333,7 +333,7 @@ static uint32_t block_len(const acl_search_t *s, int id)
    * re-run at once: the late ones come a few calls later anyway. */
   if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
       (id == ACL_SEARCH_CAND_NCCL || (s->late && c->waits == 0) ||
-       s->cands[0].got <= s->wait_mark))
+       s->cands[0].got <= s->explore.wait_mark))
     return 0;
   return target > c->got ? target - c->got : 1;
 }
@@ -358,7 +358,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   bool wait = l == 0;
   if (wait) {
     if (c->waits++ == 0)
-      s->wait_mark = s->c0_sampled;
+      s->explore.wait_mark = s->c0_sampled;
     else if (c->waits > ACL_SEARCH_LATE_WAITS)
       s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = ACL_SEARCH_CAND_NCCL;
@@ -375,7 +375,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   s->calls_planned += l;
   int st = acl_sm_base(s);
   if ((st == ACL_PHASE_EXPLORING || st == ACL_PHASE_RETUNING) && !wait)
-    s->explore_calls += l;
+    s->explore.calls += l;
   if (wait)
     acl_sm_fire(s, EV_LATE);
   if (out)
@@ -399,11 +399,11 @@ void acl_search_explore_reset(acl_search_t *s)
   for (int i = 0; i < s->nsubs; i++)
     if (s->subs[i].state != ACL_SUB_INVALID)
       s->subs[i].state = ACL_SUB_PENDING;
-  s->cur_sub = ACL_SEARCH_NONE;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->best = 0;
   s->current = 0;
   s->tune_start_call = s->calls_planned;
-  s->explore_calls = 0;
-  s->tune_start_step = s->steps;
+  s->explore.calls = 0;
+  s->explore.start_step = s->steps;
   s->c0_sampled = 0;
 }

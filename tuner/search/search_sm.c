@@ -299,7 +299,7 @@ uint8_t acl_search_sample_shift(const acl_search_t *s)
   uint8_t shift = (unsigned)st < ACL_PHASE_COUNT ? sm_states[st].shift : 0;
   if (shift != SM_SHIFT_PERIODIC)
     return shift; /* measuring or validating: every call (0) */
-  double t = s->converged_seconds;
+  double t = s->drift.ref_seconds;
   shift = 0;
   while (t > 0.0 && shift < ACL_SEARCH_SAMPLE_MAX_SHIFT &&
          t * (double)(2u << shift) <= ACL_SEARCH_SAMPLE_PERIOD_S)
