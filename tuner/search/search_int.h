@@ -9,8 +9,9 @@
  *   search_grid.c     the candidate grid and table, statistics, with
  *   search_chunk.c    the chunk-size axis (grid calls chunk, never back)
  * with one way back up: every file reads the state (acl_sm_base,
- * acl_sm_validating) and fires its events (acl_sm_fire), the state
- * machine's own part of search_sm.c, which calls nothing in the search. */
+ * acl_sm_block, acl_sm_validating) and fires its events (acl_sm_fire), the
+ * state machine's own part of search_sm.c, which calls nothing in the
+ * search. */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
