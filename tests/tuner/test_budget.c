@@ -232,7 +232,7 @@ Test(budget, sampling_rule)
   cr_assert_eq(r.validating, 0);
   acl_search_next(&s, &c, &len);
   uint8_t shift = acl_search_sample_shift(&s);
-  double period = s.converged_seconds * (double)(1u << shift);
+  double period = s.drift.ref_seconds * (double)(1u << shift);
   cr_assert(period <= ACL_SEARCH_SAMPLE_PERIOD_S && 2.0 * period > ACL_SEARCH_SAMPLE_PERIOD_S,
             "shift %u: one sample per %g s", shift, period);
 }

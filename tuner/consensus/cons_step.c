@@ -26,12 +26,6 @@ cons_wl_t *cons_wl_find(cons_hdr_t *h, uint32_t n, const acl_wkey_t *key, uint32
   return NULL;
 }
 
-/* The next block of w: the search's choice, or NCCL's while some rank of the
- * communicator has not reported its valid set yet, or for good once a dead
- * lock holder left w half-updated. */
-/* Longest block the starvation back-off makes: 512 ring entries x 1024 calls of slack for a lagging rank. */
-#define CONS_STARVE_MAX_LEN 1024u
-
 /* Raises w's published end to end before a block is published: false
  * when w is sealed (the block is not published). */
 static bool seal_raise(cons_wl_t *w, uint64_t end)
@@ -47,10 +41,7 @@ static bool seal_raise(cons_wl_t *w, uint64_t end)
   return true;
 }
 
-/* Settings from the rank's own copy (equal to the header's at join; the
- * header's may have been overwritten since). false: w is sealed. */
-/* A block of NCCL's own choice, unsampled: a disabled workload's, or the
- * warm-up's while some rank has not reported its valid set. */
+/* A block of NCCL's own choice, unsampled. */
 static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
 {
   b->len = len;
@@ -61,43 +52,63 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
   b->safe = b->cand;
 }
 
+/* Longest block the starvation back-off makes: 512 ring entries x 1024
+ * calls of slack for a lagging rank. */
+#define CONS_STARVE_MAX_LEN 1024u
+
+/* The block policy, what consensus adds to the search, in one place: the
+ * next block of w is
+ * - NCCL's choice for good (ACL_CONS_DISABLED_SPAN) once w is disabled (a
+ *   dead lock holder left it half-updated);
+ * - NCCL's choice (ACL_CONS_WARM_SPAN) while some rank of the communicator
+ *   has not reported its valid set and the search has no decision yet;
+ * - otherwise the search's block, grown while it starves (below).
+ * The search knows nothing of ranks, locks or the ring: these facts are the
+ * consensus layer's, so they stay here, not in the search's states. */
+static void block_policy(const cons_settings_t *set, cons_wl_t *w, cons_blk_t *b)
+{
+  if (w->disabled) {
+    nccl_block(b, ACL_CONS_DISABLED_SPAN, ACL_PHASE_DISABLED);
+    return;
+  }
+  if (w->nrestricted < (uint32_t)set->nranks && !acl_phase_decided(acl_search_phase(&w->search))) {
+    nccl_block(b, ACL_CONS_WARM_SPAN, ACL_PHASE_WARMUP);
+    return;
+  }
+  uint32_t len = 1;
+  int id = acl_search_next(&w->search, &b->cand, &len);
+  b->cand_id = (uint16_t)(id < 0 ? 0 : id);
+  if (id <= 0)
+    b->cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  b->len = len ? len : 1;
+  b->phase = (uint8_t)acl_search_phase(&w->search);
+  b->sample_shift = acl_search_sample_shift(&w->search);
+  /* the state after this step: a challenger block carries the decision */
+  b->safe_id = (uint16_t)acl_search_safe(&w->search, &b->safe);
+  /* Starvation back-off. Only a block that wanted samples and got none
+   * starves: after an unsampled one (a budget wait) the next measuring
+   * block would run twice the wait's length with events on every call.
+   * And it grows a block, never shortens one: the search counts the calls
+   * it planned (its budget is a share of them), and a long wait cut to the
+   * cap overdrew it. */
+  uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+  if (w->nblocks_search > 0 && w->last_sampled && b->cand_id == w->last_cand &&
+      w->samples_fed == w->fed_at_last_block && w->last_len >= b->len && grown > b->len)
+    b->len = grown;
+  w->nblocks_search++;
+  w->last_cand = b->cand_id;
+  w->last_len = b->len;
+  w->last_sampled = b->sample_shift < ACL_SEARCH_SAMPLE_NEVER;
+  w->fed_at_last_block = w->samples_fed;
+}
+
+/* Publishes w's next block (block_policy); false: w is sealed. */
 static bool step_locked(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w)
 {
   cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
                   .start = w->next_call};
   w->dirty = 1;
-  if (w->disabled) {
-    nccl_block(&b, ACL_CONS_DISABLED_SPAN, ACL_PHASE_DISABLED);
-  } else if (w->nrestricted < (uint32_t)set->nranks &&
-             !acl_phase_decided(acl_search_phase(&w->search))) {
-    nccl_block(&b, ACL_CONS_WARM_SPAN, ACL_PHASE_WARMUP);
-  } else {
-    uint32_t len = 1;
-    int id = acl_search_next(&w->search, &b.cand, &len);
-    b.cand_id = (uint16_t)(id < 0 ? 0 : id);
-    if (id <= 0)
-      b.cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
-    b.len = len ? len : 1;
-    b.phase = (uint8_t)acl_search_phase(&w->search);
-    b.sample_shift = acl_search_sample_shift(&w->search);
-    /* the state after this step: a challenger block carries the decision */
-    b.safe_id = (uint16_t)acl_search_safe(&w->search, &b.safe);
-    /* Only a block that wanted samples and got none starves: after an
-     * unsampled one (a budget wait) the next measuring block would run
-     * twice the wait's length with events on every call. And it grows a
-     * block, never shortens one: the search counts the calls it planned
-     * (its budget is a share of them), and a long wait cut to the cap
-     * overdrew it. */
-    uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
-    if (w->nblocks_search > 0 && w->last_sampled && b.cand_id == w->last_cand &&
-        w->samples_fed == w->fed_at_last_block && w->last_len >= b.len && grown > b.len)
-      b.len = grown;
-    w->nblocks_search++;
-    w->last_cand = b.cand_id;
-    w->last_len = b.len;
-    w->last_sampled = b.sample_shift < ACL_SEARCH_SAMPLE_NEVER;
-    w->fed_at_last_block = w->samples_fed;
-  }
+  block_policy(set, w, &b);
   if (!seal_raise(w, b.start + b.len)) {
     w->dirty = 0;
     return false;

@@ -1,7 +1,8 @@
 /* The search for one workload (see tuner/search/search.h and docs/tuner.md):
  * its settings, init and hints, and the two entry points that drive it,
- * acl_search_next and acl_search_observe. The states and their
- * transitions are in search_sm.c, exploration in search_explore.c, the
+ * acl_search_next and acl_search_observe. The states, their transitions
+ * and each state's handler (what it hands out next, what it does with a
+ * sample) are in search_sm.c, exploration in search_explore.c, the
  * budget in search_budget.c, the decision and its validation in
  * search_conv.c, the candidate grid and statistics in search_grid.c.
  *
@@ -105,10 +106,10 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
   acl_search_params_fix(&s->params, NULL, 0);
   if (key)
     s->key = *key;
-  s->state = ACL_PHASE_WARMUP;
-  s->cur_sub = ACL_SEARCH_NONE;
+  acl_sm_start(s);
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->nccl_algo = s->nccl_proto = -1;
-  s->overlap_conv = -1.0;
+  s->drift.ref_overlap = -1.0;
   for (int a = 0; a < ACL_NUM_ALGO; a++)
     for (int q = 0; q < ACL_NUM_PROTO; q++)
       s->cost[a][q] = cost ? cost[a][q] : -1.0f;
@@ -142,7 +143,7 @@ void acl_search_init(acl_search_t *s, const acl_search_params_t *p, const acl_wk
    * predicts that much slower than its pick is not worth its calls. */
   for (int i = 0; i < s->nsubs; i++)
     if (minc > 0.0f && s->cost[s->subs[i].algo][s->subs[i].proto] > ACL_SEARCH_SKIP_PRIOR * minc)
-      s->subs[i].state = SUB_PRUNED;
+      s->subs[i].state = ACL_SUB_PRUNED;
 
   s->ncands = 1;
   s->cands[0].cand.algo = ACL_ALGO_NCCL;
@@ -177,9 +178,9 @@ void acl_search_restrict(acl_search_t *s, const float cost[ACL_NUM_ALGO][ACL_NUM
   s->valid_mask &= mask_of(cost);
   for (int i = 0; i < s->nsubs; i++)
     if (!acl_search_pair_valid(s, s->subs[i].algo, s->subs[i].proto))
-      s->subs[i].state = SUB_INVALID;
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_INVALID)
-    s->cur_sub = ACL_SEARCH_NONE;
+      s->subs[i].state = ACL_SUB_INVALID;
+  if (s->explore.cur_sub != ACL_SEARCH_NONE && s->subs[s->explore.cur_sub].state == ACL_SUB_INVALID)
+    s->explore.cur_sub = ACL_SEARCH_NONE;
   /* A decision some rank cannot run falls back to NCCL's own choice. */
   if (s->current != ACL_SEARCH_CAND_NCCL && !acl_search_usable(s, s->current) &&
       acl_phase_decided(acl_sm_base(s)))
@@ -192,7 +193,7 @@ static void hint_channels(acl_search_t *s, int nch)
 {
   if (!s || nch <= 0 || nch > ACL_SEARCH_MAX_SEEN_CHANNELS)
     return;
-  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
+  if (!acl_sm_hints(s))
     return; /* the descent has started: changing its origin helps nobody */
   /* NCCL ran nch channels, so it built at least that many: the channel
    * axis reaches them. The default ceiling (32, what NCCL builds on 2xH200)
@@ -213,7 +214,7 @@ static void hint_nccl(acl_search_t *s, int algo, int proto, int nch)
   if (!s || s->hint_ch <= 0 || algo < 0 || algo >= ACL_NUM_ALGO || proto < 0 ||
       proto >= ACL_NUM_PROTO || !acl_search_pair_valid(s, algo, proto))
     return;
-  if (acl_sm_base(s) != ACL_PHASE_WARMUP && acl_sm_base(s) != ACL_PHASE_BASELINE)
+  if (!acl_sm_hints(s))
     return;
   s->nccl_algo = (int8_t)algo;
   s->nccl_proto = (int8_t)proto;
@@ -227,70 +228,9 @@ static void observe_channels(acl_search_t *s, int cand_id, int nch)
   s->cands[cand_id].ran_ch = (int16_t)nch; /* acl_search_runs_channels reads it */
 }
 
-/* The warm-up's calls: NCCL's choice, no samples. */
-static int warmup_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
-{
-  uint32_t l = (uint32_t)((uint64_t)s->params.warmup_calls - s->calls_planned);
-  s->calls_planned += l;
-  s->current = ACL_SEARCH_CAND_NCCL;
-  if (out)
-    *out = s->cands[0].cand;
-  if (len)
-    *len = l;
-  return ACL_SEARCH_CAND_NCCL;
-}
-
-/* Exploring: the next candidate's block, or the budget's wait before it;
- * -1 when exploration is over. */
-static int explore_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
-{
-  int id = acl_search_plan(s);
-  for (int guard = 0; id >= 0 && guard < ACL_SEARCH_MAX_STEPS && acl_search_settle_lost(s, id);
-       guard++)
-    id = acl_search_plan(s); /* judged on what it has: the plan moves on */
-  if (id < 0)
-    return -1;
-  if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
-    /* NCCL's own choice waits for the budget: unvalidated, a candidate
-     * ahead on a few samples may well be slower. */
-    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
-  return acl_search_hand_out(s, id, out, len);
-}
-
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  acl_sm_fire(s, EV_NEXT_BLOCK);
-  if (s->state == ACL_PHASE_WARMUP) {
-    if (s->calls_planned < (uint64_t)s->params.warmup_calls)
-      return warmup_block(s, out, len);
-    acl_sm_fire(s, EV_WARMED);
-  }
-  if (s->state == ACL_PHASE_BASELINE && s->cands[0].judged)
-    acl_sm_fire(s, EV_MEASURED);
-  bool measuring = s->state == ACL_PHASE_EXPLORING || s->state == ACL_PHASE_RETUNING;
-  if (s->state == ACL_PHASE_BASELINE || (measuring && !s->cands[0].judged)) {
-    double need = acl_search_baseline_need(s);
-    if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
-      return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
-    return acl_search_hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
-  }
-  if (measuring) {
-    int id = explore_block(s, out, len);
-    if (id >= 0)
-      return id;
-    /* Exploration over: the best measured candidate becomes the
-     * (provisional) decision when it beats the baseline by
-     * ACL_SEARCH_PROV_MARGIN; validation then confirms or reverts it. */
-    acl_search_converge(s, acl_search_explored_pick(s));
-  }
-  if (acl_phase_decided(s->state))
-    return acl_search_next_converged(s, out, len);
-  /* Off: NCCL's own choice. */
-  if (out)
-    *out = s->cands[0].cand;
-  if (len)
-    *len = ACL_SEARCH_CONVERGED_BLOCK;
-  return ACL_SEARCH_CAND_NCCL;
+  return acl_sm_next(s, out, len); /* the state's handler (search_sm.c) */
 }
 
 /* ---- samples ------------------------------------------------------------- */
@@ -330,33 +270,7 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
   if (c->got < 0xffff)
     c->got++;
 
-  if (acl_phase_decided(st)) {
-    acl_search_converged_sample(s, cand_id, seconds, overlap);
-    return;
-  }
-  if (c->judged) { /* a late extra sample refines the verdict */
-    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-    return;
-  }
-  int spc = s->params.samples_per_cand;
-  if (c->got >= spc) {
-    acl_search_judge(s, cand_id, true);
-    return;
-  }
-  /* Early verdict for a clearly slower candidate (median, robust to one
-   * outlier among three): saves the rest of its samples. */
-  if (cand_id != ACL_SEARCH_CAND_NCCL && c->got >= ACL_SEARCH_EARLY2_N) {
-    int b = acl_search_best_judged(s, true);
-    double ref = b >= 0 ? s->cands[b].robust_seconds : 0.0;
-    /* After 2 samples only when both are clearly slower (the faster of two
-     * is robust to a straggler); after 3 on the median. */
-    bool early2 = b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
-                  fminf(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref;
-    bool early3 = b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
-                  acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref;
-    if (early2 || early3)
-      acl_search_judge(s, cand_id, true);
-  }
+  acl_sm_sample(s, st, cand_id, seconds); /* the state's handler (search_sm.c) */
 }
 
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)

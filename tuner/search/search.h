@@ -3,7 +3,7 @@
  * converged decision that is re-tuned on sustained drift.
  *
  * Pure and deterministic (same samples -> same decisions). The whole state is
- * one flat, pointer-free struct so that the consensus layer can keep it in a
+ * one pointer-free struct so that the consensus layer can keep it in a
  * shared-memory segment that several processes step in turn.
  *
  * Protocol, driven by the caller (the consensus layer):
@@ -86,28 +86,89 @@ typedef struct acl_search_cand {
   uint32_t handed_at; /* calls_planned (low 32 bits) after its latest measuring block, 0 none */
 } acl_search_cand_t;
 
+/* Where a subspace's descent is (search_explore.c). */
+typedef enum acl_search_sub_state {
+  ACL_SUB_PENDING = 0, /* not begun */
+  ACL_SUB_ACTIVE,      /* being descended (acl_search_t.explore.cur_sub) */
+  ACL_SUB_DONE,        /* every axis descended */
+  ACL_SUB_PRUNED,      /* its first point, or NCCL's prior, says it is far slower */
+  ACL_SUB_INVALID      /* some rank cannot run its pair */
+} acl_search_sub_state_t;
+
 /* One (algorithm, protocol) subspace and its coordinate-descent state. */
 typedef struct acl_search_sub {
+  acl_search_sub_state_t state;
   int8_t algo, proto;
-  uint8_t state;                       /* 0 pending, 1 active, 2 done, 3 pruned, 4 invalid */
   uint8_t axis;                        /* axis being descended */
   uint8_t center[ACL_SEARCH_NUM_AXES]; /* grid index of the incumbent */
   int8_t lo, hi;                       /* exclusive bracket on the current axis */
   uint8_t step;                        /* current step in grid indices */
   uint8_t dir;                         /* 0 try up next, 1 try down next */
   uint8_t checked;                     /* first point passed the prune rule */
-  uint8_t pad[3];
+  uint8_t pad;
 } acl_search_sub_t;
 
-/* Flat and pointer-free. Field layout is private to tuner/search/; other
- * modules only use the functions below and sizeof(). */
+/* The state-only data: one struct per state (or states) that use it. */
+
+/* Exploring and retuning (search_explore.c). */
+typedef struct acl_search_explore {
+  uint64_t calls;      /* calls handed out while exploring (cap) */
+  uint32_t start_step; /* steps when this (re)tuning began */
+  uint32_t wait_mark;  /* c0_sampled when a candidate began waiting for its
+                        * late samples */
+  uint8_t cur_sub;     /* index into subs of the active subspace, 0xff none */
+  uint8_t pad[7];
+} acl_search_explore_t;
+
+/* Validating and refining: the decision interleaved with a challenger
+ * (search_conv.c). */
+typedef struct acl_search_val {
+  uint32_t handed;     /* blocks handed out in this validation: even = the
+                        * decision's, odd = the challenger's */
+  uint32_t n[2];       /* samples kept: [0] decision, [1] challenger */
+  uint32_t mark;       /* out when the current challenger began */
+  uint32_t call0;      /* calls_planned (low 32 bits) when it began */
+  uint32_t out, in;    /* this validation's sampled calls handed out, and
+                        * samples received (any candidate: they arrive in
+                        * call order) */
+  uint16_t challenger; /* cand id interleaved with the decision */
+  uint8_t refines;     /* background challengers tried after the baseline */
+  uint8_t pad;
+  double sum[2], sq[2]; /* sums of log(seconds) and their squares */
+} acl_search_val_t;
+
+/* Validation's result, kept while the decision stands (reporting): the
+ * decision against NCCL's own choice measured interleaved (same
+ * interference regime), log(t_nccl / t_decision) and its standard error,
+ * from n samples of NCCL's choice; n 0 = no such measurement. */
+typedef struct acl_search_pair {
+  uint32_t n;
+  uint32_t pad;
+  double log, se;
+} acl_search_pair_t;
+
+/* A decision applied (validating, refining, converged): the drift watch
+ * (search_conv.c). */
+typedef struct acl_search_drift {
+  double ref_seconds; /* robust time of the decision when taken, 0 unknown */
+  double ref_overlap; /* its mean overlap then, <0 unknown */
+  uint32_t count;     /* samples of the decision since it was taken */
+  uint32_t head;
+  uint32_t run; /* consecutive samples past the drift rule */
+  uint32_t pad;
+  float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
+} acl_search_drift_t;
+
+/* Pointer-free. Field layout is private to tuner/search/; other modules
+ * only use the functions below and sizeof(). */
 typedef struct acl_search {
   acl_search_params_t params;
   acl_wkey_t key;
   uint8_t state;  /* the state machine's state (search_sm.c) */
   uint8_t resume; /* in a waiting state: the state it returns to */
   uint8_t nsubs;
-  uint8_t cur_sub;                         /* index into subs of the active subspace, 0xff none */
+  uint8_t from_table;                      /* the decision is a tuning table's (acl_search_seed),
+                                            * not measured again since: provenance, not state */
   uint32_t valid_mask;                     /* ACL_AP_BIT(a, p): runnable on every rank */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's prior, us */
   int8_t nccl_algo, nccl_proto;            /* NCCL's argmin of the cost table */
@@ -118,46 +179,19 @@ typedef struct acl_search {
   uint64_t samples_seen;
   uint64_t calls_to_converge; /* 0 until converged */
   uint64_t tune_start_call;   /* calls_planned when this (re)tuning began */
-  uint64_t explore_calls;     /* calls handed out while exploring (cap) */
+  uint64_t decision_call;     /* calls since tuning began when the decision was taken */
+  uint64_t verdict_call;      /* ... when validation ended, 0 = not yet */
   uint32_t steps;             /* candidates judged (exploration steps) */
   uint32_t traj_head;         /* next write index in traj */
   uint32_t traj_len;
   uint32_t retunes;
-  uint32_t tune_start_step; /* steps when this (re)tuning began */
-  double converged_seconds; /* robust time of the decision when converged */
-  uint32_t drift_count;     /* samples of the decision since convergence */
-  uint32_t drift_head;
-  float drift_win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
-  double overlap_conv;                          /* mean overlap when converged, <0 unknown */
-  /* background validation of the decision against cand 0 (search_conv.c) */
-  uint8_t val_refines;          /* background challengers tried after the baseline */
-  uint8_t from_table;           /* the decision is a tuning table's (acl_search_seed),
-                             * not measured again since: provenance, not state */
-  uint16_t challenger;          /* cand id interleaved with the decision */
-  int16_t hint_ch;              /* channels NCCL's choice ran, 0 = unknown */
-  uint16_t seed_id;             /* cand id of the table's decision (from_table) */
-  uint32_t val_handed;          /* blocks handed out in this validation: even = the
-                             * decision's, odd = the challenger's */
-  uint32_t val_n[2];            /* samples kept: [0] decision, [1] challenger */
-  double val_sum[2], val_sq[2]; /* sums of log(seconds) and their squares */
-  uint64_t decision_call;       /* calls since tuning began when the decision was taken */
-  uint64_t verdict_call;        /* ... when validation ended, 0 = not yet */
-  /* The decision against NCCL's own choice measured interleaved (same
-   * interference regime): log(t_nccl / t_decision) and its standard error,
-   * from pair_n samples of NCCL's choice; pair_n 0 = no such measurement. */
-  uint32_t pair_n;
-  uint32_t val_mark;         /* val_out when the current challenger began */
-  uint32_t val_call0;        /* calls_planned (low 32 bits) when it began */
-  uint32_t val_out, val_in;  /* this validation's sampled calls handed out, and
-                              * samples received (any candidate: they arrive in
-                              * call order) */
-  double pair_log, pair_se;
+  int16_t hint_ch;  /* channels NCCL's choice ran, 0 = unknown */
+  uint16_t seed_id; /* cand id of the table's decision (from_table) */
   /* Exploration budget (search_budget.c, docs/tuner.md): the extra time
    * spent on candidates other than the incumbent, on profiler events and on
    * first uses of a config, never above params.budget x the time the
    * workload has cost so far; while it would be, the incumbent runs
    * unsampled (a waiting state). */
-  double spent_s;
   uint8_t events_paid; /* the workload's first profiler events were charged */
   uint8_t late;        /* samples come far behind the calls (CUPTI on one
                         * H200: ~1,000): a sample came after its candidate
@@ -166,13 +200,15 @@ typedef struct acl_search {
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
                         * decaying; capped at ACL_SEARCH_LAG_MAX) */
-  uint32_t drift_run;  /* consecutive samples past the drift rule */
-  uint32_t budget_wait; /* calls the latest budget wait needed, unclamped (0: none) */
+  double spent_s;
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
-  uint32_t wait_mark;  /* c0_sampled when a candidate began waiting for its
-                             * late samples */
   uint32_t c0_sampled; /* sampled calls of NCCL's choice handed out this tuning */
+  uint32_t budget_wait; /* calls the latest budget wait needed, unclamped (0: none) */
+  acl_search_explore_t explore;
+  acl_search_val_t val;
+  acl_search_pair_t pair;
+  acl_search_drift_t drift;
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];

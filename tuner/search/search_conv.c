@@ -14,19 +14,18 @@ static void seed_failed(acl_search_t *s);
 
 static void val_reset(acl_search_t *s)
 {
-  s->val_handed = 0;
-  s->challenger = ACL_SEARCH_CAND_NCCL;
-  memset(s->val_n, 0, sizeof s->val_n);
-  memset(s->val_sum, 0, sizeof s->val_sum);
-  memset(s->val_sq, 0, sizeof s->val_sq);
-  s->val_mark = s->val_out = s->val_in = 0;
-  s->val_call0 = (uint32_t)s->calls_planned;
+  s->val.handed = 0;
+  s->val.challenger = ACL_SEARCH_CAND_NCCL;
+  memset(s->val.n, 0, sizeof s->val.n);
+  memset(s->val.sum, 0, sizeof s->val.sum);
+  memset(s->val.sq, 0, sizeof s->val.sq);
+  s->val.mark = s->val.out = s->val.in = 0;
+  s->val.call0 = (uint32_t)s->calls_planned;
 }
 
-/* The challenger's samples are lost, not late (ACL_VAL_MAX_BLOCKS). */
-static bool val_lost(const acl_search_t *s)
+bool acl_search_val_lost(const acl_search_t *s)
 {
-  uint32_t blocks = s->val_handed / 2;
+  uint32_t blocks = s->val.handed / 2;
   if (blocks >= ACL_VAL_LOST_BLOCKS)
     return true;
   if (blocks < ACL_VAL_MAX_BLOCKS)
@@ -38,9 +37,9 @@ static bool val_lost(const acl_search_t *s)
    * breaks where a source samples every call: the earlier blocks' samples
    * still arriving count too) */
   if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
-    return (uint32_t)s->calls_planned - s->val_call0 >=
+    return (uint32_t)s->calls_planned - s->val.call0 >=
            ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2 + 2u * s->lag_calls;
-  return s->val_in >= s->val_mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
+  return s->val.in >= s->val.mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -53,14 +52,14 @@ static void adopt(acl_search_t *s, int id)
   }
   s->current = (uint16_t)id;
   s->best = (uint16_t)id;
-  s->converged_seconds = c->robust_seconds;
-  s->overlap_conv = acl_search_mean_overlap(c);
-  s->drift_count = 0;
-  s->drift_head = 0;
-  s->drift_run = 0;
+  s->drift.ref_seconds = c->robust_seconds;
+  s->drift.ref_overlap = acl_search_mean_overlap(c);
+  s->drift.count = 0;
+  s->drift.head = 0;
+  s->drift.run = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
-    s->pair_n = 0; /* NCCL's own choice: its speedup is 1 by definition */
+    s->pair.n = 0; /* NCCL's own choice: its speedup is 1 by definition */
 }
 
 /* Validation is over (the caller fires the event that says why). */
@@ -90,7 +89,7 @@ static int centre_of(const acl_search_t *s)
 
 static int pick_challenger(acl_search_t *s)
 {
-  if (s->val_refines >= ACL_REF_MAX_TRIES)
+  if (s->val.refines >= ACL_REF_MAX_TRIES)
     return -1;
   int d = centre_of(s);
   if (d < 0)
@@ -131,8 +130,7 @@ static int pick_challenger(acl_search_t *s)
   return best;
 }
 
-/* The next background challenger, or the end of validation. */
-static void next_challenger(acl_search_t *s)
+void acl_search_next_challenger(acl_search_t *s)
 {
   int id = pick_challenger(s);
   if (id <= 0) {
@@ -140,13 +138,13 @@ static void next_challenger(acl_search_t *s)
     acl_sm_fire(s, EV_SETTLED);
     return;
   }
-  s->challenger = (uint16_t)id;
-  s->val_refines++;
-  s->val_handed = 0;
-  s->val_mark = s->val_out;
-  s->val_call0 = (uint32_t)s->calls_planned;
-  s->val_n[1] = 0;
-  s->val_sum[1] = s->val_sq[1] = 0.0;
+  s->val.challenger = (uint16_t)id;
+  s->val.refines++;
+  s->val.handed = 0;
+  s->val.mark = s->val.out;
+  s->val.call0 = (uint32_t)s->calls_planned;
+  s->val.n[1] = 0;
+  s->val.sum[1] = s->val.sq[1] = 0.0;
   acl_sm_fire(s, EV_CHALLENGE);
 }
 
@@ -169,13 +167,13 @@ void acl_search_converge(acl_search_t *s, int id)
   s->calls_to_converge = s->calls_planned - s->tune_start_call;
   if (s->calls_to_converge == 0)
     s->calls_to_converge = 1;
-  s->cur_sub = ACL_SEARCH_NONE;
-  s->val_refines = 0;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
+  s->val.refines = 0;
   /* A decision other than NCCL's own is provisional until validated
    * against it; NCCL's own gets its neighbours challenged. */
   val_reset(s);
   if (id == ACL_SEARCH_CAND_NCCL)
-    next_challenger(s);
+    acl_search_next_challenger(s);
   else
     acl_sm_fire(s, EV_PROVISIONAL);
 }
@@ -185,18 +183,18 @@ static void promote(acl_search_t *s, double gain, double se)
 {
   /* A refinement challenger faster than the decision by -gain (log): its
    * speedup over NCCL's own choice composes with the decision's. */
-  if (s->challenger != ACL_SEARCH_CAND_NCCL && acl_search_is_nccl(s, s->current)) {
-    s->pair_log = -gain;
-    s->pair_se = se;
-    s->pair_n = s->val_n[1];
-  } else if (s->challenger != ACL_SEARCH_CAND_NCCL && s->pair_n > 0) {
-    s->pair_log -= gain;
-    s->pair_se = hypot(s->pair_se, se);
+  if (s->val.challenger != ACL_SEARCH_CAND_NCCL && acl_search_is_nccl(s, s->current)) {
+    s->pair.log = -gain;
+    s->pair.se = se;
+    s->pair.n = s->val.n[1];
+  } else if (s->val.challenger != ACL_SEARCH_CAND_NCCL && s->pair.n > 0) {
+    s->pair.log -= gain;
+    s->pair.se = hypot(s->pair.se, se);
   }
-  adopt(s, s->challenger);
-  s->val_n[0] = s->val_n[1];
-  s->val_sum[0] = s->val_sum[1];
-  s->val_sq[0] = s->val_sq[1];
+  adopt(s, s->val.challenger);
+  s->val.n[0] = s->val.n[1];
+  s->val.sum[0] = s->val.sum[1];
+  s->val.sq[0] = s->val.sq[1];
 }
 
 /* Stragglers (a slow rank, a page fault) would dominate a plain mean: a
@@ -209,9 +207,9 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
   if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref)
     return;
   double x = log(seconds);
-  s->val_n[k]++;
-  s->val_sum[k] += x;
-  s->val_sq[k] += x * x;
+  s->val.n[k]++;
+  s->val.sum[k] += x;
+  s->val.sq[k] += x * x;
 }
 
 static void retune(acl_search_t *s);
@@ -229,7 +227,7 @@ static void revert(acl_search_t *s, double gain, double se)
     return;
   }
   promote(s, gain, se);
-  next_challenger(s);
+  acl_search_next_challenger(s);
 }
 
 /* Sequential test, looked at once per challenger block. Against NCCL's
@@ -243,11 +241,11 @@ static void revert(acl_search_t *s, double gain, double se)
  * relative noise), so the decision's many samples tighten the estimate. */
 static void val_check(acl_search_t *s)
 {
-  uint32_t nd = s->val_n[0], nc = s->val_n[1];
+  uint32_t nd = s->val.n[0], nc = s->val.n[1];
   if (nc < ACL_VAL_MIN || nd < 2 || nc % ACL_VAL_BLOCK != 0)
     return;
-  double md = s->val_sum[0] / nd, mc = s->val_sum[1] / nc;
-  double ss = (s->val_sq[0] - nd * md * md) + (s->val_sq[1] - nc * mc * mc);
+  double md = s->val.sum[0] / nd, mc = s->val.sum[1] / nc;
+  double ss = (s->val.sq[0] - nd * md * md) + (s->val.sq[1] - nc * mc * mc);
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
@@ -256,9 +254,9 @@ static void val_check(acl_search_t *s)
      * only: a decision measured slower (by ACL_VAL_Z_DROP standard errors)
      * goes back to NCCL's choice at the same look, so no converged row
      * shows a loss its interval confirms, and the test keeps its looks. */
-    s->pair_log = gain;
-    s->pair_se = se;
-    s->pair_n = nc;
+    s->pair.log = gain;
+    s->pair.se = se;
+    s->pair.n = nc;
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
@@ -266,7 +264,7 @@ static void val_check(acl_search_t *s)
         val_over(s);
         acl_sm_fire(s, EV_SETTLED);
       } else {
-        next_challenger(s);
+        acl_search_next_challenger(s);
       }
     } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
       revert(s, gain, se);
@@ -279,47 +277,27 @@ static void val_check(acl_search_t *s)
   double z = base ? ACL_REF_Z_BASE : ACL_REF_Z;
   if (-gain - z * se > (base ? ACL_SEARCH_PROV_MARGIN : 0.0)) {
     promote(s, gain, se);
-    next_challenger(s);
+    acl_search_next_challenger(s);
   } else if (-gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_REF_MAX) {
-    next_challenger(s);
+    acl_search_next_challenger(s);
   }
 }
 
-int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
+void acl_search_val_abandon(acl_search_t *s)
 {
-  uint32_t l = ACL_SEARCH_CONVERGED_BLOCK;
-  int id = s->current;
-  if (acl_sm_validating(s->state) && val_lost(s)) {
-    if (s->state == ACL_PHASE_REFINING && s->late) {
-      next_challenger(s); /* the decision is proven: only the challenger goes */
-    } else {
-      /* samples are not arriving: NCCL's choice is the safe one */
-      adopt(s, ACL_SEARCH_CAND_NCCL);
-      val_over(s);
-      acl_sm_fire(s, EV_SETTLED);
-    }
-    id = s->current;
-  }
-  /* Validation samples every call and runs a challenger: it draws on the
-   * exploration budget, and pauses while the budget is spent. A decision
-   * just explored and not yet proven against NCCL's own choice does not run
-   * meanwhile (it may be slower): NCCL's does. A proven one being refined,
-   * or a table's (measured before: warm start), runs. */
-  bool unproven = s->state == ACL_PHASE_VALIDATING && !s->from_table;
-  if (acl_sm_validating(s->state) && acl_search_budget_left(s) < 0.0)
-    return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : id, out, len);
-  if (acl_sm_validating(s->state)) {
-    bool challenger_turn = s->val_handed & 1u;
-    s->spent_s += (challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN) * ACL_SEARCH_EVENT_COST_S;
-    if (challenger_turn) {
-      id = s->challenger;
-      l = ACL_VAL_BLOCK;
-    } else {
-      l = ACL_VAL_RUN;
-    }
-    s->val_handed++;
-    s->val_out += l;
-  }
+  adopt(s, ACL_SEARCH_CAND_NCCL);
+  val_over(s);
+  acl_sm_fire(s, EV_SETTLED);
+}
+
+int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
+{
+  bool challenger_turn = s->val.handed & 1u;
+  uint32_t l = challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN;
+  int id = challenger_turn ? s->val.challenger : s->current;
+  s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
+  s->val.handed++;
+  s->val.out += l;
   s->calls_planned += l;
   if (out)
     *out = s->cands[id].cand;
@@ -338,12 +316,12 @@ static void retune(acl_search_t *s)
   s->retunes++;
   s->from_table = 0; /* measured again from here: explored */
   s->calls_to_converge = 0;
-  s->drift_count = 0;
-  s->drift_run = 0;
+  s->drift.count = 0;
+  s->drift.run = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
-  s->val_refines = 0;
-  s->pair_n = 0;
+  s->val.refines = 0;
+  s->pair.n = 0;
   for (int i = 0; i < s->ncands; i++)
     s->cands[i].tried = 0;
   val_reset(s);
@@ -359,13 +337,13 @@ static void retune(acl_search_t *s)
 static void drift_check(acl_search_t *s, double seconds)
 {
   int w = s->params.drift_window;
-  s->drift_win[s->drift_head] = (float)seconds;
-  s->drift_head = (s->drift_head + 1) % (uint32_t)w;
-  s->drift_count++;
-  if (s->drift_count < (uint32_t)w)
+  s->drift.win[s->drift.head] = (float)seconds;
+  s->drift.head = (s->drift.head + 1) % (uint32_t)w;
+  s->drift.count++;
+  if (s->drift.count < (uint32_t)w)
     return;
-  double robust = acl_search_median(s->drift_win, w);
-  bool slow = robust * s->params.drift_ratio > s->converged_seconds;
+  double robust = acl_search_median(s->drift.win, w);
+  bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
   bool shift = false;
   const acl_search_cand_t *c = &s->cands[s->current];
   if (c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
@@ -373,47 +351,46 @@ static void drift_check(acl_search_t *s, double seconds)
      * CUPTI's windows (< 0 between them: no evidence either way). The
      * first known reading after convergence is the reference. */
     double ov = acl_search_mean_overlap(c);
-    if (ov >= 0.0 && s->overlap_conv < 0.0)
-      s->overlap_conv = ov;
-    shift = ov >= 0.0 && fabs(ov - s->overlap_conv) > ACL_SEARCH_OVERLAP_SHIFT;
+    if (ov >= 0.0 && s->drift.ref_overlap < 0.0)
+      s->drift.ref_overlap = ov;
+    shift = ov >= 0.0 && fabs(ov - s->drift.ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
   }
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =
       s->retunes < ACL_SEARCH_RETUNE_BACKOFF_MAX ? s->retunes : ACL_SEARCH_RETUNE_BACKOFF_MAX;
   if (!(slow || shift))
-    s->drift_run = 0;
-  else if (++s->drift_run >= (uint32_t)w << backoff)
+    s->drift.run = 0;
+  else if (++s->drift.run >= (uint32_t)w << backoff)
     retune(s);
 }
 
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap)
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds)
 {
   acl_search_cand_t *c = &s->cands[id];
-  (void)overlap; /* already in the candidate's ring */
   if (s->from_table && s->samples_seen <= (uint64_t)s->params.warmup_calls)
     return; /* a warm start's first calls are its warm-up */
   if (c->judged)
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-  if (id == s->current && s->converged_seconds <= 0.0 &&
+  if (id == s->current && s->drift.ref_seconds <= 0.0 &&
       c->nsamples >= s->params.samples_per_cand) {
     /* A decision taken before it was measured (a warm start, or NCCL's own
      * choice it reverted to): its drift reference once it has samples. */
     c->judged = 1;
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
-    s->converged_seconds = c->robust_seconds;
-    s->overlap_conv = acl_search_mean_overlap(c);
+    s->drift.ref_seconds = c->robust_seconds;
+    s->drift.ref_overlap = acl_search_mean_overlap(c);
   }
   if (acl_sm_validating(acl_sm_base(s)))
-    s->val_in++;
+    s->val.in++;
   if (id == s->current) {
-    if (s->converged_seconds > 0.0)
+    if (s->drift.ref_seconds > 0.0)
       drift_check(s, seconds);
     if (acl_sm_validating(acl_sm_base(s)))
       val_add(s, 0, id, seconds);
-  } else if (id == s->challenger && acl_sm_validating(acl_sm_base(s))) {
+  } else if (id == s->val.challenger && acl_sm_validating(acl_sm_base(s))) {
     const acl_search_cand_t *d = &s->cands[s->current];
-    double ref = s->converged_seconds > 0.0 ? s->converged_seconds
+    double ref = s->drift.ref_seconds > 0.0 ? s->drift.ref_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)
                                             : seconds;
     acl_search_charge_sample(s, seconds, ref);
@@ -433,7 +410,7 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
     int si = -1;
     for (int i = 0; i < s->nsubs; i++)
       if (s->subs[i].algo == cand->algo && s->subs[i].proto == cand->proto &&
-          s->subs[i].state != SUB_INVALID)
+          s->subs[i].state != ACL_SUB_INVALID)
         si = i;
     if (si < 0 || s->ncands >= ACL_SEARCH_MAX_CANDS)
       return -1;
@@ -461,11 +438,11 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand)
   s->tune_start_call = 0;
   /* adopt + validation against NCCL's own choice, no refinement: the table's
    * decision was refined when it was explored. */
-  s->cur_sub = ACL_SEARCH_NONE;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->calls_to_converge = 1;
   adopt(s, id);
   s->decision_call = 1;
-  s->val_refines = ACL_REF_MAX_TRIES;
+  s->val.refines = ACL_REF_MAX_TRIES;
   val_reset(s);
   if (id == ACL_SEARCH_CAND_NCCL) {
     val_over(s);
@@ -480,7 +457,7 @@ const char *acl_search_source_name(int src) { return acl_source_name(src); }
 
 /* ---- reporting ----------------------------------------------------------- */
 
-acl_phase_t acl_search_phase(const acl_search_t *s) { return (acl_phase_t)s->state; }
+acl_phase_t acl_search_phase(const acl_search_t *s) { return acl_sm_block(s); }
 
 int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
 {
@@ -499,33 +476,10 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out)
   return id;
 }
 
-uint8_t acl_search_sample_shift(const acl_search_t *s)
-{
-  switch (s->state) {
-  case ACL_PHASE_WAIT_SAMPLES:
-    return ACL_SEARCH_PROBE_SHIFT; /* one call of the 16-call block */
-  case ACL_PHASE_WAIT_BUDGET:
-  case ACL_PHASE_PAUSED:
-  case ACL_PHASE_WARMUP:
-  case ACL_PHASE_DISABLED:
-    return ACL_SEARCH_SAMPLE_NEVER;
-  case ACL_PHASE_CONVERGED:
-    break;
-  default:
-    return 0; /* measuring or validating: every call */
-  }
-  double t = s->converged_seconds;
-  uint8_t shift = 0;
-  while (t > 0.0 && shift < ACL_SEARCH_SAMPLE_MAX_SHIFT &&
-         t * (double)(2u << shift) <= ACL_SEARCH_SAMPLE_PERIOD_S)
-    shift++;
-  return shift;
-}
-
 void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
 {
   memset(r, 0, sizeof *r);
-  r->phase = (acl_phase_t)s->state;
+  r->phase = acl_sm_block(s);
   bool decided = acl_phase_decided(acl_sm_base(s));
   int cur = s->current < s->ncands ? s->current : 0;
   r->current = s->cands[cur].cand;
@@ -542,12 +496,12 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   if (decided && acl_search_is_nccl(s, cur)) {
     r->speedup = r->speedup_lo = r->speedup_hi = 1.0;
     r->speedup_paired = 1;
-  } else if (decided && s->pair_n >= ACL_VAL_MIN) {
+  } else if (decided && s->pair.n >= ACL_VAL_MIN) {
     /* measured interleaved with NCCL's own choice, never against a
      * baseline from another interference regime */
-    r->speedup = exp(s->pair_log);
-    r->speedup_lo = exp(s->pair_log - ACL_SEARCH_SPEEDUP_Z * s->pair_se);
-    r->speedup_hi = exp(s->pair_log + ACL_SEARCH_SPEEDUP_Z * s->pair_se);
+    r->speedup = exp(s->pair.log);
+    r->speedup_lo = exp(s->pair.log - ACL_SEARCH_SPEEDUP_Z * s->pair.se);
+    r->speedup_hi = exp(s->pair.log + ACL_SEARCH_SPEEDUP_Z * s->pair.se);
     r->speedup_paired = 1;
   } else if (!decided && r->baseline_seconds > 0.0 && r->best_seconds > 0.0) {
     /* exploring: the best so far against the baseline, no interval */

@@ -2,6 +2,7 @@
  * subspaces by (algorithm, protocol) in NCCL's predicted order, each a
  * pattern-search coordinate descent over the resource axes; the blocks that
  * measure a candidate, and the verdicts on its samples. */
+#include <math.h>
 #include <string.h>
 
 #include "tuner/search/search_int.h"
@@ -37,6 +38,34 @@ void acl_search_judge(acl_search_t *s, int id, bool costs_calls)
   int b = acl_search_best_judged(s, true);
   if (b >= 0)
     s->best = (uint16_t)b;
+}
+
+void acl_search_measured_sample(acl_search_t *s, int id)
+{
+  acl_search_cand_t *c = &s->cands[id];
+  if (c->judged) { /* a late extra sample refines the verdict */
+    c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
+    return;
+  }
+  int spc = s->params.samples_per_cand;
+  if (c->got >= spc) {
+    acl_search_judge(s, id, true);
+    return;
+  }
+  /* Early verdict for a clearly slower candidate (median, robust to one
+   * outlier among three): saves the rest of its samples. */
+  if (id != ACL_SEARCH_CAND_NCCL && c->got >= ACL_SEARCH_EARLY2_N) {
+    int b = acl_search_best_judged(s, true);
+    double ref = b >= 0 ? s->cands[b].robust_seconds : 0.0;
+    /* After 2 samples only when both are clearly slower (the faster of two
+     * is robust to a straggler); after 3 on the median. */
+    bool early2 = b >= 0 && c->got < ACL_SEARCH_EARLY_N && c->nsamples >= 2 &&
+                  fminf(c->seconds[0], c->seconds[1]) > ACL_SEARCH_EARLY2_REJECT * ref;
+    bool early3 = b >= 0 && c->got >= ACL_SEARCH_EARLY_N &&
+                  acl_search_median(c->seconds, c->nsamples) > ACL_SEARCH_EARLY_REJECT * ref;
+    if (early2 || early3)
+      acl_search_judge(s, id, true);
+  }
 }
 
 /* Candidate id takes the samples and verdict of `from`, which NCCL runs
@@ -94,7 +123,7 @@ static bool needs_samples(acl_search_t *s, int id)
 static void sub_begin(acl_search_t *s, int si)
 {
   acl_search_sub_t *sub = &s->subs[si];
-  sub->state = SUB_ACTIVE;
+  sub->state = ACL_SUB_ACTIVE;
   /* Start where the best point so far is (channel optima transfer well
    * between subspaces), else at NCCL's channel count or mid-range. */
   int b = acl_search_best_judged(s, false);
@@ -107,7 +136,7 @@ static void sub_begin(acl_search_t *s, int si)
   sub->step = b > 0 ? ACL_SEARCH_NEAR_STEP : ACL_SEARCH_FIRST_STEP;
   sub->dir = 0;
   sub->checked = 0;
-  s->cur_sub = (uint8_t)si;
+  s->explore.cur_sub = (uint8_t)si;
   /* NCCL's own subspace at the channel count NCCL ran is the baseline
    * itself: its samples stand for that point instead of measuring it again. */
   if (b <= 0 && s->hint_ch > 0 && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto &&
@@ -139,11 +168,11 @@ static void sub_next_axis(acl_search_t *s, acl_search_sub_t *sub)
  * when none is left. */
 static acl_search_sub_t *active_sub(acl_search_t *s)
 {
-  if (s->cur_sub != ACL_SEARCH_NONE && s->subs[s->cur_sub].state == SUB_ACTIVE)
-    return &s->subs[s->cur_sub];
-  s->cur_sub = ACL_SEARCH_NONE;
+  if (s->explore.cur_sub != ACL_SEARCH_NONE && s->subs[s->explore.cur_sub].state == ACL_SUB_ACTIVE)
+    return &s->subs[s->explore.cur_sub];
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   for (int i = 0; i < s->nsubs; i++)
-    if (s->subs[i].state == SUB_PENDING) {
+    if (s->subs[i].state == ACL_SUB_PENDING) {
       sub_begin(s, i);
       return &s->subs[i];
     }
@@ -223,26 +252,26 @@ int acl_search_plan(acl_search_t *s)
 {
   uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
   for (int guard = 0; guard < ACL_SEARCH_PLAN_GUARD; guard++) {
-    if (s->steps - s->tune_start_step >= ACL_SEARCH_MAX_STEPS || s->explore_calls >= cap)
+    if (s->steps - s->explore.start_step >= ACL_SEARCH_MAX_STEPS || s->explore.calls >= cap)
       return -1;
     acl_search_sub_t *sub = active_sub(s);
     if (!sub)
       return -1;
     if (sub->axis >= ACL_SEARCH_NUM_AXES) {
-      sub->state = SUB_DONE;
+      sub->state = ACL_SUB_DONE;
       continue;
     }
     if (acl_search_axis_count(s, sub->axis) <= 1) {
       sub_next_axis(s, sub);
       continue;
     }
-    int c = acl_search_find_or_add(s, s->cur_sub, sub->center);
+    int c = acl_search_find_or_add(s, s->explore.cur_sub, sub->center);
     if (c < 0 || needs_samples(s, c))
       return c;
     if (!sub->checked) {
       sub->checked = 1;
       if (prune(s, sub, c)) {
-        sub->state = SUB_PRUNED;
+        sub->state = ACL_SUB_PRUNED;
         continue;
       }
     }
@@ -252,7 +281,7 @@ int acl_search_plan(acl_search_t *s)
     uint8_t idx[ACL_SEARCH_NUM_AXES];
     memcpy(idx, sub->center, sizeof idx);
     idx[sub->axis] = (uint8_t)next;
-    int nc = acl_search_find_or_add(s, s->cur_sub, idx);
+    int nc = acl_search_find_or_add(s, s->explore.cur_sub, idx);
     if (nc < 0 || needs_samples(s, nc))
       return nc;
     sub_move(s, sub, c, nc, next);
@@ -314,7 +343,7 @@ static uint32_t block_len(const acl_search_t *s, int id)
     if (c->handed_at && since < 2u * s->lag_calls + ACL_SEARCH_WAIT_MIN)
       return 0;
   } else if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-             ((s->late && c->waits == 0) || s->cands[0].got <= s->wait_mark)) {
+             ((s->late && c->waits == 0) || s->cands[0].got <= s->explore.wait_mark)) {
     return 0;
   }
   return target > c->got ? target - c->got : 1;
@@ -340,7 +369,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   bool wait = l == 0;
   if (wait) {
     if (c->waits++ == 0)
-      s->wait_mark = s->c0_sampled;
+      s->explore.wait_mark = s->c0_sampled;
     else if (c->waits > ACL_SEARCH_LATE_WAITS)
       s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = ACL_SEARCH_CAND_NCCL;
@@ -359,7 +388,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
     c->handed_at = (uint32_t)s->calls_planned | 1u; /* 0 = never handed out */
   int st = acl_sm_base(s);
   if ((st == ACL_PHASE_EXPLORING || st == ACL_PHASE_RETUNING) && !wait)
-    s->explore_calls += l;
+    s->explore.calls += l;
   if (wait)
     acl_sm_fire(s, EV_LATE);
   if (out)
@@ -381,13 +410,13 @@ void acl_search_explore_reset(acl_search_t *s)
     c->tried = 0;
   }
   for (int i = 0; i < s->nsubs; i++)
-    if (s->subs[i].state != SUB_INVALID)
-      s->subs[i].state = SUB_PENDING;
-  s->cur_sub = ACL_SEARCH_NONE;
+    if (s->subs[i].state != ACL_SUB_INVALID)
+      s->subs[i].state = ACL_SUB_PENDING;
+  s->explore.cur_sub = ACL_SEARCH_NONE;
   s->best = 0;
   s->current = 0;
   s->tune_start_call = s->calls_planned;
-  s->explore_calls = 0;
-  s->tune_start_step = s->steps;
+  s->explore.calls = 0;
+  s->explore.start_step = s->steps;
   s->c0_sampled = 0;
 }

@@ -1,11 +1,17 @@
 /* Private to tuner/search/. Calls go down this list only:
  *   search.c          entry points: settings, init, hints, next, samples
+ *   search_sm.c       the state machine: states, events, the one transition,
+ *                     and each state's handler (its next block, its samples)
  *   search_conv.c     the decision, background validation and refinement,
  *                     drift and re-tuning, warm start, reporting
  *   search_explore.c  exploration: the descent's plan, blocks, verdicts
  *   search_budget.c   the exploration budget: what is charged, waiting
- *   search_sm.c       the state machine: states, events, the one transition
- *   search_grid.c     the candidate grid and table, statistics */
+ *   search_grid.c     the candidate grid and table, statistics, with
+ *   search_chunk.c    the chunk-size axis (grid calls chunk, never back)
+ * with one way back up: every file reads the state (acl_sm_base,
+ * acl_sm_block, acl_sm_validating) and fires its events (acl_sm_fire), the
+ * state machine's own part of search_sm.c, which calls nothing in the
+ * search. */
 #ifndef ACL_TUNER_SEARCH_INT_H
 #define ACL_TUNER_SEARCH_INT_H
 
@@ -22,8 +28,6 @@
 _Static_assert(ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_STAT_MAX &&
                    ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX,
                "statistics see every kept sample");
-
-enum { SUB_PENDING = 0, SUB_ACTIVE, SUB_DONE, SUB_PRUNED, SUB_INVALID };
 
 /* search_sm.c: the state machine. Its states are acl_phase_t (core/types.h,
  * with their names); acl_search_t.state changes only in acl_sm_fire(), by
@@ -44,13 +48,28 @@ typedef enum acl_sm_event {
   EV_COUNT
 } acl_sm_event_t;
 
+/* The next block: the current state's handler (search_sm.c) decides, or
+ * hands over to the state it moved to. */
+int acl_sm_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
+/* A sample of cand id (kept in its ring) that arrived in state st: the
+ * state's handler takes it on. */
+void acl_sm_sample(acl_search_t *s, int st, int id, double seconds);
+/* What NCCL ran still moves the descent's origin (warm-up, baseline). */
+bool acl_sm_hints(const acl_search_t *s);
 /* Apply ev. Waiting states return to the state they came from at the next
  * block; an event that arrives meanwhile (a late sample's verdict) changes
  * that state, not the wait. An event with no transition from the current
  * state turns the search off (NCCL's choice): a bug, never a crash. */
 void acl_sm_fire(acl_search_t *s, acl_sm_event_t ev);
-/* The state the search is in when no block is waiting. */
+/* The search's state, the one every decision of the search reads: while a
+ * block waits, the state the wait returns to. */
 acl_phase_t acl_sm_base(const acl_search_t *s);
+/* The state of the block last handed out, a waiting state included: what
+ * the views show (acl_search_phase) and what sets the block's sampling
+ * (acl_search_sample_shift); nothing else reads it. */
+acl_phase_t acl_sm_block(const acl_search_t *s);
+/* acl_search_init: the first state. */
+void acl_sm_start(acl_search_t *s);
 bool acl_sm_is_wait(int st);
 /* The validation runs: a challenger (NCCL's choice or a neighbour) is
  * interleaved with the decision. */
@@ -83,13 +102,16 @@ int acl_search_plan(acl_search_t *s);
 bool acl_search_settle_lost(acl_search_t *s, int id);
 /* The block that measures cand id (or waits for its late samples). */
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len);
+/* A sample while measuring (kept in the candidate's ring): the verdict on
+ * cand id once it has enough, or an early one when it is clearly slower. */
+void acl_search_measured_sample(acl_search_t *s, int id);
 /* Exploration over: the candidate to take as the decision (0 = NCCL's). */
 int acl_search_explored_pick(const acl_search_t *s);
 /* Re-tuning: every measurement of the exploration is stale. */
 void acl_search_explore_reset(acl_search_t *s);
 
-/* search_grid.c: the candidate grid and table, statistics. Calls nothing
- * else in the search. */
+/* search_grid.c: the candidate grid and table, statistics. Calls
+ * search_chunk.c only. */
 int acl_search_axis_count(const acl_search_t *s, int axis);
 int acl_search_axis_value(const acl_search_t *s, int axis, int idx);
 /* Where a descent starts on an axis when nothing is known yet. */
@@ -125,12 +147,20 @@ int acl_search_chunk_hi(const acl_search_t *s, int algo);
 bool acl_search_chunk_worth(const acl_search_t *s, int id);
 
 /* search_conv.c: the decision, its validation and refinement, drift,
- * reporting. Uses search_grid.c only. */
+ * reporting. */
 /* Adopt cand id as the decision (starts validation when id != 0). */
 void acl_search_converge(acl_search_t *s, int id);
-/* Converged phase: a sample (already stored in the candidate's ring). */
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds, float overlap);
-/* Converged phase: the next block (decision, or a challenger block). */
-int acl_search_next_converged(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
+/* A decision applied: a sample (already stored in the candidate's ring)
+ * for drift and validation. */
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds);
+/* Validation: the challenger's samples are lost, not late
+ * (ACL_VAL_MAX_BLOCKS). */
+bool acl_search_val_lost(const acl_search_t *s);
+/* The next background challenger, or the end of validation. */
+void acl_search_next_challenger(acl_search_t *s);
+/* Validation given up, its samples not arriving: NCCL's choice, settled. */
+void acl_search_val_abandon(acl_search_t *s);
+/* Validation's next block: the decision's run or the challenger's. */
+int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
 
 #endif
