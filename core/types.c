@@ -16,7 +16,7 @@ static const char *const proto_names[ACL_NUM_PROTO] = {"LL", "LL128", "SIMPLE"};
 /* Views and metric labels show these; the first six keep their meaning. */
 static const char *const phase_names[ACL_PHASE_COUNT] = {
     "warmup",         "baseline",        "exploring",  "converged", "retuning", "disabled",
-    "waiting-budget", "waiting-samples", "validating", "refining",  "paused",   "captured"};
+    "waiting-budget", "waiting-samples", "validating", "refining",  "paused"};
 
 const char *acl_coll_name(int c) { return c >= 0 && c < ACL_NUM_COLL ? coll_names[c] : "?"; }
 const char *acl_coll_short(int c) { return c >= 0 && c < ACL_NUM_COLL ? coll_short[c] : "unknown"; }

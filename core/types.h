@@ -68,15 +68,16 @@ typedef enum acl_phase {
   ACL_PHASE_VALIDATING = 8,   /* a new decision runs against NCCL's choice */
   ACL_PHASE_REFINING = 9,     /* a challenger runs against the proven decision */
   ACL_PHASE_PAUSED = 10,      /* validating or refining waits for the budget */
-  /* Not a search state: what the views show for a workload whose latest
-   * call was captured into a CUDA graph (NCCL's profiler said so). Its
-   * replays never reach the tuner and run what the capture got, the proven
-   * decision or NCCL's choice, while the search keeps its own state for
-   * the calls that still come uncaptured; a flag on the workload, named
-   * here so that every view spells it from this one table. */
-  ACL_PHASE_CAPTURED = 11,
   ACL_PHASE_COUNT
 } acl_phase_t;
+
+/* Not a state: what the views show in a workload's state's place when its
+ * latest call was captured into a CUDA graph (NCCL's profiler said so; the
+ * snapshot's flag acl_snap_workload_t.captured). Its replays never reach
+ * the tuner and run what the capture got, the proven decision or NCCL's
+ * choice, while the search keeps its own state for the calls that still
+ * come uncaptured. The one spelling of it in every view. */
+#define ACL_CAPTURED_NAME "captured"
 
 /* One point of a workload's search trajectory (what the endpoint charts). */
 typedef struct acl_traj_point {
@@ -92,7 +93,8 @@ const char *acl_coll_name(int coll);   /* "AllReduce" ... or "?" */
 const char *acl_coll_short(int coll);  /* "all_reduce" ... (metric labels) */
 const char *acl_algo_name(int algo);   /* "RING" ...; "NCCL" for ACL_ALGO_NCCL */
 const char *acl_proto_name(int proto); /* "SIMPLE" ... */
-/* "warmup", "exploring", "waiting-budget", ...: the one name table. */
+/* "warmup", "exploring", "waiting-budget", ...: the one name table of the
+ * states. */
 const char *acl_phase_name(acl_phase_t ph);
 /* A decision is applied (converged, validating, refining, paused). */
 bool acl_phase_decided(acl_phase_t ph);

@@ -80,7 +80,10 @@ typedef struct acl_snap_workload {
   int rank;      /* rank of this process in that communicator, -1 unknown */
   uint32_t widx; /* workload index within the communicator */
   acl_wkey_t key;
-  acl_phase_t phase;
+  acl_phase_t phase;       /* the search's state */
+  bool captured;           /* the latest call was captured into a CUDA graph:
+                            * current is what the capture got, and the views
+                            * show ACL_CAPTURED_NAME for the state */
   acl_candidate_t current; /* under test / applied now */
   acl_candidate_t best;
   acl_candidate_t baseline; /* NCCL's own choice (as the cost table predicts) */
@@ -170,6 +173,13 @@ typedef struct acl_snap_job {
   bool has_net;
 } acl_snap_job_t;
 void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out);
+
+/* The state the views show for w: its search state's name, or
+ * ACL_CAPTURED_NAME while w is captured. */
+const char *acl_snap_state_name(const acl_snap_workload_t *w);
+/* The views' "decided": a decision is applied and w is not shown captured
+ * (a captured call runs what the capture got, not the search's state). */
+bool acl_snap_decided(const acl_snap_workload_t *w);
 
 /* The snapshot's entries from the plain statistics that the profiler
  * (profiler/profiler.h) and consensus (tuner/consensus/consensus.h) return;

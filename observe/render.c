@@ -92,9 +92,9 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   KEY(sb, ", ", PIPE_OPS);
   acl_sb_printf(sb, "%d", (int)w->key.num_pipe_ops);
   KEY(sb, ",\n     ", STATE);
-  acl_render_json_str(sb, acl_phase_name(w->phase), 32);
+  acl_render_json_str(sb, acl_snap_state_name(w), 32);
   KEY(sb, ", ", DECIDED);
-  acl_sb_puts(sb, acl_phase_decided(w->phase) ? "true" : "false");
+  acl_sb_puts(sb, acl_snap_decided(w) ? "true" : "false");
   KEY(sb, ", ", SUBSPACE);
   put_subspace(sb, &w->current);
   KEY(sb, ",\n     ", CANDIDATE);
@@ -301,9 +301,9 @@ void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w
 {
   acl_render_workload_head(out, s, w);
   KEY(out, ", ", STATE);
-  acl_render_json_str(out, acl_phase_name(w->phase), 32);
+  acl_render_json_str(out, acl_snap_state_name(w), 32);
   KEY(out, ", ", DECIDED);
-  acl_sb_puts(out, acl_phase_decided(w->phase) ? "true" : "false");
+  acl_sb_puts(out, acl_snap_decided(w) ? "true" : "false");
   KEY(out, ", ", STEP);
   int n = clamp_traj(w->traj_len);
   if (n > 0)

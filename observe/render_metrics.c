@@ -408,10 +408,13 @@ static void render_states(mctx_t *m)
       continue;
     const acl_snap_workload_t *w = &m->s->workloads[i];
     head(m, ACL_F_STATE);
-    for (int ph = 0; ph < ACL_PHASE_COUNT; ph++) {
+    /* the states, then what the views show while captured */
+    for (int ph = 0; ph <= ACL_PHASE_COUNT; ph++) {
+      bool shown = ph == ACL_PHASE_COUNT ? w->captured : !w->captured && (int)w->phase == ph;
       series(m, MET(STATE), lbl(m, m->wl_lbl[i]), ",state=\"");
-      acl_sb_puts(m->out, acl_phase_name((acl_phase_t)ph));
-      acl_sb_puts(m->out, (int)w->phase == ph ? "\"} 1\n" : "\"} 0\n");
+      acl_sb_puts(m->out,
+                  ph == ACL_PHASE_COUNT ? ACL_CAPTURED_NAME : acl_phase_name((acl_phase_t)ph));
+      acl_sb_puts(m->out, shown ? "\"} 1\n" : "\"} 0\n");
     }
   }
 }

@@ -15,6 +15,8 @@ static int clamp_n(int n, int max) { return n < 0 ? 0 : (n > max ? max : n); }
 
 const acl_candidate_t *acl_report_decision(const acl_snap_workload_t *w)
 {
+  if (w->captured)
+    return &w->current; /* what the capture got */
   switch (w->phase) {
   case ACL_PHASE_EXPLORING:
   case ACL_PHASE_RETUNING:
@@ -46,7 +48,8 @@ void acl_report_totals(const acl_snapshot_t *s, acl_report_totals_t *t)
   for (int i = 0; i < nw; i++) {
     const acl_snap_workload_t *w = &s->workloads[i];
     t->workloads++;
-    t->converged += w->phase == ACL_PHASE_CONVERGED; /* not still validating or refining */
+    /* not still validating or refining, nor shown captured */
+    t->converged += !w->captured && w->phase == ACL_PHASE_CONVERGED;
     t->calls += w->calls;
     double ns = acl_report_nccl_seconds(w);
     if (ns > 0)
@@ -106,7 +109,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   KEY(sb, ", ", RW_COMM_NAME);
   acl_render_json_str(sb, c ? c->name : "", c ? sizeof(c->name) : 1);
   KEY(sb, ",\n     ", STATE);
-  acl_render_json_str(sb, acl_phase_name(w->phase), 32);
+  acl_render_json_str(sb, acl_snap_state_name(w), 32);
   KEY(sb, ", ", CALLS);
   acl_render_u64(sb, w->calls);
   KEY(sb, ", ", RW_NCCL_SECONDS);
@@ -228,7 +231,7 @@ static void text_row(const acl_snapshot_t *s, const acl_snap_workload_t *w, text
   snprintf(r->comm, sizeof(r->comm), "%.16s", c ? c->name : "?");
   fmt_bytes(w->key.nbytes, r->size, sizeof(r->size));
   const acl_candidate_t *d = acl_report_decision(w);
-  if (d && d->algo == ACL_ALGO_NCCL && acl_phase_decided(w->phase) && w->candidates_evaluated > 0)
+  if (d && d->algo == ACL_ALGO_NCCL && acl_snap_decided(w) && w->candidates_evaluated > 0)
     acl_kept_nccl_str((long long)w->candidates_evaluated, r->dec, sizeof(r->dec));
   else if (d && d->algo == ACL_ALGO_NCCL)
     snprintf(r->dec, sizeof(r->dec), "NCCL");
@@ -259,7 +262,7 @@ static void text_row(const acl_snapshot_t *s, const acl_snap_workload_t *w, text
   else
     snprintf(r->rank, sizeof(r->rank), "?");
   r->coll = acl_coll_name(w->key.coll);
-  r->state = acl_phase_name(w->phase);
+  r->state = acl_snap_state_name(w);
   r->source = acl_source_name(w->source);
 }
 

@@ -1,8 +1,19 @@
-/* Snapshot helpers: the duration histogram's fixed buckets, job totals. */
+/* Snapshot helpers: the duration histogram's fixed buckets, job totals, the
+ * state a view shows. */
 #include "observe/observe.h"
 
 #include <math.h>
 #include <string.h>
+
+const char *acl_snap_state_name(const acl_snap_workload_t *w)
+{
+  return w->captured ? ACL_CAPTURED_NAME : acl_phase_name(w->phase);
+}
+
+bool acl_snap_decided(const acl_snap_workload_t *w)
+{
+  return !w->captured && acl_phase_decided(w->phase);
+}
 
 void acl_snap_job_totals(const acl_snapshot_t *s, acl_snap_job_t *out)
 {

@@ -187,16 +187,19 @@ static int merged_order(const void *pa, const void *pb)
 /* Sorting by state follows a workload's life, not the enum's numbering. */
 static int state_rank(const char *s)
 {
-  static const acl_phase_t order[] = {
-      ACL_PHASE_WARMUP,       ACL_PHASE_BASELINE,  ACL_PHASE_WAIT_BUDGET, ACL_PHASE_EXPLORING,
-      ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING,  ACL_PHASE_VALIDATING,  ACL_PHASE_PAUSED,
-      ACL_PHASE_REFINING,     ACL_PHASE_CONVERGED, ACL_PHASE_CAPTURED,    ACL_PHASE_DISABLED};
-  _Static_assert(sizeof order / sizeof order[0] == ACL_PHASE_COUNT, "every state ranked");
-  int ph = acl_phase_parse(s);
-  for (int i = 0; i < ACL_PHASE_COUNT; i++)
-    if (ph >= 0 && order[i] == (acl_phase_t)ph)
+  /* ACL_PHASE_COUNT stands for ACL_CAPTURED_NAME, between converged and
+   * disabled */
+  static const int order[] = {ACL_PHASE_WARMUP,     ACL_PHASE_BASELINE,     ACL_PHASE_WAIT_BUDGET,
+                              ACL_PHASE_EXPLORING,  ACL_PHASE_WAIT_SAMPLES, ACL_PHASE_RETUNING,
+                              ACL_PHASE_VALIDATING, ACL_PHASE_PAUSED,       ACL_PHASE_REFINING,
+                              ACL_PHASE_CONVERGED,  ACL_PHASE_COUNT,        ACL_PHASE_DISABLED};
+  enum { NRANKED = (int)(sizeof order / sizeof order[0]) };
+  _Static_assert(NRANKED == ACL_PHASE_COUNT + 1, "every state ranked, and captured");
+  int ph = strcmp(s, ACL_CAPTURED_NAME) == 0 ? ACL_PHASE_COUNT : acl_phase_parse(s);
+  for (int i = 0; i < NRANKED; i++)
+    if (ph >= 0 && order[i] == ph)
       return i;
-  return s[0] ? ACL_PHASE_COUNT : -1; /* unknown spelling after known ones; empty = unknown */
+  return s[0] ? NRANKED : -1; /* unknown spelling after known ones; empty = unknown */
 }
 
 typedef struct sortctx {

@@ -89,9 +89,10 @@ static attr_t state_attr(const acl_top_ui_t *u, const char *st)
 {
   if (!u->color)
     return 0;
+  if (st && strcmp(st, ACL_CAPTURED_NAME) == 0)
+    return COLOR_PAIR(ACL_TOP_PAIR_GOOD); /* replays run the proven decision (or NCCL's) */
   switch (acl_phase_parse(st)) {
   case ACL_PHASE_CONVERGED:
-  case ACL_PHASE_CAPTURED: /* replays run the proven decision (or NCCL's) */
     return COLOR_PAIR(ACL_TOP_PAIR_GOOD);
   case ACL_PHASE_EXPLORING:
   case ACL_PHASE_VALIDATING:

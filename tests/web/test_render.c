@@ -227,11 +227,20 @@ Test(metrics, state_is_one_hot)
   add_comm(s, 0x11, "dp", 0);
   for (int ph = 0; ph < ACL_PHASE_COUNT; ph++)
     add_wl(s, 0, 4, 4096u + (unsigned)ph)->phase = (acl_phase_t)ph;
+  /* captured: shown as such, whatever the search's state */
+  acl_snap_workload_t *cw = add_wl(s, 0, 4, 8192u);
+  cw->phase = ACL_PHASE_CONVERGED;
+  cw->captured = true;
   char *m = metrics_of(s);
-  cr_assert_eq(count_substr(m, "\nautoccl_tuner_state{"), ACL_PHASE_COUNT * ACL_PHASE_COUNT);
+  /* every state and captured, for each of the ACL_PHASE_COUNT + 1 workloads */
+  cr_assert_eq(count_substr(m, "\nautoccl_tuner_state{"),
+               (ACL_PHASE_COUNT + 1) * (ACL_PHASE_COUNT + 1));
   cr_assert_eq(count_substr(m, "state=\"converged\"} 1\n"), 1);
+  cr_assert_eq(count_substr(m, "state=\"captured\"} 1\n"), 1);
   cr_assert(strstr(m, "bytes=\"4099\",pipe_ops=\"1\",state=\"converged\"} 1\n"));
   cr_assert(strstr(m, "bytes=\"4099\",pipe_ops=\"1\",state=\"exploring\"} 0\n"));
+  cr_assert(strstr(m, "bytes=\"8192\",pipe_ops=\"1\",state=\"captured\"} 1\n"));
+  cr_assert(strstr(m, "bytes=\"8192\",pipe_ops=\"1\",state=\"converged\"} 0\n"));
   free(m);
   free(s);
 }

@@ -29,7 +29,7 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
   w->captured_calls = atomic_load_explicit(&st->captured_calls, memory_order_relaxed);
   if (atomic_load_explicit(&st->last_captured, memory_order_relaxed)) {
     /* the views show what the graph replays, not the search's state */
-    w->phase = ACL_PHASE_CAPTURED;
+    w->captured = true;
     w->current = acl_captured_cand(st);
   }
   for (int b = 0; b < ACL_HIST_N; b++)
@@ -277,6 +277,7 @@ typedef struct seen {
   int rank;
   uint32_t widx;
   acl_phase_t phase;
+  bool captured;
   uint32_t last_step;
   int traj_len;
   acl_candidate_t best;
@@ -326,13 +327,15 @@ static void *watcher_main(void *arg)
                       .phase = ACL_PHASE_COUNT};
       }
       const char *ev = NULL;
-      if (p->phase != w->phase || !acl_candidate_eq(&p->best, &w->best))
+      if (p->phase != w->phase || p->captured != w->captured ||
+          !acl_candidate_eq(&p->best, &w->best))
         ev = "decision";
       else if (p->traj_len != w->traj_len || p->last_step != step)
         ev = "sample";
       if (!ev)
         continue;
       p->phase = w->phase;
+      p->captured = w->captured;
       p->best = w->best;
       p->traj_len = w->traj_len;
       p->last_step = step;
