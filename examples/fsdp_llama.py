@@ -206,7 +206,7 @@ def report_account(path):
                         and w.get("nccl_seconds") is None)
         # what each workload did, in short: the run's record says it
         brief = [{k: w.get(k) for k in ("collective", "bytes", "calls", "state", "nccl_seconds",
-                                        "speedup", "source")} for w in wls]
+                                        "speedup", "source", "budget_wait_calls")} for w in wls]
         return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled, brief
     except (OSError, ValueError, AttributeError):
         return None, None, None

@@ -117,6 +117,9 @@ typedef struct acl_snap_workload {
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge; /* 0 = not converged */
   uint32_t retunes;
+  uint64_t budget_wait_calls; /* waiting for the exploration budget: about how many
+                               * more calls until its next measurement is paid for
+                               * (the leader host's search), 0 = not waiting */
   uint64_t calls;            /* this process's calls of this workload */
   uint64_t captured_calls;   /* of which captured into a CUDA graph */
   uint64_t bytes;            /* nbytes summed over those calls */

@@ -139,6 +139,11 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_sb_puts(sb, "null");
   KEY(sb, ", ", RETUNES);
   acl_render_u64(sb, w->retunes);
+  KEY(sb, ", ", BUDGET_WAIT_CALLS);
+  if (w->budget_wait_calls)
+    acl_render_u64(sb, w->budget_wait_calls);
+  else
+    acl_sb_puts(sb, "null");
   KEY(sb, ", ", CALLS);
   acl_render_u64(sb, w->calls);
   KEY(sb, ", ", BYTES_TOTAL);

@@ -136,6 +136,11 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   put_num(sb, w->has_net, w->time_saved_seconds);
   KEY(sb, ", ", EXPLORATION_COST_SECONDS);
   put_num(sb, w->has_net, w->exploration_cost_seconds);
+  KEY(sb, ", ", BUDGET_WAIT_CALLS);
+  if (w->budget_wait_calls)
+    acl_render_u64(sb, w->budget_wait_calls);
+  else
+    acl_sb_puts(sb, "null");
   acl_sb_puts(sb, "}");
 }
 
@@ -317,4 +322,17 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
   acl_sb_puts(out, "total: ");
   acl_report_totals_line(&t, out);
   acl_sb_puts(out, "\n");
+  /* why a workload never measured: the budget it waits for, in calls */
+  for (int i = 0; i < nw; i++) {
+    const acl_snap_workload_t *w = &s->workloads[i];
+    if (!w->budget_wait_calls)
+      continue;
+    char size[24];
+    fmt_bytes(w->key.nbytes, size, sizeof(size));
+    acl_sb_printf(out,
+                  "waiting-budget: %s %s needs about %" PRIu64 " more calls before its next "
+                  "measurement is paid for (exploring may cost a share of the workload's time, "
+                  "AUTOCCL_EXPLORE_BUDGET)\n",
+                  acl_coll_name(w->key.coll), size, w->budget_wait_calls);
+  }
 }

@@ -34,7 +34,8 @@ checks:
   --expect-state S    some workload shows state S both in the live state read at the
                       end (/api/v1/state, needs --port) and in the plugin's job report
   --sampled-from N    every workload of N calls or more has samples (an NCCL time)
-                      in every rank's job report
+                      in every rank's job report, and one still waiting for the
+                      exploration budget says how many more calls it waits
   --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
@@ -330,6 +331,13 @@ def main(argv):
                 w["rank"], w["collective"], w["bytes"], w["state"], w["calls"]))
         if not big or dry:
             fail("workloads of >= %d calls without samples" % sampled_from, out, err)
+        # one still waiting for the budget says for how many more calls
+        mute = [w for w in big if w["state"] in ("waiting-budget", "paused")
+                and not w.get("budget_wait_calls")]
+        print("%d of them waiting for the budget, %d without the calls they wait for" % (
+            sum(w["state"] in ("waiting-budget", "paused") for w in big), len(mute)))
+        if mute:
+            fail("a workload waits for the budget and its report does not say how long", out, err)
     if min_captured is not None:
         cap = sum(w["captured_calls"] for w in rep["workloads"])
         bad = sum(w["captured_exploratory"] for w in rep["workloads"])
