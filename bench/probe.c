@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/abi.h"
+#include "core/setting_names.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAXK 256
@@ -59,7 +60,7 @@ static ncclResult_t p_init(void **ctx, uint64_t commId, int *mask, const char *n
   if (g_nranks < MAXR)
     g_ranks[g_nranks++] = c;
   if (g_fd == -2) {
-    const char *p = getenv("AUTOCCL_BENCH_PROBE");
+    const char *p = getenv(ACL_ENV(AUTOCCL_BENCH_PROBE));
     g_fd = p && *p ? open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
   }
   pthread_mutex_unlock(&mu);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/worker_int.h"
+#include "core/setting_names.h"
 
 /* --trace: where this run's trace goes, and the plugins that tell what NCCL
  * ran (set before NCCL loads them). Returns the trace path or NULL. */
@@ -26,20 +27,20 @@ const char *acl_bench_trace_setup(const acl_bench_cfg_t *c, char *path, size_t l
     acl_bench_mkdirs(c->trace_dir);
   snprintf(probe, plen, "%s.probe", path);
   unlink(probe);
-  setenv("AUTOCCL_BENCH_PROBE", probe, 1);
+  setenv(ACL_ENV(AUTOCCL_BENCH_PROBE), probe, 1);
   char so[ACL_BENCH_PATH_MAX];
   const char *tp = getenv("NCCL_TUNER_PLUGIN"), *pp = getenv("NCCL_PROFILER_PLUGIN");
-  if (!tp && !pp && !c->fake && !getenv("AUTOCCL_BENCH_NO_PROBE") &&
+  if (!tp && !pp && !c->fake && !getenv(ACL_ENV(AUTOCCL_BENCH_NO_PROBE)) &&
       acl_bench_probe_path(so, sizeof(so)) == 0) {
     setenv("NCCL_TUNER_PLUGIN", so, 1);
     setenv("NCCL_PROFILER_PLUGIN", so, 1);
-  } else if (tp && !getenv("AUTOCCL_TRACE")) {
+  } else if (tp && !getenv(ACL_ENV(AUTOCCL_TRACE))) {
     /* the autoccl plugin records what it sees beside this trace */
     char at[ACL_BENCH_PATH_MAX + 32];
     size_t l = strlen(path);
     size_t cut = l > 9 && !strcmp(path + l - 9, ".jsonl.gz") ? l - 9 : l;
     snprintf(at, sizeof(at), "%.*s-plugin-r%%r.jsonl.gz", (int)cut, path);
-    setenv("AUTOCCL_TRACE", at, 1);
+    setenv(ACL_ENV(AUTOCCL_TRACE), at, 1);
   }
   return path;
 }
