@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/abi.h"
+#include "core/setting_names.h"
 #include "profiler/simfeed.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -199,7 +200,7 @@ static ncclResult_t t_init(void **ctx, uint64_t commId, size_t nRanks, size_t nN
     return ncclInternalError;
   }
   t->p = last_prof;
-  const char *fn = getenv("AUTOCCL_SIM_FEED");
+  const char *fn = getenv(ACL_ENV(AUTOCCL_SIM_FEED));
   int fd = fn && *fn ? shm_open(fn, O_RDONLY, 0) : -1;
   if (fd >= 0) {
     void *m = mmap(NULL, sizeof(acl_simfeed_t), PROT_READ, MAP_SHARED, fd, 0);

@@ -104,8 +104,9 @@ def check_rss_marks(r, out, err):
 
 
 def check_hosts_match(cmd, rep, frac, timeout, env, out, err):
-    """The same run on one host gives the same job figures: a follower host
-    shows the leader's measurements, not zeros."""
+    """The same run on one host gives the same job figures, and every host's
+    reports the leader host's: a follower host shows the leader's
+    measurements, not zeros."""
     if "--hosts" not in cmd:
         fail("--hosts-match needs --hosts in the command", out, err)
     one = list(cmd)
@@ -119,14 +120,44 @@ def check_hosts_match(cmd, rep, frac, timeout, env, out, err):
         shutil.rmtree(env["TMPDIR"], ignore_errors=True)
     if p.returncode != 0 or not p.stdout.strip():
         fail("the one-host run: exit status %d" % p.returncode, p.stdout, p.stderr)
-    ref = json.loads(p.stdout.strip().splitlines()[-1])["job_totals"]
+    one_rep = json.loads(p.stdout.strip().splitlines()[-1])
+    ref = one_rep["job_totals"]
     got = rep.get("job_totals") or {}
-    for key in ("nccl_per_rank_seconds", "net_saved_per_rank_seconds"):
-        a, b = got.get(key), ref.get(key)
-        print("%s: %s hosts %s, one host %s" % (key, rep.get("hosts"), a, b))
-        if a is None or b is None or not b > 0 or abs(a - b) > frac * b:
-            fail("%s %s differs from the one-host run's %s by more than %g %%" % (
-                key, a, b, 100 * frac), out, err)
+    key = "nccl_per_rank_seconds"
+    a, b = got.get(key), ref.get(key)
+    print("%s: %s hosts %s, one host %s" % (key, rep.get("hosts"), a, b))
+    if a is None or b is None or not b > 0 or abs(a - b) > frac * b:
+        fail("%s %s differs from the one-host run's %s by more than %g %%" % (
+            key, a, b, 100 * frac), out, err)
+    # Every host's reports give the leader host's figures (a follower runs
+    # no search of its own: it shows the leader's, not zeros).
+    reps = rep.get("job_reports") or []
+    hosts = int(rep.get("hosts") or 1)
+    if not reps or any(r is None for r in reps) or len(reps) % hosts:
+        fail("%d job reports for %d hosts" % (len(reps), hosts), out, err)
+    per = len(reps) // hosts
+    lead = reps[0]["totals"]["net_saved_per_rank_seconds"]
+    for i, r in enumerate(reps):
+        v = r["totals"]["net_saved_per_rank_seconds"]
+        if v is None or abs(v - lead) > 0.01 * max(abs(lead), 1e-9):
+            fail("host %d's report %d: net saved per rank %s, the leader host's %s" % (
+                i // per, i, v, lead), out, err)
+    # Against the one-host run, the same search: net saved over the
+    # workloads decided in both (a finite run may end with one still being
+    # validated on one side, its saving not counted yet).
+    decided = ("converged", "validating", "refining")
+
+    def saved(report):
+        return {(w["collective"], w["bytes"]): w.get("net_saved_seconds") or 0.0
+                for w in report["workloads"] if w["state"] in decided}
+    mine, theirs = saved(reps[0]), saved(one_rep["job_reports"][0])
+    both = sorted(set(mine) & set(theirs))
+    a, b = sum(mine[k] for k in both), sum(theirs[k] for k in both)
+    print("net saved over the %d workloads decided in both: %s hosts %s, one host %s" % (
+        len(both), hosts, a, b))
+    if not both or not b > 0 or abs(a - b) > frac * b:
+        fail("net saved %s over the workloads decided in both differs from the one-host run's "
+             "%s by more than %g %%" % (a, b, 100 * frac), out, err)
 
 
 def main(argv):
