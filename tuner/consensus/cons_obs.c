@@ -13,10 +13,8 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
   if (!w->disabled) {
     /* the samples' lag: how long before the latest block began the call was */
     uint64_t nb = atomic_load_explicit(&w->nblocks, memory_order_relaxed), call = s->call1 - 1;
-    uint64_t start =
-        nb ? atomic_load_explicit(&w->ring[(nb - 1) % ACL_CONS_RING].start, memory_order_relaxed)
-           : 0;
-    uint64_t behind = start > call ? start - call : 0;
+    cons_blk_t b;
+    uint64_t behind = nb && cons_ring_read(w, nb - 1, &b) && b.start > call ? b.start - call : 0;
     w->dirty = 1;
     acl_search_observe(&w->search,
                        &(acl_search_obs_t){.cand_id = s->cand_id,
