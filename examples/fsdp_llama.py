@@ -87,7 +87,7 @@ def mode_env(mode, args):
     env = common_env(args)
     if mode in ("autoccl", "autoccl_ceiling"):
         env += ["NCCL_TUNER_PLUGIN=%s" % args.plugin, "NCCL_PROFILER_PLUGIN=%s" % args.plugin,
-                "AUTOCCL_HTTP_PORT=%d" % args.http_port]
+                "AUTOCCL_HTTP_PORT=%d" % args.http_port] + args.plugin_env
     if mode == "autoccl_ceiling":
         env += ["NCCL_MIN_NCHANNELS=%d" % args.ceiling,
                 "AUTOCCL_STOCK_CHANNELS=%d" % args.stock_channels]
@@ -447,6 +447,9 @@ def parse(argv):
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--http-port", type=int, default=HTTP_PORT_BASE)
+    ap.add_argument("--plugin-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="a variable for every plugin launch, e.g. AUTOCCL_TRACE=/tmp/t-%%r.jsonl "
+                         "(repeatable; the launches otherwise drop AUTOCCL_* from the environment)")
     ap.add_argument("--wrap", choices=("fsdp", "ddp"), default="fsdp")
     ap.add_argument("--bucket-mb", type=int, default=25, help="DDP's gradient bucket size")
     ap.add_argument("--ranks-per-gpu", type=int, default=1)
@@ -468,6 +471,9 @@ def parse(argv):
         ap.error("--ceiling must be above --stock-channels")
     if a.no_overlap:
         a.overlap_steps = 0
+    bad = [kv for kv in a.plugin_env if "=" not in kv or not kv.split("=", 1)[0]]
+    if bad:
+        ap.error("--plugin-env %s: give KEY=VALUE" % bad[0])
     if a.ranks_per_gpu < 1 or a.nproc % a.ranks_per_gpu:
         ap.error("--ranks-per-gpu must be >= 1 and divide --nproc")
     if a.nccl_lib and not a.worker:
