@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """examples/fsdp_llama.py without PyTorch or a GPU: it compiles; its
-exposed-communication measure is right on hand-made kernel traces; its
+exposed-communication measures (of the span, of communication time, per
+collective) are right on hand-made kernel traces, and so is its weighting of
+the plugin's overlaps per collective; its
 summary reports a mode only from runs that happened, with the ratio to NCCL
 as it ships; bad arguments are refused; the driver refuses the autoccl
 modes without a plugin and writes nothing; the DDP example (ddp_buckets.py,
@@ -51,6 +53,64 @@ p = trace([("gemm", 0, 100)])
 check(ex.exposed_share(p) is None, "no NCCL kernel: no figure")
 os.unlink(p)
 
+def near(x, want):
+    return x is not None and abs(x - want) < 1e-9
+
+
+# exposed over communication time, and per collective: an AllGather half
+# covered by compute (0..100 compute, 50..150 AllGather)
+p = trace([("gemm", 0, 100), ("ncclDevKernel_AllGather_RING_LL(int, float)", 50, 100)])
+ov = ex.trace_overlap(p)
+os.unlink(p)
+check(ov is not None and near(ov["exposed_of_comm"], 0.5), "half exposed AllGather: %s" % ov)
+check(ov is not None and near(ov["span_share"], 50.0 / 150.0), "span share %s" % ov)
+ag = (ov or {}).get("by_coll", {}).get("AllGather", {})
+check(near(ag.get("overlap"), 0.5) and near(ag.get("comm_s"), 100e-6),
+      "AllGather half overlapped: %s" % ag)
+check(set((ov or {}).get("by_coll", {})) == {"AllGather"}, "one collective: %s" % ov)
+# three collectives, each its own figure: AllGather 80..120 half under compute,
+# ReduceScatter 200..220 alone (and a second kernel of it on another stream,
+# 205..215, counted once), AllReduce 310..330 under compute
+p = trace([("gemm", 0, 100), ("ncclDevKernel_AllGather_RING_LL(x)", 80, 40),
+           ("ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16", 200, 20),
+           ("ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16", 205, 10),
+           ("gemm2", 300, 100), ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 310, 20)])
+ov = ex.trace_overlap(p)
+os.unlink(p)
+bc = (ov or {}).get("by_coll", {})
+check(set(bc) == {"AllGather", "ReduceScatter", "AllReduce"}, "collectives %s" % sorted(bc))
+check(near(bc.get("AllGather", {}).get("overlap"), 0.5), "AllGather overlap %s" % bc)
+check(near(bc.get("ReduceScatter", {}).get("overlap"), 0.0)
+      and near(bc.get("ReduceScatter", {}).get("comm_s"), 20e-6), "ReduceScatter %s" % bc)
+check(near(bc.get("AllReduce", {}).get("overlap"), 1.0), "AllReduce overlap %s" % bc)
+check(ov is not None and near(ov["exposed_of_comm"], 40.0 / 80.0),
+      "exposed of comm %s, want 0.5" % (ov or {}).get("exposed_of_comm"))
+check(ov is not None and near(ov["span_share"], 40.0 / 400.0), "span share %s" % ov)
+p = trace([("gemm", 0, 100)])
+check(ex.trace_overlap(p) is None, "no NCCL kernel: no overlap figures")
+os.unlink(p)
+for name, want in (("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "AllGather"),
+                   ("ncclDevKernel_Reduce_Sum_f32_RING_LL", "Reduce"),
+                   ("ncclKernel_ReduceScatter_RING_SIMPLE", "ReduceScatter"),
+                   ("ncclDevKernel_Broadcast_RING_LL(x)", "Broadcast"),
+                   ("ncclDevKernel_SendRecv(x)", "SendRecv"),
+                   ("ncclDevKernel_Generic_1(x)", "other"), ("ncclKernel", "other")):
+    check(ex.nccl_collective(name) == want, "%s: %s, want %s" % (name, ex.nccl_collective(name), want))
+# the plugin's overlap per collective, weighted by collective time, else calls x bytes
+st = {"workloads": [
+    {"collective": "AllGather", "overlap": 0.2, "collective_seconds": 1.0, "calls": 1, "bytes": 1},
+    {"collective": "AllGather", "overlap": 0.8, "collective_seconds": 3.0, "calls": 1, "bytes": 1},
+    {"collective": "AllGather", "overlap": None, "collective_seconds": 9.0},
+    {"collective": "ReduceScatter", "overlap": 0.5, "calls": 3, "bytes": 1000},
+    {"collective": "ReduceScatter", "overlap": 0.1, "collective_seconds": None, "calls": 1,
+     "bytes": 1000},
+    {"collective": "AllReduce", "overlap": None, "collective_seconds": 2.0}]}
+to = ex.tuner_overlap(st) or {}
+check(set(to) == {"AllGather", "ReduceScatter"} and near(to.get("AllGather"), 0.65)
+      and near(to.get("ReduceScatter"), 0.4), "tuner overlap by collective %s" % to)
+check(ex.tuner_overlap(None) is None and ex.tuner_overlap({"workloads": [st["workloads"][-1]]}) is None,
+      "no measured overlap: null")
+
 a = ex.parse(["--plugin", "/x.so", "--reps", "2"])
 runs = [{"mode": m, "rep": k, "median_step_s": t, "steps": 30, "time_saved_s": sv,
          "exposed_comm_share": 0.1}
@@ -69,6 +129,58 @@ lo, hi = au.get("ratio_low"), au.get("ratio_high")
 check(lo is not None and lo < au["ratio_vs_nccl"] < hi, "ratio interval %s-%s" % (lo, hi))
 check(lines["nccl"]["ratio_low"] is None, "NCCL's own line has no interval")
 check(ex.ratio_interval(runs[:2], "autoccl") == (None, None), "one pair: no interval")
+# the summary compares the two exposed shares of communication time
+ov_runs = [{"mode": m, "rep": k, "median_step_s": 1.0, "steps": 30, "exposed_comm_share": 0.1,
+            "torch_exposed_of_comm": te, "autoccl_exposed_share": ae,
+            "torch_overlap_by_coll": tb, "autoccl_overlap_by_coll": ab}
+           for m, k, te, ae, tb, ab in (
+               ("nccl", 0, 0.4, None, {"AllGather": 0.3}, None),
+               ("autoccl", 0, 0.5, 0.65, {"AllGather": 0.4, "ReduceScatter": 0.9},
+                {"AllGather": 0.2}),
+               ("nccl", 1, 0.6, None, {"AllGather": 0.5}, None),
+               ("autoccl", 1, 0.7, 0.75, {"AllGather": 0.6}, {"AllGather": 0.4}))]
+ol = {x["mode"]: x for x in ex.summarize(ov_runs, a)}
+oa, on = ol.get("autoccl", {}), ol.get("nccl", {})
+check(near(oa.get("torch_exposed_of_comm"), 0.6) and near(oa.get("autoccl_exposed_share"), 0.7),
+      "medians of the exposed shares %s" % oa)
+check(near(oa.get("overlap_gap_pp"), 10.0), "overlap gap %s pp, want 10" % oa.get("overlap_gap_pp"))
+tb = oa.get("torch_overlap_by_coll") or {}
+check(set(tb) == {"AllGather", "ReduceScatter"} and near(tb.get("AllGather"), 0.5)
+      and near(tb.get("ReduceScatter"), 0.9), "torch overlap per collective %s" % tb)
+check(near((oa.get("autoccl_overlap_by_coll") or {}).get("AllGather"), 0.3),
+      "autoccl overlap per collective %s" % oa.get("autoccl_overlap_by_coll"))
+check(on.get("overlap_gap_pp") is None and on.get("autoccl_overlap_by_coll") is None
+      and near(on.get("torch_exposed_of_comm"), 0.5), "nccl line: no autoccl figures %s" % on)
+check(lines["autoccl"].get("overlap_gap_pp") is None, "no torch figure: no gap")
+# the printed summary names both exposed figures
+import contextlib
+import io
+with tempfile.TemporaryDirectory() as d:
+    plug = os.path.join(d, "p.so")
+    open(plug, "w").close()
+    da = ex.parse(["--plugin", plug, "--reps", "2", "--modes", "nccl,autoccl",
+                   "--out", os.path.join(d, "t.jsonl")])
+    it = iter([r for k in (0, 1) for r in ov_runs if r["rep"] == k])
+    real, ex.launch = ex.launch, lambda mode, rep, args, out: dict(next(it))
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            rc = ex.driver(da)
+    finally:
+        ex.launch = real
+    txt = buf.getvalue()
+    check(rc == 0 and "of comm time torch 0.600, autoccl 0.700 (gap 10.0 pp)" in txt,
+          "printed summary: %s" % txt.strip())
+# every launch's record carries the new figures (the worker runs only on GPUs)
+import ast
+rec_keys = set()
+for n in ast.walk(ast.parse(open(path).read())):
+    if isinstance(n, ast.Dict) and any(isinstance(v, ast.Constant) and v.value == "torch_step_run"
+                                       for v in n.values):
+        rec_keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
+want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
+        "autoccl_exposed_share", "autoccl_overlap_by_coll"}
+check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))
 # the plugin's account: unsampled = >= 200 calls with neither a baseline nor a best time
 st = {"job": {"exposed_share": 0.3},
       "workloads": [{"calls": 3200, "baseline_seconds": 0.01, "best_seconds": None,

@@ -30,7 +30,9 @@ line per mode:
    "steps": ..., "env": [...], "rep_median_step_s": [...],
    "ratio_vs_nccl": ..., "ratio_low": ..., "ratio_high": ...,
    "time_saved_s": ..., "exposed_comm_share": ...,
-   "autoccl_exposed_share": ..., "workloads_unsampled": ...}
+   "torch_exposed_of_comm": ..., "autoccl_exposed_share": ...,
+   "overlap_gap_pp": ..., "torch_overlap_by_coll": {...},
+   "autoccl_overlap_by_coll": {...}, "workloads_unsampled": ...}
 ratio_vs_nccl is NCCL's median step over the mode's (above 1: faster);
 ratio_low/high its 95 % interval over the repetitions, each mode's launch
 paired with NCCL's of the same repetition (null with fewer than 2).
@@ -40,12 +42,42 @@ workloads' time_saved_seconds from its /api/v1/state endpoint at the end of
 the run; null where the plugin is off or reports none. workloads_unsampled
 is the number of its workloads with 200 calls or more that no sample reached
 (no NCCL time in the report; neither a baseline nor a best time at the
-endpoint); autoccl_exposed_share its own job-level exposed share (endpoint).
-exposed_comm_share is the
-share of a step in which an NCCL kernel runs and no other kernel does, from a
-torch.profiler trace of a few extra steps after the timed ones (--no-overlap
-skips it). A mode whose launches all failed gets no line: nothing is
-reported without a run.
+endpoint).
+
+Exposed communication, two ways. torch's figures come from a
+torch.profiler trace of rank 0 over a few extra steps after the timed ones
+(--overlap-steps, 5; --no-overlap skips them); autoccl's from rank 0's
+/api/v1/state at the end of the run (null where the plugin is off or has not
+measured an overlap). A kernel whose name contains "nccl" is communication,
+every other kernel compute.
+  exposed_comm_share     the share of the trace's span in which an NCCL
+                         kernel runs and no compute kernel does
+  torch_exposed_of_comm  that exposed time over the time some NCCL kernel
+                         runs: a share of communication time
+  autoccl_exposed_share  the plugin's job-level exposed_share: its exposed
+                         seconds over its collective seconds, also a share of
+                         communication time
+  overlap_gap_pp         100 x |autoccl_exposed_share - torch_exposed_of_comm|
+                         (percentage points; null unless both are known)
+  torch_overlap_by_coll  per collective (AllGather, ReduceScatter, AllReduce,
+                         Broadcast, ... from the kernel name, "other" when it
+                         names none): the share of its NCCL kernel time that
+                         compute overlaps, 1 - exposed / kernel time
+  autoccl_overlap_by_coll  per collective: the plugin's workload overlaps,
+                         weighted by each workload's collective_seconds (calls
+                         x bytes where that is missing), workloads without an
+                         overlap left out; null when none has one
+Compare torch_exposed_of_comm with autoccl_exposed_share, not
+exposed_comm_share: the span share divides by the whole step, the other two
+by communication time. The two sides also watch different stretches (the
+profiled steps against the whole run). The summary line carries the median
+of each figure over the mode's launches, per collective for the
+*_by_coll maps; each torch_step_run line carries its launch's figures and
+also torch_comm_s_by_coll, each collective's NCCL kernel time (seconds)
+in the profiled steps.
+
+A mode whose launches all failed gets no line: nothing is reported without
+a run.
 
 The worker side (--worker, started by torchrun) needs PyTorch with CUDA;
 the driver needs only Python.
@@ -135,32 +167,37 @@ def build_model(torch, cfg):
     return Llama, Block
 
 
-def exposed_share(trace_path):
-    """Share of the profiled time in which an NCCL kernel runs with no other
-    kernel: the communication compute does not hide."""
-    with open(trace_path) as f:
-        ev = json.load(f).get("traceEvents", [])
-    comm, comp = [], []
-    for e in ev:
-        if e.get("cat") != "kernel" or "dur" not in e:
-            continue
-        iv = (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
-        (comm if "nccl" in e.get("name", "").lower() else comp).append(iv)
-    if not comm:
-        return None
+# NCCL kernel names carry the collective after the prefix:
+# "ncclDevKernel_AllGather_RING_LL(...)", "ncclKernel_ReduceScatter_...".
+COLLECTIVES = ("AllGather", "ReduceScatter", "AllReduce", "Broadcast", "Reduce", "SendRecv",
+               "Send", "Recv", "AllToAll")
 
-    def union(ivs):
-        out = []
-        for a, b in sorted(ivs):
-            if out and a <= out[-1][1]:
-                out[-1][1] = max(out[-1][1], b)
-            else:
-                out.append([a, b])
-        return out
 
-    cu, pu = union(comm), union(comp)
+def nccl_collective(name):
+    """The collective an NCCL kernel's name names; "other" when none is known."""
+    parts = name.split("(", 1)[0].split("_")
+    return parts[1] if len(parts) > 1 and parts[1] in COLLECTIVES else "other"
+
+
+def union(ivs):
+    """The union of [a, b) intervals, sorted and disjoint."""
+    out = []
+    for a, b in sorted(ivs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def length(ivs):
+    return sum(b - a for a, b in ivs)
+
+
+def uncovered(cu, pu):
+    """Length of the disjoint sorted intervals cu that pu (likewise) does not cover."""
     exposed, j = 0.0, 0
-    for a, b in cu:  # comm minus compute, both sorted
+    for a, b in cu:
         t = a
         while j < len(pu) and pu[j][1] <= t:
             j += 1
@@ -172,9 +209,55 @@ def exposed_share(trace_path):
             k += 1
         if t < b:
             exposed += b - t
-    lo = min(x[0] for x in cu + pu)
-    hi = max(x[1] for x in cu + pu)
-    return exposed / (hi - lo) if hi > lo else None
+    return exposed
+
+
+def trace_kernels(trace_path):
+    """The kernels of a chrome trace: {collective: [(start, end), ...]} for the
+    NCCL ones and the list of the others (compute), in microseconds."""
+    with open(trace_path) as f:
+        ev = json.load(f).get("traceEvents", [])
+    comm, comp = {}, []
+    for e in ev:
+        if e.get("cat") != "kernel" or "dur" not in e:
+            continue
+        iv = (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        name = e.get("name", "")
+        if "nccl" in name.lower():
+            comm.setdefault(nccl_collective(name), []).append(iv)
+        else:
+            comp.append(iv)
+    return comm, comp
+
+
+def trace_overlap(trace_path):
+    """Exposed communication in a torch.profiler trace, None without an NCCL
+    kernel: span_share, the share of the trace's span in which an NCCL kernel
+    runs and no compute kernel does; exposed_of_comm, that exposed time over
+    the time some NCCL kernel runs (autoccl's exposed_share); by_coll, per
+    collective, its NCCL kernel time (comm_s) and the share of it compute
+    overlaps (overlap = 1 - exposed / comm_s)."""
+    comm, comp = trace_kernels(trace_path)
+    if not comm:
+        return None
+    cu, pu = union([iv for ivs in comm.values() for iv in ivs]), union(comp)
+    exposed, busy = uncovered(cu, pu), length(cu)
+    lo, hi = min(x[0] for x in cu + pu), max(x[1] for x in cu + pu)
+    by_coll = {}
+    for coll, ivs in comm.items():
+        u = union(ivs)
+        t = length(u)
+        by_coll[coll] = {"comm_s": t * 1e-6,
+                         "overlap": 1.0 - uncovered(u, pu) / t if t > 0 else None}
+    return {"span_share": exposed / (hi - lo) if hi > lo else None,
+            "exposed_of_comm": exposed / busy if busy > 0 else None, "by_coll": by_coll}
+
+
+def exposed_share(trace_path):
+    """Share of the profiled time in which an NCCL kernel runs with no other
+    kernel: the communication compute does not hide."""
+    ov = trace_overlap(trace_path)
+    return ov["span_share"] if ov else None
 
 
 def tuner_account(st):
@@ -191,6 +274,33 @@ def tuner_account(st):
                     and w.get("baseline_seconds") is None and w.get("best_seconds") is None)
     share = (st.get("job") or {}).get("exposed_share")
     return (sum(vals) if vals else None), share, unsampled
+
+
+def num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def tuner_overlap(st):
+    """From the plugin's /api/v1/state document: per collective, the overlap
+    of its workloads weighted by their collective time (collective_seconds;
+    calls x bytes where it is missing). Workloads without an overlap are
+    skipped; None when none has one."""
+    if not isinstance(st, dict):
+        return None
+    acc = {}
+    for w in st.get("workloads") or []:
+        o = w.get("overlap")
+        if not num(o):
+            continue
+        wt = w.get("collective_seconds")
+        if not num(wt) or wt <= 0:
+            wt = (w.get("calls") or 0) * (w.get("bytes") or 0)
+        if wt <= 0:
+            continue
+        s = acc.setdefault(w.get("collective") or "other", [0.0, 0.0])
+        s[0] += o * wt
+        s[1] += wt
+    return {c: s[0] / s[1] for c, s in acc.items()} or None
 
 
 def report_account(path):
@@ -274,7 +384,7 @@ def worker(args):
     tt = torch.tensor(times, device="cuda", dtype=torch.float64)
     dist.all_reduce(tt, op=dist.ReduceOp.MAX)
     times = tt.tolist()
-    share = None
+    ov = None
     if args.overlap_steps > 0:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -285,10 +395,11 @@ def worker(args):
             with tempfile.TemporaryDirectory() as d:
                 p = os.path.join(d, "trace.json")
                 prof.export_chrome_trace(p)
-                share = exposed_share(p)
+                ov = trace_overlap(p)
     st = tuner_state(int(os.environ["AUTOCCL_HTTP_PORT"])) \
         if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
     saved, acl_share, unsampled = tuner_account(st)
+    acl_overlap = tuner_overlap(st)
     known = st is not None
     world = dist.get_world_size()  # the group is gone after the next line
     dist.destroy_process_group()
@@ -303,8 +414,14 @@ def worker(args):
     if rank == 0:
         rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep, "wrap": args.wrap,
                "median_step_s": statistics.median(times), "steps": len(times),
-               "step_s": times, "time_saved_s": saved, "exposed_comm_share": share,
-               "autoccl_exposed_share": acl_share,
+               "step_s": times, "time_saved_s": saved,
+               "exposed_comm_share": ov["span_share"] if ov else None,
+               "torch_exposed_of_comm": ov["exposed_of_comm"] if ov else None,
+               "torch_overlap_by_coll":
+                   {c: v["overlap"] for c, v in ov["by_coll"].items()} if ov else None,
+               "torch_comm_s_by_coll":
+                   {c: v["comm_s"] for c, v in ov["by_coll"].items()} if ov else None,
+               "autoccl_exposed_share": acl_share, "autoccl_overlap_by_coll": acl_overlap,
                "workloads_unsampled": unsampled if known else None,
                "workloads": brief,
                "ranks_per_gpu": args.ranks_per_gpu,
@@ -370,6 +487,29 @@ def ratio_interval(runs, mode):
     return math.exp(m - t * se), math.exp(m + t * se)
 
 
+def median_of(rs, key):
+    """The median of a field over runs, None where no run has it."""
+    vals = [r[key] for r in rs if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def median_by_coll(rs, key):
+    """Per collective, the median over runs of a {collective: value} field."""
+    by = {}
+    for r in rs:
+        for c, v in (r.get(key) or {}).items():
+            if v is not None:
+                by.setdefault(c, []).append(v)
+    return {c: statistics.median(v) for c, v in sorted(by.items())} or None
+
+
+def overlap_gap_pp(line):
+    """Percentage points between autoccl's exposed share and torch's, both
+    shares of communication time; None unless both are known."""
+    a, t = line.get("autoccl_exposed_share"), line.get("torch_exposed_of_comm")
+    return 100.0 * abs(a - t) if a is not None and t is not None else None
+
+
 def summarize(runs, args):
     lines, base = [], None
     for mode in args.modes:
@@ -377,22 +517,22 @@ def summarize(runs, args):
         if not rs:
             continue
         med = [r["median_step_s"] for r in rs]
-        saved = [r["time_saved_s"] for r in rs if r.get("time_saved_s") is not None]
-        share = [r["exposed_comm_share"] for r in rs if r.get("exposed_comm_share") is not None]
-        ashare = [r["autoccl_exposed_share"] for r in rs
-                  if r.get("autoccl_exposed_share") is not None]
         unsampled = [r["workloads_unsampled"] for r in rs
                      if r.get("workloads_unsampled") is not None]
         line = {"kind": "torch_step", "mode": mode, "wrap": args.wrap,
                 "median_step_s": statistics.median(med),
                 "reps": len(rs), "steps": rs[0]["steps"], "env": mode_env(mode, args),
                 "rep_median_step_s": med,
-                "time_saved_s": statistics.median(saved) if saved else None,
-                "exposed_comm_share": statistics.median(share) if share else None,
-                "autoccl_exposed_share": statistics.median(ashare) if ashare else None,
+                "time_saved_s": median_of(rs, "time_saved_s"),
+                "exposed_comm_share": median_of(rs, "exposed_comm_share"),
+                "torch_exposed_of_comm": median_of(rs, "torch_exposed_of_comm"),
+                "autoccl_exposed_share": median_of(rs, "autoccl_exposed_share"),
+                "torch_overlap_by_coll": median_by_coll(rs, "torch_overlap_by_coll"),
+                "autoccl_overlap_by_coll": median_by_coll(rs, "autoccl_overlap_by_coll"),
                 "workloads_unsampled": max(unsampled) if unsampled else None,
                 "ranks_per_gpu": args.ranks_per_gpu,
                 "nccl_version": rs[0].get("nccl_version"), "world": rs[0].get("world")}
+        line["overlap_gap_pp"] = overlap_gap_pp(line)
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
@@ -401,6 +541,10 @@ def summarize(runs, args):
         line["ratio_low"], line["ratio_high"] = ratio_interval(runs, line["mode"]) \
             if base and line["mode"] != "nccl" else (None, None)
     return lines
+
+
+def fmt(x, spec="%.3f"):
+    return "-" if x is None else spec % x
 
 
 def driver(args):
@@ -422,11 +566,13 @@ def driver(args):
         iv = ("" if line["ratio_low"] is None
               else " (95 %% %.3f-%.3f)" % (line["ratio_low"], line["ratio_high"]))
         print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  saved %s  "
-              "exposed %s (autoccl's %s)  unsampled %s"
+              "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
+              "unsampled %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
-                 line["time_saved_s"], line["exposed_comm_share"], line["autoccl_exposed_share"],
-                 line["workloads_unsampled"]))
+                 line["time_saved_s"], fmt(line["exposed_comm_share"]),
+                 fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
+                 fmt(line["overlap_gap_pp"], "%.1f"), line["workloads_unsampled"]))
     return 0 if len(lines) == len(args.modes) else 1
 
 
