@@ -30,6 +30,7 @@ struct acl_drive {
   int max_lag;
   double skew;
   bool per_call;
+  uint32_t window_calls, window_period;
   uint64_t rng;
   uint64_t next;      /* the next call index */
   uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
@@ -63,8 +64,10 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
 {
   static atomic_uint serial;
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
-      p->buffer > ACL_DRIVE_MAX_BUFFER) {
-    snprintf(err, errlen, "drive: bad parameters (ranks 1..%d, buffer 0..%d)",
+      p->buffer > ACL_DRIVE_MAX_BUFFER ||
+      (p->window_calls > 0 && p->window_period <= p->window_calls)) {
+    snprintf(err, errlen,
+             "drive: bad parameters (ranks 1..%d, buffer 0..%d, a window shorter than its period)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
@@ -83,6 +86,8 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->max_lag = p->max_lag;
   d->skew = p->skew;
   d->per_call = p->per_call;
+  d->window_calls = p->window_calls;
+  d->window_period = p->window_period;
   d->rng = mix(p->seed ^ 0x5eedull);
   d->events_left = true; /* NCCL's mask starts full: the first call carries events */
   d->buffer = p->buffer;
@@ -180,6 +185,15 @@ static void deliver(acl_drive_t *d, uint64_t k)
   d->nq = w;
 }
 
+/* Calls from k on that no CUPTI window covers (0: k is in one). */
+static uint64_t calls_to_window(const acl_drive_t *d, uint64_t k)
+{
+  if (d->window_calls == 0)
+    return UINT64_MAX;
+  uint64_t at = k % d->window_period;
+  return at < d->window_calls ? 0 : d->window_period - at;
+}
+
 int acl_drive_next(acl_drive_t *d, uint64_t max_calls, acl_drive_step_t *out, char *err,
                    size_t errlen)
 {
@@ -202,7 +216,9 @@ int acl_drive_next(acl_drive_t *d, uint64_t max_calls, acl_drive_step_t *out, ch
   }
   out->d = dec[0];
   out->call = k;
-  out->events = d->events_left;
+  /* a window samples whatever the mask; the warm-up's samples are dropped
+   * by the search anyway (as the plugin's CUPTI ones are) */
+  out->events = d->events_left || calls_to_window(d, k) == 0;
   d->widx = dec[0].widx;
   /* The plugin's gate: the decision of call k sets the mask call k+1
    * carries, by the sampling rule of k's block (one workload here, so its
@@ -212,7 +228,9 @@ int acl_drive_next(acl_drive_t *d, uint64_t max_calls, acl_drive_step_t *out, ch
   uint64_t n = 1;
   if (!d->per_call) {
     uint64_t upto = acl_search_next_sampled(shift, k); /* first call after k with events */
-    uint64_t want = upto - k - 1;
+    uint64_t want = upto - k - 1, gap = calls_to_window(d, k + 1);
+    if (want > gap)
+      want = gap; /* the window's calls are sampled: each its own step */
     if (want > max_calls - 1)
       want = max_calls - 1;
     if (want > 0) {

@@ -39,6 +39,10 @@ typedef struct acl_drive_params {
    * One H200, one process per rank: about 1,000. At most
    * ACL_DRIVE_MAX_BUFFER. */
   int buffer;
+  /* CUPTI's windows (AUTOCCL_CUPTI_WINDOW) sample every call they cover,
+   * whatever NCCL's event mask says: calls k with k % window_period <
+   * window_calls (0: no windows; NCCL's events alone). */
+  uint32_t window_calls, window_period;
   bool per_call; /* decide every call, no skipping (proves skipping changes nothing) */
   uint64_t seed;
 } acl_drive_params_t;
@@ -47,11 +51,11 @@ typedef struct acl_drive_params {
 #define ACL_DRIVE_MAX_BUFFER 65536
 
 /* One step: `n` calls (>= 1) from `call` run the same decision; only the
- * first may carry profiler events. */
+ * first may be sampled (NCCL's events, or a CUPTI window). */
 typedef struct acl_drive_step {
   uint64_t call;
   uint32_t n;
-  bool events;      /* call `call` carries NCCL's profiler events: measure it */
+  bool events;      /* call `call` is sampled (NCCL's events or a window): measure it */
   acl_decision_t d; /* what every rank applies (rank 0's; they agree) */
 } acl_drive_step_t;
 

@@ -193,6 +193,8 @@ typedef struct acl_search {
    * workload has cost so far; while it would be, the incumbent runs
    * unsampled (a waiting state). */
   uint8_t events_paid; /* the workload's first profiler events were charged */
+  uint8_t prior_waits; /* waits planned on the cost table alone: each may be
+                        * twice as long as the last (none starves a ring) */
   uint8_t late;        /* samples come far behind the calls (CUPTI on one
                         * H200: ~1,000): a sample came after its candidate
                         * waited two blocks for it, or lag_calls says so; a

@@ -24,7 +24,9 @@ double acl_search_baseline_need(const acl_search_t *s)
 
 /* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
  * expected to cost beyond the incumbent: NCCL's cost table gives its prior
- * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior). */
+ * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior);
+ * the workload's first events too, where CUPTI's windows measured the
+ * baseline without any. */
 double acl_search_step_cost(const acl_search_t *s, int id)
 {
   const acl_candidate_t *c = &s->cands[id].cand;
@@ -35,7 +37,8 @@ double acl_search_step_cost(const acl_search_t *s, int id)
     ratio = fmin(fmax((double)cc / cn, 1.0), ACL_SEARCH_SKIP_PRIOR);
   int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
                                                            : ACL_SEARCH_EARLY2_N;
-  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S;
+  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S +
+         (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
 }
 
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
@@ -46,9 +49,17 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   double deficit = need - acl_search_budget_left(s);
   double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
   s->budget_wait = l >= (double)UINT32_MAX ? UINT32_MAX : l > 0.0 ? (uint32_t)l : 1u;
-  uint32_t n = l < ACL_SEARCH_WAIT_MIN   ? ACL_SEARCH_WAIT_MIN
-               : l > ACL_SEARCH_WAIT_MAX ? ACL_SEARCH_WAIT_MAX
-                                         : (uint32_t)l;
+  /* planned on the cost table alone, the wait is looked at again soon
+   * (samples arriving meanwhile give the real time), then ever later */
+  uint32_t max = ACL_SEARCH_WAIT_MAX;
+  if (s->cands[0].nsamples == 0) {
+    max = ACL_SEARCH_WAIT_PRIOR_MAX << s->prior_waits;
+    if (max < ACL_SEARCH_WAIT_MAX)
+      s->prior_waits++;
+    else
+      max = ACL_SEARCH_WAIT_MAX;
+  }
+  uint32_t n = l < ACL_SEARCH_WAIT_MIN ? ACL_SEARCH_WAIT_MIN : l > max ? max : (uint32_t)l;
   if (!acl_phase_decided(acl_sm_base(s)))
     s->current = (uint16_t)id; /* decided: current stays the decision */
   acl_sm_fire(s, EV_NO_BUDGET);

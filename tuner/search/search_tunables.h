@@ -84,6 +84,13 @@
  * 4), at most 8192 (a budget that grows slowly is looked at again). */
 #define ACL_SEARCH_WAIT_MIN 16u
 #define ACL_SEARCH_WAIT_MAX 8192u
+/* A wait planned before any sample of NCCL's choice rests on the cost
+ * table, 5x low on one H200 (FSDP's 96 MiB AllGather: 41 us against
+ * 222 us): its block is at most 256 calls, so that the samples arriving
+ * meanwhile (CUPTI's windows sample every call they cover) correct it;
+ * each further one on the table alone twice that, up to
+ * ACL_SEARCH_WAIT_MAX. */
+#define ACL_SEARCH_WAIT_PRIOR_MAX 256u
 #define ACL_SEARCH_PROBE_SHIFT 4 /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
