@@ -50,6 +50,9 @@ void acl_sim_usage(FILE *f)
         "                         comma list of FROM-TO=LEVEL (TO optional),\n"
         "                         every:PERIOD:LEN=LEVEL and every:PERIOD:FROM-TO=LEVEL;\n"
         "                         LEVEL in 0..1\n"
+        "  --overlap-spread F     rank r's compute overlap is LEVEL x (1 - F r/(ranks-1)):\n"
+        "                         ranks overlap differently (two ranks on one GPU), 0..1\n"
+        "                         (default 0: every rank alike)\n"
         "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
         "  --capture-every N      call k of each communicator is captured into a CUDA graph\n"
         "                         when k % N == N-1: NCCL's profiler events say so before\n"
@@ -154,6 +157,7 @@ enum {
   OPT_NOISE,
   OPT_INTERF,
   OPT_JITTER,
+  OPT_SPREAD,
   OPT_SEED,
   OPT_DURATION,
   OPT_STEPS,
@@ -183,6 +187,7 @@ static const struct option longopts[] = {
     {"noise", required_argument, NULL, OPT_NOISE},
     {"interference", required_argument, NULL, OPT_INTERF},
     {"host-jitter", required_argument, NULL, OPT_JITTER},
+    {"overlap-spread", required_argument, NULL, OPT_SPREAD},
     {"seed", required_argument, NULL, OPT_SEED},
     {"duration", required_argument, NULL, OPT_DURATION},
     {"steps", required_argument, NULL, OPT_STEPS},
@@ -308,6 +313,10 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
     case OPT_JITTER:
       if (!num(optarg, 0, 1e6, &o->host_jitter_us))
         BAD("--host-jitter '%s': expected microseconds 0..1000000", optarg);
+      break;
+    case OPT_SPREAD:
+      if (!num(optarg, 0, 1, &o->overlap_spread))
+        BAD("--overlap-spread '%s': expected a share 0..1", optarg);
       break;
     case OPT_SEED: {
       char *e;

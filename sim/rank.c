@@ -299,6 +299,9 @@ static void publish_overlap(rank_drv_t *d, double level)
 {
   if (!d->feed || d->rank >= ACL_SIMFEED_MAX_RANKS)
     return;
+  const acl_sim_opts_t *o = d->w->o;
+  if (o->overlap_spread > 0 && o->nranks > 1)
+    level *= 1.0 - o->overlap_spread * d->rank / (o->nranks - 1);
   atomic_store(&d->feed->overlap_milli[d->rank], (uint32_t)lround(level * 1000.0));
   atomic_store(&d->feed->compute_kernels[d->rank], level > 0 ? 2u : 0u);
 }

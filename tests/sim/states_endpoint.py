@@ -3,8 +3,8 @@
 drives the real plugin at the default exploration budget, and the endpoint of
 rank process 0 is polled while it runs. Over the run it must show a waiting
 state (the budget holds the search back), a decided one, only names of the
-state table, and `decided` true exactly for the decided states. Bounded: the
-sim runs 6 s.
+state table, and `decided` true exactly for the decided states; a workload's
+overlap is the one its exposed time says. Bounded: the sim runs 6 s.
 
 usage: states_endpoint.py SIM PLUGIN
 """
@@ -32,29 +32,46 @@ def free_port():
 
 
 port = free_port()
+while port + 1 > 65535:
+    port = free_port()
 env = dict(os.environ)
 env.pop("AUTOCCL_EXPLORE_BUDGET", None)
 env["AUTOCCL_HTTP_PORT"] = ""
 sim = subprocess.Popen([SIM, "--plugin", PLUGIN, "--json", "--quiet", "--ranks", "2",
-                        "--duration", "6", "--workload", "tp", "--port", str(port)],
+                        "--duration", "6", "--workload", "tp", "--port", str(port),
+                        # ranks overlap compute differently: rank 0 at 0.6, rank 1 not at all
+                        "--interference", "0-=0.6", "--overlap-spread", "1"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-seen, problems, docs = {}, [], 0
+seen, problems, docs, overlaps = {}, [], 0, 0
 deadline = time.monotonic() + 30
 while sim.poll() is None and time.monotonic() < deadline:
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=2) as r:
-            doc = json.load(r)
-    except (OSError, ValueError):
+    # rank process r serves port + r: the overlap is checked on both
+    wls = []
+    for p in (port, port + 1):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % p, timeout=2) as r:
+                wls += json.load(r).get("workloads", [])
+                docs += 1
+        except (OSError, ValueError):
+            pass
+    if not wls:
         time.sleep(0.05)
         continue
-    docs += 1
-    for w in doc.get("workloads", []):
+    for w in wls:
         st, dec = w.get("state"), w.get("decided")
         seen[st] = seen.get(st, 0) + 1
         if st not in KNOWN:
             problems.append("unknown state %r" % st)
         if dec is not (st in DECIDED):
             problems.append("state %r with decided %r" % (st, dec))
+        # the overlap shown is the one this process measured: what its
+        # exposed time says (not the search's, the fastest rank's)
+        cs, es, ov = w.get("collective_seconds"), w.get("exposed_seconds"), w.get("overlap")
+        if isinstance(cs, (int, float)) and cs > 0 and isinstance(es, (int, float)):
+            overlaps += 1
+            if not isinstance(ov, (int, float)) or abs(ov - (1.0 - es / cs)) > 1e-3:
+                problems.append("%s %s: overlap %r, exposed %.6g of %.6g s" %
+                                (w.get("collective"), w.get("bytes"), ov, es, cs))
     time.sleep(0.02)
 if sim.poll() is None:
     sim.kill()
@@ -65,6 +82,8 @@ if sim.returncode not in (0, None):
 print("documents read: %d; states seen (workload x document): %s" % (docs, json.dumps(seen)))
 if docs == 0:
     problems.append("no state document read")
+if overlaps == 0:
+    problems.append("no workload with an exposed time to check its overlap against")
 if not WAITING & set(seen):
     problems.append("no waiting state seen")
 if not DECIDED & set(seen):
