@@ -124,6 +124,14 @@ vg() {
     --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 \
     --track-origins=yes "${supp[@]}" --log-file="$dir/vg.%p" "$@" >"$dir/stdout" 2>"$dir/stderr"
   local rc=$?
+  # a forked process may still be writing its summary when the command
+  # returns (one CI run judged a rank's half-written log): wait for every
+  # log's summary, up to 30 s, before reading them
+  local t=0
+  while [ $t -lt 60 ] && [ -n "$(grep -L "ERROR SUMMARY:" "$dir"/vg.* 2>/dev/null)" ]; do
+    sleep 0.5
+    t=$((t + 1))
+  done
   local bad
   bad=$(grep -L "ERROR SUMMARY: 0 errors" "$dir"/vg.* 2>/dev/null)
   if [ -z "$(ls "$dir"/vg.* 2>/dev/null)" ]; then

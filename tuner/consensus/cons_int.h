@@ -23,8 +23,9 @@
  * process's endpoint port; 5: the relay's commit, and a block carries its
  * safe candidate (what a call captured into a CUDA graph runs); 6: a
  * workload's seal (a corrupt header freezes every workload consistently); 7: a
- * follower host's copy of the leader's figures */
-#define ACL_CONS_LAYOUT 7u
+ * follower host's copy of the leader's figures; 8: the search counts its
+ * waits planned on the cost table alone */
+#define ACL_CONS_LAYOUT 8u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
