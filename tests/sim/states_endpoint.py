@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The states /api/v1/state shows are the search's real ones: autoccl-sim
-drives the real plugin at the default exploration budget, and the endpoint of
-rank process 0 is polled while it runs. Over the run it must show a waiting
+drives the real plugin at the default exploration budget, and the endpoints of
+both rank processes are polled while it runs. Over the run it must show a waiting
 state (the budget holds the search back), a decided one, only names of the
 state table, and `decided` true exactly for the decided states; a workload's
 overlap is the one its exposed time says. Bounded: the sim runs 6 s.

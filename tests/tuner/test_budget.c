@@ -40,7 +40,11 @@ static void small_cost(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
 typedef struct seen {
   int steps[ACL_PHASE_COUNT];
   int bad_waits;
+  uint64_t first_other; /* the first call that ran other than NCCL's choice, 0: none */
 } seen_t;
+
+/* What a call of the candidate costs in the test's world. */
+typedef double (*world_time_fn)(void *user, const acl_candidate_t *c, uint64_t call);
 
 /* The workload of these tests played through consensus by two ranks, as
  * the plugin plays it (tuner/drive), samples up to 3 calls late. */
@@ -65,12 +69,12 @@ static void report(acl_drive_t *d, acl_search_report_t *r)
   cr_assert_eq(acl_drive_report(d, r), 0, "no search state");
 }
 
-/* Runs at least n calls; returns how many ran something other than NCCL's
- * choice. *worst is the largest overspend (spent - 3 % of the time so far)
- * seen after any step; *seen (may be NULL) counts the states the steps ran
- * in. */
-static uint64_t run_calls_seen(acl_drive_t *d, uint64_t n, double *time, double *worst,
-                               seen_t *seen)
+/* Runs at least n calls, each costing what world says; returns how many
+ * ran something other than NCCL's choice. *worst is the largest overspend
+ * (spent - 3 % of the time so far) seen after any step; *seen (may be NULL)
+ * counts the states the steps ran in. */
+static uint64_t run_world(acl_drive_t *d, uint64_t n, world_time_fn world, double *time,
+                          double *worst, seen_t *seen)
 {
   uint64_t k = 0, other = 0;
   char err[256];
@@ -86,10 +90,13 @@ static uint64_t run_calls_seen(acl_drive_t *d, uint64_t n, double *time, double 
            (ph == ACL_PHASE_WAIT_BUDGET && c->algo != ACL_ALGO_NCCL)))
         seen->bad_waits++;
     }
-    double t = small_time(NULL, c, k);
+    double t = world(NULL, c, k);
     *time += t * st.n;
-    if (c->algo != ACL_ALGO_NCCL)
+    if (c->algo != ACL_ALGO_NCCL) {
+      if (seen && !seen->first_other)
+        seen->first_other = st.call;
       other += st.n;
+    }
     if (st.events)
       acl_drive_sample(d, &st, t, 0.0f, NULL);
     k += st.n;
@@ -101,6 +108,12 @@ static uint64_t run_calls_seen(acl_drive_t *d, uint64_t n, double *time, double 
     }
   }
   return other;
+}
+
+static uint64_t run_calls_seen(acl_drive_t *d, uint64_t n, double *time, double *worst,
+                               seen_t *seen)
+{
+  return run_world(d, n, small_time, time, worst, seen);
 }
 
 static uint64_t run_calls(acl_drive_t *d, uint64_t n, double *time, double *worst)
@@ -449,8 +462,10 @@ Test(budget, buffered_samples_arrive_in_batches)
  * 2026-12-02): NCCL's Ring/Simple takes 222 us, its cost table says 41 us,
  * and CUPTI's windows (100 ms every 5 s: about 20 calls in 1,024) sample it
  * whatever the search asks. Ring/Simple at 32 channels is 10 % faster. */
-static double fsdp_time(const acl_candidate_t *c)
+static double fsdp_time(void *user, const acl_candidate_t *c, uint64_t call)
 {
+  (void)user;
+  (void)call;
   if (c->algo == ACL_ALGO_NCCL)
     return 222e-6;
   double t = c->proto == 2 ? 222e-6 : c->proto == 1 ? 300e-6 : 700e-6;
@@ -482,23 +497,10 @@ Test(budget, a_wait_on_the_cost_table_is_revised_by_measured_samples)
   char err[256] = "";
   acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
   cr_assert_not_null(d, "%s", err);
-  uint64_t k = 0, first_other = 0;
   double time = 0.0, worst = 0.0;
-  while (k < 5000) {
-    acl_drive_step_t st;
-    cr_assert_eq(acl_drive_next(d, 5000 - k, &st, err, sizeof err), 0, "%s", err);
-    double t = fsdp_time(&st.d.cand);
-    time += t * st.n;
-    if (st.d.cand.algo != ACL_ALGO_NCCL && !first_other)
-      first_other = st.call;
-    if (st.events)
-      acl_drive_sample(d, &st, t, 0.0f, NULL);
-    k += st.n;
-    acl_search_report_t r;
-    report(d, &r);
-    if (r.exploration_spent_seconds - 0.03 * time > worst)
-      worst = r.exploration_spent_seconds - 0.03 * time;
-  }
+  seen_t seen = {0};
+  run_world(d, 5000, fsdp_time, &time, &worst, &seen);
+  uint64_t first_other = seen.first_other;
   acl_search_report_t r;
   report(d, &r);
   acl_drive_destroy(d);

@@ -14,12 +14,17 @@ double acl_search_budget_left(const acl_search_t *s)
   return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s;
 }
 
+/* The workload's first profiler events, until charged (once). */
+static double first_events_due(const acl_search_t *s)
+{
+  return s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S;
+}
+
 /* Measuring the baseline costs its profiler events (the first ones of the
  * workload dearly). */
 double acl_search_baseline_need(const acl_search_t *s)
 {
-  return (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S +
-         (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
+  return (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S + first_events_due(s);
 }
 
 /* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
@@ -38,7 +43,7 @@ double acl_search_step_cost(const acl_search_t *s, int id)
   int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
                                                            : ACL_SEARCH_EARLY2_N;
   return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S +
-         (s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S);
+         first_events_due(s);
 }
 
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
