@@ -18,6 +18,13 @@ void acl_duty_init(acl_duty_t *d, unsigned on_ms, unsigned period_ms, uint64_t n
   }
 }
 
+void acl_duty_align(acl_duty_t *d, uint64_t now_ns, uint64_t wall_ns)
+{
+  if (!d->period_ns || d->state != ACL_DUTY_CLOSED)
+    return;
+  d->next_open_ns = now_ns + (d->period_ns - wall_ns % d->period_ns) % d->period_ns;
+}
+
 acl_duty_state_t acl_duty_step(acl_duty_t *d, uint64_t now)
 {
   for (;;) {

@@ -33,6 +33,11 @@ typedef struct acl_duty {
 
 /* The first window opens at now. period_ms 0 or on_ms >= period_ms: always on. */
 void acl_duty_init(acl_duty_t *d, unsigned on_ms, unsigned period_ms, uint64_t now_ns);
+/* The first window opens at the next multiple of the period on the wall
+ * clock (wall_ns read at now_ns), so that the ranks of a job, whose hosts'
+ * clocks agree, open their windows together: a workload called once per
+ * step is sampled only where their windows cover the same call. */
+void acl_duty_align(acl_duty_t *d, uint64_t now_ns, uint64_t wall_ns);
 /* Advances the rule to now and returns the state. A window missed while no
  * one called (now past its end) is skipped, not caught up: the attached
  * share never exceeds on/period. */

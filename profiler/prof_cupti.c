@@ -59,6 +59,7 @@ struct acl_cupti {
   atomic_bool retire; /* acl_cupti_retire: the flush thread stops the windows */
   char retire_why[160];
   atomic_bool stopping;
+  atomic_bool called; /* a collective asked for a tag: the first window may open */
   atomic_bool idle;
   atomic_ulong buffers;
   _Atomic uint64_t last_buffer_ns;
@@ -340,9 +341,12 @@ static void timed_wait(acl_cupti_t *c, uint64_t ns)
 }
 
 /* acl_cupti_retire on the flush thread: as close_window, without arming
- * the detach (a later attach is what deadlocks), then backed off for good. */
+ * the detach (a later attach is what deadlocks), then backed off for good.
+ * Usually it comes before the first window (see await_first_call), and
+ * CUPTI never attached. */
 static void retire_now(acl_cupti_t *c)
 {
+  bool was = atomic_load(&c->windows) > 0;
   atomic_store(&c->wstate, ACL_DUTY_CLOSED);
   while (atomic_load(&c->inflight) > 0)
     sched_yield();
@@ -356,9 +360,10 @@ static void retire_now(acl_cupti_t *c)
   atomic_store(&c->backed_off, true);
   pthread_mutex_unlock(&g_mu);
   acl_info("profiler: CUPTI windows off (%s): attaching CUPTI while their kernels wait on each "
-           "other's launches can deadlock; samples come from NCCL profiler events, overlap "
+           "other's launches can deadlock; %s; samples come from NCCL profiler events, overlap "
            "unknown",
-           c->retire_why);
+           c->retire_why,
+           was ? "CUPTI stays in the launch path" : "CUPTI was never attached");
 }
 
 void acl_cupti_retire(acl_cupti_t *c, const char *why)
@@ -374,11 +379,30 @@ void acl_cupti_retire(acl_cupti_t *c, const char *why)
   pthread_mutex_unlock(&c->mu);
 }
 
+/* No window opens before the first collective. A process driving several
+ * ranks of one communicator has attached all of them by then (NCCL runs no
+ * collective before every rank of it is initialised), so it is retired
+ * before CUPTI ever attaches: once attached, CUPTI stays in the launch path
+ * unless detached, and detaching there is not safe. The windows keep their
+ * wall-clock phase (acl_duty_align). False: stop, or retired. */
+static bool await_first_call(acl_cupti_t *c)
+{
+  pthread_mutex_lock(&c->mu);
+  while (!atomic_load(&c->called) && !atomic_load(&c->stopping) && !atomic_load(&c->retire))
+    pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  if (atomic_load(&c->retire))
+    retire_now(c);
+  return !atomic_load(&c->stopping) && !atomic_load(&c->backed_off);
+}
+
 /* The flush thread applies the window rule and flushes while tagged calls
  * wait for their records. */
 static void *flush_main(void *arg)
 {
   acl_cupti_t *c = arg;
+  if (!await_first_call(c))
+    return NULL;
   while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
     if (atomic_load(&c->retire)) {
       retire_now(c);
@@ -406,10 +430,9 @@ static void *flush_main(void *arg)
 }
 
 acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
-                             void *u, char *why, size_t whylen, bool *backed_off)
+                             void *u, char *why, size_t whylen)
 {
   acl_cupti_t *c = NULL;
-  *backed_off = false;
   pthread_mutex_lock(&g_mu);
   if (atomic_load(&g_active)) {
     snprintf(why, whylen, "CUPTI already in use by another autoccl profiler in this process");
@@ -434,20 +457,19 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cu
   c->flush_us = o && o->flush_us ? o->flush_us : FLUSH_US_DEFAULT;
   c->detach = !(o && o->keep_attached);
   c->inst = atomic_fetch_add(&g_inst, 1) + 1;
-  acl_duty_init(&c->duty, o ? o->on_ms : 0, o ? o->period_ms : 0, acl_mono_ns());
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  uint64_t now = acl_mono_ns();
+  acl_duty_init(&c->duty, o ? o->on_ms : 0, o ? o->period_ms : 0, now);
+  acl_duty_align(&c->duty, now, (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec);
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->bmu, NULL);
   atomic_store(&g_active, c);
-  /* Always on, or the first window: attached here, so that a subscriber
-   * already present is reported at start. */
-  if (!attach(c, why, whylen, backed_off))
-    goto fail_active;
-  atomic_store(&c->wstate, acl_duty_step(&c->duty, acl_mono_ns()));
-  atomic_fetch_add(&c->windows, 1);
+  /* CUPTI attaches at the first collective (await_first_call); a
+   * subscriber already present is reported then. */
   if (pthread_create(&c->thr, NULL, flush_main, c) != 0) {
     snprintf(why, whylen, "cannot start the CUPTI flush thread");
-    disable_kinds(c);
     goto fail_active;
   }
   c->thr_ok = true;
@@ -526,6 +548,16 @@ bool acl_cupti_begin(acl_cupti_t *c)
 }
 
 void acl_cupti_end(acl_cupti_t *c) { atomic_fetch_sub(&c->inflight, 1); }
+
+void acl_cupti_called(acl_cupti_t *c)
+{
+  if (!c || atomic_load_explicit(&c->called, memory_order_relaxed) ||
+      atomic_exchange(&c->called, true))
+    return;
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
 
 void acl_cupti_push(acl_cupti_t *c, uint64_t ext)
 {

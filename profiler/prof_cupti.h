@@ -31,10 +31,10 @@ typedef struct acl_cupti_win {
   double on_seconds; /* attached, closed windows */
 } acl_cupti_win_t;
 
-/* NULL with a reason in why; *backed_off set when another CUPTI subscriber
- * holds CUPTI. */
+/* NULL with a reason in why (CUPTI not loadable). CUPTI itself attaches
+ * after the first acl_cupti_called; another subscriber found then backs off. */
 acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
-                             void *u, char *why, size_t whylen, bool *backed_off);
+                             void *u, char *why, size_t whylen);
 /* Stops the flush thread, force-flushes, disables our activity kinds.
  * at_exit: CUDA may be torn down: touch CUPTI as little as possible. */
 void acl_cupti_stop(acl_cupti_t *c, bool at_exit);
@@ -42,6 +42,10 @@ void acl_cupti_stop(acl_cupti_t *c, bool at_exit);
  * open); only then tag, push and end. Between begin and end the window
  * cannot close under the caller. push pops our previous id, pushes ext. */
 bool acl_cupti_begin(acl_cupti_t *c);
+/* Every collective that is not captured, tagged or not: the first one lets
+ * the windows start (a call that carries no events must too: a job whose
+ * workloads all wait for the budget carries none). */
+void acl_cupti_called(acl_cupti_t *c);
 void acl_cupti_push(acl_cupti_t *c, uint64_t ext);
 void acl_cupti_end(acl_cupti_t *c);
 /* Window open (calls tagged): CUPTI is the source now, KernelCh otherwise. */

@@ -6,11 +6,9 @@
 #include <string.h>
 
 acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cupti_batch_fn batch,
-                             void *u, char *why, size_t whylen, bool *backed_off)
+                             void *u, char *why, size_t whylen)
 {
   (void)o, (void)attr, (void)batch, (void)u;
-  if (backed_off)
-    *backed_off = false;
   snprintf(why, whylen, "built without CUPTI headers");
   return NULL;
 }
@@ -28,6 +26,7 @@ int acl_cupti_thread_slot(acl_cupti_t *c)
   return -1;
 }
 void acl_cupti_kick(acl_cupti_t *c) { (void)c; }
+void acl_cupti_called(acl_cupti_t *c) { (void)c; }
 void acl_cupti_flush(acl_cupti_t *c) { (void)c; }
 bool acl_cupti_backed_off(const acl_cupti_t *c)
 {

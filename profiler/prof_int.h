@@ -52,7 +52,6 @@ struct acl_prof {
   void *user;
   atomic_int source;
   bool cupti_available;
-  bool cupti_backed_off_at_start;
   acl_attr_t *attr;
   acl_cupti_t *cupti;
   acl_ncclev_t *ev;

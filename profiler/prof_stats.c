@@ -26,7 +26,7 @@ void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
     src = SRC_NCCL;
   out->source = src_names[src];
   out->cupti_available = p->cupti_available;
-  out->cupti_backed_off = p->cupti_backed_off_at_start || acl_cupti_backed_off(p->cupti);
+  out->cupti_backed_off = acl_cupti_backed_off(p->cupti);
   if (src == SRC_CUPTI) {
     acl_cupti_win_t w;
     acl_cupti_window_stats(p->cupti, &w);

@@ -220,7 +220,6 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
    * AUTOCCL_PROFILER=cupti keeps it attached, nccl never loads it. */
   if (p->cfg.profiler == ACL_PROF_AUTO || p->cfg.profiler == ACL_PROF_CUPTI) {
     char why[512] = "";
-    bool backed = false;
     bool always = p->cfg.profiler == ACL_PROF_CUPTI;
     p->attr = acl_attr_create();
     unsigned on_ms = 0, period_ms = 0;
@@ -238,7 +237,7 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
         .keep_attached = opts && opts->keep_attached,
     };
     if (p->attr)
-      p->cupti = acl_cupti_start(&co, p->attr, cupti_batch, p, why, sizeof(why), &backed);
+      p->cupti = acl_cupti_start(&co, p->attr, cupti_batch, p, why, sizeof(why));
     if (p->cupti) {
       p->cupti_available = true;
       atomic_store(&p->source, SRC_CUPTI);
@@ -250,14 +249,9 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
       pthread_mutex_unlock(&g_live_mu);
       return p;
     }
-    p->cupti_backed_off_at_start = backed;
     acl_attr_destroy(p->attr);
     p->attr = NULL;
-    if (backed)
-      acl_warn("profiler: another CUPTI subscriber is active (%s); backing off CUPTI, "
-               "samples come from NCCL profiler events, overlap unknown",
-               why);
-    else if (always)
+    if (always)
       acl_warn("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events "
                "(AUTOCCL_PROFILER=nccl silences this)",
                why);
@@ -395,6 +389,8 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
   bool carries = acl_gate_decided(p->gate, r, tag->coll, tag->nbytes, tag->call_idx,
                                   sample_shift > ACL_GATE_NEVER ? ACL_GATE_NEVER : sample_shift) ||
                  !atomic_load_explicit(&r->enq_seen, memory_order_relaxed);
+  if (!captured && atomic_load(&p->source) == SRC_CUPTI)
+    acl_cupti_called(p->cupti);
   if (captured || !(carries || cupti_live(p)))
     return;
   uint64_t now = acl_mono_ns();

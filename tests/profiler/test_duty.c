@@ -25,6 +25,31 @@ Test(duty, one_window_each_period_with_a_lead)
   cr_assert_eq(d.on_total_ns, 200 * MS);
 }
 
+/* Two ranks whose profilers start 1.3 s apart, with monotonic clocks of
+ * different origins, open their windows at the same wall-clock moment. */
+Test(duty, ranks_open_their_windows_together)
+{
+  const uint64_t wall0 = 1764000000123ull * MS / 1000ull; /* a wall time, in ns */
+  acl_duty_t a, b;
+  acl_duty_init(&a, 100, 5000, 7000 * MS);
+  acl_duty_align(&a, 7000 * MS, wall0);
+  acl_duty_init(&b, 100, 5000, 900000 * MS);
+  acl_duty_align(&b, 900000 * MS, wall0 + 1300 * MS);
+  uint64_t wa = wall0 + (a.next_open_ns - 7000 * MS);
+  uint64_t wb = wall0 + 1300 * MS + (b.next_open_ns - 900000 * MS);
+  cr_assert_eq(wa, wb, "rank a opens at wall %llu, rank b at %llu", (unsigned long long)wa,
+               (unsigned long long)wb);
+  cr_assert_eq(wa % (5000 * MS), 0u);
+  cr_assert_lt(a.next_open_ns - 7000 * MS, 5000 * MS);
+  cr_assert_eq(acl_duty_step(&a, a.next_open_ns - 1), ACL_DUTY_CLOSED);
+  cr_assert_eq(acl_duty_step(&a, a.next_open_ns), ACL_DUTY_LEAD);
+  /* always on has no phase */
+  acl_duty_t c;
+  acl_duty_init(&c, 100, 0, 5 * MS);
+  acl_duty_align(&c, 5 * MS, wall0);
+  cr_assert_eq(acl_duty_step(&c, 5 * MS), ACL_DUTY_ALWAYS);
+}
+
 Test(duty, short_window_lead_is_a_quarter)
 {
   acl_duty_t d;

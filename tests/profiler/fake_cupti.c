@@ -1,0 +1,91 @@
+/* A stand-in libcupti for the window tests (test_windows.c): every call
+ * succeeds, no activity record ever arrives, and it counts how often the
+ * kernel activity kind was enabled (a window's attach). Built only where
+ * CUPTI's headers are, so the prototypes are CUPTI's own. */
+#include <cupti.h>
+#include <stdatomic.h>
+
+/* the project builds with -fvisibility=hidden; dlsym must find these */
+#define EXPORT __attribute__((visibility("default")))
+
+static atomic_int kernel_enables;
+
+EXPORT int fake_cupti_kernel_enables(void) { return atomic_load(&kernel_enables); }
+
+EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
+{
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
+{
+  *str = result == CUPTI_SUCCESS ? "ok (fake)" : "error (fake)";
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+                                    void *userdata)
+{
+  (void)callback, (void)userdata;
+  *subscriber = (CUpti_SubscriberHandle)&kernel_enables;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+  (void)subscriber;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    atomic_fetch_add(&kernel_enables, 1);
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+  (void)kind;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                                    CUpti_BuffersCallbackCompleteFunc done)
+{
+  (void)req, (void)done;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+  (void)flag;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
+{
+  (void)buffer, (void)valid, (void)record;
+  return CUPTI_ERROR_MAX_LIMIT_REACHED;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t streamId,
+                                                       size_t *dropped)
+{
+  (void)context, (void)streamId;
+  *dropped = 0;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                            uint64_t id)
+{
+  (void)kind, (void)id;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                           uint64_t *lastId)
+{
+  (void)kind;
+  if (lastId)
+    *lastId = 0;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain)
+{
+  (void)enable, (void)subscriber, (void)domain;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiFinalize(void) { return CUPTI_SUCCESS; }

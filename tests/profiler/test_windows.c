@@ -1,0 +1,136 @@
+/* When CUPTI's windows start (profiler/prof_cupti.c), against a stand-in
+ * libcupti that counts attaches: never before the first collective (a
+ * process driving several ranks of one communicator is retired by then and
+ * never attaches), and after the first collective even when no call
+ * carries NCCL's events: a PyTorch job whose every workload waited for the
+ * budget carried none, and its windows never opened (no samples, no
+ * overlap, on the one-H200 testbed). */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "profiler/profiler.h"
+
+static void sink(void *u, const acl_prof_sample_t *s) { (void)u, (void)s; }
+
+static char logbuf[8192];
+static void logger(ncclDebugLogLevel l, unsigned long f, const char *file, int line,
+                   const char *fmt, ...)
+{
+  (void)l, (void)f, (void)file, (void)line;
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = strlen(logbuf);
+  vsnprintf(logbuf + n, sizeof(logbuf) - n, fmt, ap);
+  va_end(ap);
+  strncat(logbuf, "\n", sizeof(logbuf) - strlen(logbuf) - 1);
+}
+
+static void init(void)
+{
+  acl_log_set_nccl(logger);
+  acl_log_set_level(ACL_LOG_INFO);
+  logbuf[0] = 0;
+}
+TestSuite(windows, .init = init);
+
+static int enables(void)
+{
+  void *h = dlopen(FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(h, "the stand-in CUPTI is not loaded");
+  int (*f)(void) = (int (*)(void))dlsym(h, "fake_cupti_kernel_enables");
+  cr_assert_not_null(f);
+  int n = f();
+  dlclose(h);
+  return n;
+}
+
+static acl_prof_t *start(void)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_AUTO;
+  /* 20 ms every 40 ms: the first window is at most 40 ms away */
+  acl_prof_opts_t o = {.cupti_lib = FAKE_CUPTI, .on_ms = 20, .period_ms = 40};
+  acl_prof_t *p = acl_prof_create_ex(&cfg, sink, NULL, &o);
+  cr_assert_not_null(p);
+  cr_assert(acl_prof_is_cupti(p), "the stand-in CUPTI was not taken: %s", logbuf);
+  return p;
+}
+
+/* NCCL's enqueue event for one call: the rank has seen enqueues, so a call
+ * the gate did not pick carries no events. */
+static void enqueue(acl_prof_t *p, void *r, uint64_t count)
+{
+  ncclProfilerEventDescr_v5_t d = {.type = ncclProfileCollApi};
+  d.collApi.func = "AllReduce";
+  d.collApi.count = count;
+  d.collApi.datatype = "ncclFloat32";
+  void *h = NULL;
+  cr_assert_eq(acl_prof_nccl_start(p, r, &h, &d), ncclSuccess);
+  if (h)
+    acl_prof_nccl_stop(p, h);
+}
+
+static int windows_after(acl_prof_t *p, int ms)
+{
+  usleep((useconds_t)ms * 1000u);
+  acl_prof_stats_t st;
+  acl_prof_stats(p, &st);
+  return (int)st.cupti_windows;
+}
+
+Test(windows, open_after_a_call_that_carries_no_events)
+{
+  acl_prof_t *p = start();
+  int base = enables();
+  int ctx = 0;
+  void *r = acl_prof_rank_attach(p, &ctx, 0x1234, 0, 2);
+  cr_assert_not_null(r);
+  cr_assert_eq(windows_after(p, 120), 0, "a window opened before any collective");
+  cr_assert_eq(enables(), base, "CUPTI attached before any collective");
+  acl_call_tag_t t = {.rank_ctx = &ctx, .call_idx = 0, .coll = ncclFuncAllReduce,
+                      .nbytes = 1u << 20};
+  for (int i = 0; i < 3; i++) {
+    enqueue(p, r, t.nbytes / 4);
+    t.call_idx = (uint64_t)i;
+    acl_prof_on_call(p, r, &t, ACL_GATE_SAMPLE_NEVER, false); /* waiting: no events asked */
+  }
+  int w = windows_after(p, 200);
+  cr_assert_geq(w, 1, "no window opened in 200 ms after the first collective");
+  cr_assert_gt(enables(), base);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+}
+
+/* Two ranks of one communicator in this process: retired before the first
+ * collective, CUPTI never attaches. */
+Test(windows, a_shared_process_never_attaches)
+{
+  acl_prof_t *p = start();
+  int base = enables();
+  int c0 = 0, c1 = 0;
+  void *r0 = acl_prof_rank_attach(p, &c0, 0x5678, 0, 2);
+  void *r1 = acl_prof_rank_attach(p, &c1, 0x5678, 1, 2);
+  cr_assert(r0 && r1);
+  acl_call_tag_t t = {.rank_ctx = &c0, .coll = ncclFuncAllReduce, .nbytes = 1u << 20};
+  for (int i = 0; i < 3; i++) {
+    t.call_idx = (uint64_t)i;
+    t.rank_ctx = &c0;
+    acl_prof_on_call(p, r0, &t, 0, false);
+    t.rank_ctx = &c1;
+    acl_prof_on_call(p, r1, &t, 0, false);
+  }
+  cr_assert_eq(windows_after(p, 200), 0, "a window opened in a process driving two ranks");
+  cr_assert_eq(enables(), base, "CUPTI attached in a process driving two ranks");
+  acl_prof_stats_ex_t sx;
+  acl_prof_stats_ex(p, &sx);
+  cr_assert(sx.shared_process);
+  acl_prof_rank_detach(p, r0);
+  acl_prof_rank_detach(p, r1);
+  acl_prof_destroy(p);
+}
