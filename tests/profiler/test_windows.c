@@ -76,12 +76,17 @@ static void enqueue(acl_prof_t *p, void *r, uint64_t count)
     acl_prof_nccl_stop(p, h);
 }
 
+/* Windows opened within ms (polled: the first comes at most 40 ms after a
+ * call, later on a loaded machine). */
 static int windows_after(acl_prof_t *p, int ms)
 {
-  usleep((useconds_t)ms * 1000u);
   acl_prof_stats_t st;
-  acl_prof_stats(p, &st);
-  return (int)st.cupti_windows;
+  for (int t = 0;; t += 10) {
+    acl_prof_stats(p, &st);
+    if (st.cupti_windows > 0 || t >= ms)
+      return (int)st.cupti_windows;
+    usleep(10000);
+  }
 }
 
 Test(windows, open_after_a_call_that_carries_no_events)
@@ -100,8 +105,8 @@ Test(windows, open_after_a_call_that_carries_no_events)
     t.call_idx = (uint64_t)i;
     acl_prof_on_call(p, r, &t, ACL_GATE_SAMPLE_NEVER, false); /* waiting: no events asked */
   }
-  int w = windows_after(p, 200);
-  cr_assert_geq(w, 1, "no window opened in 200 ms after the first collective");
+  int w = windows_after(p, 5000);
+  cr_assert_geq(w, 1, "no window opened in 5 s after the first collective");
   cr_assert_gt(enables(), base);
   acl_prof_rank_detach(p, r);
   acl_prof_destroy(p);
@@ -125,7 +130,7 @@ Test(windows, a_shared_process_never_attaches)
     t.rank_ctx = &c1;
     acl_prof_on_call(p, r1, &t, 0, false);
   }
-  cr_assert_eq(windows_after(p, 200), 0, "a window opened in a process driving two ranks");
+  cr_assert_eq(windows_after(p, 300), 0, "a window opened in a process driving two ranks");
   cr_assert_eq(enables(), base, "CUPTI attached in a process driving two ranks");
   acl_prof_stats_ex_t sx;
   acl_prof_stats_ex(p, &sx);
