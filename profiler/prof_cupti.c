@@ -59,7 +59,7 @@ struct acl_cupti {
   atomic_bool retire; /* acl_cupti_retire: the flush thread stops the windows */
   char retire_why[160];
   atomic_bool stopping;
-  atomic_bool called; /* a collective asked for a tag: the first window may open */
+  atomic_bool called; /* a collective was called: windows may open */
   atomic_bool idle;
   atomic_ulong buffers;
   _Atomic uint64_t last_buffer_ns;
@@ -466,8 +466,8 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cu
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->bmu, NULL);
   atomic_store(&g_active, c);
-  /* CUPTI attaches at the first collective (await_first_call); a
-   * subscriber already present is reported then. */
+  /* CUPTI attaches in the first window after the first collective
+   * (await_first_call); a subscriber already present is reported then. */
   if (pthread_create(&c->thr, NULL, flush_main, c) != 0) {
     snprintf(why, whylen, "cannot start the CUPTI flush thread");
     goto fail_active;
