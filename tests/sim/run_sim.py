@@ -29,8 +29,9 @@ checks:
                       every measured rank process back to its /dev/shm mappings,
                       descriptors and threads after the warm-up churns, with its
                       RSS growing by at most 2 kB per generation in all but one of
-                      the stretches between the RSS marks (a leak grows in each;
-                      a one-off step of malloc's heap shows in one)
+                      the stretches between the RSS marks, or in the last two (a
+                      leak grows in each; malloc's heap grows in one or two steps
+                      early on, then stays)
   --expect-state S    some workload shows state S both in the live state read at the
                       end (/api/v1/state, needs --port) and in the plugin's job report
   --sampled-from N    every workload of N calls or more has samples (an NCCL time)
@@ -43,6 +44,8 @@ In the command, @FREEPORT@ becomes a loopback port with the next 15 free too.
 Every run gets its own TMPDIR, which must hold nothing of the simulator's
 once it has ended (a run must leave no autoccl-sim.* directory behind).
 """
+import contextlib
+import io
 import json
 import os
 import socket
@@ -86,7 +89,10 @@ def check_rss_marks(r, out, err):
     """A leak makes RSS grow in every stretch between the marks; a one-off
     step (malloc's heap grown once, which a random MALLOC_PERTURB_ can move
     to any generation) in one stretch only. So at most one stretch may grow
-    by more than RSS_KB_PER_CYCLE per generation."""
+    by more than RSS_KB_PER_CYCLE per generation, unless the last two stay
+    under it: on a loaded machine the heap was seen growing in two steps
+    (+288 and +760 kB in generations 20-120) and not at all in the 100
+    generations after, which no leak does."""
     marks = r.get("rss_marks") or []
     if len(marks) < 3:
         fail("rank %d: %d RSS marks, expected >= 3 (run with --steps)" % (r["rank"], len(marks)),
@@ -98,7 +104,10 @@ def check_rss_marks(r, out, err):
             over.append("%+d kB in generations %d-%d" % (grew, a["cycle"], b["cycle"]))
     print("rank %d: RSS marks %s" % (r["rank"], " ".join(
         "%d:%d" % (m["cycle"], m["rss_kb"]) for m in marks)))
-    if len(over) > 1:
+    stretches = list(zip(marks, marks[1:]))
+    tail_grew = any(b["rss_kb"] - a["rss_kb"] > RSS_KB_PER_CYCLE * (b["cycle"] - a["cycle"])
+                    for a, b in stretches[-2:])
+    if len(over) > 1 and tail_grew:
         fail("rank %d: RSS grew by more than %d kB per generation in %d of %d stretches (%s): a leak"
              % (r["rank"], RSS_KB_PER_CYCLE, len(over), len(marks) - 1, "; ".join(over)), out, err)
 
@@ -160,7 +169,33 @@ def check_hosts_match(cmd, rep, frac, timeout, env, out, err):
              "%s by more than %g %%" % (a, b, 100 * frac), out, err)
 
 
+def selftest_rss():
+    """check_rss_marks on marks of generations 20..220: what it must call a
+    leak, and what it must not."""
+    cases = [([11224, 11512, 12272, 12336, 12340], False, "two early heap steps, then flat"),
+             ([11000, 11800, 11800, 11800, 11800], False, "one heap step"),
+             ([11000, 11150, 11300, 11450, 11600], True, "3 kB per generation"),
+             ([11000, 11000, 11000, 11300, 11700], True, "growth in the last two stretches")]
+    for vals, leak, what in cases:
+        r = {"rank": 0, "rss_marks": [{"cycle": c, "rss_kb": v}
+                                      for c, v in zip(range(20, 221, 50), vals)]}
+        said = io.StringIO()  # the check's own lines: expected verdicts, not this test's
+        try:
+            with contextlib.redirect_stdout(said):
+                check_rss_marks(r, "", "")
+            called = False
+        except SystemExit:
+            called = True
+        if called != leak:
+            print("FAIL: selftest: %s %s a leak" % (what, "was called" if called else "was not called"))
+            sys.exit(1)
+    print("ok: %d RSS cases" % len(cases))
+
+
 def main(argv):
+    if argv == ["--selftest-rss"]:
+        selftest_rss()
+        return
     if "--" not in argv:
         fail("missing -- before the command")
     i = argv.index("--")
