@@ -56,6 +56,7 @@ struct acl_cupti {
   unsigned long inst;
   atomic_int next_slot;
   atomic_bool backed_off;
+  atomic_bool unavailable; /* the first attach failed: as if CUPTI were absent */
   atomic_bool retire; /* acl_cupti_retire: the flush thread stops the windows */
   char retire_why[160];
   atomic_bool stopping;
@@ -316,10 +317,22 @@ static void open_window(acl_cupti_t *c)
     atomic_fetch_add(&c->windows, 1);
     return;
   }
-  atomic_fetch_add(&c->attach_failures, 1);
-  if (other)
+  bool first = atomic_load(&c->windows) == 0 && atomic_fetch_add(&c->attach_failures, 1) == 0;
+  if (other) {
     back_off(c, "attach (another CUPTI subscriber is active)", CUPTI_SUCCESS);
-  else
+  } else if (first) {
+    /* never attached (no GPU, no permission): what a failed load says, once */
+    atomic_store(&c->unavailable, true);
+    atomic_store(&c->backed_off, true);
+    if (c->duty.period_ns)
+      acl_info("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events, "
+               "overlap unknown",
+               why);
+    else
+      acl_warn("profiler: CUPTI unavailable (%s); samples come from NCCL profiler events "
+               "(AUTOCCL_PROFILER=nccl silences this)",
+               why);
+  } else
     acl_warn("profiler: CUPTI window not opened (%s); this window's samples come from NCCL "
              "profiler events",
              why);
@@ -594,7 +607,11 @@ void acl_cupti_flush(acl_cupti_t *c)
   c->batch(c->u, true);
 }
 
-bool acl_cupti_backed_off(const acl_cupti_t *c) { return c && atomic_load(&c->backed_off); }
+bool acl_cupti_backed_off(const acl_cupti_t *c)
+{
+  return c && atomic_load(&c->backed_off) && !atomic_load(&c->unavailable);
+}
+bool acl_cupti_unavailable(const acl_cupti_t *c) { return c && atomic_load(&c->unavailable); }
 uint64_t acl_cupti_buffers(const acl_cupti_t *c) { return c ? atomic_load(&c->buffers) : 0; }
 
 bool acl_cupti_tagging(const acl_cupti_t *c)

@@ -56,6 +56,8 @@ int acl_cupti_thread_slot(acl_cupti_t *c);
 void acl_cupti_kick(acl_cupti_t *c);  /* wake the flush thread */
 void acl_cupti_flush(acl_cupti_t *c); /* flush + final process, synchronous */
 bool acl_cupti_backed_off(const acl_cupti_t *c);
+/* Its first attach failed (not for another subscriber): no CUPTI. */
+bool acl_cupti_unavailable(const acl_cupti_t *c);
 /* No more windows: the flush thread closes an open one (our kinds off,
  * CUPTI left initialised: no detach to re-attach from) and backs off, so
  * samples come from NCCL's events. For a process whose ranks' kernels wait

@@ -33,6 +33,11 @@ bool acl_cupti_backed_off(const acl_cupti_t *c)
   (void)c;
   return false;
 }
+bool acl_cupti_unavailable(const acl_cupti_t *c)
+{
+  (void)c;
+  return false;
+}
 uint64_t acl_cupti_buffers(const acl_cupti_t *c)
 {
   (void)c;

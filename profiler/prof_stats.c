@@ -22,10 +22,11 @@ void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
     return;
   }
   int src = atomic_load(&p->source);
-  if (src == SRC_CUPTI && p->cupti && acl_cupti_backed_off(p->cupti))
+  if (src == SRC_CUPTI && p->cupti &&
+      (acl_cupti_backed_off(p->cupti) || acl_cupti_unavailable(p->cupti)))
     src = SRC_NCCL;
   out->source = src_names[src];
-  out->cupti_available = p->cupti_available;
+  out->cupti_available = p->cupti_available && !acl_cupti_unavailable(p->cupti);
   out->cupti_backed_off = acl_cupti_backed_off(p->cupti);
   if (src == SRC_CUPTI) {
     acl_cupti_win_t w;

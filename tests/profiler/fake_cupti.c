@@ -1,9 +1,11 @@
 /* A stand-in libcupti for the window tests (test_windows.c): every call
- * succeeds, no activity record ever arrives, and it counts how often the
- * kernel activity kind was enabled (a window's attach). Built only where
+ * succeeds (cuptiSubscribe fails with FAKE_CUPTI_FAIL set, as on a machine
+ * without a GPU), no activity record ever arrives, and it counts how often
+ * the kernel activity kind was enabled (a window's attach). Built only where
  * CUPTI's headers are, so the prototypes are CUPTI's own. */
 #include <cupti.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 /* the project builds with -fvisibility=hidden; dlsym must find these */
 #define EXPORT __attribute__((visibility("default")))
@@ -26,6 +28,8 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, C
                                     void *userdata)
 {
   (void)callback, (void)userdata;
+  if (getenv("FAKE_CUPTI_FAIL"))
+    return CUPTI_ERROR_NOT_INITIALIZED;
   *subscriber = (CUpti_SubscriberHandle)&kernel_enables;
   return CUPTI_SUCCESS;
 }

@@ -7,6 +7,7 @@
  * overlap, on the one-H200 testbed). */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -138,4 +139,35 @@ Test(windows, a_shared_process_never_attaches)
   acl_prof_rank_detach(p, r0);
   acl_prof_rank_detach(p, r1);
   acl_prof_destroy(p);
+}
+
+/* CUPTI loads but cannot attach (no GPU, no permission): the first window
+ * says so once, as a library that did not load would, and no window is
+ * tried again. */
+Test(windows, a_first_attach_that_fails_says_so_once)
+{
+  setenv("FAKE_CUPTI_FAIL", "1", 1);
+  acl_prof_t *p = start();
+  int ctx = 0;
+  void *r = acl_prof_rank_attach(p, &ctx, 0x9abc, 0, 2);
+  acl_call_tag_t t = {.rank_ctx = &ctx, .coll = ncclFuncAllReduce, .nbytes = 1u << 20};
+  acl_prof_on_call(p, r, &t, ACL_GATE_SAMPLE_NEVER, false);
+  acl_prof_stats_t st;
+  for (int i = 0; i < 500; i++) {
+    acl_prof_stats(p, &st);
+    if (!st.cupti_available)
+      break;
+    usleep(10000);
+  }
+  cr_assert_not(st.cupti_available, "CUPTI still counted available: %s", logbuf);
+  cr_assert_str_eq(st.source, "nccl");
+  cr_assert_not(st.cupti_backed_off, "no other subscriber was there");
+  usleep(300000); /* 7 more periods */
+  const char *a = strstr(logbuf, "CUPTI unavailable");
+  cr_assert_not_null(a, "log: %s", logbuf);
+  cr_assert_null(strstr(a + 1, "CUPTI unavailable"), "said twice: %s", logbuf);
+  cr_assert_null(strstr(logbuf, "window not opened"), "log: %s", logbuf);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+  unsetenv("FAKE_CUPTI_FAIL");
 }
