@@ -113,10 +113,23 @@ class Slow:
         self.t.join(10)
 
 
+retried = 0
+
+
 def probe(what, src="127.0.0.1", n=8):
+    """n probes, each 200 within 1 s. A probe from the slow senders' own
+    address may be reset once: it can arrive amid their burst of reconnects
+    (the server makes room by closing the oldest connection of the address
+    still sending its headers, and nothing tells the probe from them until
+    its request is read); a second reset, or a slow answer, fails."""
+    global retried
     worst = 0.0
     for _ in range(n):
         st, dt = request("/healthz", src=src, timeout=3.0)
+        if st is None and dt < 1.0:
+            retried += 1
+            st, dt2 = request("/healthz", src=src, timeout=3.0)
+            dt += dt2
         worst = max(worst, dt)
         if st != 200 or dt >= 1.0:
             problems.append(f"{what}: /healthz from {src} gave {st} in {dt:.2f} s (want 200 in < 1 s)")
@@ -128,7 +141,8 @@ def probe(what, src="127.0.0.1", n=8):
 with Slow(["127.0.0.1"], 64) as sl:
     probe("64 slow senders from 127.0.0.1")
     probe("64 slow senders from 127.0.0.1", src="127.0.0.9")
-print(f"guest: (slow sockets reopened after the server closed them: {sl.reopened})")
+print(f"guest: (slow sockets reopened after the server closed them: {sl.reopened}; "
+      f"probes reset once and retried: {retried})")
 with Slow(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"], 16) as sl:
     probe("16 slow senders from each of 4 addresses")
     probe("16 slow senders from each of 4 addresses", src="127.0.0.2")
