@@ -172,6 +172,18 @@ static void at_exit_handler(void)
   pthread_mutex_unlock(&g_live_mu);
 }
 
+/* Bound to this library, as glibc's atexit in a shared object is: a plugin
+ * unloaded before exit leaves no handler behind. Called directly because a
+ * sanitizer's atexit drops that binding (TSan ran a handler of an unloaded
+ * plugin at exit). */
+extern void *__dso_handle;
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+static void at_exit_cb(void *u)
+{
+  (void)u;
+  at_exit_handler();
+}
+
 acl_prof_t *acl_prof_create(const acl_config_t *cfg, acl_prof_sink_fn sink, void *user)
 {
   return acl_prof_create_ex(cfg, sink, user, NULL);
@@ -244,7 +256,7 @@ acl_prof_t *acl_prof_create_ex(const acl_config_t *cfg, acl_prof_sink_fn sink, v
       pthread_mutex_lock(&g_live_mu);
       if (!g_live)
         g_live = p;
-      if (!g_atexit_done && atexit(at_exit_handler) == 0)
+      if (!g_atexit_done && __cxa_atexit(at_exit_cb, NULL, &__dso_handle) == 0)
         g_atexit_done = true;
       pthread_mutex_unlock(&g_live_mu);
       return p;
