@@ -58,7 +58,7 @@ struct acl_cupti {
   atomic_bool backed_off;
   atomic_bool unavailable; /* the first attach failed: as if CUPTI were absent */
   atomic_bool retire; /* acl_cupti_retire: the flush thread stops the windows */
-  char retire_why[160];
+  char retire_why[192];
   atomic_bool stopping;
   atomic_bool called; /* a collective was called: windows may open */
   atomic_bool idle;
@@ -372,9 +372,8 @@ static void retire_now(acl_cupti_t *c)
   }
   atomic_store(&c->backed_off, true);
   pthread_mutex_unlock(&g_mu);
-  acl_info("profiler: CUPTI windows off (%s): attaching CUPTI while their kernels wait on each "
-           "other's launches can deadlock; %s; samples come from NCCL profiler events, overlap "
-           "unknown",
+  acl_info("profiler: CUPTI windows off (%s); %s; samples come from NCCL profiler events, "
+           "overlap unknown",
            c->retire_why,
            was ? "CUPTI stays in the launch path" : "CUPTI was never attached");
 }

@@ -66,6 +66,8 @@ struct acl_prof {
   uint64_t comm_ids[ACL_PROF_MAX_COMMS];
   uint16_t comm_ranks[ACL_PROF_MAX_COMMS];
   atomic_bool shared_process;
+  /* a collective of this process was captured into a CUDA graph */
+  atomic_bool graph_captured;
   /* counters */
   atomic_ulong samples;
   /* call-to-sample latencies (ns), a ring written without a lock by

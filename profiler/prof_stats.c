@@ -80,6 +80,7 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
   out->cupti_buffers = acl_cupti_buffers(p->cupti);
   out->extcorr = as.extcorr;
   out->shared_process = atomic_load(&p->shared_process);
+  out->graph_captured = atomic_load(&p->graph_captured);
 }
 
 int acl_prof_top_compute(const acl_prof_t *p, char (*names)[96], uint64_t *counts, int max)

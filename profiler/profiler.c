@@ -348,9 +348,11 @@ static void comm_count(acl_prof_t *p, uint64_t comm_id, int delta)
   }
   pthread_mutex_unlock(&p->comms_mu);
   if (n >= 2 && !atomic_exchange(&p->shared_process, true) && p->cupti) {
-    char why[96];
-    snprintf(why, sizeof(why), "this process drives %d ranks of communicator %016llx", n,
-             (unsigned long long)comm_id);
+    char why[160];
+    snprintf(why, sizeof(why),
+             "this process drives %d ranks of communicator %016llx: attaching CUPTI while "
+             "their kernels wait on each other's launches can deadlock",
+             n, (unsigned long long)comm_id);
     acl_cupti_retire(p->cupti, why);
   }
 }
@@ -471,6 +473,15 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
       if (d->collApi.graphCaptured)
         atomic_fetch_add_explicit(&r->captured_events, 1, memory_order_relaxed);
     }
+    /* CUPTI attached, enabled or finalized around a capture: on one H200
+     * under MPS, 2 of 4 runs of a captured all_reduce faulted at replay
+     * (unspecified launch failure) with CUPTI's windows, 0 of 7 without
+     * them. From the first captured call on, no window opens or closes. */
+    if (d->collApi.graphCaptured && p && p->cupti &&
+        !atomic_load_explicit(&p->graph_captured, memory_order_relaxed) &&
+        !atomic_exchange(&p->graph_captured, true))
+      acl_cupti_retire(p->cupti, "a collective was captured into a CUDA graph: CUPTI's "
+                                 "windows around a capture can fault its replays");
     /* The enqueue: NCCL just stamped its mask on this collective (gate.h).
      * NCCL names functions and types with the same literals every call. */
     if (r && d->collApi.func != r->func_s) {

@@ -168,6 +168,9 @@ typedef struct acl_prof_stats_ex {
   /* this process drives two or more ranks of one communicator: no CUPTI
    * windows (acl_cupti_retire) */
   bool shared_process;
+  /* a collective was captured into a CUDA graph: no CUPTI windows from then
+   * on (acl_cupti_retire) */
+  bool graph_captured;
 } acl_prof_stats_ex_t;
 void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out);
 

@@ -7,7 +7,7 @@
 # workload ran, its captured calls) goes beside the verdict.
 # Writes OUT/cuda-graph-{off,on,verdict}.json and cuda-graph-report-*.json.
 #
-# usage: [RANKS_PER_GPU=2 NCCL_LIB=/path/libnccl.so.2] scripts/gpu-cuda-graph.sh PLUGIN_SO OUT_DIR
+# usage: [RANKS_PER_GPU=2 NCCL_LIB=/path/libnccl.so.2] [GRAPH_TIMEOUT=s] scripts/gpu-cuda-graph.sh PLUGIN_SO OUT_DIR
 set -eu
 plugin=$1 out=$2
 rpg=${RANKS_PER_GPU:-1}
@@ -18,9 +18,9 @@ if [ -n "${NCCL_LIB:-}" ]; then
 fi
 [ "$rpg" -gt 1 ] && export NCCL_MULTI_RANK_GPU_ENABLE=1
 export NCCL_NVLS_ENABLE=0
-python3 tests/gpu/cuda_graph.py run --out "$out/cuda-graph-off.json" --port 29621 --ranks-per-gpu "$rpg"
+python3 tests/gpu/cuda_graph.py run --out "$out/cuda-graph-off.json" --port 29621 --ranks-per-gpu "$rpg" --timeout "${GRAPH_TIMEOUT:-240}"
 NCCL_TUNER_PLUGIN=$plugin NCCL_PROFILER_PLUGIN=$plugin AUTOCCL_MODE=online \
   AUTOCCL_REPORT="$out/cuda-graph-report-%r.json" \
-  python3 tests/gpu/cuda_graph.py run --out "$out/cuda-graph-on.json" --port 29622 --ranks-per-gpu "$rpg"
+  python3 tests/gpu/cuda_graph.py run --out "$out/cuda-graph-on.json" --port 29622 --ranks-per-gpu "$rpg" --timeout "${GRAPH_TIMEOUT:-240}"
 python3 tests/gpu/cuda_graph.py compare "$out/cuda-graph-off.json" "$out/cuda-graph-on.json" \
   --out "$out/cuda-graph-verdict.json"

@@ -21,6 +21,11 @@ import argparse, hashlib, json, os, statistics, sys
 SIZES = [4 << 20, 256 << 20]
 
 
+def say(rank, what):
+    # progress on stderr: a call cut at its limit shows how far each rank got
+    print("cuda_graph: rank %d: %s" % (rank, what), file=sys.stderr, flush=True)
+
+
 def worker(rank, world, args, q):
     import torch
     import torch.distributed as dist
@@ -30,6 +35,7 @@ def worker(rank, world, args, q):
     dev = rank // args.ranks_per_gpu
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", rank=rank, world_size=world)
+    say(rank, "initialised on cuda:%d" % dev)
     g = torch.Generator(device="cpu").manual_seed(4321 + rank)
     src = [torch.randint(-1000, 1000, (s // 4,), generator=g).float().cuda(dev) for s in SIZES]
     buf = [torch.empty_like(x) for x in src]
@@ -39,6 +45,7 @@ def worker(rank, world, args, q):
             b.copy_(x)
             dist.all_reduce(b)
     torch.cuda.synchronize()
+    say(rank, "%d eager calls done" % args.eager)
     # Capture (side-stream warm-up as torch.cuda.graph's documentation asks).
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -54,6 +61,7 @@ def worker(rank, world, args, q):
             b.copy_(x)
             dist.all_reduce(b)
     torch.cuda.synchronize()
+    say(rank, "captured")
     h = hashlib.sha256()
     times = []
     for i in range(args.replays):
@@ -66,12 +74,16 @@ def worker(rank, world, args, q):
         if i in (0, args.replays // 2, args.replays - 1):
             for b in buf:
                 h.update(b.cpu().numpy().tobytes())
-    dist.barrier()
-    dist.destroy_process_group()
+    say(rank, "%d replays done" % args.replays)
     warm = times[min(10, len(times) // 10):]
+    # the result goes out before the teardown, so that a teardown that hangs
+    # (seen with two ranks on one GPU) is reported as such, not as a lost run
     q.put((rank, {"digest": h.hexdigest(), "replay_median_ms": statistics.median(warm),
                   "replay_mean_ms": statistics.mean(warm), "replays": args.replays,
                   "eager_calls": args.eager}))
+    dist.barrier()
+    dist.destroy_process_group()
+    say(rank, "torn down")
 
 
 def run(args):
@@ -87,17 +99,34 @@ def run(args):
     procs = [ctx.Process(target=worker, args=(r, world, args, q)) for r in range(world)]
     for p in procs:
         p.start()
-    res = dict(q.get(timeout=900) for _ in procs)
+    import queue
+    res = {}
+    try:
+        for _ in procs:
+            r, v = q.get(timeout=args.timeout)
+            res[r] = v
+    except queue.Empty:
+        pass
+    hung = []
     for p in procs:
-        p.join(timeout=60)
+        p.join(timeout=10 if len(res) == world else 1)
+        if p.is_alive():
+            hung.append(p.pid)
+            p.kill()
     bad = [p.exitcode for p in procs if p.exitcode != 0]
+    if len(res) < world:
+        print("cuda_graph: %d of %d ranks reported within %d s" % (len(res), world, args.timeout),
+              file=sys.stderr)
     out = {"mode": "run", "world": world, "sizes": SIZES, "ranks_per_gpu": args.ranks_per_gpu,
            "plugin": os.environ.get("NCCL_TUNER_PLUGIN", ""),
-           "nccl": ".".join(map(str, torch.cuda.nccl.version())), "ranks": res}
+           "nccl": ".".join(map(str, torch.cuda.nccl.version())), "ranks": res,
+           "teardown_hung": len(hung) > 0 and len(res) == world}
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
     print(json.dumps(out))
-    sys.exit(1 if bad else 0)
+    # a run whose every rank reported but whose teardown had to be killed
+    # still holds its results; the compare step judges them
+    sys.exit(1 if len(res) < world or (bad and not hung) else 0)
 
 
 def compare(args):
@@ -126,6 +155,8 @@ def main():
     r.add_argument("--replays", type=int, default=1000)
     r.add_argument("--port", type=int, default=29621)
     r.add_argument("--ranks-per-gpu", type=int, default=1, choices=(1, 2))
+    r.add_argument("--timeout", type=int, default=240,
+                   help="seconds to wait for the ranks' results")
     c = sub.add_parser("compare")
     c.add_argument("off")
     c.add_argument("on")

@@ -4,7 +4,8 @@
  * never attaches), and after the first collective even when no call
  * carries NCCL's events: a PyTorch job whose every workload waited for the
  * budget carried none, and its windows never opened (no samples, no
- * overlap, on the one-H200 testbed). */
+ * overlap, on the one-H200 testbed). And none opens or closes once a
+ * collective was captured into a CUDA graph (its replays faulted there). */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -65,9 +66,10 @@ static acl_prof_t *start(void)
 
 /* NCCL's enqueue event for one call: the rank has seen enqueues, so a call
  * the gate did not pick carries no events. */
-static void enqueue(acl_prof_t *p, void *r, uint64_t count)
+static void enqueue_ex(acl_prof_t *p, void *r, uint64_t count, bool captured)
 {
   ncclProfilerEventDescr_v5_t d = {.type = ncclProfileCollApi};
+  d.collApi.graphCaptured = captured;
   d.collApi.func = "AllReduce";
   d.collApi.count = count;
   d.collApi.datatype = "ncclFloat32";
@@ -76,6 +78,8 @@ static void enqueue(acl_prof_t *p, void *r, uint64_t count)
   if (h)
     acl_prof_nccl_stop(p, h);
 }
+
+static void enqueue(acl_prof_t *p, void *r, uint64_t count) { enqueue_ex(p, r, count, false); }
 
 /* Windows opened within ms (polled: the first comes at most 40 ms after a
  * call, later on a loaded machine). */
@@ -170,4 +174,63 @@ Test(windows, a_first_attach_that_fails_says_so_once)
   acl_prof_rank_detach(p, r);
   acl_prof_destroy(p);
   unsetenv("FAKE_CUPTI_FAIL");
+}
+
+/* Calls of one rank, uncaptured or captured (the decision after NCCL's
+ * enqueue event, as the plugin runs them). */
+static void calls(acl_prof_t *p, void *r, acl_call_tag_t *t, int n, bool captured)
+{
+  for (int i = 0; i < n; i++) {
+    enqueue_ex(p, r, t->nbytes / 4, captured);
+    acl_prof_on_call(p, r, t, captured ? ACL_GATE_SAMPLE_NEVER : 0, captured);
+    t->call_idx++;
+  }
+}
+
+/* CUPTI's windows were open before the capture: after the first captured
+ * call none opens or closes again, and the log says why. */
+Test(windows, a_capture_ends_the_windows)
+{
+  acl_prof_t *p = start();
+  int ctx = 0;
+  void *r = acl_prof_rank_attach(p, &ctx, 0x4444, 0, 2);
+  acl_call_tag_t t = {.rank_ctx = &ctx, .coll = ncclFuncAllReduce, .nbytes = 1u << 20};
+  calls(p, r, &t, 3, false);
+  cr_assert_geq(windows_after(p, 5000), 1, "no window opened before the capture");
+  calls(p, r, &t, 2, true);
+  acl_prof_stats_ex_t sx;
+  acl_prof_stats_ex(p, &sx);
+  cr_assert(sx.graph_captured);
+  acl_prof_stats_t st;
+  for (int i = 0; i < 500 && !strstr(logbuf, "CUDA graph"); i++)
+    usleep(10000);
+  cr_assert_not_null(strstr(logbuf, "CUPTI windows off (a collective was captured into a CUDA graph"),
+                     "log: %s", logbuf);
+  acl_prof_stats(p, &st);
+  uint64_t w = st.cupti_windows;
+  int e = enables();
+  calls(p, r, &t, 3, false); /* eager calls after the capture */
+  usleep(300000);            /* 7 periods */
+  acl_prof_stats(p, &st);
+  cr_assert_eq(st.cupti_windows, w, "a window opened after the capture");
+  cr_assert_eq(enables(), e, "CUPTI's kernel activity was enabled again after the capture");
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+}
+
+/* The first collectives are captured (a graph warmed up on a side stream,
+ * then captured, before any eager step): CUPTI never attaches. */
+Test(windows, a_capture_before_the_first_window_never_attaches)
+{
+  acl_prof_t *p = start();
+  int base = enables();
+  int ctx = 0;
+  void *r = acl_prof_rank_attach(p, &ctx, 0x5555, 0, 2);
+  acl_call_tag_t t = {.rank_ctx = &ctx, .coll = ncclFuncAllReduce, .nbytes = 1u << 20};
+  calls(p, r, &t, 2, true);
+  calls(p, r, &t, 3, false);
+  cr_assert_eq(windows_after(p, 300), 0, "a window opened after a capture");
+  cr_assert_eq(enables(), base, "CUPTI attached after a capture");
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
 }
