@@ -2,7 +2,6 @@
  * KernelCh sequences as NCCL (or autoccl-sim) would report them. */
 #include <criterion/criterion.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,18 +23,7 @@ static void sink(void *u, const acl_prof_sample_t *s)
   pthread_mutex_unlock(&got_mu);
 }
 
-static char logbuf[8192];
-static void logger(ncclDebugLogLevel l, unsigned long f, const char *file, int line,
-                   const char *fmt, ...)
-{
-  (void)l, (void)f, (void)file, (void)line;
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = strlen(logbuf);
-  vsnprintf(logbuf + n, sizeof(logbuf) - n, fmt, ap);
-  va_end(ap);
-  strncat(logbuf, "\n", sizeof(logbuf) - strlen(logbuf) - 1);
-}
+#include "logcap.h"
 
 static acl_prof_t *P;
 static void *R;

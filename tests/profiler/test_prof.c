@@ -2,7 +2,6 @@
  * back to NCCL events with a clear log line; sim feed overlap per rank. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,18 +11,7 @@
 #include "profiler/profiler.h"
 #include "profiler/simfeed.h"
 
-static char logbuf[8192];
-static void logger(ncclDebugLogLevel l, unsigned long f, const char *file, int line,
-                   const char *fmt, ...)
-{
-  (void)l, (void)f, (void)file, (void)line;
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = strlen(logbuf);
-  vsnprintf(logbuf + n, sizeof(logbuf) - n, fmt, ap);
-  va_end(ap);
-  strncat(logbuf, "\n", sizeof(logbuf) - strlen(logbuf) - 1);
-}
+#include "logcap.h"
 
 static acl_prof_sample_t last;
 static int nsamples;

@@ -9,7 +9,6 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,18 +18,7 @@
 
 static void sink(void *u, const acl_prof_sample_t *s) { (void)u, (void)s; }
 
-static char logbuf[8192];
-static void logger(ncclDebugLogLevel l, unsigned long f, const char *file, int line,
-                   const char *fmt, ...)
-{
-  (void)l, (void)f, (void)file, (void)line;
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = strlen(logbuf);
-  vsnprintf(logbuf + n, sizeof(logbuf) - n, fmt, ap);
-  va_end(ap);
-  strncat(logbuf, "\n", sizeof(logbuf) - strlen(logbuf) - 1);
-}
+#include "logcap.h"
 
 static void init(void)
 {
