@@ -43,9 +43,12 @@ typedef struct name_ent {
   uint8_t used;
 } name_ent_t;
 
+/* Per rank: its device (UINT32_MAX until an exact match says) and its
+ * recent kernels (a kernel overlapping one of them is not its call's). */
 typedef struct rdev {
   void *rank_ctx;
   uint32_t device;
+  acl_kring_t kr;
 } rdev_t;
 
 struct acl_attr {
@@ -199,25 +202,40 @@ static bool ext_of(const acl_attr_t *a, uint32_t corr, uint64_t *ext)
   return true;
 }
 
+/* The rank's entry, added when new; NULL when the table is full. */
+static rdev_t *rdev_get(acl_attr_t *a, void *rank_ctx)
+{
+  for (int i = 0; i < a->nrdev; i++)
+    if (a->rdev[i].rank_ctx == rank_ctx)
+      return &a->rdev[i];
+  if (a->nrdev == (int)(sizeof(a->rdev) / sizeof(a->rdev[0])))
+    return NULL;
+  rdev_t *r = &a->rdev[a->nrdev++];
+  memset(r, 0, sizeof(*r));
+  r->rank_ctx = rank_ctx;
+  r->device = UINT32_MAX;
+  return r;
+}
+
 static int rdev_find(const acl_attr_t *a, void *rank_ctx)
 {
   for (int i = 0; i < a->nrdev; i++)
     if (a->rdev[i].rank_ctx == rank_ctx)
-      return (int)a->rdev[i].device;
+      return a->rdev[i].device == UINT32_MAX ? -1 : (int)a->rdev[i].device;
   return -1;
 }
 
 static void rdev_learn(acl_attr_t *a, void *rank_ctx, uint32_t dev)
 {
-  for (int i = 0; i < a->nrdev; i++)
-    if (a->rdev[i].rank_ctx == rank_ctx) {
-      a->rdev[i].device = dev;
-      return;
-    }
-  if (a->nrdev < (int)(sizeof(a->rdev) / sizeof(a->rdev[0]))) {
-    a->rdev[a->nrdev].rank_ctx = rank_ctx;
-    a->rdev[a->nrdev++].device = dev;
-  }
+  rdev_t *r = rdev_get(a, rank_ctx);
+  if (r)
+    r->device = dev;
+}
+
+static bool rank_overlaps(acl_attr_t *a, void *rank_ctx, uint64_t start, uint64_t end)
+{
+  rdev_t *r = rdev_get(a, rank_ctx);
+  return r && acl_kring_overlaps(&r->kr, start, end);
 }
 
 static void tag_done(acl_attr_t *a, ptag_t *t)
@@ -234,6 +252,10 @@ static bool make_sample(acl_attr_t *a, ptag_t *t, const kq_t *k, acl_attr_sample
    * or garbage stamp) duration: not a measurement. */
   if (k->end <= k->start || k->end - k->start > 1000000000000ull) {
     a->st.bad_clock++;
+    return false;
+  }
+  if (rank_overlaps(a, t->tag.rank_ctx, k->start, k->end)) {
+    a->st.overlapped++;
     return false;
   }
   memset(out, 0, sizeof(*out));

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/types.h"
+#include "profiler/overlap.h"
 
 enum { EV_FREE = 0, EV_COLL = 1, EV_KCH = 2 };
 
@@ -48,6 +49,7 @@ struct acl_ncclev_rank {
   /* workloads whose mismatch was logged (log once per workload) */
   uint32_t logged[64]; /* a log line per workload, for the first 64: enough to see a pattern */
   int nlogged;
+  acl_kring_t kr; /* its recent kernels: a stale channel stamp overlaps them */
 };
 
 struct acl_ncclev {
@@ -389,6 +391,10 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   /* stop before start, equal stamps or an implausible span: not a sample */
   if (c->max_stop <= c->min_start || c->max_stop - c->min_start > 1000000000000ull) {
     e->st.bad_clock++;
+    return false;
+  }
+  if (acl_kring_overlaps(&c->rank->kr, c->min_start, c->max_stop)) {
+    e->st.overlapped++;
     return false;
   }
   out->tag = c->tag;

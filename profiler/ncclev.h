@@ -30,6 +30,7 @@ typedef void (*acl_ev_emit_fn)(void *u, const acl_ev_sample_t *s);
 
 typedef struct acl_ev_stats {
   uint64_t colls, colls_matched, colls_unmatched, kch, samples, incomplete, bad_clock;
+  uint64_t overlapped; /* kernels that overlapped an earlier one of their rank: not used */
   uint64_t mismatches, clamped, pool_exhausted, fifo_dropped, lost;
   uint64_t unsampled; /* decided calls whose events never came (mask off) */
 } acl_ev_stats_t;

@@ -98,6 +98,21 @@ bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_cou
   return true;
 }
 
+bool acl_kring_overlaps(acl_kring_t *r, uint64_t start, uint64_t end)
+{
+  bool hit = false;
+  uint64_t n = r->n < ACL_KRING_CAP ? r->n : ACL_KRING_CAP;
+  for (uint64_t i = 0; i < n && !hit; i++) {
+    uint64_t lo = start > r->start[i] ? start : r->start[i];
+    uint64_t hi = end < r->end[i] ? end : r->end[i];
+    hit = hi > lo && hi - lo > ACL_KRING_TOL_NS;
+  }
+  r->start[r->n % ACL_KRING_CAP] = start;
+  r->end[r->n % ACL_KRING_CAP] = end;
+  r->n++;
+  return hit;
+}
+
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id)
 {
   acl_cwin_rec_t *r = &w->rec[w->head % ACL_CWIN_CAP];

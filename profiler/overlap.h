@@ -49,6 +49,24 @@ typedef struct acl_exposure_acc {
 bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
                        double known_coll, double known_exposed);
 
+/* The recent kernels of one NCCL rank. A rank's kernels run one after
+ * another (NCCL orders a communicator's launches), so a measured kernel that
+ * overlaps an earlier one of its rank by more than ACL_KRING_TOL_NS carries
+ * a stale timestamp or belongs to another call. On one H200 (NCCL 2.30, two
+ * ranks) 10-25 % of a benchmark's samples were such: one kernel's stamps
+ * handed to calls 64 apart (the depth of NCCL's per-channel timestamp ring),
+ * and starts 63 ms before their ends. */
+#define ACL_KRING_CAP 128
+#define ACL_KRING_TOL_NS 2000ull /* timestamp granularity, an early-launched successor */
+typedef struct acl_kring {
+  uint64_t start[ACL_KRING_CAP], end[ACL_KRING_CAP];
+  uint64_t n; /* kernels added so far; the ring keeps the last CAP */
+} acl_kring_t;
+/* Whether [start, end) overlaps a kept kernel; it is kept either way (its
+ * end is usually right even when its start is stale). Order-free: samples
+ * may arrive in any order. */
+bool acl_kring_overlaps(acl_kring_t *r, uint64_t start, uint64_t end);
+
 /* A per-device window of recent compute kernels (a bounded ring) from which
  * the compute kernels overlapping a collective are picked. */
 #define ACL_CWIN_CAP 1024

@@ -293,17 +293,29 @@ void acl_prof_destroy(acl_prof_t *p)
     acl_ncclev_stats(p->ev, &es);
     acl_info("profiler: %llu Coll events, %llu matched to decided calls, %llu samples, "
              "%llu mismatches (%llu clamped), %llu decided calls carried no events, "
-             "%llu events found the pool full",
+             "%llu events found the pool full, %llu overlapping an earlier kernel of their rank "
+             "(not used)",
              (unsigned long long)es.colls, (unsigned long long)es.colls_matched,
              (unsigned long long)es.samples, (unsigned long long)es.mismatches,
              (unsigned long long)es.clamped, (unsigned long long)es.unsampled,
-             (unsigned long long)es.pool_exhausted);
+             (unsigned long long)es.pool_exhausted, (unsigned long long)es.overlapped);
     acl_gate_stats_t gs;
     acl_gate_stats(p->gate, &gs);
     acl_info("profiler: %llu collectives enqueued, %llu of them with events; %llu decisions, "
              "%llu without an enqueue of their size (aggregated by NCCL)",
              (unsigned long long)gs.enqueued, (unsigned long long)gs.carried,
              (unsigned long long)gs.decided, (unsigned long long)gs.unseen);
+  }
+  if (p->attr) {
+    /* What the CUPTI source attributed, and what it refused to. */
+    acl_attr_stats_t as;
+    acl_attr_stats(p->attr, &as);
+    if (as.nccl_records)
+      acl_info("profiler: CUPTI: %llu NCCL kernels, %llu samples, %llu ambiguous, %llu untagged, "
+               "%llu bad clock, %llu overlapping an earlier kernel of their rank (not used)",
+               (unsigned long long)as.nccl_records, (unsigned long long)as.samples,
+               (unsigned long long)as.ambiguous, (unsigned long long)as.untagged,
+               (unsigned long long)as.bad_clock, (unsigned long long)as.overlapped);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);

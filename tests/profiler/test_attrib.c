@@ -371,3 +371,49 @@ Test(attrib, top_compute_names)
   cr_assert_str_eq(names[1], "softmax");
   cr_assert_eq(counts[1], 1);
 }
+
+/* The kernels of one rank run one after another, so a record that overlaps
+ * an earlier one of its rank misattributes. Both shapes seen on one H200:
+ * the same kernel handed to two calls, and a start 63 ms before its end. */
+Test(attrib, kernel_overlapping_its_rank_is_refused)
+{
+  int r0, r1;
+  const uint64_t B = 100000000; /* 100 ms */
+  acl_call_tag_t t0 = mk(&r0, 0, 0), t1 = mk(&r1, 0, 0);
+  uint64_t e = acl_attr_tag(A, 0, &t0, &r0, 0);
+  launch(e, "ncclDevKernel_X", 0, 1, B, B + 28000);
+  cr_assert_eq(drain(), 1);
+  e = acl_attr_tag(A, 0, &t0, &r0, 0);
+  launch(e, "ncclDevKernel_X", 0, 1, B, B + 28000); /* the same kernel for the next call */
+  e = acl_attr_tag(A, 0, &t0, &r0, 0);
+  launch(e, "ncclDevKernel_X", 0, 1, B + 90000 - 63000000, B + 90000); /* start 63 ms early */
+  cr_assert_eq(drain(), 0);
+  /* the next kernel starts 1 us before that one's (right) end: within the
+   * tolerance; another rank's kernel at the same time as the first is its own */
+  e = acl_attr_tag(A, 0, &t0, &r0, 0);
+  launch(e, "ncclDevKernel_X", 0, 1, B + 89000, B + 100000);
+  e = acl_attr_tag(A, 1, &t1, &r1, 0);
+  launch(e, "ncclDevKernel_X", 0, 2, B, B + 28000);
+  cr_assert_eq(drain(), 2);
+  acl_attr_stats_t st;
+  acl_attr_stats(A, &st);
+  cr_assert_eq(st.overlapped, 2);
+  cr_assert_eq(st.samples, 3);
+}
+
+/* Samples leave a round in no particular order: disjoint kernels of a rank
+ * resolved in any order are all kept. */
+Test(attrib, disjoint_kernels_in_any_order_kept)
+{
+  int r0;
+  acl_call_tag_t t = mk(&r0, 0, 0);
+  static const uint64_t starts[] = {5000, 1000, 9000, 3000, 7000};
+  for (int i = 0; i < 5; i++) {
+    uint64_t e = acl_attr_tag(A, 0, &t, &r0, 0);
+    launch(e, "ncclDevKernel_X", 0, 1, starts[i], starts[i] + 1500);
+  }
+  cr_assert_eq(drain(), 5);
+  acl_attr_stats_t st;
+  acl_attr_stats(A, &st);
+  cr_assert_eq(st.overlapped, 0);
+}

@@ -331,3 +331,40 @@ Test(ncclev, full_pool_never_reuses_a_waiting_coll)
   cr_assert_eq(got[0].tag.call_idx, 0);
   cr_assert_float_eq(got[0].seconds, 2000e-9, 1e-15);
 }
+
+/* One call of a 64 KiB AllReduce on two channels, its KernelCh stamps as
+ * given. */
+static void one_call(uint64_t idx, uint64_t s0, uint64_t e0, uint64_t s1, uint64_t e1)
+{
+  acl_call_tag_t t = tag(4, 65536, idx, 1, 0, 2);
+  acl_prof_on_call(P, R, &t, 0, false);
+  void *c = coll_start("AllReduce", 16384, "ncclFloat32", 2, "RING", "LL");
+  void *k0 = ch_start(c, 0, s0);
+  void *k1 = ch_start(c, 1, s1);
+  ch_stop(k0, e0);
+  ch_stop(k1, e1);
+  acl_prof_nccl_stop(P, c);
+}
+
+/* What a one-H200 run recorded (two ranks, NCCL 2.30.7): calls 64 apart
+ * got one kernel's stamps (NCCL keeps 64 per channel), and a channel's stale
+ * start made a 3 us kernel last 63 ms. The kernels of one rank run one after
+ * another, so neither is a measurement; the calls in between are. */
+Test(ncclev, stale_channel_stamps_are_not_samples)
+{
+  const uint64_t B = 1000000000ull, step = 10000; /* a call every 10 us */
+  for (uint64_t i = 0; i < 64; i++) /* 64 honest calls, 3 us each */
+    one_call(i, B + i * step, B + i * step + 3000, B + i * step + 100, B + i * step + 2900);
+  cr_assert_eq(ngot, 64);
+  /* call 64 reports call 0's stamps again */
+  one_call(64, B, B + 3000, B + 100, B + 2900);
+  /* call 65: channel 1's start is stale by 63 ms, its stops are right */
+  uint64_t s = B + 65 * step;
+  one_call(65, s, s + 3000, s - 63000000ull, s + 2900);
+  cr_assert_eq(ngot, 64, "a repeated or stale stamp gave a sample");
+  one_call(66, B + 66 * step, B + 66 * step + 3000, B + 66 * step + 100, B + 66 * step + 2900);
+  cr_assert_eq(ngot, 65, "the next honest call is measured");
+  acl_prof_stats_ex_t x;
+  acl_prof_stats_ex(P, &x);
+  cr_assert_eq(x.overlapped, 2);
+}
