@@ -28,9 +28,11 @@ static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static acl_prof_t *g_live; /* for the atexit handler */
 static bool g_atexit_done;
 
-/* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). */
-static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, uint64_t start,
-                    uint64_t end, float overlap, uint16_t kernels, const int ran[3])
+/* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). src: the path
+ * that measured it (between CUPTI windows the NCCL-event path does). */
+static void deliver(acl_prof_t *p, int src, const acl_call_tag_t *tag, uint64_t call_ns,
+                    uint64_t start, uint64_t end, float overlap, uint16_t kernels,
+                    const int ran[3])
 {
   acl_prof_sample_t s;
   memset(&s, 0, sizeof(s));
@@ -41,7 +43,7 @@ static void deliver(acl_prof_t *p, const acl_call_tag_t *tag, uint64_t call_ns, 
   s.call_ns = call_ns;
   s.gpu_start = start;
   s.gpu_stop = end;
-  s.source = (uint8_t)atomic_load(&p->source);
+  s.source = (uint8_t)src;
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
@@ -93,7 +95,7 @@ static void cupti_batch(void *u, bool final)
     for (size_t i = 0; i < n; i++) {
       int ran[3] = {-1, -1, 0};
       own_fill(buf[i].user, &buf[i].tag, ran);
-      deliver(p, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
+      deliver(p, SRC_CUPTI, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
               (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
     }
   } while (more);
@@ -155,7 +157,8 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
       kern = (uint16_t)(k > 65535 ? 65535 : k);
     }
   }
-  deliver(p, &s->tag, s->call_ns, s->start, s->end, ov, kern,
+  deliver(p, atomic_load(&p->source) == SRC_SIM ? SRC_SIM : SRC_NCCL, &s->tag, s->call_ns,
+          s->start, s->end, ov, kern,
           (const int[3]){s->ran_algo, s->ran_proto, s->ran_nch});
 }
 
