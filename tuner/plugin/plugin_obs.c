@@ -369,6 +369,12 @@ void acl_obs_start_locked(void)
     return;
   int port = cfg->http_port == 0 ? 0 : cfg->http_port + cfg->local_rank;
   char err[256] = "";
+  /* The scrapes' snapshot (about 1 MB) is made with the endpoint, not at
+   * its first scrape: the process's memory settles when it starts, not
+   * whenever a client first reads it. No server thread exists yet, so
+   * snap_lock is not needed (render_with still makes it if this fails). */
+  if (!snap)
+    snap = calloc(1, sizeof(*snap));
   acl_web_source_t src = {.user = NULL,
                           .render_metrics = src_metrics,
                           .render_state = src_state,
