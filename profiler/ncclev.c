@@ -385,15 +385,21 @@ static bool channel_stopped(acl_ncclev_t *e, ev_t *k, uint64_t stop, acl_ev_samp
   if (stop > c->max_stop)
     c->max_stop = stop;
   c->nstopped++;
-  if (c->nstopped < c->nch || c->emitted || !c->has_tag || !c->rank)
+  if (c->nstopped < c->nch || c->emitted || !c->rank)
+    return false;
+  /* stop before start, equal stamps or an implausible span: not a sample */
+  bool sane = c->max_stop > c->min_start && c->max_stop - c->min_start <= 1000000000000ull;
+  /* Every kernel of the rank joins its ring, a call of no workload's too:
+   * NCCL hands out the stale stamps of any of them. */
+  bool stale = sane && acl_kring_overlaps(&c->rank->kr, c->min_start, c->max_stop);
+  if (!c->has_tag)
     return false;
   c->emitted = 1;
-  /* stop before start, equal stamps or an implausible span: not a sample */
-  if (c->max_stop <= c->min_start || c->max_stop - c->min_start > 1000000000000ull) {
+  if (!sane) {
     e->st.bad_clock++;
     return false;
   }
-  if (acl_kring_overlaps(&c->rank->kr, c->min_start, c->max_stop)) {
+  if (stale) {
     e->st.overlapped++;
     return false;
   }

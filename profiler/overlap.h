@@ -56,7 +56,7 @@ bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_cou
  * ranks) 10-25 % of a benchmark's samples were such: one kernel's stamps
  * handed to calls 64 apart (the depth of NCCL's per-channel timestamp ring),
  * and starts 63 ms before their ends. */
-#define ACL_KRING_CAP 128
+#define ACL_KRING_CAP 256
 #define ACL_KRING_TOL_NS 2000ull /* timestamp granularity, an early-launched successor */
 typedef struct acl_kring {
   uint64_t start[ACL_KRING_CAP], end[ACL_KRING_CAP];

@@ -53,6 +53,10 @@ void acl_sim_usage(FILE *f)
         "  --overlap-spread F     rank r's compute overlap is LEVEL x (1 - F r/(ranks-1)):\n"
         "                         ranks overlap differently (two ranks on one GPU), 0..1\n"
         "                         (default 0: every rank alike)\n"
+        "  --stale-stamps F       NCCL's KernelCh stamps go stale for about a share F of each\n"
+        "                         rank's calls, in runs of 256 calls, as NCCL 2.30 did with two\n"
+        "                         ranks on one H200: a run repeats the stamps of the call 64\n"
+        "                         earlier, or starts a channel 63 ms early, 0..1 (default 0)\n"
         "  --host-jitter US       random host delay before each call, 0..1000000 us\n"
         "  --capture-every N      call k of each communicator is captured into a CUDA graph\n"
         "                         when k % N == N-1: NCCL's profiler events say so before\n"
@@ -158,6 +162,7 @@ enum {
   OPT_INTERF,
   OPT_JITTER,
   OPT_SPREAD,
+  OPT_STALE,
   OPT_SEED,
   OPT_DURATION,
   OPT_STEPS,
@@ -188,6 +193,7 @@ static const struct option longopts[] = {
     {"interference", required_argument, NULL, OPT_INTERF},
     {"host-jitter", required_argument, NULL, OPT_JITTER},
     {"overlap-spread", required_argument, NULL, OPT_SPREAD},
+    {"stale-stamps", required_argument, NULL, OPT_STALE},
     {"seed", required_argument, NULL, OPT_SEED},
     {"duration", required_argument, NULL, OPT_DURATION},
     {"steps", required_argument, NULL, OPT_STEPS},
@@ -317,6 +323,10 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
     case OPT_SPREAD:
       if (!num(optarg, 0, 1, &o->overlap_spread))
         BAD("--overlap-spread '%s': expected a share 0..1", optarg);
+      break;
+    case OPT_STALE:
+      if (!num(optarg, 0, 1, &o->stale_stamps))
+        BAD("--stale-stamps '%s': expected a share 0..1", optarg);
       break;
     case OPT_SEED: {
       char *e;

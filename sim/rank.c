@@ -433,6 +433,7 @@ int acl_sim_proc_main(const acl_sim_world_t *w, int proc)
     d->slot = &w->ctl->rank[d->rank];
     d->clock_ns = w->ctl->start_clock_ns;
     d->jitter_rng = acl_sim_mix(o->seed * 31 + (uint64_t)d->rank);
+    d->stale_rng = acl_sim_mix(o->seed * 37 + (uint64_t)d->rank + 1);
     inited = i + 1; /* whatever is opened below is released at fail_ranks */
     d->comms = calloc((size_t)o->ncomms, sizeof(*d->comms));
     char path[300];

@@ -19,6 +19,11 @@ typedef struct comm_rank {
   int16_t conn[ACL_NUM_ALGO]; /* replay: channels connected per algorithm */
   bool connected;             /* replay: the first call connected (comm set-up) */
   uint32_t gen;               /* churn generation (acl_sim_comm_id) */
+  /* --stale-stamps: the stamps of its last 64 calls that carried KernelCh
+   * events (NCCL's per-channel ring), their count, and the calls left in
+   * the current stale run (odd runs repeat, even ones start early) */
+  uint64_t ring_start[64], ring_dur[64], nkch;
+  uint32_t stale_left, stale_runs;
 } comm_rank_t;
 
 typedef struct rank_drv {
@@ -29,6 +34,7 @@ typedef struct rank_drv {
   comm_rank_t *comms;
   uint64_t clock_ns;
   uint64_t jitter_rng;
+  uint64_t stale_rng;
   FILE *log;
   acl_sim_rank_slot_t *slot;
   /* The call in flight (decided, not yet run). */

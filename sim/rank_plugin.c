@@ -218,12 +218,36 @@ void acl_sim_rank_prof_events(rank_drv_t *d, const acl_sim_call_t *call, uint64_
   }
   if (!(d->api_mask & ncclProfileKernelCh))
     return;
+  /* --stale-stamps: NCCL reads each channel's stamps from a ring of 64; on
+   * one H200 it handed out old ones for hundreds of calls at a time. */
+  uint64_t slot = cr->nkch++ % 64, rs = cr->ring_start[slot], rd = cr->ring_dur[slot];
+  cr->ring_start[slot] = start_ns;
+  cr->ring_dur[slot] = dur_ns;
+  bool repeat = false, early = false;
+  if (cr->stale_left == 0 && d->w->o->stale_stamps > 0) {
+    d->stale_rng = acl_sim_mix(d->stale_rng);
+    if ((double)(d->stale_rng >> 11) * 0x1.0p-53 < d->w->o->stale_stamps / 256.0) {
+      cr->stale_left = 256;
+      cr->stale_runs++;
+    }
+  }
+  if (cr->stale_left > 0) {
+    cr->stale_left--;
+    repeat = cr->stale_runs % 2 == 1 && rd > 0;
+    early = !repeat && start_ns > 63000000ull;
+  }
+  if (repeat) {
+    start_ns = rs;
+    dur_ns = rd;
+  }
   uint64_t skew = dur_ns / 8;
   for (int ch = 0; ch < nch; ch++) {
     /* Channel 0 spans the whole call; the others start a little later and
      * stop a little earlier, as real channels do. */
     uint64_t s = start_ns + (ch ? (uint64_t)(ch % 4) * skew / 4 : 0);
     uint64_t t = start_ns + dur_ns - (ch ? (uint64_t)(ch % 3) * skew / 3 : 0);
+    if (early && ch == nch - 1)
+      s = start_ns - 63000000ull;
     ncclProfilerEventDescr_v5_t e;
     memset(&e, 0, sizeof(e));
     e.type = ncclProfileKernelCh;

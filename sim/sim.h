@@ -43,6 +43,7 @@ typedef struct acl_sim_opts {
   int coord_port;    /* 0: pick a free one */
   double host_jitter_us;
   double overlap_spread; /* rank r's overlap x (1 - spread r/(ranks-1)) */
+  double stale_stamps;   /* share of calls whose KernelCh stamps are stale */
   bool realtime;
   double slowdown;       /* --realtime: wall seconds per simulated second */
   double step_compute_s; /* simulated compute per training step */
