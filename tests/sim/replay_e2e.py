@@ -6,23 +6,17 @@ samples the tuner received, what NCCL ran (clamped as on the GPU: never
 more than 24 channels, LL at 64 KiB at most 16) and the decision changes.
 
 usage: replay_e2e.py AUTOCCL_SIM PLUGIN"""
-import glob, gzip, json, os, subprocess, sys, tempfile
+import gzip, json, os, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simtrace  # noqa: E402
 
 sim, plugin = sys.argv[1], sys.argv[2]
 with tempfile.TemporaryDirectory() as d:
-    env = dict(os.environ, AUTOCCL_TRACE=os.path.join(d, "t-%r.jsonl.gz"), AUTOCCL_HTTP_PORT="")
-    p = subprocess.run([sim, "--plugin", plugin, "--landscape", "h200-traces", "--ranks", "2",
-                        "--steps", "300", "--workload", "tp", "--json", "--quiet"],
-                       capture_output=True, text=True, timeout=60, env=env)
-    if p.returncode == 2 and "without zlib" in p.stderr:
-        print("SKIP: built without zlib")
-        sys.exit(77)
-    if p.returncode != 0:
-        sys.exit("FAIL: sim exited %d\n%s\n%s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    rep, files = simtrace.run(sim, plugin, ["--landscape", "h200-traces", "--ranks", "2",
+                                            "--steps", "300", "--workload", "tp"], d)
     assert rep["divergent_decisions"] == 0 and rep["plugin_errors"] == 0, rep
     assert rep["landscape"].startswith("h200-traces"), rep["landscape"]
-    files = sorted(glob.glob(os.path.join(d, "t-*.jsonl.gz")))
     assert [os.path.basename(f) for f in files] == ["t-0.jsonl.gz", "t-1.jsonl.gz"], files
     for f in files:
         lines = [json.loads(l) for l in gzip.open(f, "rt")]

@@ -7,25 +7,19 @@ overlap one: a rank's kernels run one after another, so either would be a
 stale stamp taken for a measurement. Ranks still agree on every decision.
 
 usage: stale_stamps.py AUTOCCL_SIM PLUGIN"""
-import glob, gzip, json, os, subprocess, sys, tempfile
+import gzip, json, os, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simtrace  # noqa: E402
 
 TOL_NS = 2000  # the profiler's tolerance (profiler/overlap.h)
 sim, plugin = sys.argv[1], sys.argv[2]
 with tempfile.TemporaryDirectory() as d:
-    env = dict(os.environ, AUTOCCL_TRACE=os.path.join(d, "t-%r.jsonl.gz"), AUTOCCL_HTTP_PORT="")
-    p = subprocess.run([sim, "--plugin", plugin, "--ranks", "2", "--steps", "3000",
-                        "--stale-stamps", "0.5", "--seed", "7", "--json", "--quiet"],
-                       capture_output=True, text=True, timeout=60, env=env)
-    if p.returncode == 2 and "without zlib" in p.stderr:
-        print("SKIP: built without zlib")
-        sys.exit(77)
-    if p.returncode != 0:
-        sys.exit("FAIL: sim exited %d\n%s\n%s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    rep, files = simtrace.run(sim, plugin, ["--ranks", "2", "--steps", "3000", "--stale-stamps",
+                                            "0.5", "--seed", "7"], d)
     if rep["divergent_decisions"] != 0 or rep["plugin_errors"] != 0:
         sys.exit("FAIL: %d divergent decisions, %d plugin errors" %
                  (rep["divergent_decisions"], rep["plugin_errors"]))
-    files = sorted(glob.glob(os.path.join(d, "t-*.jsonl.gz")))
     if len(files) != 2:
         sys.exit("FAIL: expected a trace per rank, found %s" % files)
     bad = []
