@@ -45,6 +45,7 @@ void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
   out->records_dropped = as.ring_dropped + es.pool_exhausted;
   out->samples = atomic_load(&p->samples);
   out->ambiguous = as.ambiguous;
+  out->stale = as.overlapped + es.overlapped;
   out->mismatches = es.mismatches;
   uint64_t nl = atomic_load_explicit(&p->nlat, memory_order_relaxed);
   size_t n = nl < LAT_N ? (size_t)nl : LAT_N;
