@@ -54,8 +54,8 @@ bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_cou
  * overlaps an earlier one of its rank by more than ACL_KRING_TOL_NS carries
  * a stale timestamp or belongs to another call. On one H200 (NCCL 2.30, two
  * ranks) 10-25 % of a benchmark's samples were such: one kernel's stamps
- * handed to calls 64 apart (the depth of NCCL's per-channel timestamp ring),
- * and starts 63 ms before their ends. */
+ * handed to calls 64 apart (NCCL keeps 64 stamps per channel), and starts
+ * 63 ms before their ends (docs/profiler.md, "Stale stamps"). */
 #define ACL_KRING_CAP 256
 #define ACL_KRING_TOL_NS 2000ull /* timestamp granularity, an early-launched successor */
 typedef struct acl_kring {
