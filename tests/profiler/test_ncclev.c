@@ -348,8 +348,9 @@ static void one_call(uint64_t idx, uint64_t s0, uint64_t e0, uint64_t s1, uint64
 
 /* What a one-H200 run recorded (two ranks, NCCL 2.30.7): calls 64 apart
  * got one kernel's stamps (NCCL keeps 64 per channel), and a channel's stale
- * start made a 3 us kernel last 63 ms. The kernels of one rank run one after
- * another, so neither is a measurement; the calls in between are. */
+ * start made a 50 us kernel last 63 ms (a 3 us one here). The kernels of
+ * one rank run one after another, so neither is a measurement; the calls in
+ * between are. */
 Test(ncclev, stale_channel_stamps_are_not_samples)
 {
   const uint64_t B = 1000000000ull, step = 10000; /* a call every 10 us */
