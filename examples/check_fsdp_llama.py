@@ -111,6 +111,15 @@ check(set(to) == {"AllGather", "ReduceScatter"} and near(to.get("AllGather"), 0.
 check(ex.tuner_overlap(None) is None and ex.tuner_overlap({"workloads": [st["workloads"][-1]]}) is None,
       "no measured overlap: null")
 
+bw = ex.tuner_overlap_by_workload(st) or []
+check([(w["collective"], w["overlap"]) for w in bw] ==
+      [("AllGather", 0.2), ("AllGather", 0.8), ("ReduceScatter", 0.5), ("ReduceScatter", 0.1)]
+      and set(bw[0]) >= {"bytes", "calls", "state", "exposed_share", "collective_seconds"},
+      "tuner overlap by workload %s" % bw)
+check(ex.tuner_overlap_by_workload(None) is None
+      and ex.tuner_overlap_by_workload({"workloads": [st["workloads"][-1]]}) is None,
+      "no measured overlap: null")
+
 a = ex.parse(["--plugin", "/x.so", "--reps", "2"])
 runs = [{"mode": m, "rep": k, "median_step_s": t, "steps": 30, "time_saved_s": sv,
          "exposed_comm_share": 0.1}

@@ -67,6 +67,9 @@ every other kernel compute.
                          weighted by each workload's collective_seconds (calls
                          x bytes where that is missing), workloads without an
                          overlap left out; null when none has one
+  autoccl_overlap_by_workload  (torch_step_run lines) each workload with an
+                         overlap: collective, bytes, calls, state, overlap,
+                         exposed_share, collective_seconds, speedup
 Compare torch_exposed_of_comm with autoccl_exposed_share, not
 exposed_comm_share: the span share divides by the whole step, the other two
 by communication time. The two sides also watch different stretches (the
@@ -303,6 +306,18 @@ def tuner_overlap(st):
     return {c: s[0] / s[1] for c, s in acc.items()} or None
 
 
+def tuner_overlap_by_workload(st):
+    """From the plugin's /api/v1/state document: each workload with an
+    overlap, with what it ran and how long (the per-collective figure is
+    their weighted mean); None when none has one."""
+    if not isinstance(st, dict):
+        return None
+    keys = ("collective", "bytes", "calls", "state", "overlap", "exposed_share",
+            "collective_seconds", "speedup")
+    out = [{k: w.get(k) for k in keys} for w in st.get("workloads") or [] if num(w.get("overlap"))]
+    return out or None
+
+
 def report_account(path):
     """From the plugin's job report (AUTOCCL_REPORT, written when the
     communicators are destroyed): its net time saved per rank and the
@@ -422,6 +437,7 @@ def worker(args):
                "torch_comm_s_by_coll":
                    {c: v["comm_s"] for c, v in ov["by_coll"].items()} if ov else None,
                "autoccl_exposed_share": acl_share, "autoccl_overlap_by_coll": acl_overlap,
+               "autoccl_overlap_by_workload": tuner_overlap_by_workload(st),
                "workloads_unsampled": unsampled if known else None,
                "workloads": brief,
                "ranks_per_gpu": args.ranks_per_gpu,
