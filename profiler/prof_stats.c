@@ -80,7 +80,6 @@ void acl_prof_stats_ex(const acl_prof_t *p, acl_prof_stats_ex_t *out)
   out->incomplete = es.incomplete;
   out->cupti_buffers = acl_cupti_buffers(p->cupti);
   out->extcorr = as.extcorr;
-  out->overlapped = as.overlapped + es.overlapped;
   out->shared_process = atomic_load(&p->shared_process);
   out->graph_captured = atomic_load(&p->graph_captured);
 }

@@ -166,7 +166,6 @@ bool acl_prof_is_cupti(const acl_prof_t *p);
 typedef struct acl_prof_stats_ex {
   uint64_t tags, nccl_records, compute_records, untagged, lost, bad_clock, pending;
   uint64_t colls, colls_matched, clamped, incomplete, cupti_buffers, extcorr;
-  uint64_t overlapped; /* CUPTI kernels that overlapped an earlier one of their rank */
   /* this process drives two or more ranks of one communicator: no CUPTI
    * windows (acl_cupti_retire) */
   bool shared_process;
