@@ -83,6 +83,18 @@ bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, d
   return true;
 }
 
+void acl_exposure_pick(const double coll[ACL_OV_N], const double exposed[ACL_OV_N], double *c,
+                       double *e)
+{
+  if (coll[ACL_OV_RUNS] > 0.0) {
+    *c = coll[ACL_OV_RUNS];
+    *e = exposed[ACL_OV_RUNS];
+    return;
+  }
+  *c = coll[ACL_OV_RUNS] + coll[ACL_OV_TRIED];
+  *e = exposed[ACL_OV_RUNS] + exposed[ACL_OV_TRIED];
+}
+
 bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,
                        double known_coll, double known_exposed)
 {

@@ -38,6 +38,18 @@ typedef struct acl_exposure {
 bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, double known_coll,
                            double known_exposed, acl_exposure_t *out);
 
+/* The samples a workload's exposed share is read from, by what ran: what
+ * the job runs (NCCL's choice, a decision) or a candidate tried while
+ * exploring. The tried ones ran slower, so more of them stuck out of the
+ * compute they overlapped; whole-run shares read 0.06-0.55 for DDP's
+ * AllReduce on one H200 where torch.profiler read 0.40-0.55 over the last
+ * steps. */
+enum { ACL_OV_RUNS = 0, ACL_OV_TRIED = 1, ACL_OV_N = 2 };
+/* The collective and exposed seconds to read the share from: what runs
+ * once it has time, else every sample. */
+void acl_exposure_pick(const double coll[ACL_OV_N], const double exposed[ACL_OV_N], double *c,
+                       double *e);
+
 /* Monotonic totals for counters: the calls made since the last fold are
  * priced at the current estimate (mean duration x share), so the totals
  * never go down when the share moves. */

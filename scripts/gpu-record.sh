@@ -26,7 +26,8 @@
 #
 # Environment: SIZES ("-b 64K -e 1G -f 4"), COLLS ("all_reduce all_gather
 # reduce_scatter"), WARMUP (300: calls before the timed ones, the tuning
-# period), ITERS (50), SWEEP_WARMUP (20), SWEEP_ALGOS (Ring,Tree), SWEEP_PROTOS
+# period), ITERS (50), REPS (1: repetitions of default and autoccl, each
+# a fresh launch, interleaved), SWEEP_WARMUP (20), SWEEP_ALGOS (Ring,Tree), SWEEP_PROTOS
 # (LL,LL128,Simple), SWEEP_CH (0,16,24,32), SWEEP_REPS (2), WARMUP_S (unset:
 # none; S: --warmup-time S for default and autoccl, the long runs),
 # CHILD_TIMEOUT (600: seconds per mode or config run), MPS (detect|start),
@@ -78,7 +79,7 @@ mkdir -p "$OUTDIR"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export LD_LIBRARY_PATH=${NCCL:+$NCCL:}$ROOT/devlib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SIZES=${SIZES:--b 64K -e 1G -f 4} COLLS=${COLLS:-all_reduce all_gather reduce_scatter}
-WARMUP=${WARMUP:-300} ITERS=${ITERS:-50} SWEEP_WARMUP=${SWEEP_WARMUP:-20} EXTRA=${EXTRA:-}
+WARMUP=${WARMUP:-300} ITERS=${ITERS:-50} REPS=${REPS:-1} SWEEP_WARMUP=${SWEEP_WARMUP:-20} EXTRA=${EXTRA:-}
 SWEEP_CH=${SWEEP_CH:-0,16,24,32} SWEEP_REPS=${SWEEP_REPS:-2}
 SWEEP_ALGOS=${SWEEP_ALGOS:-Ring,Tree} SWEEP_PROTOS=${SWEEP_PROTOS:-LL,LL128,Simple}
 CHILD_TIMEOUT=${CHILD_TIMEOUT:-600} MPS=${MPS:-detect}
@@ -106,9 +107,9 @@ for part in $PARTS; do
                      --sweep-reps "$SWEEP_REPS")
       fi
       D=$TRACES/$regime-$L-$c
-      echo "\$ autoccl-bench ${TB[*]} --$L $SIZES -C $c --compare default,autoccl --reps 1 -w $WARMUP -n $ITERS --sweep ${SW[*]} --sweep-warmup $SWEEP_WARMUP $INTF --trace $D --json -q $EXTRA" | tee -a "$LOG"
+      echo "\$ autoccl-bench ${TB[*]} --$L $SIZES -C $c --compare default,autoccl --reps $REPS -w $WARMUP -n $ITERS --sweep ${SW[*]} --sweep-warmup $SWEEP_WARMUP $INTF --trace $D --json -q $EXTRA" | tee -a "$LOG"
       s0=$(date +%s)
-      timeout -k 5 1800 "$BIN" "${TB[@]}" --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps 1 \
+      timeout -k 5 1800 "$BIN" "${TB[@]}" --$L $SIZES -C "$c" --compare default,autoccl --plugin "$PLUGIN" --reps "$REPS" \
         -w "$WARMUP" -n "$ITERS" --sweep "${SW[@]}" --sweep-warmup "$SWEEP_WARMUP" $INTF --trace "$D" --json -q $EXTRA \
         > "$TRACES/.out" 2>> "$LOG"
       rc=$?

@@ -166,3 +166,20 @@ Test(exposed, fold_never_goes_down)
   cr_assert(acl_exposure_fold(&a, 200, 20, 0.020, 0.010, 0.0));
   cr_assert_float_eq(a.exposed_seconds, 0.06, 1e-12);
 }
+
+/* The share is what runs: a DDP AllReduce whose decision ran 40 % exposed,
+ * after exploration tried candidates twice as long that ran 80 % exposed,
+ * shows 0.4, not the time-weighted mix; with only tried samples, those. */
+Test(exposed, share_is_read_from_what_runs)
+{
+  double coll[ACL_OV_N] = {[ACL_OV_RUNS] = 1.0, [ACL_OV_TRIED] = 2.0};
+  double exp[ACL_OV_N] = {[ACL_OV_RUNS] = 0.4, [ACL_OV_TRIED] = 1.6};
+  double c = 0.0, e = 0.0;
+  acl_exposure_pick(coll, exp, &c, &e);
+  cr_assert_float_eq(e / c, 0.4, 1e-12, "share %g: the tried candidates weighed in", e / c);
+  coll[ACL_OV_RUNS] = 0.0;
+  exp[ACL_OV_RUNS] = 0.0;
+  acl_exposure_pick(coll, exp, &c, &e);
+  cr_assert_float_eq(c, 2.0, 1e-12);
+  cr_assert_float_eq(e / c, 0.8, 1e-12);
+}

@@ -3,6 +3,7 @@
  * relay server for follower hosts): find or create the workload, restrict
  * its search with a rank's valid set, publish the blocks that cover a call
  * (docs/consensus.md). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +53,36 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
   b->safe = b->cand;
 }
 
+/* The cost table's error for w, while its search has no sample of NCCL's
+ * choice: what the nearest measured workload of the communicator found
+ * (same collective first, then the closest size), else none. The table's
+ * error grows with size on one H200 (5x at 16-256 MiB), so a neighbour's is
+ * a far better prior than the table's own. The segment is shared and read
+ * under its lock: every rank's blocks follow the same scale. */
+static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
+{
+  if (!acl_search_on_prior(&w->search))
+    return;
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  double best = -1.0, scale = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    cons_wl_t *o = cons_wl(h, i);
+    double r;
+    if (o == w || !atomic_load_explicit(&o->present, memory_order_acquire) ||
+        o->key.comm_id != w->key.comm_id || o->disabled || !acl_search_prior_error(&o->search, &r))
+      continue;
+    double d = fabs(log2((double)(o->key.nbytes + 1) / (double)(w->key.nbytes + 1))) +
+               (o->key.coll == w->key.coll ? 0.0 : 64.0);
+    if (best < 0.0 || d < best) {
+      best = d;
+      scale = r;
+    }
+  }
+  if (scale > 0.0)
+    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0,
+                                                       .prior_scale = scale});
+}
+
 /* Longest block the starvation back-off makes: 512 ring entries x 1024
  * calls of slack for a lagging rank. */
 #define CONS_STARVE_MAX_LEN 1024u
@@ -62,10 +93,12 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
  *   dead lock holder left it half-updated);
  * - NCCL's choice (ACL_CONS_WARM_SPAN) while some rank of the communicator
  *   has not reported its valid set and the search has no decision yet;
- * - otherwise the search's block, grown while it starves (below).
+ * - otherwise the search's block, grown while it starves (below), its
+ *   time priced by a neighbour's measured cost-table error until it has
+ *   samples of its own (prior_scale).
  * The search knows nothing of ranks, locks or the ring: these facts are the
  * consensus layer's, so they stay here, not in the search's states. */
-static void block_policy(const cons_settings_t *set, cons_wl_t *w, cons_blk_t *b)
+static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w, cons_blk_t *b)
 {
   if (w->disabled) {
     nccl_block(b, ACL_CONS_DISABLED_SPAN, ACL_PHASE_DISABLED);
@@ -75,6 +108,7 @@ static void block_policy(const cons_settings_t *set, cons_wl_t *w, cons_blk_t *b
     nccl_block(b, ACL_CONS_WARM_SPAN, ACL_PHASE_WARMUP);
     return;
   }
+  prior_scale(h, w);
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
   b->cand_id = (uint16_t)(id < 0 ? 0 : id);
@@ -108,7 +142,7 @@ static bool step_locked(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w)
   cons_blk_t b = {.num = atomic_load_explicit(&w->nblocks, memory_order_relaxed),
                   .start = w->next_call};
   w->dirty = 1;
-  block_policy(set, w, &b);
+  block_policy(h, set, w, &b);
   if (!seal_raise(w, b.start + b.len)) {
     w->dirty = 0;
     return false;

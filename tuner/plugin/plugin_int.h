@@ -24,8 +24,9 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t hist[ACL_HIST_N];
   _Atomic uint64_t dur_count;
   _Atomic uint64_t dur_ns;
-  /* Samples with a known overlap: their collective ns and exposed ns. */
-  _Atomic uint64_t ov_coll_ns, ov_exposed_ns;
+  /* Samples with a known overlap: their collective ns and exposed ns, by
+   * what ran (ACL_OV_RUNS, ACL_OV_TRIED: profiler/overlap.h). */
+  _Atomic uint64_t ov_coll_ns[ACL_OV_N], ov_exposed_ns[ACL_OV_N];
   /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
    * rank's stall_calls at this workload's last call and what it ran. */
   uint32_t last_call;

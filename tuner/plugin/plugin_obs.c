@@ -37,10 +37,14 @@ static void fill_stats(acl_snap_workload_t *w, acl_rank_stats_t *st)
   w->dur_count = atomic_load_explicit(&st->dur_count, memory_order_relaxed);
   w->dur_sum = (double)atomic_load_explicit(&st->dur_ns, memory_order_relaxed) * 1e-9;
   /* Exposed time (profiler/overlap.h): the calls since the last snapshot at
-   * the current share, so the counters never go down. */
-  acl_exposure_fold(&st->exposure, w->calls, w->dur_count, w->dur_sum,
-                    (double)atomic_load_explicit(&st->ov_coll_ns, memory_order_relaxed) * 1e-9,
-                    (double)atomic_load_explicit(&st->ov_exposed_ns, memory_order_relaxed) * 1e-9);
+   * the current share of what runs, so the counters never go down. */
+  double ovc[ACL_OV_N], ove[ACL_OV_N], kc, ke;
+  for (int k = 0; k < ACL_OV_N; k++) {
+    ovc[k] = (double)atomic_load_explicit(&st->ov_coll_ns[k], memory_order_relaxed) * 1e-9;
+    ove[k] = (double)atomic_load_explicit(&st->ov_exposed_ns[k], memory_order_relaxed) * 1e-9;
+  }
+  acl_exposure_pick(ovc, ove, &kc, &ke);
+  acl_exposure_fold(&st->exposure, w->calls, w->dur_count, w->dur_sum, kc, ke);
   w->has_exposed = st->exposure.collective_seconds > 0.0;
   w->collective_seconds = st->exposure.collective_seconds;
   w->exposed_seconds = st->exposure.exposed_seconds;

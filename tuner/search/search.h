@@ -202,6 +202,9 @@ typedef struct acl_search {
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
                         * decaying; capped at ACL_SEARCH_LAG_MAX) */
+  float prior_scale;   /* the cost table's error another workload of the
+                        * communicator measured (acl_search_obs_t.prior_scale);
+                        * 0: none */
   double spent_s;
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
@@ -302,6 +305,13 @@ typedef struct acl_search_obs {
   /* How many calls before the workload's latest block began this sample's
    * call was (0: within it, or unknown): the samples' lag behind the calls. */
   uint32_t behind;
+  /* > 0: the cost table's error a neighbour of the communicator measured
+   * (acl_search_prior_error; consensus picks it). Until the workload has
+   * its own samples of NCCL's choice, its time (what the budget grows by
+   * per call) is the table's times this. On one H200 the table was 5x low
+   * at 16-256 MiB, and a 64 MiB workload waited 3,600 calls for a budget
+   * that 600 gave. Clamped to [1/16, 16]. */
+  double prior_scale;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload
@@ -322,6 +332,12 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand);
  * exploratory candidate or a challenger. Returns the cand id, *out its
  * candidate. */
 int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
+/* The cost table's error for this workload: its measured time of NCCL's
+ * own choice over the table's (a few samples at least). false while it has
+ * none, or the table has no time for that choice. */
+bool acl_search_prior_error(const acl_search_t *s, double *ratio);
+/* Its time still rests on the cost table (no sample of NCCL's choice). */
+bool acl_search_on_prior(const acl_search_t *s);
 /* The search's state (acl_phase_name gives its name). */
 acl_phase_t acl_search_phase(const acl_search_t *s);
 /* Transition i of the state machine (docs/tuner.md draws them): the state

@@ -178,8 +178,38 @@ double acl_search_ref_seconds(const acl_search_t *s)
   if (b->nsamples > 0)
     return acl_search_median(b->seconds, b->nsamples);
   if (s->nccl_algo >= 0 && s->cost[s->nccl_algo][s->nccl_proto] > 0.0f)
-    return s->cost[s->nccl_algo][s->nccl_proto] * 1e-6;
+    return s->cost[s->nccl_algo][s->nccl_proto] * 1e-6 *
+           (s->prior_scale > 0.0f ? (double)s->prior_scale : 1.0);
   return 0.0;
+}
+
+bool acl_search_on_prior(const acl_search_t *s)
+{
+  return !s->cands[0].judged && s->cands[0].nsamples == 0;
+}
+
+/* Samples of NCCL's choice before its error counts: one may be a first
+ * call's setup. */
+#define PRIOR_ERROR_MIN_N 3
+
+bool acl_search_prior_error(const acl_search_t *s, double *ratio)
+{
+  const acl_search_cand_t *b = &s->cands[0];
+  if (s->nccl_algo < 0 || !(s->cost[s->nccl_algo][s->nccl_proto] > 0.0f))
+    return false;
+  double t = b->judged && b->robust_seconds > 0.0 ? b->robust_seconds
+             : b->nsamples >= PRIOR_ERROR_MIN_N  ? acl_search_median(b->seconds, b->nsamples)
+                                                 : 0.0;
+  if (!(t > 0.0) || !isfinite(t))
+    return false;
+  *ratio = t / (s->cost[s->nccl_algo][s->nccl_proto] * 1e-6);
+  return true;
+}
+
+void acl_search_prior_scale(acl_search_t *s, double scale)
+{
+  if (scale > 0.0 && isfinite(scale))
+    s->prior_scale = (float)fmin(fmax(scale, 1.0 / 16.0), 16.0);
 }
 
 int acl_search_runs_channels(const acl_search_t *s, int id)

@@ -131,6 +131,8 @@ bool acl_search_usable(const acl_search_t *s, int id);
 /* The workload's reference call time (the measured baseline, else NCCL's
  * prediction). */
 double acl_search_ref_seconds(const acl_search_t *s);
+/* Takes acl_search_obs_t.prior_scale (search_grid.c). */
+void acl_search_prior_scale(acl_search_t *s, double scale);
 /* The channels NCCL runs cand id with, as far as the clamps seen tell. */
 int acl_search_runs_channels(const acl_search_t *s, int id);
 int acl_search_best_judged(const acl_search_t *s, bool include_baseline);

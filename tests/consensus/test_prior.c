@@ -1,0 +1,77 @@
+/* Consensus prices a workload that has no sample of its own at the cost
+ * table's error a neighbour of its communicator measured: on one H200 the
+ * table was 5x low at 16-256 MiB, and a 64 MiB AllReduce waited 3,600 calls
+ * for an exploration budget that 600 gave. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "tuner/search/search.h"
+
+/* The world: every call takes TRUTH x the table's time for NCCL's choice. */
+#define TRUTH 5.0
+
+typedef struct played {
+  uint64_t first_sampled; /* the first call of B with profiler events */
+  uint64_t sampled_a;     /* samples fed to A */
+} played_t;
+
+/* Plays `a_calls` calls of a 16 MiB AllReduce (A), feeding its sampled
+ * calls, then calls of a 64 MiB AllReduce (B) of the same communicator
+ * until one carries profiler events (at most max_b). */
+static played_t play(uint64_t a_calls, uint64_t max_b)
+{
+  th_rank_t r;
+  th_params(&r, th_comm_id(a_calls ? 1 : 2), 0, 1, 1, NULL);
+  r.cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT; /* the budget is what is tested */
+  char err[256] = "";
+  acl_cons_t *c = acl_cons_create(&r.p, err, sizeof err);
+  cr_assert_not_null(c, "%s", err);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  th_cost(cost, -1);
+  double table_s = 10e-6; /* th_cost's minimum: NCCL's choice */
+  played_t out = {0};
+  acl_wkey_t ka = th_key(r.p.comm_id, 4, 16u << 20), kb = th_key(r.p.comm_id, 4, 64u << 20);
+  for (uint64_t k = 0; k < a_calls; k++) {
+    acl_decision_t d;
+    cr_assert_eq(acl_cons_decide(c, &ka, cost, &d, err, sizeof err), 0, "%s", err);
+    if (!acl_search_sampled(d.sample_shift, d.call_idx))
+      continue;
+    acl_cons_observe(c, &(acl_cons_obs_t){.widx = d.widx,
+                                          .call_idx = d.call_idx,
+                                          .cand_id = d.cand_id,
+                                          .seconds = TRUTH * table_s *
+                                                     (d.cand.algo == ACL_ALGO_NCCL ? 1.0 : 1.1),
+                                          .overlap = -1.0f,
+                                          .ran_algo = -1,
+                                          .ran_proto = -1});
+    out.sampled_a++;
+  }
+  out.first_sampled = max_b;
+  for (uint64_t k = 0; k < max_b; k++) {
+    acl_decision_t d;
+    cr_assert_eq(acl_cons_decide(c, &kb, cost, &d, err, sizeof err), 0, "%s", err);
+    if (acl_search_sampled(d.sample_shift, d.call_idx)) {
+      out.first_sampled = k;
+      break;
+    }
+  }
+  acl_cons_destroy(c);
+  return out;
+}
+
+Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout = 60)
+{
+  /* 6 ms of first events at 3 % of the time: 200 ms of collective time,
+   * 4,000 calls of 50 us; the table's 10 us say 20,000 */
+  played_t alone = play(0, 60000);
+  played_t after = play(60000, 60000);
+  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled, (unsigned long long)after.first_sampled);
+  cr_assert_gt(after.sampled_a, 10, "A was never measured (%llu samples)",
+               (unsigned long long)after.sampled_a);
+  cr_assert_gt(alone.first_sampled, 16000, "alone, B waited %llu calls (the table says 20,000)",
+               (unsigned long long)alone.first_sampled);
+  cr_assert(after.first_sampled >= 3500 && after.first_sampled <= 4600,
+            "after A, B waited %llu calls (A's 5x error says 4,000; alone %llu)",
+            (unsigned long long)after.first_sampled, (unsigned long long)alone.first_sampled);
+}
