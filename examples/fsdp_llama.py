@@ -70,6 +70,9 @@ every other kernel compute.
   autoccl_overlap_by_workload  (torch_step_run lines) each workload with an
                          overlap: collective, bytes, calls, state, overlap,
                          exposed_share, collective_seconds, speedup
+  autoccl_profiler       (torch_step_run lines) the profiler block of the
+                         plugin's /api/v1/state (samples, stale and
+                         overlap_unknown counts, CUPTI windows); null without it
 Compare torch_exposed_of_comm with autoccl_exposed_share, not
 exposed_comm_share: the span share divides by the whole step, the other two
 by communication time. The two sides also watch different stretches (the
@@ -438,6 +441,7 @@ def worker(args):
                    {c: v["comm_s"] for c, v in ov["by_coll"].items()} if ov else None,
                "autoccl_exposed_share": acl_share, "autoccl_overlap_by_coll": acl_overlap,
                "autoccl_overlap_by_workload": tuner_overlap_by_workload(st),
+               "autoccl_profiler": st.get("profiler") if isinstance(st, dict) else None,
                "workloads_unsampled": unsampled if known else None,
                "workloads": brief,
                "ranks_per_gpu": args.ranks_per_gpu,

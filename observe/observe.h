@@ -142,6 +142,7 @@ typedef struct acl_snap_profiler {
   uint64_t samples;              /* samples delivered to the tuner */
   uint64_t ambiguous;            /* calls not used (fused launches) */
   uint64_t stale;                /* kernels not used: stale timestamps */
+  uint64_t overlap_unknown;      /* CUPTI samples without an overlap: compute records lost */
   uint64_t mismatches;           /* NCCL ran something else than decided */
   double sample_latency_seconds; /* median call->sample delay, <0 unknown */
   /* CUPTI windows (source "cupti"): state "closed" | "lead" | "open" |

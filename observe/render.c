@@ -195,6 +195,8 @@ static void put_profiler(acl_strbuf_t *sb, const acl_snap_profiler_t *p)
   acl_render_u64(sb, p->ambiguous);
   KEY(sb, ", ", PROF_STALE);
   acl_render_u64(sb, p->stale);
+  KEY(sb, ", ", PROF_OVERLAP_UNKNOWN);
+  acl_render_u64(sb, p->overlap_unknown);
   KEY(sb, ", ", PROF_MISMATCHES);
   acl_render_u64(sb, p->mismatches);
   KEY(sb, ", ", PROF_SAMPLE_LATENCY_SECONDS);

@@ -244,6 +244,7 @@ static void render_process(mctx_t *m)
       {ACL_F_PROF_SAMPLES, offsetof(acl_snap_profiler_t, samples)},
       {ACL_F_PROF_AMBIGUOUS, offsetof(acl_snap_profiler_t, ambiguous)},
       {ACL_F_PROF_STALE, offsetof(acl_snap_profiler_t, stale)},
+      {ACL_F_PROF_OVERLAP_UNKNOWN, offsetof(acl_snap_profiler_t, overlap_unknown)},
       {ACL_F_PROF_MISMATCHES, offsetof(acl_snap_profiler_t, mismatches)},
   };
   for (size_t i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {

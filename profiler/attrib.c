@@ -267,6 +267,8 @@ static bool make_sample(acl_attr_t *a, ptag_t *t, const kq_t *k, acl_attr_sample
   out->device = k->device;
   if (k->device < ACL_ATTR_DEVS) {
     acl_cwin_overlap(&a->cwin[k->device], k->start, k->end, &out->ov);
+    if (out->ov.truncated)
+      a->st.ov_truncated++;
     for (uint32_t i = 0; i < out->ov.nnames; i++)
       if (out->ov.names[i] < ACL_ATTR_NAMES)
         a->names[out->ov.names[i]].hits++;

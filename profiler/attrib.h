@@ -52,6 +52,7 @@ typedef struct acl_attr_stats {
   uint64_t tags, records, nccl_records, compute_records, extcorr;
   uint64_t samples, ambiguous, untagged, lost, bad_clock, ring_dropped;
   uint64_t overlapped; /* kernels that overlapped an earlier one of their rank */
+  uint64_t ov_truncated; /* samples whose overlap is unknown: compute records lost */
   uint64_t pending; /* tags not resolved yet */
 } acl_attr_stats_t;
 

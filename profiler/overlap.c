@@ -128,6 +128,8 @@ bool acl_kring_overlaps(acl_kring_t *r, uint64_t start, uint64_t end)
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id)
 {
   acl_cwin_rec_t *r = &w->rec[w->head % ACL_CWIN_CAP];
+  if (w->head >= ACL_CWIN_CAP && r->end > w->evicted_end)
+    w->evicted_end = r->end;
   r->start = start;
   r->end = end;
   r->name_id = name_id;
@@ -145,6 +147,11 @@ void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_r
   size_t n = 0;
   memset(out, 0, sizeof(*out));
   if (e < s) {
+    out->frac = -1.0;
+    return;
+  }
+  if (w->evicted_end > s) {
+    out->truncated = true;
     out->frac = -1.0;
     return;
   }

@@ -80,8 +80,12 @@ typedef struct acl_kring {
 bool acl_kring_overlaps(acl_kring_t *r, uint64_t start, uint64_t end);
 
 /* A per-device window of recent compute kernels (a bounded ring) from which
- * the compute kernels overlapping a collective are picked. */
-#define ACL_CWIN_CAP 1024
+ * the compute kernels overlapping a collective are picked. CUPTI hands a
+ * window's records over in one buffer, in completion order, and the
+ * collectives are resolved after every compute kernel of that buffer went
+ * in: a DDP step on one H200 ran some 600 compute kernels per rank, and a
+ * window covers up to three steps. */
+#define ACL_CWIN_CAP 4096
 typedef struct acl_cwin_rec {
   uint64_t start, end;
   uint32_t name_id; /* interned name (acl_prof_names), UINT32_MAX unknown */
@@ -89,20 +93,26 @@ typedef struct acl_cwin_rec {
 
 typedef struct acl_cwin {
   acl_cwin_rec_t rec[ACL_CWIN_CAP];
-  uint64_t head; /* records pushed so far; the ring keeps the last CAP */
+  uint64_t head;         /* records pushed so far; the ring keeps the last CAP */
+  uint64_t evicted_end;  /* the latest end among kernels the ring dropped */
 } acl_cwin_t;
 
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id);
 
 typedef struct acl_overlap_res {
-  double frac;       /* 0..1; -1 when the collective's clock is bad */
+  double frac;       /* 0..1; -1 when the collective's clock is bad or the
+                      * window lost kernels that may overlap it */
+  bool truncated;    /* a kernel the ring dropped ended after the start */
   uint32_t kernels;  /* compute kernels intersecting the collective */
   uint32_t distinct; /* distinct names among them */
   uint32_t names[8]; /* up to 8 distinct name ids, by covered time */
   uint32_t nnames;
 } acl_overlap_res_t;
 
-/* Overlap of the collective [s, e) with the window's kernels. */
+/* Overlap of the collective [s, e) with the window's kernels. Unknown
+ * (frac -1, truncated) where a dropped kernel ended after s: it may have
+ * overlapped, and an overlap without it reads low (DDP on one H200 read
+ * 0.11 where torch.profiler read 0.54). */
 void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_res_t *out);
 
 #endif

@@ -46,6 +46,7 @@ void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
   out->samples = atomic_load(&p->samples);
   out->ambiguous = as.ambiguous;
   out->stale = as.overlapped + es.overlapped;
+  out->overlap_unknown = as.ov_truncated;
   out->mismatches = es.mismatches;
   uint64_t nl = atomic_load_explicit(&p->nlat, memory_order_relaxed);
   size_t n = nl < LAT_N ? (size_t)nl : LAT_N;

@@ -315,10 +315,12 @@ void acl_prof_destroy(acl_prof_t *p)
     acl_attr_stats(p->attr, &as);
     if (as.nccl_records)
       acl_info("profiler: CUPTI: %llu NCCL kernels, %llu samples, %llu ambiguous, %llu untagged, "
-               "%llu bad clock, %llu overlapping an earlier kernel of their rank (not used)",
+               "%llu bad clock, %llu overlapping an earlier kernel of their rank (not used), "
+               "%llu with the overlap unknown (compute records dropped)",
                (unsigned long long)as.nccl_records, (unsigned long long)as.samples,
                (unsigned long long)as.ambiguous, (unsigned long long)as.untagged,
-               (unsigned long long)as.bad_clock, (unsigned long long)as.overlapped);
+               (unsigned long long)as.bad_clock, (unsigned long long)as.overlapped,
+               (unsigned long long)as.ov_truncated);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);

@@ -111,6 +111,27 @@ Test(overlap, window_ring_keeps_last)
   cr_assert_float_eq(r.frac, 0.5, EPS);
 }
 
+/* CUPTI hands over a window's records in completion order, and the
+ * collectives are resolved after the whole buffer went in: where the ring
+ * dropped a compute kernel that ended after a collective began, the
+ * collective's overlap is unknown, not the low figure the survivors give.
+ * A kernel dropped that ended before the collective does not matter. */
+Test(overlap, window_that_lost_an_overlapping_kernel_says_unknown)
+{
+  static acl_cwin_t w;
+  acl_cwin_push(&w, 1000, 2000, 1); /* covers the collective [1000, 2000) whole */
+  for (uint64_t i = 0; i < ACL_CWIN_CAP; i++) /* later compute: the first is dropped */
+    acl_cwin_push(&w, 3000 + i * 10, 3005 + i * 10, 2);
+  acl_overlap_res_t r;
+  acl_cwin_overlap(&w, 1000, 2000, &r);
+  cr_assert(r.truncated, "the covering kernel was dropped: frac %g", r.frac);
+  cr_assert_float_eq(r.frac, -1.0, EPS);
+  /* a collective after the dropped kernel's end is measured as usual */
+  acl_cwin_overlap(&w, 3000, 3010, &r);
+  cr_assert_not(r.truncated);
+  cr_assert_float_eq(r.frac, 0.5, EPS);
+}
+
 /* Exposed communication: the part of the collective no compute kernel of
  * any stream covers; kernels of two streams that overlap each other count
  * once, and kernels across the collective's edges count only inside. */

@@ -181,6 +181,7 @@ Test(render, exposed_time_per_workload_and_job)
   s->profiler.cupti_period_ms = 5000;
   s->profiler.cupti_windows = 7;
   s->profiler.stale = 5;
+  s->profiler.overlap_unknown = 6;
   s->profiler.cupti_on_seconds = 0.7;
   char *text = state_of(s);
   json_t *j = parse(text);
@@ -202,6 +203,7 @@ Test(render, exposed_time_per_workload_and_job)
   cr_assert_str_eq(json_string_value(json_object_get(p, "cupti_window")), "closed");
   cr_assert_eq(json_integer_value(json_object_get(p, "cupti_windows")), 7);
   cr_assert_eq(json_integer_value(json_object_get(p, "stale")), 5);
+  cr_assert_eq(json_integer_value(json_object_get(p, "overlap_unknown")), 6);
   json_decref(j);
   free(text);
   char *m = metrics_of(s);
@@ -211,6 +213,7 @@ Test(render, exposed_time_per_workload_and_job)
   cr_assert(strstr(m, "autoccl_job_time_saved_seconds 0.125\n"));
   cr_assert(strstr(m, "autoccl_profiler_cupti_windows_total 7\n"));
   cr_assert(strstr(m, "autoccl_profiler_stale_total 5\n"), "%s", m);
+  cr_assert(strstr(m, "autoccl_profiler_overlap_unknown_total 6\n"), "%s", m);
   free(m);
   /* nothing measured: no job series, job fields null */
   for (int i = 0; i < s->nworkloads; i++)
@@ -327,6 +330,7 @@ Test(stats, fill_copies_every_figure)
                          .samples = 9,
                          .ambiguous = 2,
                          .stale = 11,
+                         .overlap_unknown = 12,
                          .mismatches = 3,
                          .sample_latency_seconds = 0.004,
                          .cupti_window = "always-and-longer-than-the-field",
@@ -343,6 +347,7 @@ Test(stats, fill_copies_every_figure)
   cr_assert_eq(p.samples, 9);
   cr_assert_eq(p.ambiguous, 2);
   cr_assert_eq(p.stale, 11);
+  cr_assert_eq(p.overlap_unknown, 12);
   cr_assert_eq(p.mismatches, 3);
   cr_assert_eq(p.sample_latency_seconds, 0.004);
   cr_assert_eq(strnlen(p.cupti_window, sizeof(p.cupti_window)), sizeof(p.cupti_window) - 1);
