@@ -21,7 +21,8 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
                                            .seconds = s->seconds,
                                            .overlap = s->overlap,
                                            .behind = behind > UINT32_MAX ? UINT32_MAX
-                                                                         : (uint32_t)behind});
+                                                                         : (uint32_t)behind,
+                                           .call = s->call1});
     w->dirty = 0;
     w->samples_fed++;
     if (s->slowest > ACL_CONS_SKEW_RATIO * s->seconds)

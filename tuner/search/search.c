@@ -235,7 +235,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 
 /* ---- samples ------------------------------------------------------------- */
 
-static void add_sample(acl_search_t *s, int cand_id, double seconds, float overlap)
+static void add_sample(acl_search_t *s, int cand_id, double seconds, float overlap, uint64_t call)
 {
   if (!s || cand_id < 0 || cand_id >= s->ncands || !(seconds > 0.0) || !isfinite(seconds))
     return;
@@ -247,6 +247,8 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
   int st = acl_sm_base(s);
   if (cand_id == ACL_SEARCH_CAND_NCCL && st == ACL_PHASE_WARMUP)
     return;
+  if (call)
+    s->calls_known = 1;
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
   /* A candidate's samples come from its own blocks only (NCCL's choice
@@ -270,7 +272,7 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
   if (c->got < 0xffff)
     c->got++;
 
-  acl_sm_sample(s, st, cand_id, seconds); /* the state's handler (search_sm.c) */
+  acl_sm_sample(s, st, cand_id, seconds, call); /* the state's handler (search_sm.c) */
 }
 
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
@@ -283,7 +285,9 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
   else if (o->ran_nch > 0)
     observe_channels(s, o->cand_id, o->ran_nch);
   if (o->seconds > 0.0 && o->cand_id >= 0 && o->cand_id < s->ncands) {
-    /* the lag, measured: the largest seen, decaying by 1/16 of the gap */
+    /* the lag, measured: the largest seen, decaying by 1/16 of the gap (a
+     * lower bound: calls before the latest block began; validation does
+     * not rely on it where samples say their calls) */
     uint32_t lag = o->behind < ACL_SEARCH_LAG_MAX ? o->behind : ACL_SEARCH_LAG_MAX;
     s->lag_calls =
         (uint16_t)(lag >= s->lag_calls ? lag : s->lag_calls - (s->lag_calls - lag) / 16);
@@ -291,5 +295,5 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
       s->late = 1;
   }
   if (o->seconds > 0.0)
-    add_sample(s, o->cand_id, o->seconds, o->overlap);
+    add_sample(s, o->cand_id, o->seconds, o->overlap, o->call);
 }

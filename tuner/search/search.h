@@ -134,6 +134,13 @@ typedef struct acl_search_val {
   uint16_t challenger; /* cand id interleaved with the decision */
   uint8_t refines;     /* background challengers tried after the baseline */
   uint8_t pad;
+  uint32_t paused;     /* calls since call0 that waited for the budget (no
+                        * validation block ran, no sample is owed) */
+  uint32_t full_at;    /* calls_planned (low 32 bits, + 1) when the blocks
+                        * that make a verdict were all handed out; 0: not yet */
+  uint32_t seen;       /* the latest call (low 32 bits, + 1) of a sample
+                        * received from this validation's blocks; 0: none */
+  uint32_t pad2;
   double sum[2], sq[2]; /* sums of log(seconds) and their squares */
 } acl_search_val_t;
 
@@ -199,6 +206,7 @@ typedef struct acl_search {
                         * H200: ~1,000): a sample came after its candidate
                         * waited two blocks for it, or lag_calls says so; a
                         * first look measures them all */
+  uint8_t calls_known;  /* samples say their call (acl_search_obs_t.call) */
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
                         * decaying; capped at ACL_SEARCH_LAG_MAX) */
@@ -305,6 +313,10 @@ typedef struct acl_search_obs {
   /* How many calls before the workload's latest block began this sample's
    * call was (0: within it, or unknown): the samples' lag behind the calls. */
   uint32_t behind;
+  /* The sample's call index + 1 (0: unknown). Validation pairs only the
+   * samples of calls it handed out: NCCL's choice is the usual challenger,
+   * and its late samples from the waits before would pass for its share. */
+  uint64_t call;
   /* > 0: the cost table's error a neighbour of the communicator measured
    * (acl_search_prior_error; consensus picks it). Until the workload has
    * its own samples of NCCL's choice, its time (what the budget grows by

@@ -21,6 +21,8 @@ static void val_reset(acl_search_t *s)
   memset(s->val.sq, 0, sizeof s->val.sq);
   s->val.mark = s->val.out = s->val.in = 0;
   s->val.call0 = (uint32_t)s->calls_planned;
+  s->val.paused = 0;
+  s->val.full_at = s->val.seen = 0;
 }
 
 bool acl_search_val_lost(const acl_search_t *s)
@@ -33,11 +35,19 @@ bool acl_search_val_lost(const acl_search_t *s)
   /* a stream on time: 48 blocks without a verdict say the samples stopped */
   if (!s->late)
     return true;
+  /* a late one whose samples say their calls (consensus's do): lost once a
+   * sample of a call after those blocks arrived (samples come in call
+   * order), else only after ACL_VAL_LOST_BLOCKS. The lag estimate below is
+   * a lower bound: it once let a 1.8x faster decision go for NCCL's choice
+   * before its samples were due. */
+  if (s->calls_known)
+    return s->val.full_at && s->val.seen && (int32_t)(s->val.seen - s->val.full_at) >= 0;
   /* a late one: its lag, measured, on top (counting samples received
    * breaks where a source samples every call: the earlier blocks' samples
-   * still arriving count too) */
+   * still arriving count too). Calls that waited for the budget ran no
+   * block and owe no sample. */
   if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
-    return (uint32_t)s->calls_planned - s->val.call0 >=
+    return (uint32_t)s->calls_planned - s->val.call0 - s->val.paused >=
            ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2 + 2u * s->lag_calls;
   return s->val.in >= s->val.mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
@@ -143,6 +153,8 @@ void acl_search_next_challenger(acl_search_t *s)
   s->val.handed = 0;
   s->val.mark = s->val.out;
   s->val.call0 = (uint32_t)s->calls_planned;
+  s->val.paused = 0;
+  s->val.full_at = s->val.seen = 0;
   s->val.n[1] = 0;
   s->val.sum[1] = s->val.sq[1] = 0.0;
   acl_sm_fire(s, EV_CHALLENGE);
@@ -299,6 +311,8 @@ int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   s->val.handed++;
   s->val.out += l;
   s->calls_planned += l;
+  if (s->val.handed == 2 * ACL_VAL_MAX_BLOCKS)
+    s->val.full_at = (uint32_t)s->calls_planned + 1u;
   if (out)
     *out = s->cands[id].cand;
   if (len)
@@ -365,7 +379,7 @@ static void drift_check(acl_search_t *s, double seconds)
     retune(s);
 }
 
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds)
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64_t call)
 {
   acl_search_cand_t *c = &s->cands[id];
   if (s->from_table && s->samples_seen <= (uint64_t)s->params.warmup_calls)
@@ -381,14 +395,22 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds)
     s->drift.ref_seconds = c->robust_seconds;
     s->drift.ref_overlap = acl_search_mean_overlap(c);
   }
-  if (acl_sm_validating(acl_sm_base(s)))
+  /* Validation pairs the samples of its own calls only (call0's low 32 bits
+   * against the call's): a sample from before it began, NCCL's choice's
+   * from the waits before all, is no challenger's. */
+  bool validating = acl_sm_validating(acl_sm_base(s)) &&
+                    !(call && (int32_t)((uint32_t)(call - 1) - s->val.call0) < 0);
+  if (validating) {
     s->val.in++;
+    if (call && (!s->val.seen || (int32_t)((uint32_t)call - s->val.seen) > 0))
+      s->val.seen = (uint32_t)call;
+  }
   if (id == s->current) {
     if (s->drift.ref_seconds > 0.0)
       drift_check(s, seconds);
-    if (acl_sm_validating(acl_sm_base(s)))
+    if (validating)
       val_add(s, 0, id, seconds);
-  } else if (id == s->val.challenger && acl_sm_validating(acl_sm_base(s))) {
+  } else if (id == s->val.challenger && validating) {
     const acl_search_cand_t *d = &s->cands[s->current];
     double ref = s->drift.ref_seconds > 0.0 ? s->drift.ref_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)

@@ -349,6 +349,80 @@ static uint32_t block_len(const acl_search_t *s, int id)
   return target > c->got ? target - c->got : 1;
 }
 
+/* ---- look-ahead for late streams ------------------------------------------
+ * With samples ~1,000 calls behind (a host far ahead of its GPU: the
+ * one-H200 benchmark at 64 MiB, 220 ms), every verdict costs that lag, one
+ * after another: 9 candidates judged in 2 s at 64 MiB AllReduce, and the
+ * run ended before the descent reached the 32-channel oracle (0.84 of it).
+ * The plan's next candidate depends on the verdict only through two
+ * outcomes, better than the incumbent or not: while a candidate waits, the
+ * ones the plan tries next on either outcome (two verdicts deep) are
+ * measured meanwhile, in copies of the search that take each outcome. One
+ * of each pair is wasted at most; a verdict costs the lag once for three. */
+#define LOOKAHEAD_DEPTH 2
+
+/* Cand id of s judged at `seconds`, in the copy t; returns the plan's next. */
+static int plan_if(const acl_search_t *s, acl_search_t *t, int id, double seconds)
+{
+  memcpy(t, s, sizeof *t);
+  acl_search_cand_t *c = &t->cands[id];
+  c->robust_seconds = seconds;
+  c->judged = 1;
+  t->steps++;
+  int b = acl_search_best_judged(t, true);
+  if (b >= 0)
+    t->best = (uint16_t)b;
+  return acl_search_plan(t);
+}
+
+/* Candidate n of the copy t in s (added where the copy added it); sets
+ * *flight when it is handed out and waiting for samples. -1: nothing to
+ * measure there. */
+static int adopt(acl_search_t *s, const acl_search_t *t, int n, bool *flight)
+{
+  *flight = false;
+  if (n <= 0)
+    return -1;
+  int id = acl_search_find_or_add(s, t->cands[n].sub, t->cands[n].axis_idx);
+  if (id <= 0 || s->cands[id].judged)
+    return -1;
+  if (s->cands[id].planned > 0) {
+    *flight = true;
+    return -1;
+  }
+  return id;
+}
+
+static int lookahead_from(acl_search_t *s, const acl_search_t *at, int id, int depth)
+{
+  static _Thread_local acl_search_t tmp[LOOKAHEAD_DEPTH];
+  acl_search_t *t = &tmp[LOOKAHEAD_DEPTH - depth];
+  int b = acl_search_best_judged(at, true);
+  double ref = b >= 0 ? at->cands[b].robust_seconds : acl_search_ref_seconds(at);
+  if (!(ref > 0.0))
+    return -1;
+  for (int v = 0; v < 2; v++) { /* not better first: most candidates are not */
+    int n = plan_if(at, t, id, v == 0 ? 2.0 * ref : 0.5 * ref);
+    bool flight;
+    int got = adopt(s, t, n, &flight);
+    if (got > 0)
+      return got;
+    if (flight && depth > 1) {
+      got = lookahead_from(s, t, n, depth - 1);
+      if (got > 0)
+        return got;
+    }
+  }
+  return -1;
+}
+
+int acl_search_lookahead(acl_search_t *s, int id)
+{
+  if (!s->late || id <= 0 || s->cands[id].judged || block_len(s, id) != 0)
+    return -1;
+  return lookahead_from(s, s, id, LOOKAHEAD_DEPTH);
+}
+
 bool acl_search_settle_lost(acl_search_t *s, int id)
 {
   acl_search_cand_t *c = &s->cands[id];

@@ -53,7 +53,7 @@ typedef enum acl_sm_event {
 int acl_sm_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
 /* A sample of cand id (kept in its ring) that arrived in state st: the
  * state's handler takes it on. */
-void acl_sm_sample(acl_search_t *s, int st, int id, double seconds);
+void acl_sm_sample(acl_search_t *s, int st, int id, double seconds, uint64_t call);
 /* What NCCL ran still moves the descent's origin (warm-up, baseline). */
 bool acl_sm_hints(const acl_search_t *s);
 /* Apply ev. Waiting states return to the state they came from at the next
@@ -102,6 +102,11 @@ int acl_search_plan(acl_search_t *s);
 bool acl_search_settle_lost(acl_search_t *s, int id);
 /* The block that measures cand id (or waits for its late samples). */
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len);
+/* With a late stream, while cand id waits for its samples: a candidate the
+ * plan tries next on one verdict on id or the other (two verdicts deep),
+ * not measured yet, to measure meanwhile; -1 when none, or id's block is
+ * not a wait. */
+int acl_search_lookahead(acl_search_t *s, int id);
 /* A sample while measuring (kept in the candidate's ring): the verdict on
  * cand id once it has enough, or an early one when it is clearly slower. */
 void acl_search_measured_sample(acl_search_t *s, int id);
@@ -154,7 +159,7 @@ bool acl_search_chunk_worth(const acl_search_t *s, int id);
 void acl_search_converge(acl_search_t *s, int id);
 /* A decision applied: a sample (already stored in the candidate's ring)
  * for drift and validation. */
-void acl_search_converged_sample(acl_search_t *s, int id, double seconds);
+void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64_t call);
 /* Validation: the challenger's samples are lost, not late
  * (ACL_VAL_MAX_BLOCKS). */
 bool acl_search_val_lost(const acl_search_t *s);

@@ -175,6 +175,12 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
     /* NCCL's own choice waits for the budget: unvalidated, a candidate
      * ahead on a few samples may well be slower. */
     return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
+  /* A late stream measures what comes next while id waits (search_explore.c,
+   * look-ahead), where the budget pays for it and one more step: spent to
+   * the last, it paused the validation that followed for 2,000 calls. */
+  int next = acl_search_lookahead(s, id);
+  if (next > 0 && 2.0 * acl_search_step_cost(s, next) <= acl_search_budget_left(s))
+    return acl_search_hand_out(s, next, out, len);
   return acl_search_hand_out(s, id, out, len);
 }
 
@@ -196,8 +202,12 @@ static int validate_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
    * meanwhile (it may be slower): NCCL's does. A proven one being refined,
    * or a table's (measured before: warm start), runs. */
   bool unproven = acl_sm_base(s) == ACL_PHASE_VALIDATING && !s->from_table;
-  if (acl_search_budget_left(s) < 0.0)
-    return acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : s->current, out, len);
+  if (acl_search_budget_left(s) < 0.0) {
+    uint64_t before = s->calls_planned;
+    int id = acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : s->current, out, len);
+    s->val.paused += (uint32_t)(s->calls_planned - before);
+    return id;
+  }
   return acl_search_val_block(s, out, len);
 }
 
@@ -223,16 +233,17 @@ static int off_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 }
 
 /* A sample while measuring: towards a verdict on its candidate. */
-static void measuring_sample(acl_search_t *s, int id, double seconds)
+static void measuring_sample(acl_search_t *s, int id, double seconds, uint64_t call)
 {
   (void)seconds; /* already in the candidate's ring */
+  (void)call;
   acl_search_measured_sample(s, id);
 }
 
 /* A sample while a decision is applied: drift, validation. */
-static void decided_sample(acl_search_t *s, int id, double seconds)
+static void decided_sample(acl_search_t *s, int id, double seconds, uint64_t call)
 {
-  acl_search_converged_sample(s, id, seconds);
+  acl_search_converged_sample(s, id, seconds, call);
 }
 
 /* Sampling of a converged decision: about one call per
@@ -244,7 +255,7 @@ typedef struct sm_state {
    * instead (the new state's handler hands the block out). */
   int (*next)(acl_search_t *s, acl_candidate_t *out, uint32_t *len);
   /* A sample of cand id, already kept in its ring. */
-  void (*sample)(acl_search_t *s, int id, double seconds);
+  void (*sample)(acl_search_t *s, int id, double seconds, uint64_t call);
   uint8_t shift; /* its blocks' sampling (acl_search_sample_shift) */
   bool hints;    /* what NCCL ran still moves the descent's origin */
 } sm_state_t;
@@ -284,11 +295,11 @@ int acl_sm_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   return off_next(s, out, len);
 }
 
-void acl_sm_sample(acl_search_t *s, int st, int id, double seconds)
+void acl_sm_sample(acl_search_t *s, int st, int id, double seconds, uint64_t call)
 {
   const sm_state_t *h = sm_state(st);
   if (h->sample)
-    h->sample(s, id, seconds);
+    h->sample(s, id, seconds, call);
 }
 
 bool acl_sm_hints(const acl_search_t *s) { return sm_state(acl_sm_base(s))->hints; }
