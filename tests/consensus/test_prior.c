@@ -66,7 +66,8 @@ Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout
    * 4,000 calls of 50 us; the table's 10 us say 20,000 */
   played_t alone = play(0, 60000);
   played_t after = play(60000, 60000);
-  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled, (unsigned long long)after.first_sampled);
+  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled,
+              (unsigned long long)after.first_sampled);
   cr_assert_gt(after.sampled_a, 10, "A was never measured (%llu samples)",
                (unsigned long long)after.sampled_a);
   cr_assert_gt(alone.first_sampled, 16000, "alone, B waited %llu calls (the table says 20,000)",

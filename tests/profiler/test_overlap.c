@@ -119,7 +119,7 @@ Test(overlap, window_ring_keeps_last)
 Test(overlap, window_that_lost_an_overlapping_kernel_says_unknown)
 {
   static acl_cwin_t w;
-  acl_cwin_push(&w, 1000, 2000, 1); /* covers the collective [1000, 2000) whole */
+  acl_cwin_push(&w, 1000, 2000, 1);           /* covers the collective [1000, 2000) whole */
   for (uint64_t i = 0; i < ACL_CWIN_CAP; i++) /* later compute: the first is dropped */
     acl_cwin_push(&w, 3000 + i * 10, 3005 + i * 10, 2);
   acl_overlap_res_t r;

@@ -79,8 +79,8 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
     }
   }
   if (scale > 0.0)
-    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0,
-                                                       .prior_scale = scale});
+    acl_search_observe(&w->search,
+                       &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .prior_scale = scale});
 }
 
 /* Longest block the starvation back-off makes: 512 ring entries x 1024

@@ -289,8 +289,7 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
      * lower bound: calls before the latest block began; validation does
      * not rely on it where samples say their calls) */
     uint32_t lag = o->behind < ACL_SEARCH_LAG_MAX ? o->behind : ACL_SEARCH_LAG_MAX;
-    s->lag_calls =
-        (uint16_t)(lag >= s->lag_calls ? lag : s->lag_calls - (s->lag_calls - lag) / 16);
+    s->lag_calls = (uint16_t)(lag >= s->lag_calls ? lag : s->lag_calls - (s->lag_calls - lag) / 16);
     if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
       s->late = 1;
   }

@@ -46,6 +46,37 @@ double acl_search_step_cost(const acl_search_t *s, int id)
          first_events_due(s);
 }
 
+double acl_search_spec_cost(const acl_search_t *s, int id)
+{
+  const acl_search_cand_t *c = &s->cands[id];
+  double ref = acl_search_ref_seconds(s);
+  /* the fewest channels measured in its subspace, and their time (NCCL's
+   * own choice stands for its own pair at the count it ran) */
+  int low = 0;
+  double low_t = 0.0;
+  const acl_search_sub_t *sub = c->sub != ACL_SEARCH_NONE ? &s->subs[c->sub] : NULL;
+  if (sub && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch > 0 &&
+      s->cands[0].judged) {
+    low = s->hint_ch;
+    low_t = s->cands[0].robust_seconds;
+  }
+  for (int i = 1; i < s->ncands; i++) {
+    const acl_search_cand_t *o = &s->cands[i];
+    int ch = acl_search_runs_channels(s, i);
+    if (o->judged && o->sub == c->sub && ch > 0 && (low == 0 || ch < low)) {
+      low = ch;
+      low_t = o->robust_seconds;
+    }
+  }
+  int ch = acl_search_runs_channels(s, id);
+  double t = ref;
+  if (low > 0 && ch > 0 && ch < low && low_t > 0.0)
+    t = low_t * fmin((double)low / ch, ACL_SEARCH_SPEC_CH_MAX);
+  double excess = t > ref ? t - ref : 0.0;
+  return s->params.samples_per_cand * (ACL_SEARCH_EVENT_COST_S + excess) + ACL_SEARCH_SETUP_COST_S +
+         first_events_due(s);
+}
+
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
 int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out, uint32_t *len)

@@ -381,7 +381,7 @@ static int plan_if(const acl_search_t *s, acl_search_t *t, int id, double second
 static int adopt(acl_search_t *s, const acl_search_t *t, int n, bool *flight)
 {
   *flight = false;
-  if (n <= 0)
+  if (n <= 0 || n >= t->ncands || n >= ACL_SEARCH_MAX_CANDS)
     return -1;
   int id = acl_search_find_or_add(s, t->cands[n].sub, t->cands[n].axis_idx);
   if (id <= 0 || s->cands[id].judged)
@@ -418,7 +418,8 @@ static int lookahead_from(acl_search_t *s, const acl_search_t *at, int id, int d
 
 int acl_search_lookahead(acl_search_t *s, int id)
 {
-  if (!s->late || id <= 0 || s->cands[id].judged || block_len(s, id) != 0)
+  if (!s->late || id <= 0 || id >= s->ncands || id >= ACL_SEARCH_MAX_CANDS || s->cands[id].judged ||
+      block_len(s, id) != 0)
     return -1;
   return lookahead_from(s, s, id, LOOKAHEAD_DEPTH);
 }

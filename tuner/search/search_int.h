@@ -81,6 +81,13 @@ double acl_search_budget_left(const acl_search_t *s);
 double acl_search_baseline_need(const acl_search_t *s);
 /* What the first look at candidate id is expected to cost. */
 double acl_search_step_cost(const acl_search_t *s, int id);
+/* What a look-ahead's candidate may cost (search_explore.c): all its
+ * samples at once (a late stream's block), and below every channel count
+ * measured in its subspace at their time x their count / its own (a
+ * bandwidth-bound size slows with the channels lost: on one H200 3 and 1
+ * channels took 5x and 14x 64 MiB's 213 us, and two such looks spent the
+ * budget a decision needed). Pessimistic on purpose: it is speculation. */
+double acl_search_spec_cost(const acl_search_t *s, int id);
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (a waiting state). */
 int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,

@@ -176,10 +176,12 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
      * ahead on a few samples may well be slower. */
     return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
   /* A late stream measures what comes next while id waits (search_explore.c,
-   * look-ahead), where the budget pays for it and one more step: spent to
-   * the last, it paused the validation that followed for 2,000 calls. */
+   * look-ahead), where the budget pays for it, priced pessimistically, and
+   * one more step: spent to the last, it paused the validation that
+   * followed for 2,000 calls. */
   int next = acl_search_lookahead(s, id);
-  if (next > 0 && 2.0 * acl_search_step_cost(s, next) <= acl_search_budget_left(s))
+  if (next > 0 &&
+      acl_search_spec_cost(s, next) + acl_search_step_cost(s, next) <= acl_search_budget_left(s))
     return acl_search_hand_out(s, next, out, len);
   return acl_search_hand_out(s, id, out, len);
 }

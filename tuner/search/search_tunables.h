@@ -108,6 +108,9 @@
  * capped so that a wrong estimate delays a re-run by at most that much. */
 #define ACL_SEARCH_LATE_CALLS 128u
 #define ACL_SEARCH_LAG_MAX 8192u
+/* A look-ahead's candidate with fewer channels than any measured is priced
+ * at up to this many times the fewest's time (acl_search_spec_cost). */
+#define ACL_SEARCH_SPEC_CH_MAX 16.0
 
 /* ---- background validation and refinement (search_conv.c) ---- */
 #define ACL_VAL_RUN                                                                                \
