@@ -322,7 +322,7 @@ typedef struct acl_search_obs {
    * its own samples of NCCL's choice, its time (what the budget grows by
    * per call) is the table's times this. On one H200 the table was 5x low
    * at 16-256 MiB, and a 64 MiB workload waited 3,600 calls for a budget
-   * that 600 gave. Clamped to [1/16, 16]. */
+   * its real time paid in about 950. Clamped to [1/16, 16]. */
   double prior_scale;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
