@@ -40,10 +40,9 @@ bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, d
 
 /* The samples a workload's exposed share is read from, by what ran: what
  * the job runs (NCCL's choice, a decision) or a candidate tried while
- * exploring. The tried ones ran slower, so more of them stuck out of the
- * compute they overlapped; whole-run shares read 0.06-0.55 for DDP's
- * AllReduce on one H200 where torch.profiler read 0.40-0.55 over the last
- * steps. */
+ * exploring. The tried ones often run slower, so more of them sticks out
+ * of the compute they overlap: a whole-run share would say less overlap
+ * than the job has. */
 enum { ACL_OV_RUNS = 0, ACL_OV_TRIED = 1, ACL_OV_N = 2 };
 /* The collective and exposed seconds to read the share from: what runs
  * once it has time, else every sample. */
@@ -111,8 +110,7 @@ typedef struct acl_overlap_res {
 
 /* Overlap of the collective [s, e) with the window's kernels. Unknown
  * (frac -1, truncated) where a dropped kernel ended after s: it may have
- * overlapped, and an overlap without it reads low (DDP on one H200 read
- * 0.11 where torch.profiler read 0.54). */
+ * overlapped, and an overlap without it would read low. */
 void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_res_t *out);
 
 #endif

@@ -27,6 +27,14 @@ double acl_search_baseline_need(const acl_search_t *s)
   return (double)s->params.samples_per_cand * ACL_SEARCH_EVENT_COST_S + first_events_due(s);
 }
 
+/* n samples of a candidate, each `excess` slower than the incumbent, with
+ * their profiler events, the config's set-up and the workload's first
+ * events if not yet paid. */
+static double samples_cost(const acl_search_t *s, int n, double excess)
+{
+  return n * (ACL_SEARCH_EVENT_COST_S + excess) + ACL_SEARCH_SETUP_COST_S + first_events_due(s);
+}
+
 /* What the first look at candidate id (ACL_SEARCH_EARLY2_N samples) is
  * expected to cost beyond the incumbent: NCCL's cost table gives its prior
  * slowdown (clamped to [1, ACL_SEARCH_SKIP_PRIOR]: it is only a prior);
@@ -42,8 +50,7 @@ double acl_search_step_cost(const acl_search_t *s, int id)
     ratio = fmin(fmax((double)cc / cn, 1.0), ACL_SEARCH_SKIP_PRIOR);
   int n = s->params.samples_per_cand < ACL_SEARCH_EARLY2_N ? s->params.samples_per_cand
                                                            : ACL_SEARCH_EARLY2_N;
-  return n * (ACL_SEARCH_EVENT_COST_S + ref * (ratio - 1.0)) + ACL_SEARCH_SETUP_COST_S +
-         first_events_due(s);
+  return samples_cost(s, n, ref * (ratio - 1.0));
 }
 
 double acl_search_spec_cost(const acl_search_t *s, int id)
@@ -72,9 +79,7 @@ double acl_search_spec_cost(const acl_search_t *s, int id)
   double t = ref;
   if (low > 0 && ch > 0 && ch < low && low_t > 0.0)
     t = low_t * fmin((double)low / ch, ACL_SEARCH_SPEC_CH_MAX);
-  double excess = t > ref ? t - ref : 0.0;
-  return s->params.samples_per_cand * (ACL_SEARCH_EVENT_COST_S + excess) + ACL_SEARCH_SETUP_COST_S +
-         first_events_due(s);
+  return samples_cost(s, s->params.samples_per_cand, t > ref ? t - ref : 0.0);
 }
 
 /* Runs cand id unsampled for as many calls as the budget needs to grow by

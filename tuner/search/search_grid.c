@@ -195,11 +195,10 @@ bool acl_search_on_prior(const acl_search_t *s)
 bool acl_search_prior_error(const acl_search_t *s, double *ratio)
 {
   const acl_search_cand_t *b = &s->cands[0];
-  if (s->nccl_algo < 0 || !(s->cost[s->nccl_algo][s->nccl_proto] > 0.0f))
+  if (s->nccl_algo < 0 || !(s->cost[s->nccl_algo][s->nccl_proto] > 0.0f) ||
+      (!(b->judged && b->robust_seconds > 0.0) && b->nsamples < PRIOR_ERROR_MIN_N))
     return false;
-  double t = b->judged && b->robust_seconds > 0.0 ? b->robust_seconds
-             : b->nsamples >= PRIOR_ERROR_MIN_N  ? acl_search_median(b->seconds, b->nsamples)
-                                                 : 0.0;
+  double t = acl_search_ref_seconds(s); /* measured now: its verdict or its samples' median */
   if (!(t > 0.0) || !isfinite(t))
     return false;
   *ratio = t / (s->cost[s->nccl_algo][s->nccl_proto] * 1e-6);
