@@ -44,7 +44,7 @@ static void usage(FILE *f, const char *prog)
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
           "          [--csv FILE] [--landscape h200-traces[:single]|h200-1gpu-traces[:single]]\n"
           "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
-          "          [--sample-buffer N]\n"
+          "          [--sample-buffer N] [--sample-lag N]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
@@ -63,6 +63,9 @@ static void usage(FILE *f, const char *prog)
           "                  its own phase, as CUPTI's buffers deliver them (default:\n"
           "                  1024 for h200-1gpu-traces, whose one-process-per-rank\n"
           "                  samples came so; 0 otherwise: each when the GPU is done)\n"
+          "  --sample-lag N  replay: every sample also arrives N calls after its call,\n"
+          "                  in call order, as NCCL's events did on one H200 (about\n"
+          "                  1,000: the host's lead over the GPU; default 0)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
           "                  played with the axis held, on the same landscape and seed)\n"
@@ -84,6 +87,7 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   o->h200_reps = 20;
   o->chunk_amp = 1.0;
   o->sample_buffer = -1;
+  o->sample_lag = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -116,6 +120,8 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->calls = (int)n;
     } else if (strcmp(a, "--worst") == 0 && acl_parse_int(v, 0, 1000, &n)) {
       o->worst = (int)n;
+    } else if (strcmp(a, "--sample-lag") == 0 && acl_parse_int(v, 0, ACL_DRIVE_MAX_BUFFER, &n)) {
+      o->sample_lag = (int)n;
     } else if (strcmp(a, "--sample-buffer") == 0 && acl_parse_int(v, 0, ACL_DRIVE_MAX_BUFFER, &n)) {
       o->sample_buffer = (int)n;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {

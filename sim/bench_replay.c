@@ -46,7 +46,7 @@ typedef struct rres {
 
 /* One run of `calls` calls through consensus (tuner/drive); returns the
  * ratios. */
-static int replay_one(const acl_landscape_t *l, int samples, int buffer, int coll,
+static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag, int coll,
                       uint64_t nbytes, double interf, uint64_t seed, int calls, rres_t *out)
 {
   const int nranks = 2;
@@ -60,6 +60,7 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int col
                            .max_lag = MAX_LAG,
                            .skew = RANK_SKEW,
                            .buffer = buffer,
+                           .lag_calls = lag,
                            .seed = seed};
   acl_land_cost_table(l, coll, nbytes, nranks, dp.cost);
   char err[256] = "";
@@ -216,9 +217,9 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         rres_t r = {0}, ri, rs;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, seed, long_calls, &r) ||
-              replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, seed, LONG_CALLS, &ri) ||
-              replay_one(l, o->samples, buffer, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
+          if (replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed, long_calls, &r) ||
+              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed, LONG_CALLS, &ri) ||
+              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
                          SHORT_CALLS, &rs)) {
             free(foo);
             acl_land_destroy(l);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DRIVE_QUEUE 64 /* samples in flight (late by up to max_lag calls) */
+#define DRIVE_QUEUE 64 /* samples in flight beyond the fixed lag's (late by up to max_lag calls) */
 
 typedef struct pend {
   int rank;
@@ -27,7 +27,7 @@ struct acl_drive {
   acl_wkey_t key;
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
   acl_config_t cfg;
-  int max_lag;
+  int max_lag, lag_calls;
   double skew;
   bool per_call;
   uint32_t window_calls, window_period;
@@ -36,8 +36,8 @@ struct acl_drive {
   uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
   bool events_left;   /* the mask the last call left: the next call carries events */
   uint32_t widx;
-  pend_t q[DRIVE_QUEUE];
-  int nq;
+  pend_t *q;
+  int nq, qcap;
   /* per rank: samples due but still in the profiler's buffer (buffer > 0) */
   int buffer;
   pend_t *held[ACL_DRIVE_MAX_RANKS];
@@ -64,10 +64,10 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
 {
   static atomic_uint serial;
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
-      p->buffer > ACL_DRIVE_MAX_BUFFER ||
+      p->buffer > ACL_DRIVE_MAX_BUFFER || p->lag_calls < 0 || p->lag_calls > ACL_DRIVE_MAX_BUFFER ||
       (p->window_calls > 0 && p->window_period <= p->window_calls)) {
     snprintf(err, errlen,
-             "drive: bad parameters (ranks 1..%d, buffer 0..%d, a window shorter than its period)",
+             "drive: bad parameters (ranks 1..%d, buffer and lag_calls 0..%d, a window shorter than its period)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
@@ -84,12 +84,20 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->cfg.max_workloads = 1; /* one workload: a small segment */
   d->nranks = p->nranks;
   d->max_lag = p->max_lag;
+  d->lag_calls = p->lag_calls;
   d->skew = p->skew;
   d->per_call = p->per_call;
   d->window_calls = p->window_calls;
   d->window_period = p->window_period;
   d->rng = mix(p->seed ^ 0x5eedull);
   d->events_left = true; /* NCCL's mask starts full: the first call carries events */
+  /* every call of a block may be sampled: a fixed lag keeps that many in flight per rank */
+  d->qcap = DRIVE_QUEUE + p->nranks * (p->lag_calls > 0 ? p->lag_calls : 0);
+  d->q = malloc(sizeof(pend_t) * (size_t)d->qcap);
+  if (!d->q) {
+    snprintf(err, errlen, "drive: out of memory");
+    goto fail;
+  }
   d->buffer = p->buffer;
   for (int r = 0; d->buffer > 0 && r < d->nranks; r++) {
     d->held[r] = malloc(sizeof(pend_t) * (size_t)d->buffer);
@@ -135,6 +143,7 @@ void acl_drive_destroy(acl_drive_t *d)
     acl_cons_destroy(d->cons[r]);
     free(d->held[r]);
   }
+  free(d->q);
   free(d);
 }
 
@@ -256,9 +265,10 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
   /* The collective ends on every rank at once: each rank's profiler sees it
    * the same number of calls later (the GPU's lag behind the host). */
-  uint64_t lag = d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0;
+  uint64_t lag = (uint64_t)d->lag_calls +
+                 (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
   for (int r = 0; r < d->nranks; r++) {
-    if (d->nq == DRIVE_QUEUE) /* a full profiler queue drains */
+    if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);
     double t = r == last ? seconds : seconds * (1.0 + d->skew * unif(&d->rng));
     d->q[d->nq++] = (pend_t){.rank = r,
@@ -271,7 +281,7 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
                              .overlap = overlap,
                              .ran = ran ? *ran : (acl_drive_ran_t){-1, -1, 0}};
   }
-  if (d->max_lag <= 0)
+  if (d->max_lag <= 0 && d->lag_calls <= 0)
     deliver(d, st->call);
 }
 

@@ -32,6 +32,10 @@ typedef struct acl_drive_params {
   int chunk_axis;          /* tuner v6 with AUTOCCL_CHUNK on */
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]; /* NCCL's cost table, the same on every rank */
   int max_lag;  /* a call's samples arrive 0..max_lag-1 calls late, on every rank alike */
+  /* ... on top of a fixed lag, in call order: a host this many calls ahead
+   * of its GPU (one H200, NCCL's events: about 1,000 calls, the launch
+   * queue). At most ACL_DRIVE_MAX_BUFFER. */
+  int lag_calls;
   double skew;  /* ranks that arrive early measure up to this share more */
   /* CUPTI hands a process its records a buffer at a time: each rank's
    * samples then reach consensus in batches of this many, rank r's first

@@ -280,6 +280,8 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
   if (!s || !o)
     return;
   acl_search_prior_scale(s, o->prior_scale);
+  if (o->next_call > s->calls_planned) /* index + 1 */
+    s->calls_unplanned = o->next_call - 1 - s->calls_planned;
   if (o->ran_nch > 0 && o->cand_id == ACL_SEARCH_CAND_NCCL && s->hint_ch <= 0)
     hint_nccl(s, o->ran_algo, o->ran_proto, o->ran_nch); /* the first one tells */
   else if (o->ran_nch > 0)

@@ -127,7 +127,7 @@ typedef struct acl_search_val {
                         * decision's, odd = the challenger's */
   uint32_t n[2];       /* samples kept: [0] decision, [1] challenger */
   uint32_t mark;       /* out when the current challenger began */
-  uint32_t call0;      /* calls_planned (low 32 bits) when it began */
+  uint32_t call0;      /* the call index (low 32 bits) it began at */
   uint32_t out, in;    /* this validation's sampled calls handed out, and
                         * samples received (any candidate: they arrive in
                         * call order) */
@@ -136,8 +136,8 @@ typedef struct acl_search_val {
   uint8_t pad;
   uint32_t paused;     /* calls since call0 that waited for the budget (no
                         * validation block ran, no sample is owed) */
-  uint32_t full_at;    /* calls_planned (low 32 bits, + 1) when the blocks
-                        * that make a verdict were all handed out; 0: not yet */
+  uint32_t full_at;    /* the call index (low 32 bits, + 1) after the blocks
+                        * that make a verdict; 0: not all handed out yet */
   uint32_t seen;       /* the latest call (low 32 bits, + 1) of a sample
                         * received from this validation's blocks; 0: none */
   uint32_t pad2;
@@ -183,6 +183,7 @@ typedef struct acl_search {
   uint16_t current;       /* cand id under test / applied */
   uint16_t best;          /* best cand id so far */
   uint64_t calls_planned; /* calls handed out by acl_search_next */
+  uint64_t calls_unplanned; /* calls the caller ran beyond them (acl_search_obs_t.next_call) */
   uint64_t samples_seen;
   uint64_t calls_to_converge; /* 0 until converged */
   uint64_t tune_start_call;   /* calls_planned when this (re)tuning began */
@@ -324,6 +325,15 @@ typedef struct acl_search_obs {
    * at 16-256 MiB, and a 64 MiB workload waited 3,600 calls for a budget
    * its real time paid in about 950. Clamped to [1/16, 16]. */
   double prior_scale;
+  /* > 0: the index + 1 of the next call, told before acl_search_next by a
+   * caller that runs calls the search did not plan (consensus: its warm-up
+   * span, a starving block grown). Validation pairs samples by call index
+   * (call above); counted from its planned calls alone, its indices fell
+   * behind the samples' and it called its blocks' samples lost before the
+   * first was due (one H200, 16-64 MiB: decisions 1.2-1.4x faster than
+   * NCCL's choice given up for it). Without it, the calls run are the
+   * calls planned. */
+  uint64_t next_call;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload

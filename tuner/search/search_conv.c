@@ -20,7 +20,7 @@ static void val_reset(acl_search_t *s)
   memset(s->val.sum, 0, sizeof s->val.sum);
   memset(s->val.sq, 0, sizeof s->val.sq);
   s->val.mark = s->val.out = s->val.in = 0;
-  s->val.call0 = (uint32_t)s->calls_planned;
+  s->val.call0 = (uint32_t)acl_search_call_index(s);
   s->val.paused = 0;
   s->val.full_at = s->val.seen = 0;
 }
@@ -152,7 +152,7 @@ void acl_search_next_challenger(acl_search_t *s)
   s->val.refines++;
   s->val.handed = 0;
   s->val.mark = s->val.out;
-  s->val.call0 = (uint32_t)s->calls_planned;
+  s->val.call0 = (uint32_t)acl_search_call_index(s);
   s->val.paused = 0;
   s->val.full_at = s->val.seen = 0;
   s->val.n[1] = 0;
@@ -312,7 +312,7 @@ int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   s->val.out += l;
   s->calls_planned += l;
   if (s->val.handed == 2 * ACL_VAL_MAX_BLOCKS)
-    s->val.full_at = (uint32_t)s->calls_planned + 1u;
+    s->val.full_at = (uint32_t)acl_search_call_index(s) + 1u;
   if (out)
     *out = s->cands[id].cand;
   if (len)
@@ -396,8 +396,8 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
     s->drift.ref_overlap = acl_search_mean_overlap(c);
   }
   /* Validation pairs the samples of its own calls only (call0's low 32 bits
-   * against the call's): a sample from before it began, NCCL's choice's
-   * from the waits before all, is no challenger's. */
+   * against the call's, both call indices): a sample from before it began,
+   * NCCL's choice's from the waits before all, is no challenger's. */
   bool validating = acl_sm_validating(acl_sm_base(s)) &&
                     !(call && (int32_t)((uint32_t)(call - 1) - s->val.call0) < 0);
   if (validating) {

@@ -167,6 +167,11 @@ void acl_search_converge(acl_search_t *s, int id);
 /* A decision applied: a sample (already stored in the candidate's ring)
  * for drift and validation. */
 void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64_t call);
+/* The index of the next call (samples say theirs, acl_search_obs_t.call). */
+static inline uint64_t acl_search_call_index(const acl_search_t *s)
+{
+  return s->calls_planned + s->calls_unplanned;
+}
 /* Validation: the challenger's samples are lost, not late
  * (ACL_VAL_MAX_BLOCKS). */
 bool acl_search_val_lost(const acl_search_t *s);
