@@ -46,7 +46,8 @@ endpoint).
 
 Exposed communication, two ways. torch's figures come from a
 torch.profiler trace of rank 0 over a few extra steps after the timed ones
-(--overlap-steps, 5; --no-overlap skips them); autoccl's from rank 0's
+(--overlap-steps, 5; --no-overlap skips them; --torch-trace DIR keeps that
+trace); autoccl's from rank 0's
 /api/v1/state at the end of the run (null where the plugin is off or has not
 measured an overlap). A kernel whose name contains "nccl" is communication,
 every other kernel compute.
@@ -89,9 +90,11 @@ The worker side (--worker, started by torchrun) needs PyTorch with CUDA;
 the driver needs only Python.
 """
 import argparse
+import gzip
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -414,6 +417,11 @@ def worker(args):
                 p = os.path.join(d, "trace.json")
                 prof.export_chrome_trace(p)
                 ov = trace_overlap(p)
+                if args.torch_trace:
+                    keep = os.path.join(args.torch_trace,
+                                        "torch-trace-%s-r%d.json.gz" % (args.mode, args.rep))
+                    with open(p, "rb") as fi, gzip.open(keep, "wb", compresslevel=3) as fo:
+                        shutil.copyfileobj(fi, fo)
     st = tuner_state(int(os.environ["AUTOCCL_HTTP_PORT"])) \
         if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
     saved, acl_share, unsampled = tuner_account(st)
@@ -469,6 +477,8 @@ def launch(mode, rep, args, out):
            "--dim", str(args.dim), "--layers", str(args.layers), "--seq", str(args.seq),
            "--batch", str(args.batch), "--wrap", args.wrap, "--bucket-mb", str(args.bucket_mb),
            "--ranks-per-gpu", str(args.ranks_per_gpu)]
+    if args.torch_trace:
+        cmd += ["--torch-trace", args.torch_trace]
     t0 = time.time()
     p = subprocess.run(cmd, env=env, timeout=args.timeout)
     rec = None
@@ -608,6 +618,9 @@ def parse(argv):
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--overlap-steps", type=int, default=5)
     ap.add_argument("--no-overlap", action="store_true")
+    ap.add_argument("--torch-trace", default="", metavar="DIR",
+                    help="keep rank 0's torch.profiler trace of the overlap steps in DIR "
+                         "(torch-trace-MODE-rREP.json.gz)")
     ap.add_argument("--dim", type=int, default=2048)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
@@ -637,6 +650,9 @@ def parse(argv):
         ap.error("--ceiling must be above --stock-channels")
     if a.no_overlap:
         a.overlap_steps = 0
+    if a.torch_trace and not a.worker:
+        a.torch_trace = os.path.abspath(a.torch_trace)
+        os.makedirs(a.torch_trace, exist_ok=True)
     bad = [kv for kv in a.plugin_env if "=" not in kv or not kv.split("=", 1)[0]]
     if bad:
         ap.error("--plugin-env %s: give KEY=VALUE" % bad[0])
