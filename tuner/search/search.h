@@ -260,7 +260,8 @@ typedef struct acl_search_report {
   uint64_t budget_wait_calls;
 } acl_search_report_t;
 /* The interval's width in standard errors: the bar at which validation
- * reverts a decision (ACL_VAL_Z_DROP), so a converged decision's interval
+ * reverts a decision (ACL_VAL_Z_DROP; an explored one at 1.5 SE already),
+ * so a converged decision's interval
  * never lies wholly below 1. */
 #define ACL_SEARCH_SPEEDUP_Z 2.0
 

@@ -82,6 +82,13 @@ double acl_search_spec_cost(const acl_search_t *s, int id)
   return samples_cost(s, s->params.samples_per_cand, t > ref ? t - ref : 0.0);
 }
 
+double acl_search_confirm_cost(const acl_search_t *s, int id, uint32_t n)
+{
+  /* set up and judged already: its events and its measured excess */
+  double excess = s->cands[id].robust_seconds - acl_search_ref_seconds(s);
+  return n * (ACL_SEARCH_EVENT_COST_S + (excess > 0.0 ? excess : 0.0));
+}
+
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
 int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out, uint32_t *len)

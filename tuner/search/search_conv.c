@@ -212,11 +212,16 @@ static void promote(acl_search_t *s, double gain, double se)
 /* Stragglers (a slow rank, a page fault) would dominate a plain mean: a
  * sample beyond ACL_VAL_STRAGGLER x the candidate's robust time is dropped.
  * The rest is compared in log space (relative differences). */
-static void val_add(acl_search_t *s, int k, int id, double seconds)
+static bool val_straggler(const acl_search_t *s, int id, double seconds)
 {
   const acl_search_cand_t *c = &s->cands[id];
   double ref = acl_search_trimmed_mean(c->seconds, c->nsamples);
-  if (ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref)
+  return ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref;
+}
+
+static void val_add(acl_search_t *s, int k, int id, double seconds)
+{
+  if (val_straggler(s, id, seconds))
     return;
   double x = log(seconds);
   s->val.n[k]++;
@@ -244,7 +249,8 @@ static void revert(acl_search_t *s, double gain, double se)
 
 /* Sequential test, looked at once per challenger block. Against NCCL's
  * choice (challenger 0): keep the decision when it is faster by
- * ACL_VAL_Z_KEEP standard errors, revert when it is slower by ACL_VAL_Z_DROP,
+ * ACL_VAL_Z_KEEP standard errors, revert when it is slower by
+ * ACL_VAL_Z_DROP_UNPROVEN,
  * or when ACL_VAL_MAX samples still leave it undecided (a gain too small to
  * prove is not worth the risk of being slower than NCCL). A refinement
  * challenger is promoted when faster by ACL_REF_Z (ACL_REF_Z_BASE and 1% when
@@ -263,7 +269,7 @@ static void val_check(acl_search_t *s)
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
   if (acl_sm_base(s) == ACL_PHASE_VALIDATING) { /* against NCCL's own choice */
     /* The speedup shown is this interleaved estimate, updated at the looks
-     * only: a decision measured slower (by ACL_VAL_Z_DROP standard errors)
+     * only: a decision measured slower (by ACL_VAL_Z_DROP_UNPROVEN SE)
      * goes back to NCCL's choice at the same look, so no converged row
      * shows a loss its interval confirms, and the test keeps its looks. */
     s->pair.log = gain;
@@ -278,7 +284,7 @@ static void val_check(acl_search_t *s)
       } else {
         acl_search_next_challenger(s);
       }
-    } else if (gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_VAL_MAX) {
+    } else if (gain + ACL_VAL_Z_DROP_UNPROVEN * se < 0.0 || nc >= ACL_VAL_MAX) {
       revert(s, gain, se);
     }
     return;
@@ -415,7 +421,12 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
     double ref = s->drift.ref_seconds > 0.0 ? s->drift.ref_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)
                                             : seconds;
-    acl_search_charge_sample(s, seconds, ref);
+    /* A straggler (a slow rank, a page fault) would have hit the decision
+     * as well: not the challenger's cost. Charged, one 2-3x sample of a
+     * 1 GiB call paused validation for 60 calls, and runs ended on an
+     * unproven decision slower than NCCL's choice. */
+    if (!val_straggler(s, id, seconds))
+      acl_search_charge_sample(s, seconds, ref);
     val_add(s, 1, id, seconds);
     val_check(s);
   }

@@ -302,6 +302,25 @@ int acl_search_explored_pick(const acl_search_t *s)
   return ACL_SEARCH_CAND_NCCL;
 }
 
+/* Samples the pick needs before it is the provisional decision. */
+static uint32_t confirm_target(const acl_search_t *s)
+{
+  uint32_t n = (uint32_t)s->params.samples_per_cand * ACL_SEARCH_CONFIRM_MULT;
+  return n < ACL_SEARCH_MAX_SAMPLES ? n : ACL_SEARCH_MAX_SAMPLES;
+}
+
+int acl_search_confirm(const acl_search_t *s, int pick)
+{
+  uint64_t cap = (uint64_t)ACL_SEARCH_MAX_EXPLORE_MULT * (uint64_t)s->params.samples_per_cand;
+  /* A late stream pays its lag (~1,000 calls on one H200) for every look:
+   * runs of 2 s at 256 MiB ended waiting for the confirmation's samples on
+   * NCCL's choice. Its validation alone guards it. */
+  if (s->late || pick <= 0 || pick >= s->ncands || s->cands[pick].got >= confirm_target(s) ||
+      s->explore.calls >= cap)
+    return -1;
+  return pick;
+}
+
 /* Calls to hand out for a candidate under evaluation; 0 = wait for its
  * late samples. */
 static uint32_t block_len(const acl_search_t *s, int id)
@@ -313,7 +332,14 @@ static uint32_t block_len(const acl_search_t *s, int id)
    * round trip per look: with samples far behind the calls each look costs
    * the lag (~1,000 calls), three times per candidate; one block of all its
    * samples costs it once. */
-  if (s->late)
+  if (id != ACL_SEARCH_CAND_NCCL && c->judged) {
+    /* the pick, confirmed (acl_search_confirm); a twin's copied samples
+     * count as had */
+    target = confirm_target(s);
+    uint32_t had = c->planned > c->got ? c->planned : c->got;
+    if (had < target)
+      return target - had;
+  } else if (s->late)
     target = spc;
   else if (id != ACL_SEARCH_CAND_NCCL && spc > ACL_SEARCH_EARLY2_N && c->got < ACL_SEARCH_EARLY2_N)
     target = ACL_SEARCH_EARLY2_N;

@@ -88,6 +88,8 @@ double acl_search_step_cost(const acl_search_t *s, int id);
  * channels took 5x and 14x 64 MiB's 213 us, and two such looks spent the
  * budget a decision needed). Pessimistic on purpose: it is speculation. */
 double acl_search_spec_cost(const acl_search_t *s, int id);
+/* What confirming the pick (id) with n more samples is expected to cost. */
+double acl_search_confirm_cost(const acl_search_t *s, int id, uint32_t n);
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (a waiting state). */
 int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
@@ -119,6 +121,9 @@ int acl_search_lookahead(acl_search_t *s, int id);
 void acl_search_measured_sample(acl_search_t *s, int id);
 /* Exploration over: the candidate to take as the decision (0 = NCCL's). */
 int acl_search_explored_pick(const acl_search_t *s);
+/* Exploration over on pick: pick again when it still needs its confirming
+ * samples (ACL_SEARCH_CONFIRM_MULT), else -1. */
+int acl_search_confirm(const acl_search_t *s, int pick);
 /* Re-tuning: every measurement of the exploration is stale. */
 void acl_search_explore_reset(acl_search_t *s);
 

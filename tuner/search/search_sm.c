@@ -168,8 +168,19 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
        guard++)
     id = acl_search_plan(s); /* judged on what it has: the plan moves on */
   if (id < 0) {
-    acl_search_converge(s, acl_search_explored_pick(s));
-    return -1;
+    /* the pick measured more first (its few samples are biased fast), then
+     * picked again */
+    int pick = acl_search_explored_pick(s);
+    int more = acl_search_confirm(s, pick);
+    if (more < 0) {
+      acl_search_converge(s, pick);
+      return -1;
+    }
+    uint32_t n = (uint32_t)s->params.samples_per_cand;
+    if (acl_search_confirm_cost(s, more, n) > acl_search_budget_left(s))
+      return acl_search_wait_block(s, acl_search_confirm_cost(s, more, n), ACL_SEARCH_CAND_NCCL,
+                                   out, len);
+    return acl_search_hand_out(s, more, out, len);
   }
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
     /* NCCL's own choice waits for the budget: unvalidated, a candidate

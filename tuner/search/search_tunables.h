@@ -49,6 +49,14 @@
   40                                   /* candidates judged per (re)tuning: the grid has 12
                                       * channel points, a few subspaces survive pruning */
 #define ACL_SEARCH_MAX_EXPLORE_MULT 48 /* explore calls <= 48 x samples_per_cand */
+/* Exploration's pick is the fastest of ~10 candidates on samples_per_cand
+ * noisy samples each, so its time is biased fast (the winner's curse):
+ * before it becomes the provisional decision it is measured up to this
+ * many x samples_per_cand (at most ACL_SEARCH_MAX_SAMPLES) and picked
+ * again. On tunerbench 8% of provisional decisions were slower than NCCL's
+ * choice in truth, and at 256 MiB-1 GiB 38 runs ended on one while its
+ * validation was still open (final/baseline min 0.958). */
+#define ACL_SEARCH_CONFIRM_MULT 2
 /* First step of a descent in grid units: from scratch 3 (x2.8 channels),
  * near a known optimum 1 (tunerbench: H200 p5 0.9418 with 3 vs 0.8250 with
  * 2 and 0.8253 with 4); later axes start at 2. */
@@ -136,7 +144,13 @@
  * 3.0 at every look left 2 runs at 0.9813 and 0.9868). */
 #define ACL_VAL_Z_KEEP 3.5
 #define ACL_VAL_Z_LAST 2.5
-#define ACL_VAL_Z_DROP 2.0     /* revert early: gain < 0 by 2 standard errors */
+#define ACL_VAL_Z_DROP 2.0     /* drop a refinement challenger: slower by 2 SE */
+/* Revert an explored decision under validation: slower than NCCL's choice
+ * by 1.5 SE. Its pick makes it 8% likely a loser, and at 256 MiB-1 GiB a
+ * 1,000-call run ends ~150 calls into its validation (tunerbench, with the
+ * straggler and confirmation changes: 8 runs < 0.99x at 1.5, 14 at 2.0, 5
+ * at 1.0 with p5 0.9478 instead of 0.9480; median 0.9931 at all three). */
+#define ACL_VAL_Z_DROP_UNPROVEN 1.5
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
 #define ACL_REF_MAX 48u        /* samples of a refinement challenger */
 #define ACL_REF_Z 2.5          /* promote a challenger: faster by 2.5 standard errors */
