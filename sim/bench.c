@@ -183,8 +183,8 @@ static acl_drive_ran_t ran_as(const acl_landscape_t *l, int coll, uint64_t nbyte
 {
   if (c->algo == ACL_ALGO_NCCL)
     return (acl_drive_ran_t){deflt->algo, deflt->proto, deflt->nchannels};
-  return (acl_drive_ran_t){c->algo, c->proto,
-                           acl_land_exec_channels(l, coll, nbytes, c->algo, c->proto, c->nchannels)};
+  return (acl_drive_ran_t){
+      c->algo, c->proto, acl_land_exec_channels(l, coll, nbytes, c->algo, c->proto, c->nchannels)};
 }
 
 /* One workload tuned for o->calls calls, through consensus (tuner/drive). */

@@ -193,8 +193,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     printf("tuner on replayed traces: %s, %d trace files (%d recorded), %d seeds per workload\n"
            "%-5s %-14s %10s  %8s %8s %8s %8s  %s\n",
            acl_land_name(l), acl_land_traces(l), acl_land_traces_recorded(l), reps, "load",
-           "collective", "bytes", "final/b",
-           "incl/b", "short/b", "final/o", "final decision (runs as)");
+           "collective", "bytes", "final/b", "incl/b", "short/b", "final/o",
+           "final decision (runs as)");
   for (int regime = 0; regime < 2; regime++)
     for (int ci = 0; ci < 3; ci++)
       for (int z = 0; z < NS; z++, w++) {
@@ -217,10 +217,12 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         rres_t r = {0}, ri, rs;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed, long_calls, &r) ||
-              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed, LONG_CALLS, &ri) ||
-              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, acl_bench_mix(seed + 1),
-                         SHORT_CALLS, &rs)) {
+          if (replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed,
+                         long_calls, &r) ||
+              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed,
+                         LONG_CALLS, &ri) ||
+              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf,
+                         acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
             free(foo);
             acl_land_destroy(l);
             return 2;

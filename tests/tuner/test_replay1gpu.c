@@ -55,6 +55,20 @@ static int rounded(int asked)
   return asked == 24 ? 22 : asked == 12 ? 11 : asked;
 }
 
+/* The run's final (its decision, else NCCL's choice) priced on the
+ * landscape, with NCCL's choice and the oracle beside it. */
+static void finish(const acl_landscape_t *l, int coll, uint64_t nbytes, const acl_candidate_t *def,
+                   run_res_t *out)
+{
+  out->final = acl_phase_decided(out->rep.phase) ? out->rep.current : *def;
+  if (out->final.algo == ACL_ALGO_NCCL)
+    out->final = *def;
+  out->final_s = acl_land_time(l, coll, nbytes, NRANKS, &out->final, 0.0);
+  out->nccl_s = acl_land_time(l, coll, nbytes, NRANKS, def, 0.0);
+  acl_candidate_t orc;
+  out->oracle_s = acl_land_oracle(l, coll, nbytes, NRANKS, 0.0, &orc);
+}
+
 /* One workload for `seconds` of collective time; samples `lag` calls late. */
 static void run(const acl_landscape_t *l, int coll, uint64_t nbytes, double seconds, int lag,
                 uint64_t seed, run_res_t *out)
@@ -122,13 +136,7 @@ static void run(const acl_landscape_t *l, int coll, uint64_t nbytes, double seco
     }
   }
   acl_search_report(&s, &out->rep);
-  out->final = acl_phase_decided(out->rep.phase) ? out->rep.current : def;
-  if (out->final.algo == ACL_ALGO_NCCL)
-    out->final = def;
-  out->final_s = acl_land_time(l, coll, nbytes, NRANKS, &out->final, 0.0);
-  out->nccl_s = acl_land_time(l, coll, nbytes, NRANKS, &def, 0.0);
-  acl_candidate_t orc;
-  out->oracle_s = acl_land_oracle(l, coll, nbytes, NRANKS, 0.0, &orc);
+  finish(l, coll, nbytes, &def, out);
 }
 
 static acl_landscape_t *L;
@@ -380,13 +388,7 @@ static void drive_run(const acl_landscape_t *l, int coll, uint64_t nbytes, doubl
   }
   cr_assert_eq(acl_drive_report(d, &out->rep), 0);
   acl_drive_destroy(d);
-  out->final = acl_phase_decided(out->rep.phase) ? out->rep.current : def;
-  if (out->final.algo == ACL_ALGO_NCCL)
-    out->final = def;
-  out->final_s = acl_land_time(l, coll, nbytes, NRANKS, &out->final, 0.0);
-  out->nccl_s = acl_land_time(l, coll, nbytes, NRANKS, &def, 0.0);
-  acl_candidate_t orc;
-  out->oracle_s = acl_land_oracle(l, coll, nbytes, NRANKS, 0.0, &orc);
+  finish(l, coll, nbytes, &def, out);
 }
 
 /* 16 and 64 MiB through consensus, samples 500-1,000 calls late in call
@@ -410,8 +412,7 @@ Test(replay1gpu, validation_counts_the_calls_consensus_ran)
                     "coll %d %llu MiB, lag %d, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
                     "oracle %.1f us (phase %d, %u judged)",
                     colls[ci], (unsigned long long)(sz >> 20), lag, (unsigned long long)seed,
-                    r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6,
-                    r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase,
-                    r.rep.candidates_evaluated);
+                    r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6, r.nccl_s * 1e6,
+                    r.oracle_s * 1e6, (int)r.rep.phase, r.rep.candidates_evaluated);
         }
 }

@@ -110,9 +110,8 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
   }
   prior_scale(h, w);
   /* the warm-up span and grown blocks ran calls the search did not plan */
-  acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1,
-                                                     .seconds = -1.0,
-                                                     .next_call = b->start + 1});
+  acl_search_observe(
+      &w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .next_call = b->start + 1});
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
   b->cand_id = (uint16_t)(id < 0 ? 0 : id);

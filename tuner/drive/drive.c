@@ -67,7 +67,8 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
       p->buffer > ACL_DRIVE_MAX_BUFFER || p->lag_calls < 0 || p->lag_calls > ACL_DRIVE_MAX_BUFFER ||
       (p->window_calls > 0 && p->window_period <= p->window_calls)) {
     snprintf(err, errlen,
-             "drive: bad parameters (ranks 1..%d, buffer and lag_calls 0..%d, a window shorter than its period)",
+             "drive: bad parameters (ranks 1..%d, buffer and lag_calls 0..%d, a window shorter "
+             "than its period)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
@@ -265,8 +266,8 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
   /* The collective ends on every rank at once: each rank's profiler sees it
    * the same number of calls later (the GPU's lag behind the host). */
-  uint64_t lag = (uint64_t)d->lag_calls +
-                 (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
+  uint64_t lag =
+      (uint64_t)d->lag_calls + (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);

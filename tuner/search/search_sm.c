@@ -176,10 +176,9 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
       acl_search_converge(s, pick);
       return -1;
     }
-    uint32_t n = (uint32_t)s->params.samples_per_cand;
-    if (acl_search_confirm_cost(s, more, n) > acl_search_budget_left(s))
-      return acl_search_wait_block(s, acl_search_confirm_cost(s, more, n), ACL_SEARCH_CAND_NCCL,
-                                   out, len);
+    double cost = acl_search_confirm_cost(s, more, (uint32_t)s->params.samples_per_cand);
+    if (cost > acl_search_budget_left(s))
+      return acl_search_wait_block(s, cost, ACL_SEARCH_CAND_NCCL, out, len);
     return acl_search_hand_out(s, more, out, len);
   }
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
