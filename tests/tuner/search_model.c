@@ -45,12 +45,17 @@ acl_search_params_t params(void)
   return p;
 }
 
-void converge_simple(acl_search_t *s, model_t *m)
+void ring_tree_start(acl_search_t *s, model_t *m)
 {
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
   ring_tree_model(m, cost);
   acl_search_params_t p = params();
   acl_search_init(s, &p, &key, cost);
+}
+
+void converge_simple(acl_search_t *s, model_t *m)
+{
+  ring_tree_start(s, m);
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(s, model_time, m, &o) > 0);
 }

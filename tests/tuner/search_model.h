@@ -23,6 +23,8 @@ void ring_tree_model(model_t *m, float cost[ACL_NUM_ALGO][ACL_NUM_PROTO]);
 /* The descent alone: the exploration budget lifted (its own tests in
  * test_budget.c). */
 acl_search_params_t params(void);
+/* A search of key started on the ring/tree model with params(). */
+void ring_tree_start(acl_search_t *s, model_t *m);
 /* The ring/tree model, driven until converged. */
 void converge_simple(acl_search_t *s, model_t *m);
 /* Converged, then the decision's next call: its id and noise-free time. */

@@ -37,17 +37,14 @@ Test(search, phases_in_order_and_warmup_dropped)
 {
   acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_WARMUP);
   acl_candidate_t c;
   uint32_t len;
   int id = acl_search_next(&s, &c, &len);
   cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
   cr_assert_eq(c.algo, ACL_ALGO_NCCL);
-  cr_assert_eq(len, (uint32_t)p.warmup_calls);
+  cr_assert_eq(len, (uint32_t)params().warmup_calls);
   for (uint32_t i = 0; i < len; i++)
     acl_search_observe(&s,
                        &(acl_search_obs_t){.cand_id = id,
@@ -70,7 +67,7 @@ Test(search, phases_in_order_and_warmup_dropped)
   /* NCCL's predicted winner is explored first. */
   cr_assert_eq(c.algo, 1);
   cr_assert_eq(c.proto, 2);
-  cr_assert(len >= 1 && len <= (uint32_t)p.samples_per_cand);
+  cr_assert(len >= 1 && len <= (uint32_t)params().samples_per_cand);
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0, "did not converge");
   acl_search_report(&s, &r);
@@ -123,10 +120,7 @@ Test(search, prunes_clearly_worse_subspaces)
 {
   acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0);
   /* TREE/LL (3x slower) and RING/LL (2.8x) are judged at one point only. */
@@ -327,10 +321,7 @@ Test(search, late_and_missing_samples)
 {
   acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   drive_opts_t o = {.max_calls = 5000, .lag = 7, .drop = 0.3, .seed = 5};
   uint64_t k = drive(&s, model_time, &m, &o);
   cr_assert(k > 0, "never converged with late/missing samples");
@@ -341,7 +332,7 @@ Test(search, late_and_missing_samples)
   cr_assert_eq(r.best.nchannels, 24);
 
   /* No samples at all: the search keeps asking for the baseline, safely. */
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   for (int i = 0; i < 50; i++) {
     acl_candidate_t c;
     uint32_t len;

@@ -178,10 +178,7 @@ Test(search, a_lucky_pick_is_measured_again_before_it_is_the_decision)
 {
   acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   lucky_t l = {0};
   drive_opts_t o = {.max_calls = 4000};
   cr_assert(drive(&s, lucky_time, &l, &o) > 0);
@@ -219,10 +216,7 @@ Test(search, channel_hint_starts_descent_at_nccl_count)
 {
   acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
+  ring_tree_start(&s, &m);
   acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = -3});
   acl_search_observe(&s, &(acl_search_obs_t){.ran_algo = -1, .ran_proto = -1, .ran_nch = 0});
   cr_assert_eq(s.hint_ch, 0);
