@@ -58,12 +58,15 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
     }
     /* Only the calls the search wants sampled carry profiler events. */
     uint8_t shift = acl_search_sample_shift(s);
+    double drop = o->drop;
+    if (id == ACL_SEARCH_CAND_NCCL && acl_search_phase(s) == ACL_PHASE_VALIDATING)
+      drop += (1.0 - drop) * o->starve_nccl;
     for (uint32_t j = 0; j < len && k < o->max_calls; j++, k++) {
       double t = fn(user, &c, k) * drive_noise(&rng, o->noise);
       if (o->time_spent)
         *o->time_spent += fn(user, &c, k);
       bool sampled = acl_search_sampled(shift, k);
-      if (sampled && unif(&rng) >= o->drop && nq < 256)
+      if (sampled && unif(&rng) >= drop && nq < 256)
         q[nq++] = (pend_t){id, k + (uint64_t)o->lag, t};
       int w = 0;
       for (int i = 0; i < nq; i++) {

@@ -12,9 +12,10 @@
 typedef double (*drive_time_fn)(void *user, const acl_candidate_t *c, uint64_t call);
 
 typedef struct drive_opts {
-  double noise; /* relative sd of multiplicative noise, 0 = none */
-  int lag;      /* samples delivered this many calls late */
-  double drop;  /* probability a sample never arrives */
+  double noise;       /* relative sd of multiplicative noise, 0 = none */
+  int lag;            /* samples delivered this many calls late */
+  double drop;        /* probability a sample never arrives */
+  double starve_nccl; /* ... one of NCCL's choice while validating (on top) */
   uint64_t seed;
   uint64_t max_calls;
   int settle;         /* 1: also wait for the background validation's verdict */

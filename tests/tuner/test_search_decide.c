@@ -105,6 +105,47 @@ Test(search, validation_reverts_a_slower_decision)
   cr_assert(r.calls_to_decision > r.calls_to_converge);
 }
 
+/* NCCL's samples lost while validating, the decision's arriving (one GPU
+ * shared by two ranks: NCCL's own 64-channel calls between the decision's
+ * lost their events): a decision 1.5x faster than NCCL's choice is kept on
+ * its own samples against NCCL's earlier ones, and its speedup says so. */
+Test(search, validation_without_nccl_samples_keeps_a_clear_win)
+{
+  acl_search_t s;
+  model_t m;
+  ring_tree_start(&s, &m);
+  m.nccl_seconds = 1.5e-3;
+  drive_opts_t o = {.max_calls = 20000, .noise = 0.1, .seed = 3, .starve_nccl = 1.0, .settle = 1};
+  cr_assert(drive(&s, model_time, &m, &o) > 0, "validation never ended");
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "a 1.5x decision went back to NCCL's choice");
+  cr_assert(!r.speedup_paired && r.speedup > 1.3 && r.speedup < 1.7, "speedup %g (paired %d)",
+            r.speedup, r.speedup_paired);
+}
+
+/* ... but not a fooled one (exploration saw it 20% faster than it is; NCCL's
+ * choice is 3% faster): without NCCL's samples it still goes back. */
+Test(search, validation_without_nccl_samples_reverts_a_slower_decision)
+{
+  acl_search_t s;
+  fooled_t f = {.s = &s};
+  ring_tree_start(&s, &f.m);
+  f.m.nccl_seconds = 0.97e-3;
+  drive_opts_t o = {.max_calls = 4000, .noise = 0.05, .seed = 9};
+  cr_assert(drive(&s, fooled_time, &f, &o) > 0);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "the test needs a fooled exploration");
+  o.settle = 1;
+  o.max_calls = 20000;
+  o.starve_nccl = 1.0;
+  cr_assert(drive(&s, fooled_time, &f, &o) > 0, "validation never ended");
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r.current.algo, r.current.proto,
+               r.current.nchannels);
+}
+
 /* The same fooled decision, looked at after every sample: no report ever
  * calls it converged at a speedup below 0.99 whose interval lies below 1
  * (the estimate shown and the revert change at the same looks). */

@@ -150,7 +150,7 @@ typedef struct acl_search_val {
  * from n samples of NCCL's choice; n 0 = no such measurement. */
 typedef struct acl_search_pair {
   uint32_t n;
-  uint32_t pad;
+  uint32_t unpaired; /* 1: against NCCL's earlier samples (acl_search_val_unpaired_keep) */
   double log, se;
 } acl_search_pair_t;
 

@@ -69,7 +69,7 @@ static void adopt(acl_search_t *s, int id)
   s->drift.run = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
-    s->pair.n = 0; /* NCCL's own choice: its speedup is 1 by definition */
+    s->pair.n = s->pair.unpaired = 0; /* NCCL's own choice: its speedup is 1 by definition */
 }
 
 /* Validation is over (the caller fires the event that says why). */
@@ -199,6 +199,7 @@ static void promote(acl_search_t *s, double gain, double se)
     s->pair.log = -gain;
     s->pair.se = se;
     s->pair.n = s->val.n[1];
+    s->pair.unpaired = 0;
   } else if (s->val.challenger != ACL_SEARCH_CAND_NCCL && s->pair.n > 0) {
     s->pair.log -= gain;
     s->pair.se = hypot(s->pair.se, se);
@@ -275,6 +276,7 @@ static void val_check(acl_search_t *s)
     s->pair.log = gain;
     s->pair.se = se;
     s->pair.n = nc;
+    s->pair.unpaired = 0;
     /* The last look is a single test, not one of many: a lower bar. */
     double zk = nc >= ACL_VAL_MAX ? ACL_VAL_Z_LAST : ACL_VAL_Z_KEEP;
     if (gain - zk * se > 0.0) {
@@ -299,6 +301,39 @@ static void val_check(acl_search_t *s)
   } else if (-gain + ACL_VAL_Z_DROP * se < 0.0 || nc >= ACL_REF_MAX) {
     acl_search_next_challenger(s);
   }
+}
+
+/* Validation lost NCCL's samples while the decision's arrived. On one GPU
+ * shared by two ranks, the events of NCCL's own 64-channel calls, four
+ * between every twelve of a decision with fewer channels, stopped coming
+ * (dropped as stale: their channels' stamps mixed kernels), while the
+ * decision's kept coming; at 4 MiB two of three 1.5-1.9x decisions went
+ * back to NCCL's choice. Then the decision's recent samples are compared
+ * with NCCL's choice's own, taken before validation: unpaired, without the
+ * shared interference that pairing cancels, hence the margin. */
+bool acl_search_val_unpaired_keep(acl_search_t *s)
+{
+  const acl_search_cand_t *b = &s->cands[ACL_SEARCH_CAND_NCCL];
+  const acl_search_cand_t *d = &s->cands[s->current];
+  uint32_t n = s->val.n[0];
+  int nb = b->nsamples, nmin = s->params.samples_per_cand;
+  if (acl_sm_base(s) != ACL_PHASE_VALIDATING || s->from_table || n < ACL_VAL_MAX ||
+      s->val.n[1] >= ACL_VAL_MIN || nb < nmin || d->nsamples < nmin)
+    return false;
+  double tb = acl_search_trimmed_mean(b->seconds, nb);
+  double td = acl_search_trimmed_mean(d->seconds, d->nsamples);
+  if (!(td > 0.0 && tb >= ACL_VAL_UNPAIRED_MARGIN * td))
+    return false;
+  /* the decision's spread stands for both (same relative noise) */
+  double m = s->val.sum[0] / n, var = (s->val.sq[0] - n * m * m) / (n - 1);
+  double gain = log(tb / td), se = sqrt((var > 0.0 ? var : 0.0) * (1.0 / n + 1.0 / nb));
+  if (gain - ACL_VAL_Z_KEEP * se <= 0.0)
+    return false;
+  s->pair.log = gain;
+  s->pair.se = se;
+  s->pair.n = (uint32_t)nb;
+  s->pair.unpaired = 1;
+  return true;
 }
 
 void acl_search_val_abandon(acl_search_t *s)
@@ -341,7 +376,7 @@ static void retune(acl_search_t *s)
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val.refines = 0;
-  s->pair.n = 0;
+  s->pair.n = s->pair.unpaired = 0;
   for (int i = 0; i < s->ncands; i++)
     s->cands[i].tried = 0;
   val_reset(s);
@@ -529,13 +564,14 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   if (decided && acl_search_is_nccl(s, cur)) {
     r->speedup = r->speedup_lo = r->speedup_hi = 1.0;
     r->speedup_paired = 1;
-  } else if (decided && s->pair.n >= ACL_VAL_MIN) {
+  } else if (decided && (s->pair.n >= ACL_VAL_MIN || s->pair.unpaired)) {
     /* measured interleaved with NCCL's own choice, never against a
-     * baseline from another interference regime */
+     * baseline from another interference regime; or, NCCL's samples lost
+     * in validation, against its earlier ones: then no interval is shown */
     r->speedup = exp(s->pair.log);
     r->speedup_lo = exp(s->pair.log - ACL_SEARCH_SPEEDUP_Z * s->pair.se);
     r->speedup_hi = exp(s->pair.log + ACL_SEARCH_SPEEDUP_Z * s->pair.se);
-    r->speedup_paired = 1;
+    r->speedup_paired = !s->pair.unpaired;
   } else if (!decided && r->baseline_seconds > 0.0 && r->best_seconds > 0.0) {
     /* exploring: the best so far against the baseline, no interval */
     r->speedup = r->baseline_seconds / r->best_seconds;

@@ -182,6 +182,9 @@ static inline uint64_t acl_search_call_index(const acl_search_t *s)
 bool acl_search_val_lost(const acl_search_t *s);
 /* The next background challenger, or the end of validation. */
 void acl_search_next_challenger(acl_search_t *s);
+/* Validation lost NCCL's samples only: whether the decision's own beat
+ * NCCL's earlier ones by ACL_VAL_UNPAIRED_MARGIN (the speedup set if so). */
+bool acl_search_val_unpaired_keep(acl_search_t *s);
 /* Validation given up, its samples not arriving: NCCL's choice, settled. */
 void acl_search_val_abandon(acl_search_t *s);
 /* Validation's next block: the decision's run or the challenger's. */

@@ -151,6 +151,12 @@
  * straggler and confirmation changes: 8 runs < 0.99x at 1.5, 14 at 2.0, 5
  * at 1.0 with p5 0.9478 instead of 0.9480; median 0.9931 at all three). */
 #define ACL_VAL_Z_DROP_UNPROVEN 1.5
+/* Validation that lost NCCL's samples only keeps the decision when its
+ * recent samples beat NCCL's choice's earlier ones by 10% (unpaired,
+ * acl_search_val_unpaired_keep): under 10% noise a trimmed mean of 8-16
+ * samples is good to about 3%; the rest is for interference that changed
+ * between the two measurements. */
+#define ACL_VAL_UNPAIRED_MARGIN 1.10
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
 #define ACL_REF_MAX 48u        /* samples of a refinement challenger */
 #define ACL_REF_Z 2.5          /* promote a challenger: faster by 2.5 standard errors */
