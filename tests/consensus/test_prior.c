@@ -8,18 +8,23 @@
 #include "helpers.h"
 #include "tuner/search/search.h"
 
-/* The world: every call takes TRUTH x the table's time for NCCL's choice. */
-#define TRUTH 5.0
+/* The world: every call takes truth x the table's time for NCCL's choice
+ * (5 at 16-256 MiB on one H200; about 1/10 at 64 KiB on one H100, where
+ * a ReduceScatter's kernel took 2 us). */
+typedef struct world {
+  double truth;
+  uint64_t a_bytes, b_bytes;
+} world_t;
 
 typedef struct played {
   uint64_t first_sampled; /* the first call of B with profiler events */
   uint64_t sampled_a;     /* samples fed to A */
 } played_t;
 
-/* Plays `a_calls` calls of a 16 MiB AllReduce (A), feeding its sampled
- * calls, then calls of a 64 MiB AllReduce (B) of the same communicator
- * until one carries profiler events (at most max_b). */
-static played_t play(uint64_t a_calls, uint64_t max_b)
+/* Plays `a_calls` calls of an AllReduce of w->a_bytes (A), feeding its
+ * sampled calls, then calls of one of w->b_bytes (B) of the same
+ * communicator until one carries profiler events (at most max_b). */
+static played_t play(const world_t *w, uint64_t a_calls, uint64_t max_b)
 {
   th_rank_t r;
   th_params(&r, th_comm_id(a_calls ? 1 : 2), 0, 1, 1, NULL);
@@ -31,7 +36,7 @@ static played_t play(uint64_t a_calls, uint64_t max_b)
   th_cost(cost, -1);
   double table_s = 10e-6; /* th_cost's minimum: NCCL's choice */
   played_t out = {0};
-  acl_wkey_t ka = th_key(r.p.comm_id, 4, 16u << 20), kb = th_key(r.p.comm_id, 4, 64u << 20);
+  acl_wkey_t ka = th_key(r.p.comm_id, 4, w->a_bytes), kb = th_key(r.p.comm_id, 4, w->b_bytes);
   for (uint64_t k = 0; k < a_calls; k++) {
     acl_decision_t d;
     cr_assert_eq(acl_cons_decide(c, &ka, cost, &d, err, sizeof err), 0, "%s", err);
@@ -40,7 +45,7 @@ static played_t play(uint64_t a_calls, uint64_t max_b)
     acl_cons_observe(c, &(acl_cons_obs_t){.widx = d.widx,
                                           .call_idx = d.call_idx,
                                           .cand_id = d.cand_id,
-                                          .seconds = TRUTH * table_s *
+                                          .seconds = w->truth * table_s *
                                                      (d.cand.algo == ACL_ALGO_NCCL ? 1.0 : 1.1),
                                           .overlap = -1.0f,
                                           .ran_algo = -1,
@@ -64,8 +69,9 @@ Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout
 {
   /* 6 ms of first events at 3 % of the time: 200 ms of collective time,
    * 4,000 calls of 50 us; the table's 10 us say 20,000 */
-  played_t alone = play(0, 60000);
-  played_t after = play(60000, 60000);
+  const world_t w = {5.0, 16u << 20, 64u << 20};
+  played_t alone = play(&w, 0, 60000);
+  played_t after = play(&w, 60000, 60000);
   cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled,
               (unsigned long long)after.first_sampled);
   cr_assert_gt(after.sampled_a, 10, "A was never measured (%llu samples)",
@@ -75,4 +81,25 @@ Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout
   cr_assert(after.first_sampled >= 3500 && after.first_sampled <= 4600,
             "after A, B waited %llu calls (A's 5x error says 4,000; alone %llu)",
             (unsigned long long)after.first_sampled, (unsigned long long)alone.first_sampled);
+}
+
+/* A neighbour that found the table 10x high (a small size whose kernel is
+ * a few microseconds) does not lengthen the next workload's wait: that
+ * wait would be priced again only by samples of its own, which a process
+ * without CUPTI's windows never gets while waiting (one H100, one process,
+ * ReduceScatter 256 KiB-256 MiB: waiting through every 2 s run). */
+Test(prior, a_neighbours_overrated_table_never_lengthens_the_wait, .timeout = 60)
+{
+  const world_t w = {0.1, 64u << 10, 256u << 10};
+  played_t alone = play(&w, 0, 200000);
+  played_t after = play(&w, 60000, 200000);
+  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled,
+              (unsigned long long)after.first_sampled);
+  /* three samples make a workload's error known (its baseline's) */
+  cr_assert_geq(after.sampled_a, 3, "A was never measured (%llu samples)",
+                (unsigned long long)after.sampled_a);
+  cr_assert_lt(alone.first_sampled, 200000, "alone, B never sampled");
+  cr_assert_leq(after.first_sampled, alone.first_sampled + alone.first_sampled / 10,
+                "after A, B waited %llu calls, alone %llu", (unsigned long long)after.first_sampled,
+                (unsigned long long)alone.first_sampled);
 }

@@ -57,8 +57,14 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
  * choice: what the nearest measured workload of the communicator found
  * (same collective first, then the closest size), else none. The table's
  * error grows with size on one H200 (5x at 16-256 MiB), so a neighbour's is
- * a far better prior than the table's own. The segment is shared and read
- * under its lock: every rank's blocks follow the same scale. */
+ * a far better prior than the table's own. Only an error that says the
+ * table is low carries over: one that says it is high would lengthen the
+ * wait, and a wait is priced again only by samples of w's own, which a
+ * process without CUPTI's windows never gets while it waits. On one H100
+ * with two ranks in one process, ReduceScatter 256 KiB-256 MiB, priced by
+ * 64 KiB's error (its kernel 2 us), waited for the budget through every
+ * 2 s run. The segment is shared and read under its lock: every rank's
+ * blocks follow the same scale. */
 static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
 {
   if (!acl_search_on_prior(&w->search))
@@ -79,8 +85,9 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
     }
   }
   if (scale > 0.0)
-    acl_search_observe(&w->search,
-                       &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .prior_scale = scale});
+    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1,
+                                                       .seconds = -1.0,
+                                                       .prior_scale = scale > 1.0 ? scale : 1.0});
 }
 
 /* Longest block the starvation back-off makes: 512 ring entries x 1024
