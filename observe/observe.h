@@ -209,6 +209,8 @@ double acl_hist_bound(int i);
 
 void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out);
 void acl_render_metrics(const acl_snapshot_t *s, acl_strbuf_t *out);
+/* The "profiler" object of /api/v1/state (the job report has it too). */
+void acl_render_profiler_json(const acl_snap_profiler_t *p, acl_strbuf_t *out);
 /* One-line JSON for an SSE "sample" or "decision" event about workload w. */
 void acl_render_event_json(const acl_snapshot_t *s, const acl_snap_workload_t *w,
                            acl_strbuf_t *out);

@@ -176,7 +176,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   acl_sb_puts(sb, n ? "\n     ]}" : "]}");
 }
 
-static void put_profiler(acl_strbuf_t *sb, const acl_snap_profiler_t *p)
+void acl_render_profiler_json(const acl_snap_profiler_t *p, acl_strbuf_t *sb)
 {
   static const char *const nl = ",\n               "; /* the object's own indent */
   KEY(sb, "{", PROF_SOURCE);
@@ -282,7 +282,7 @@ void acl_render_state_json(const acl_snapshot_t *s, acl_strbuf_t *out)
   KEY(out, ",\n  ", UPTIME_SECONDS);
   put_ratio(out, s->uptime_seconds);
   KEY(out, ",\n  ", PROFILER);
-  put_profiler(out, &s->profiler);
+  acl_render_profiler_json(&s->profiler, out);
   KEY(out, ",\n  ", JOB);
   put_job(out, s);
   KEY(out, ",\n  ", COMMUNICATORS);

@@ -164,6 +164,8 @@ void acl_report_json(const acl_snapshot_t *s, acl_strbuf_t *out)
   acl_render_json_num(out, s->uptime_seconds);
   KEY(out, ",\n  ", TOTALS);
   put_totals(out, &t);
+  KEY(out, ",\n  ", PROFILER);
+  acl_render_profiler_json(&s->profiler, out);
   KEY(out, ",\n  ", WORKLOADS);
   acl_sb_puts(out, "[");
   int nw = clamp_n(s->nworkloads, ACL_SNAP_MAX_WORKLOADS);
@@ -321,6 +323,18 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
   }
   acl_sb_puts(out, "total: ");
   acl_report_totals_line(&t, out);
+  acl_sb_puts(out, "\n");
+  /* where the samples came from, and what was lost on the way: a workload
+   * that kept waiting for samples is explained here */
+  const acl_snap_profiler_t *p = &s->profiler;
+  acl_sb_printf(out,
+                "profiler: source %.*s, %" PRIu64 " samples, %" PRIu64
+                " kernels not used (stale timestamps), %" PRIu64 " records dropped, %" PRIu64
+                " calls where NCCL ran other than decided",
+                (int)sizeof(p->source), p->source, p->samples, p->stale, p->records_dropped,
+                p->mismatches);
+  if (p->sample_latency_seconds >= 0)
+    acl_sb_printf(out, ", samples %.3f s after their call (median)", p->sample_latency_seconds);
   acl_sb_puts(out, "\n");
   /* why a workload never measured: the budget it waits for, in calls */
   for (int i = 0; i < nw; i++) {

@@ -130,6 +130,13 @@ for p, (r, s) in enumerate(zip(reports, states)):
     check(abs(t["exploration_cost_seconds"] - tot_cost) <= 1e-9 * max(1.0, tot_cost),
           "process %d: total exploration cost != sum of rows" % p)
     check(t["exploration_cost_seconds"] >= 0, "process %d: negative total cost" % p)
+    # where the samples came from: the report's counters are the whole
+    # run's, written after the last call the live state saw
+    rp, sp = r.get("profiler") or {}, s.get("profiler") or {}
+    if check(rp.get("source") == sp.get("source"),
+             "process %d: profiler source %r, live %r" % (p, rp.get("source"), sp.get("source"))):
+        check(isinstance(rp.get("samples"), int) and rp["samples"] >= sp.get("samples", 0) > 0,
+              "process %d: profiler samples %r, live %r" % (p, rp.get("samples"), sp.get("samples")))
 check(compared >= 4 * 4, "only %d workloads compared" % compared)
 jt = rep.get("job_totals") or {}
 check(jt.get("ranks") == 4 and jt.get("reports") == 4, "job totals: %s" % jt)
@@ -144,6 +151,7 @@ check("autoccl job report:" in out2, "text run: no job report in the output")
 check("NCCL_MIN_NCHANNELS=32" in err2 and "/32ch decision needs" in err2,
       "text run: the demo's header does not say it plays the raised channel ceiling")
 check("job (4 ranks, 4 of 4 reports)" in out2, "text run: no job totals line")
+check("profiler: source sim, " in out2, "text run: no profiler line in the job report")
 rows = [l for l in out2.splitlines() if l.startswith("fsdp-llama8b-0 ")]
 rep2 = json.loads(out2.strip().splitlines()[-1])
 r0 = (rep2.get("job_reports") or [None])[0] or {"workloads": []}
@@ -156,5 +164,5 @@ for pr in problems:
     print("FAIL:", pr)
 if problems:
     sys.exit(1)
-print("PASS: %d workloads, report = live state (state, decision, speedup, net saved, calls); "
-      "no proven loss converged; no negative cost" % compared)
+print("PASS: %d workloads, report = live state (state, decision, speedup, net saved, calls, "
+      "profiler source); no proven loss converged; no negative cost" % compared)

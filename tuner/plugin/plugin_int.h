@@ -146,6 +146,8 @@ void acl_obs_joined_locked(struct acl_rank *r);
 /* The snapshot of /api/v1/state, built in two steps: the process's fields,
  * then one rank at a time (the job report keeps ranks as they finalize). */
 void acl_obs_snap_head_locked(acl_snapshot_t *s);
+/* s's profiler fields now (the job report's, at its writing). */
+void acl_obs_snap_profiler_locked(acl_snapshot_t *s);
 void acl_obs_snap_add_rank_locked(acl_snapshot_t *s, struct acl_rank *r);
 
 /* plugin_report.c (AUTOCCL_REPORT); called with acl_proc.lock held. */

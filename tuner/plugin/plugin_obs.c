@@ -88,6 +88,11 @@ void acl_obs_snap_head_locked(acl_snapshot_t *s)
   s->local_rank = acl_proc.cfg.local_rank;
   snprintf(s->mode, sizeof(s->mode), "%s", acl_mode_name(acl_proc.cfg.mode));
   s->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
+  acl_obs_snap_profiler_locked(s);
+}
+
+void acl_obs_snap_profiler_locked(acl_snapshot_t *s)
+{
   memset(&s->profiler, 0, sizeof(s->profiler));
   if (acl_proc.prof) {
     acl_prof_stats_t ps;

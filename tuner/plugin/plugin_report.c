@@ -88,6 +88,7 @@ void acl_report_write_locked(bool at_exit)
   if (!kept)
     return; /* no communicator was tuned here */
   kept->uptime_seconds = (double)(acl_mono_ns() - acl_proc.t0_ns) * 1e-9;
+  acl_obs_snap_profiler_locked(kept); /* the whole run's, not the first finalize's */
   char path[600];
   acl_strbuf_t js, tx;
   acl_sb_init(&js);
