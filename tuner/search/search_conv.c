@@ -306,7 +306,8 @@ static void val_check(acl_search_t *s)
 /* Validation lost NCCL's samples while the decision's arrived. On one GPU
  * shared by two ranks, the events of NCCL's own 64-channel calls, four
  * between every twelve of a decision with fewer channels, stopped coming
- * (dropped as stale: their channels' stamps mixed kernels), while the
+ * (likely dropped as stale, their channels' stamps from several kernels;
+ * not confirmed), while the
  * decision's kept coming; at 4 MiB two of three 1.5-1.9x decisions went
  * back to NCCL's choice. Then the decision's recent samples are compared
  * with NCCL's choice's own, taken before validation: unpaired, without the

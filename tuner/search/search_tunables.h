@@ -153,8 +153,9 @@
 #define ACL_VAL_Z_DROP_UNPROVEN 1.5
 /* Validation that lost NCCL's samples only keeps the decision when its
  * recent samples beat NCCL's choice's earlier ones by 10% (unpaired,
- * acl_search_val_unpaired_keep): under 10% noise a trimmed mean of 8-16
- * samples is good to about 3%; the rest is for interference that changed
+ * acl_search_val_unpaired_keep, with 3.5 SE besides): under 10% noise a
+ * trimmed mean of 5-16 samples is good to 3-5%; the rest is for
+ * interference that changed
  * between the two measurements. */
 #define ACL_VAL_UNPAIRED_MARGIN 1.10
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
