@@ -65,17 +65,25 @@ static played_t play(const world_t *w, uint64_t a_calls, uint64_t max_b)
   return out;
 }
 
+/* B played alone, and after A's calls (at least min_a samples of A fed). */
+static void alone_and_after(const world_t *w, uint64_t a_calls, uint64_t max_b, uint64_t min_a,
+                            played_t *alone, played_t *after)
+{
+  *alone = play(w, 0, max_b);
+  *after = play(w, a_calls, max_b);
+  cr_log_info("alone %llu, after %llu", (unsigned long long)alone->first_sampled,
+              (unsigned long long)after->first_sampled);
+  cr_assert_geq(after->sampled_a, min_a, "A was never measured (%llu samples)",
+                (unsigned long long)after->sampled_a);
+}
+
 Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout = 60)
 {
   /* 6 ms of first events at 3 % of the time: 200 ms of collective time,
    * 4,000 calls of 50 us; the table's 10 us say 20,000 */
   const world_t w = {5.0, 16u << 20, 64u << 20};
-  played_t alone = play(&w, 0, 60000);
-  played_t after = play(&w, 60000, 60000);
-  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled,
-              (unsigned long long)after.first_sampled);
-  cr_assert_gt(after.sampled_a, 10, "A was never measured (%llu samples)",
-               (unsigned long long)after.sampled_a);
+  played_t alone, after;
+  alone_and_after(&w, 60000, 60000, 11, &alone, &after);
   cr_assert_gt(alone.first_sampled, 16000, "alone, B waited %llu calls (the table says 20,000)",
                (unsigned long long)alone.first_sampled);
   cr_assert(after.first_sampled >= 3500 && after.first_sampled <= 4600,
@@ -91,13 +99,9 @@ Test(prior, a_neighbours_measured_table_error_shortens_the_budget_wait, .timeout
 Test(prior, a_neighbours_overrated_table_never_lengthens_the_wait, .timeout = 60)
 {
   const world_t w = {0.1, 64u << 10, 256u << 10};
-  played_t alone = play(&w, 0, 200000);
-  played_t after = play(&w, 60000, 200000);
-  cr_log_info("alone %llu, after %llu", (unsigned long long)alone.first_sampled,
-              (unsigned long long)after.first_sampled);
+  played_t alone, after;
   /* three samples make a workload's error known (its baseline's) */
-  cr_assert_geq(after.sampled_a, 3, "A was never measured (%llu samples)",
-                (unsigned long long)after.sampled_a);
+  alone_and_after(&w, 60000, 200000, 3, &alone, &after);
   cr_assert_lt(alone.first_sampled, 200000, "alone, B never sampled");
   cr_assert_leq(after.first_sampled, alone.first_sampled + alone.first_sampled / 10,
                 "after A, B waited %llu calls, alone %llu", (unsigned long long)after.first_sampled,

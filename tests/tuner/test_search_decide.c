@@ -80,28 +80,41 @@ static double fooled_time(void *user, const acl_candidate_t *c, uint64_t call)
   return c->algo != ACL_ALGO_NCCL && exploring ? 0.8 * t : t;
 }
 
+/* The search explored on f's fooled landscape (NCCL's choice 3% faster
+ * than the best the tuner can set) until converged on a fooled decision;
+ * o: the options that drove it. */
+static void fooled_decision(acl_search_t *s, fooled_t *f, drive_opts_t *o, acl_search_report_t *r)
+{
+  ring_tree_start(s, &f->m);
+  f->m.nccl_seconds = 0.97e-3;
+  *o = (drive_opts_t){.max_calls = 4000, .noise = 0.05, .seed = 9};
+  cr_assert(drive(s, fooled_time, f, o) > 0);
+  acl_search_report(s, r);
+  cr_assert_neq(r->current.algo, ACL_ALGO_NCCL, "the test needs a fooled exploration");
+}
+
+/* ... then driven until its validation is over: back on NCCL's choice. */
+static void validated_back_to_nccl(acl_search_t *s, fooled_t *f, drive_opts_t *o,
+                                   acl_search_report_t *r)
+{
+  o->settle = 1;
+  cr_assert(drive(s, fooled_time, f, o) > 0, "validation never ended");
+  acl_search_report(s, r);
+  cr_assert_eq(r->current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r->current.algo, r->current.proto,
+               r->current.nchannels);
+}
+
 Test(search, validation_reverts_a_slower_decision)
 {
   acl_search_t s;
   fooled_t f = {.s = &s};
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&f.m, cost);
-  f.m.nccl_seconds = 0.97e-3; /* 3% faster than the best the tuner can set */
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
-  drive_opts_t o = {.max_calls = 4000, .noise = 0.05, .seed = 9};
-  cr_assert(drive(&s, fooled_time, &f, &o) > 0);
+  drive_opts_t o;
   acl_search_report_t r;
-  acl_search_report(&s, &r);
-  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "the test needs a fooled exploration");
+  fooled_decision(&s, &f, &o, &r);
   cr_assert_eq(r.validating, 1);
-  o.settle = 1;
   o.max_calls = 6000;
   o.seed = 10;
-  cr_assert(drive(&s, fooled_time, &f, &o) > 0, "validation never ended");
-  acl_search_report(&s, &r);
-  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r.current.algo, r.current.proto,
-               r.current.nchannels);
+  validated_back_to_nccl(&s, &f, &o, &r);
   cr_assert(r.calls_to_decision > r.calls_to_converge);
 }
 
@@ -130,20 +143,12 @@ Test(search, validation_without_nccl_samples_reverts_a_slower_decision)
 {
   acl_search_t s;
   fooled_t f = {.s = &s};
-  ring_tree_start(&s, &f.m);
-  f.m.nccl_seconds = 0.97e-3;
-  drive_opts_t o = {.max_calls = 4000, .noise = 0.05, .seed = 9};
-  cr_assert(drive(&s, fooled_time, &f, &o) > 0);
+  drive_opts_t o;
   acl_search_report_t r;
-  acl_search_report(&s, &r);
-  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "the test needs a fooled exploration");
-  o.settle = 1;
+  fooled_decision(&s, &f, &o, &r);
   o.max_calls = 20000;
   o.starve_nccl = 1.0;
-  cr_assert(drive(&s, fooled_time, &f, &o) > 0, "validation never ended");
-  acl_search_report(&s, &r);
-  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r.current.algo, r.current.proto,
-               r.current.nchannels);
+  validated_back_to_nccl(&s, &f, &o, &r);
 }
 
 /* The same fooled decision, looked at after every sample: no report ever
@@ -226,8 +231,8 @@ Test(search, a_lucky_pick_is_measured_again_before_it_is_the_decision)
   cr_assert(l.seen && l.calls > 5, "the lucky candidate ran %d calls", l.calls);
   acl_search_report_t r;
   acl_search_report(&s, &r);
-  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "decided %d/%d/%d", r.current.algo,
-               r.current.proto, r.current.nchannels);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "decided %d/%d/%d", r.current.algo, r.current.proto,
+               r.current.nchannels);
 }
 
 /* Samples stop arriving after convergence: validation ends on NCCL's choice
