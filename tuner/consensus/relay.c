@@ -97,6 +97,11 @@ static srv_comm_t *srv_comm_find(uint64_t comm_id)
   return NULL;
 }
 
+static struct {
+  acl_relay_pass_hook_fn fn;
+  void *ctx;
+} pass_hook; /* tests only: set before the relay thread starts */
+
 /* A commit grew: one pass of pushes to every connection of the comm, before
  * any answer goes out (relay.h). A socket too full to take a whole frame is
  * closed (its peer stopped reading; a partial frame would corrupt it). */
@@ -106,13 +111,25 @@ static void srv_push(void *ctx, uint32_t widx, uint64_t commit)
   acl_relay_push_t p = {.widx = widx, .comm_id = s->comm_id, .commit = commit};
   uint8_t out[4 + ACL_RELAY_PUSH_LEN];
   size_t n = acl_relay_encode_push(&p, out, sizeof(out));
-  for (int i = 0; i < srv.nconns; i++) {
+  if (pass_hook.fn)
+    pass_hook.fn(pass_hook.ctx, widx, commit, -1);
+  for (int i = 0, sent = 0; i < srv.nconns; i++) {
     srv_conn_t *cn = &srv.conns[i];
     if (cn->slot < 0 || cn->comm_id != s->comm_id || cn->seq != s->seq || cn->broken)
       continue;
     if (send(cn->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
       cn->broken = true;
+    else if (pass_hook.fn)
+      pass_hook.fn(pass_hook.ctx, widx, commit, ++sent);
   }
+  if (pass_hook.fn)
+    pass_hook.fn(pass_hook.ctx, widx, commit, INT32_MAX);
+}
+
+void acl_relay_test_pass_hook(acl_relay_pass_hook_fn fn, void *ctx)
+{
+  pass_hook.fn = fn;
+  pass_hook.ctx = ctx;
 }
 
 /* Records that cn's host holds calls below held on widx (registry lock

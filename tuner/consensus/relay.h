@@ -89,7 +89,7 @@ typedef struct acl_relay_req {
 /* The leader host's figures for a workload (acl_search_report): a follower
  * host runs no search, so its views and job report show these. */
 typedef struct acl_relay_fig {
-  float baseline_seconds, best_seconds; /* 0: not measured */
+  float baseline_seconds, best_seconds;  /* 0: not measured */
   float speedup, speedup_lo, speedup_hi; /* 0: unknown */
   uint8_t source;                        /* acl_source_name */
   uint8_t paired;                        /* speedup measured interleaved */
@@ -151,6 +151,14 @@ int acl_relay_register(const char *host, int port, uint64_t comm_id, uint64_t se
                        acl_relay_serve_fn serve, void *ctx, char *err, size_t errlen);
 /* Drops the registration made with ctx; the last one stops the server. */
 void acl_relay_unregister(void *ctx);
+
+/* Test hook (tests/consensus/relay_load): called on the relay thread before
+ * a push pass (sent -1), after each push it sent (sent 1, 2, ...) and after
+ * the pass (sent INT32_MAX), so that a test can tell whether the leader died
+ * inside one (docs/consensus.md, "Leader loss", item 1). Set before
+ * acl_relay_register; NULL clears. */
+typedef void (*acl_relay_pass_hook_fn)(void *ctx, uint32_t widx, uint64_t commit, int sent);
+void acl_relay_test_pass_hook(acl_relay_pass_hook_fn fn, void *ctx);
 
 /* A follower's connection (one per rank; reconnects as needed). Pushed
  * commits that arrive on it are handed to on_push(ctx, ...) (may be NULL),
