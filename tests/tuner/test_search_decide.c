@@ -256,6 +256,38 @@ Test(search, validation_without_samples_falls_back)
   cr_assert_eq(s.current, ACL_SEARCH_CAND_NCCL);
 }
 
+/* Samples stop while a proven decision (kept against NCCL's choice on
+ * paired samples) is being refined, on a stream that was on time (the
+ * profiler gave CUPTI up to another tool, say): the proven decision stays,
+ * in long blocks; only its challenger is dropped. */
+Test(search, refining_without_samples_keeps_the_proven_decision)
+{
+  acl_search_t s;
+  model_t m;
+  ring_tree_start(&s, &m);
+  m.nccl_seconds = 1.5e-3;
+  int step = 0;
+  for (; step < 2000 && acl_search_phase(&s) != ACL_PHASE_REFINING; step++) {
+    drive_opts_t o = {.max_calls = 16, .noise = 0.05, .seed = 20 + (uint64_t)step, .settle = 1};
+    drive(&s, model_time, &m, &o);
+  }
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_REFINING, "never refined in %d steps", step);
+  cr_assert(!s.late, "the test needs a stream on time");
+  int proven = s.current;
+  cr_assert_neq(proven, ACL_SEARCH_CAND_NCCL);
+  acl_candidate_t c;
+  uint32_t len = 0;
+  int i = 0, id = -1;
+  for (; i < 1000; i++) {
+    id = acl_search_next(&s, &c, &len);
+    if (len >= 1024)
+      break;
+  }
+  cr_assert(i < 1000, "still interleaving after %d blocks", i);
+  cr_assert_eq(id, proven, "the proven decision %d gave way to %d", proven, id);
+  cr_assert_eq(s.current, proven);
+}
+
 /* The channel hint: the descent starts at NCCL's count and the baseline's
  * samples stand for that point (one measurement fewer); bad hints are ignored. */
 Test(search, channel_hint_starts_descent_at_nccl_count)

@@ -203,7 +203,7 @@ static int validate_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   if (acl_search_val_lost(s)) {
     /* a proven decision loses only its challenger; one whose own samples
      * arrived when only NCCL's were lost is kept on them */
-    if ((acl_sm_base(s) == ACL_PHASE_REFINING && s->late) || acl_search_val_unpaired_keep(s))
+    if (acl_sm_base(s) == ACL_PHASE_REFINING || acl_search_val_unpaired_keep(s))
       acl_search_next_challenger(s);
     else
       acl_search_val_abandon(s); /* samples are not arriving: NCCL's choice is the safe one */
