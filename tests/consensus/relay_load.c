@@ -46,7 +46,6 @@ typedef struct shm {
   _Atomic uint64_t progress[MAX_HOSTS]; /* next call; UINT64_MAX/2: out of the lag */
   _Atomic uint64_t divergent, compared, errors, calls_done;
   _Atomic uint64_t divergent_dead;          /* calls that diverged once the leader was dead */
-  _Atomic uint64_t divergent_followers;     /* two follower hosts' ranks ran different candidates */
   _Atomic uint64_t first_err_ns[MAX_HOSTS]; /* first failing decide after the leader died */
   _Atomic uint64_t leader_dead_ns;
   _Atomic uint64_t hist[NBUCKET];   /* follower decide latency */
@@ -62,7 +61,8 @@ typedef struct shm {
   _Atomic uint64_t last_commit[PASS_WL];
   _Atomic int cut_arm, cut_ready; /* --cut-pass: stop the relay inside a pass */
   _Atomic uint32_t wl_widx[NWL];  /* widx + 1 of each workload, 0 unknown */
-  _Atomic uint64_t div_n[NWL], div_lo[NWL], div_hi[NWL]; /* follower splits: calls lo..hi-1 */
+  /* two follower hosts' ranks ran different candidates: how often, calls lo..hi-1 */
+  _Atomic uint64_t div_n[NWL], div_lo[NWL], div_hi[NWL];
   char err[MAX_HOSTS][200];
   _Atomic uint64_t ref[NWL][MAX_CALLS];  /* candidate + 1 of each call, 0 = unset */
   _Atomic uint64_t fref[NWL][MAX_CALLS]; /* the same, follower hosts' ranks only */
@@ -182,7 +182,8 @@ static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int po
       int rc = acl_cons_decide(cs[j], &key, cost, &d, err, sizeof(err));
       uint64_t dt = acl_mono_ns() - t0;
       uint64_t v = cand_of(&d, rc) + 1;
-      if (rc == 0 && d.widx != ACL_CONS_WIDX_NONE)
+      if (rc == 0 && d.widx != ACL_CONS_WIDX_NONE && /* once: every host writes here */
+          !atomic_load_explicit(&sh->wl_widx[w], memory_order_relaxed))
         atomic_store_explicit(&sh->wl_widx[w], d.widx + 1, memory_order_relaxed);
       if (restarted) { /* a new instance: not part of the job's calls */
         atomic_fetch_add_explicit(&sh->restarted_calls, 1, memory_order_relaxed);
@@ -233,7 +234,6 @@ static int host_main(const opts_t *o, shm_t *sh, int host, uint64_t comm, int po
         atomic_fetch_add_explicit(&sh->compared, 1, memory_order_relaxed);
         z = 0; /* the survivors of a leader's death must agree among themselves */
         if (follower && !atomic_compare_exchange_strong(&sh->fref[w][call], &z, v) && z != v) {
-          atomic_fetch_add_explicit(&sh->divergent_followers, 1, memory_order_relaxed);
           atomic_fetch_add_explicit(&sh->div_n[w], 1, memory_order_relaxed);
           atomic_min_u64(&sh->div_lo[w], call);
           atomic_max_u64(&sh->div_hi[w], call + 1);
@@ -469,7 +469,7 @@ int main(int argc, char **argv)
       continue;
     bool in = mid_pass && atomic_load(&sh->wl_widx[w]) == cut_widx + 1 &&
               sh->div_lo[w] >= cut_from && sh->div_hi[w] <= cut_to;
-    *(in ? &in_cut : &outside_cut) += sh->div_n[w];
+    *(in ? &in_cut : &outside_cut) += sh->div_n[w]; /* their sum: divergent_between_followers */
     fprintf(stderr, "relay_load: follower hosts split on workload %d, calls %llu..%llu (%s)\n", w,
             (unsigned long long)sh->div_lo[w], (unsigned long long)sh->div_hi[w] - 1,
             in ? "all in the pass the leader died in" : "outside any cut pass");
@@ -497,7 +497,7 @@ int main(int argc, char **argv)
          "\"divergent_in_cut_pass\":%llu,\"divergent_outside_cut_pass\":%llu}\n",
          o.hosts, o.ranks, wall, (unsigned long long)atomic_load(&sh->calls_done),
          (unsigned long long)sh->compared, (unsigned long long)sh->divergent,
-         (unsigned long long)sh->divergent_dead, (unsigned long long)sh->divergent_followers,
+         (unsigned long long)sh->divergent_dead, (unsigned long long)(in_cut + outside_cut),
          (unsigned long long)sh->errors, pct(sh, 0.5), pct(sh, 0.99), pct(sh, 0.999),
          (double)sh->hist_max_ns * 1e-3, (unsigned long long)hist_total(sh->hist_x),
          pct_of(sh->hist_x, 0.5), pct_of(sh->hist_x, 0.99), pct_of(sh->hist_x, 0.999),

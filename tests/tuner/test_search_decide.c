@@ -235,6 +235,21 @@ Test(search, a_lucky_pick_is_measured_again_before_it_is_the_decision)
                r.current.nchannels);
 }
 
+/* With no sample ever again: blocks until the first long one (the
+ * interleaving over), whose candidate and id it returns; at most 1000. */
+static int without_samples_until_long_block(acl_search_t *s, acl_candidate_t *c)
+{
+  uint32_t len = 0;
+  int i = 0, id = -1;
+  for (; i < 1000; i++) {
+    id = acl_search_next(s, c, &len);
+    if (len >= 1024)
+      break;
+  }
+  cr_assert(i < 1000, "still interleaving after %d blocks", i);
+  return id;
+}
+
 /* Samples stop arriving after convergence: validation ends on NCCL's choice
  * after a bounded number of blocks instead of interleaving forever. */
 Test(search, validation_without_samples_falls_back)
@@ -244,14 +259,7 @@ Test(search, validation_without_samples_falls_back)
   converge_simple(&s, &m);
   cr_assert_neq(s.current, ACL_SEARCH_CAND_NCCL);
   acl_candidate_t c;
-  uint32_t len = 0;
-  int i = 0;
-  for (; i < 1000; i++) {
-    acl_search_next(&s, &c, &len);
-    if (len >= 1024)
-      break;
-  }
-  cr_assert(i < 1000, "still interleaving after %d blocks", i);
+  without_samples_until_long_block(&s, &c);
   cr_assert_eq(c.algo, ACL_ALGO_NCCL);
   cr_assert_eq(s.current, ACL_SEARCH_CAND_NCCL);
 }
@@ -276,14 +284,7 @@ Test(search, refining_without_samples_keeps_the_proven_decision)
   int proven = s.current;
   cr_assert_neq(proven, ACL_SEARCH_CAND_NCCL);
   acl_candidate_t c;
-  uint32_t len = 0;
-  int i = 0, id = -1;
-  for (; i < 1000; i++) {
-    id = acl_search_next(&s, &c, &len);
-    if (len >= 1024)
-      break;
-  }
-  cr_assert(i < 1000, "still interleaving after %d blocks", i);
+  int id = without_samples_until_long_block(&s, &c);
   cr_assert_eq(id, proven, "the proven decision %d gave way to %d", proven, id);
   cr_assert_eq(s.current, proven);
 }
