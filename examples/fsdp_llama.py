@@ -312,6 +312,20 @@ def tuner_overlap(st):
     return {c: s[0] / s[1] for c, s in acc.items()} or None
 
 
+def nccl_runtime_version():
+    """The NCCL this process runs: the preloaded library where one is given
+    (torch.cuda.nccl.version() says the one PyTorch was built with)."""
+    try:
+        import ctypes
+        v = ctypes.c_int(0)
+        if ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
+            return "%d.%d.%d" % (v.value // 10000, v.value % 10000 // 100, v.value % 100)
+    except (OSError, AttributeError):
+        pass
+    import torch
+    return ".".join(map(str, torch.cuda.nccl.version()))
+
+
 def tuner_overlap_by_workload(st):
     """From the plugin's /api/v1/state document: each workload with an
     overlap, with what it ran and how long (the per-collective figure is
@@ -454,7 +468,7 @@ def worker(args):
                "workloads": brief,
                "ranks_per_gpu": args.ranks_per_gpu,
                "world": world, "torch": torch.__version__,
-               "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "model": cfg}
+               "nccl_version": nccl_runtime_version(), "model": cfg}
         with open(args.result, "w") as f:
             f.write(json.dumps(rec) + "\n")
 
