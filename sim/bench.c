@@ -60,12 +60,12 @@ static void usage(FILE *f, const char *prog)
           "                  2 ranks, NCCL 2.30): the tuner on replayed traces instead\n"
           "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n"
           "  --sample-buffer N  replay: each rank's samples arrive in batches of N, at\n"
-          "                  its own phase, as CUPTI's buffers deliver them (default:\n"
-          "                  1024 for h200-1gpu-traces, whose one-process-per-rank\n"
-          "                  samples came so; 0 otherwise: each when the GPU is done)\n"
+          "                  its own phase, as CUPTI's buffers deliver them (default\n"
+          "                  0: each when the GPU is done)\n"
           "  --sample-lag N  replay: every sample also arrives N calls after its call,\n"
-          "                  in call order, as NCCL's events did on one H200 (about\n"
-          "                  1,000: the host's lead over the GPU; default 0)\n"
+          "                  in call order, as NCCL's events did on one H200 (default:\n"
+          "                  for h200-1gpu-traces 1,000, the host's lead over the GPU,\n"
+          "                  where the GPU is the slower, else 16; 0 otherwise)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
           "                  played with the axis held, on the same landscape and seed)\n"
@@ -87,7 +87,7 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
   o->h200_reps = 20;
   o->chunk_amp = 1.0;
   o->sample_buffer = -1;
-  o->sample_lag = 0;
+  o->sample_lag = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -74,7 +74,7 @@ typedef struct acl_bench_opts {
   /* replay: each rank's samples reach consensus in batches of this many
    * (CUPTI's buffers, tuner/drive); -1 = the landscape's own */
   int sample_buffer;
-  int sample_lag; /* replay: calls every sample arrives after its call */
+  int sample_lag; /* replay: calls every sample arrives after its call (-1: the landscape's) */
   /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic
    * landscapes a chunk model of amplitude chunk_amp (sim/landscape_chunk.c);
    * every synthetic run is also played with the axis held, side by side. */

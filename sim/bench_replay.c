@@ -36,6 +36,13 @@
 #define SHORT_CALLS 200
 #define MAX_CALLS 1000000 /* a long run's cap: 2 s of 64 KiB calls is 200,000 */
 #define MAX_LAG 4
+/* One H200's sample lag (the replay's default, --sample-lag overrides):
+ * calls of the host's lead where the GPU is the slower, and where the host
+ * is; the host's time to launch a call, per launch model. */
+#define ONE_GPU_QUEUE_CALLS 1000
+#define ONE_GPU_HOST_BOUND_CALLS 16
+#define ONE_GPU_LAUNCH_PROCS_S 16e-6
+#define ONE_GPU_LAUNCH_SINGLE_S 25e-6
 #define RANK_SKEW 0.3 /* ranks that arrive early measure up to 30 % more */
 
 typedef struct rres {
@@ -159,14 +166,16 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     fprintf(stderr, "autoccl-sim --bench: landscape %s: %s\n", o->landscape, err);
     return 2;
   }
-  /* One H200, one process per rank: CUPTI handed each process its samples
-   * about 1,000 calls after the call, a buffer at a time (the traces' lag,
-   * docs/trace.md); in one process they come from NCCL's events. */
-  int buffer = o->sample_buffer;
-  if (buffer < 0)
-    buffer = strncmp(o->landscape, "h200-1gpu-traces", 16) == 0 && !strstr(o->landscape, ":single")
-                 ? 1024
-                 : 0;
+  /* One H200 (2026-12-05, both launch models): nearly every sample came
+   * from NCCL's events, one by one, about 1,000 calls after its call (the
+   * host's lead over the GPU, a CUDA queue's depth) where a call's GPU
+   * time exceeds the host's time to launch one; a few calls after it
+   * below that (64-256 KiB; 1 MiB too in one process, whose launches cost
+   * more). */
+  bool one_gpu = strncmp(o->landscape, "h200-1gpu-traces", 16) == 0;
+  double host_launch_s = strstr(o->landscape, ":single") ? ONE_GPU_LAUNCH_SINGLE_S
+                                                         : ONE_GPU_LAUNCH_PROCS_S;
+  int buffer = o->sample_buffer < 0 ? 0 : o->sample_buffer;
   static const int colls[] = {4, 2, 3}; /* AllReduce, AllGather, ReduceScatter */
   static const uint64_t sizes[] = {65536ull,    262144ull,   1ull << 20,   4ull << 20,
                                    16ull << 20, 64ull << 20, 256ull << 20, 1ull << 30};
@@ -215,13 +224,17 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         double want = t_def > 0 ? ceil(o->run_seconds / t_def) : 0.0;
         int long_calls = want > MAX_CALLS ? MAX_CALLS : want > LONG_CALLS ? (int)want : LONG_CALLS;
         rres_t r = {0}, ri, rs;
+        int lag = o->sample_lag >= 0 ? o->sample_lag
+                  : !one_gpu         ? 0
+                  : t_def > host_launch_s ? ONE_GPU_QUEUE_CALLS
+                                          : ONE_GPU_HOST_BOUND_CALLS;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed,
+          if (replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed,
                          long_calls, &r) ||
-              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf, seed,
+              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed,
                          LONG_CALLS, &ri) ||
-              replay_one(l, o->samples, buffer, o->sample_lag, colls[ci], sizes[z], interf,
+              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf,
                          acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
             free(foo);
             acl_land_destroy(l);

@@ -448,3 +448,27 @@ Test(replay1gpu, validation_keeps_a_win_when_nccl_samples_are_lost)
       }
   g_starve = 0.0;
 }
+
+/* 256 MiB through consensus, samples 1,000 calls late (one H200,
+ * 2026-12-05, both launch models: AllGather still waiting for samples
+ * when its 2-second run of ~4,800 calls ended, 0.92-0.93 of the oracle).
+ * The search sees its samples only between blocks, and consensus's
+ * starvation back-off had grown the wait to 1,024 calls (0.7 s there):
+ * the baseline's samples arrived at that block's start, and exploring
+ * began a block later. AllReduce (~2,900 calls in 2 s) needs three round
+ * trips of the lag: not played here. */
+Test(replay1gpu, starving_blocks_stay_short_at_256MiB)
+{
+  static const int colls[] = {2, 3};
+  for (int ci = 0; ci < 2; ci++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      run_res_t r;
+      drive_run(L, colls[ci], 256u << 20, 2.0, 1000, seed, &r);
+      cr_expect(r.oracle_s >= 0.95 * r.final_s,
+                "coll %d 256 MiB, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
+                "oracle %.1f us (phase %d, %u judged)",
+                colls[ci], (unsigned long long)seed, r.final.algo, r.final.proto,
+                r.final.nchannels, r.final_s * 1e6, r.nccl_s * 1e6, r.oracle_s * 1e6,
+                (int)r.rep.phase, r.rep.candidates_evaluated);
+    }
+}

@@ -93,6 +93,25 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
 /* Longest block the starvation back-off makes: 512 ring entries x 1024
  * calls of slack for a lagging rank. */
 #define CONS_STARVE_MAX_LEN 1024u
+/* ... and at most this much collective time, but never below
+ * CONS_STARVE_MIN_LEN calls (512 x 16 calls of slack). The search looks at
+ * its samples only between blocks: with samples ~1,000 calls late (one
+ * H200, 256 MiB: 690 us a call), a 1,024-call block held a baseline
+ * judged at its start for 0.7 s, and AllReduce and AllGather were still
+ * waiting for samples when the 2-second run ended. */
+#define CONS_STARVE_MAX_S 0.01
+#define CONS_STARVE_MIN_LEN 16u
+
+/* The starvation back-off's next length after a block of last_len calls. */
+static uint32_t starve_len(const cons_wl_t *w)
+{
+  uint32_t cap = CONS_STARVE_MAX_LEN;
+  double ref = acl_search_ref_seconds(&w->search);
+  if (ref > 0.0 && CONS_STARVE_MAX_S / ref < (double)cap)
+    cap = CONS_STARVE_MAX_S / ref < (double)CONS_STARVE_MIN_LEN ? CONS_STARVE_MIN_LEN
+                                                                 : (uint32_t)(CONS_STARVE_MAX_S / ref);
+  return w->last_len * 2 > cap ? cap : w->last_len * 2;
+}
 
 /* The block policy, what consensus adds to the search, in one place: the
  * next block of w is
@@ -135,7 +154,7 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
    * And it grows a block, never shortens one: the search counts the calls
    * it planned (its budget is a share of them), and a long wait cut to the
    * cap overdrew it. */
-  uint32_t grown = w->last_len * 2 > CONS_STARVE_MAX_LEN ? CONS_STARVE_MAX_LEN : w->last_len * 2;
+  uint32_t grown = starve_len(w);
   if (w->nblocks_search > 0 && w->last_sampled && b->cand_id == w->last_cand &&
       w->samples_fed == w->fed_at_last_block && w->last_len >= b->len && grown > b->len)
     b->len = grown;

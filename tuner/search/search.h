@@ -359,6 +359,10 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
  * own choice over the table's (a few samples at least). false while it has
  * none, or the table has no time for that choice. */
 bool acl_search_prior_error(const acl_search_t *s, double *ratio);
+/* The workload's time of one call of NCCL's own choice: the measured
+ * baseline, else its first samples, else the cost table's prediction scaled
+ * by the error measured nearby; 0 when none is known. */
+double acl_search_ref_seconds(const acl_search_t *s);
 /* Its time still rests on the cost table (no sample of NCCL's choice). */
 bool acl_search_on_prior(const acl_search_t *s);
 /* The search's state (acl_phase_name gives its name). */

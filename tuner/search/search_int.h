@@ -145,9 +145,6 @@ double acl_search_median(const float *src, int n);
 double acl_search_mean_overlap(const acl_search_cand_t *c);
 double acl_search_busbw(const acl_search_t *s, double seconds);
 bool acl_search_usable(const acl_search_t *s, int id);
-/* The workload's reference call time (the measured baseline, else NCCL's
- * prediction). */
-double acl_search_ref_seconds(const acl_search_t *s);
 /* Takes acl_search_obs_t.prior_scale (search_grid.c). */
 void acl_search_prior_scale(acl_search_t *s, double scale);
 /* The channels NCCL runs cand id with, as far as the clamps seen tell. */
