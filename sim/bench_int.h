@@ -72,7 +72,7 @@ typedef struct acl_bench_opts {
   bool no_hint;          /* do not tell the search NCCL's channel count */
   const char *landscape; /* "h200-traces[:single]": the replay benchmark */
   /* replay: each rank's samples reach consensus in batches of this many
-   * (CUPTI's buffers, tuner/drive); -1 = the landscape's own */
+   * (CUPTI's buffers, tuner/drive); -1 = none (0) */
   int sample_buffer;
   int sample_lag; /* replay: calls every sample arrives after its call (-1: the landscape's) */
   /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic

@@ -173,8 +173,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
    * below that (64-256 KiB; 1 MiB too in one process, whose launches cost
    * more). */
   bool one_gpu = strncmp(o->landscape, "h200-1gpu-traces", 16) == 0;
-  double host_launch_s = strstr(o->landscape, ":single") ? ONE_GPU_LAUNCH_SINGLE_S
-                                                         : ONE_GPU_LAUNCH_PROCS_S;
+  double host_launch_s =
+      strstr(o->landscape, ":single") ? ONE_GPU_LAUNCH_SINGLE_S : ONE_GPU_LAUNCH_PROCS_S;
   int buffer = o->sample_buffer < 0 ? 0 : o->sample_buffer;
   static const int colls[] = {4, 2, 3}; /* AllReduce, AllGather, ReduceScatter */
   static const uint64_t sizes[] = {65536ull,    262144ull,   1ull << 20,   4ull << 20,
@@ -224,16 +224,16 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
         double want = t_def > 0 ? ceil(o->run_seconds / t_def) : 0.0;
         int long_calls = want > MAX_CALLS ? MAX_CALLS : want > LONG_CALLS ? (int)want : LONG_CALLS;
         rres_t r = {0}, ri, rs;
-        int lag = o->sample_lag >= 0 ? o->sample_lag
-                  : !one_gpu         ? 0
+        int lag = o->sample_lag >= 0      ? o->sample_lag
+                  : !one_gpu              ? 0
                   : t_def > host_launch_s ? ONE_GPU_QUEUE_CALLS
                                           : ONE_GPU_HOST_BOUND_CALLS;
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed,
-                         long_calls, &r) ||
-              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed,
-                         LONG_CALLS, &ri) ||
+          if (replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed, long_calls,
+                         &r) ||
+              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed, LONG_CALLS,
+                         &ri) ||
               replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf,
                          acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
             free(foo);

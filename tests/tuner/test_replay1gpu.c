@@ -467,8 +467,8 @@ Test(replay1gpu, starving_blocks_stay_short_at_256MiB)
       cr_expect(r.oracle_s >= 0.95 * r.final_s,
                 "coll %d 256 MiB, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
                 "oracle %.1f us (phase %d, %u judged)",
-                colls[ci], (unsigned long long)seed, r.final.algo, r.final.proto,
-                r.final.nchannels, r.final_s * 1e6, r.nccl_s * 1e6, r.oracle_s * 1e6,
-                (int)r.rep.phase, r.rep.candidates_evaluated);
+                colls[ci], (unsigned long long)seed, r.final.algo, r.final.proto, r.final.nchannels,
+                r.final_s * 1e6, r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase,
+                r.rep.candidates_evaluated);
     }
 }

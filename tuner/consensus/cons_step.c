@@ -102,14 +102,14 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
 #define CONS_STARVE_MAX_S 0.01
 #define CONS_STARVE_MIN_LEN 16u
 
-/* The starvation back-off's next length after a block of last_len calls. */
+/* The starvation back-off's next length after w's last block. */
 static uint32_t starve_len(const cons_wl_t *w)
 {
   uint32_t cap = CONS_STARVE_MAX_LEN;
   double ref = acl_search_ref_seconds(&w->search);
-  if (ref > 0.0 && CONS_STARVE_MAX_S / ref < (double)cap)
-    cap = CONS_STARVE_MAX_S / ref < (double)CONS_STARVE_MIN_LEN ? CONS_STARVE_MIN_LEN
-                                                                 : (uint32_t)(CONS_STARVE_MAX_S / ref);
+  double calls = ref > 0.0 ? CONS_STARVE_MAX_S / ref : (double)cap;
+  if (calls < (double)cap)
+    cap = calls < (double)CONS_STARVE_MIN_LEN ? CONS_STARVE_MIN_LEN : (uint32_t)calls;
   return w->last_len * 2 > cap ? cap : w->last_len * 2;
 }
 
