@@ -8,6 +8,7 @@
  * calls at 4 MiB), for 2 s of collective time. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "sim/landscape.h"
@@ -71,6 +72,15 @@ static void finish(const acl_landscape_t *l, int coll, uint64_t nbytes, const ac
   out->nccl_s = acl_land_time(l, coll, nbytes, NRANKS, def, 0.0);
   acl_candidate_t orc;
   out->oracle_s = acl_land_oracle(l, coll, nbytes, NRANKS, 0.0, &orc);
+}
+
+/* What a run ended on, for an assertion's message. */
+static const char *outcome(const run_res_t *r, char *buf, size_t n)
+{
+  snprintf(buf, n, "final %d/%d/%d %.1f us, NCCL %.1f us, oracle %.1f us (phase %d, %u judged)",
+           r->final.algo, r->final.proto, r->final.nchannels, r->final_s * 1e6, r->nccl_s * 1e6,
+           r->oracle_s * 1e6, (int)r->rep.phase, r->rep.candidates_evaluated);
+  return buf;
 }
 
 /* One workload for `seconds` of collective time; samples `lag` calls late. */
@@ -261,12 +271,10 @@ Test(replay1gpu, refinement_waits_for_late_samples)
   g_every = true;
   for (int ci = 0; ci < 3; ci++) {
     run_res_t r;
+    char o[160];
     run(L, colls[ci], 16u << 20, 2.0, 1000, 5, &r);
     cr_assert(r.final_s <= 0.9 * r.nccl_s && r.oracle_s >= 0.95 * r.final_s,
-              "coll %d 16 MiB, lag 1000: final %d/%d/%d %.1f us, NCCL %.1f us, oracle %.1f us "
-              "(phase %d)",
-              colls[ci], r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6,
-              r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase);
+              "coll %d 16 MiB, lag 1000: %s", colls[ci], outcome(&r, o, sizeof o));
   }
 }
 
@@ -287,12 +295,10 @@ Test(replay1gpu, late_samples_reach_the_oracle_in_a_long_run)
   for (int ci = 0; ci < 2; ci++)
     for (int lag = 1000; lag <= 2000; lag += 1000) {
       run_res_t r;
+      char o[160];
       run(ls, colls[ci], 64u << 20, 8.0, lag, 5, &r);
       cr_expect(r.oracle_s >= 0.95 * r.final_s && r.final_s < r.nccl_s,
-                "coll %d 64 MiB, lag %d: final %d/%d/%d %.1f us, NCCL %.1f us, oracle %.1f us "
-                "(phase %d)",
-                colls[ci], lag, r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6,
-                r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase);
+                "coll %d 64 MiB, lag %d: %s", colls[ci], lag, outcome(&r, o, sizeof o));
     }
   acl_land_destroy(ls);
 }
@@ -307,12 +313,10 @@ Test(replay1gpu, late_samples_at_64MiB_reach_the_oracle_in_2s)
   static const int colls[] = {4, 2, 3};
   for (int ci = 0; ci < 3; ci++) {
     run_res_t r;
+    char o[160];
     run(L, colls[ci], 64u << 20, 2.0, 1000, 3, &r);
     cr_assert(r.oracle_s >= 0.98 * r.final_s && r.final_s < r.nccl_s,
-              "coll %d 64 MiB, lag 1000: final %d/%d/%d %.1f us, NCCL %.1f us, oracle %.1f us "
-              "(phase %d, %u judged)",
-              colls[ci], r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6,
-              r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase, r.rep.candidates_evaluated);
+              "coll %d 64 MiB, lag 1000: %s", colls[ci], outcome(&r, o, sizeof o));
   }
 }
 
@@ -349,13 +353,10 @@ Test(replay1gpu, late_lookahead_leaves_budget_for_the_decision)
   for (int ci = 0; ci < 2; ci++)
     for (uint64_t seed = 1; seed <= 5; seed++) {
       run_res_t r;
+      char o[160];
       run(L, colls[ci], 256u << 20, 2.0, 1000, seed, &r);
-      cr_assert(r.oracle_s >= 0.98 * r.final_s,
-                "coll %d 256 MiB seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, oracle %.1f us "
-                "(phase %d, %u judged)",
-                colls[ci], (unsigned long long)seed, r.final.algo, r.final.proto, r.final.nchannels,
-                r.final_s * 1e6, r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase,
-                r.rep.candidates_evaluated);
+      cr_assert(r.oracle_s >= 0.98 * r.final_s, "coll %d 256 MiB seed %llu: %s", colls[ci],
+                (unsigned long long)seed, outcome(&r, o, sizeof o));
     }
 }
 
@@ -413,13 +414,12 @@ Test(replay1gpu, validation_counts_the_calls_consensus_ran)
       for (int lag = 500; lag <= 1000; lag += 500)
         for (uint64_t seed = 1; seed <= 3; seed++) {
           run_res_t r;
+          char o[160];
           drive_run(L, colls[ci], sz, 2.0, lag, seed, &r);
           cr_expect(r.oracle_s >= 0.95 * r.final_s && r.final_s < 0.9 * r.nccl_s,
-                    "coll %d %llu MiB, lag %d, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
-                    "oracle %.1f us (phase %d, %u judged)",
-                    colls[ci], (unsigned long long)(sz >> 20), lag, (unsigned long long)seed,
-                    r.final.algo, r.final.proto, r.final.nchannels, r.final_s * 1e6, r.nccl_s * 1e6,
-                    r.oracle_s * 1e6, (int)r.rep.phase, r.rep.candidates_evaluated);
+                    "coll %d %llu MiB, lag %d, seed %llu: %s", colls[ci],
+                    (unsigned long long)(sz >> 20), lag, (unsigned long long)seed,
+                    outcome(&r, o, sizeof o));
         }
 }
 
@@ -438,13 +438,11 @@ Test(replay1gpu, validation_keeps_a_win_when_nccl_samples_are_lost)
     for (uint64_t sz = 4u << 20; sz <= 16u << 20; sz *= 4)
       for (uint64_t seed = 1; seed <= 3; seed++) {
         run_res_t r;
+        char o[160];
         drive_run(L, colls[ci], sz, 2.0, 1000, seed, &r);
-        cr_expect(r.final_s < 0.9 * r.nccl_s,
-                  "coll %d %llu MiB, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
-                  "oracle %.1f us (phase %d, %u judged)",
-                  colls[ci], (unsigned long long)(sz >> 20), (unsigned long long)seed, r.final.algo,
-                  r.final.proto, r.final.nchannels, r.final_s * 1e6, r.nccl_s * 1e6,
-                  r.oracle_s * 1e6, (int)r.rep.phase, r.rep.candidates_evaluated);
+        cr_expect(r.final_s < 0.9 * r.nccl_s, "coll %d %llu MiB, seed %llu: %s", colls[ci],
+                  (unsigned long long)(sz >> 20), (unsigned long long)seed,
+                  outcome(&r, o, sizeof o));
       }
   g_starve = 0.0;
 }
@@ -463,12 +461,9 @@ Test(replay1gpu, starving_blocks_stay_short_at_256MiB)
   for (int ci = 0; ci < 2; ci++)
     for (uint64_t seed = 1; seed <= 3; seed++) {
       run_res_t r;
+      char o[160];
       drive_run(L, colls[ci], 256u << 20, 2.0, 1000, seed, &r);
-      cr_expect(r.oracle_s >= 0.95 * r.final_s,
-                "coll %d 256 MiB, seed %llu: final %d/%d/%d %.1f us, NCCL %.1f us, "
-                "oracle %.1f us (phase %d, %u judged)",
-                colls[ci], (unsigned long long)seed, r.final.algo, r.final.proto, r.final.nchannels,
-                r.final_s * 1e6, r.nccl_s * 1e6, r.oracle_s * 1e6, (int)r.rep.phase,
-                r.rep.candidates_evaluated);
+      cr_expect(r.oracle_s >= 0.95 * r.final_s, "coll %d 256 MiB, seed %llu: %s", colls[ci],
+                (unsigned long long)seed, outcome(&r, o, sizeof o));
     }
 }

@@ -154,10 +154,12 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
    * And it grows a block, never shortens one: the search counts the calls
    * it planned (its budget is a share of them), and a long wait cut to the
    * cap overdrew it. */
-  uint32_t grown = starve_len(w);
   if (w->nblocks_search > 0 && w->last_sampled && b->cand_id == w->last_cand &&
-      w->samples_fed == w->fed_at_last_block && w->last_len >= b->len && grown > b->len)
-    b->len = grown;
+      w->samples_fed == w->fed_at_last_block && w->last_len >= b->len) {
+    uint32_t grown = starve_len(w); /* only for a starving block: it reads the search */
+    if (grown > b->len)
+      b->len = grown;
+  }
   w->nblocks_search++;
   w->last_cand = b->cand_id;
   w->last_len = b->len;
