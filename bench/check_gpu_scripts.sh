@@ -44,17 +44,21 @@ out=$("$ROOT/scripts/gpu-nccl.sh" --parts "$D/parts" --prefix "$D/nccl" --sha256
 "$ROOT/scripts/gpu-record.sh" --bin "$BIN" --nccl "$D/parts" > /dev/null 2>&1; [ $? = 2 ] || fail "gpu-record.sh --nccl without a library must exit 2"
 "$ROOT/scripts/gpu-bench.sh" --bin "$BIN" --nccl "$D/parts" > /dev/null 2>&1; [ $? = 2 ] || fail "gpu-bench.sh --nccl without a library must exit 2"
 # gpu-testbed.sh from a carry folder laid out as prepare-gpu-carry.sh does: both launch models,
-# the records with two ranks on one GPU, the cost records (default against table), traces
+# the records with two ranks on one GPU, the cost records (default against table, COST_REPS
+# processes each) with their summary, traces
 C=$D/carry; mkdir -p "$C/scripts" "$C/build-gpu"
 for s in gpu-nccl.sh gpu-record.sh gpu-bench.sh gpu-summary.py gpu-testbed.sh; do cp "$ROOT/scripts/$s" "$C/scripts/"; done
 ln -s "$(dirname "$BIN")" "$C/build-gpu/bench"; ln -s "$(dirname "$(dirname "$BIN")")/tuner" "$C/build-gpu/tuner"
 printf '*  0  max  NCCL  -  0\n' > "$C/nccl-table.txt"
-OUT=$D/tb SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0,64 SWEEP_WARMUP=2 COST_ITERS=20 bash "$C/scripts/gpu-testbed.sh" > "$D/tb.out" 2>&1 \
+OUT=$D/tb SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0,64 SWEEP_WARMUP=2 COST_ITERS=20 COST_REPS=4 bash "$C/scripts/gpu-testbed.sh" > "$D/tb.out" 2>&1 \
   || fail "gpu-testbed.sh exit $? ($(tail -3 "$D/tb.out"))"
 for l in single procs; do
   grep -q "\"launch\":\"$l\".*\"ranks_per_gpu\":2,\"gpus\":1" "$D/tb/$l/record-iso.jsonl" || fail "testbed $l: no one-GPU record"
   grep -q '"modes":{"default".*"table"' "$D/tb/$l/cost.jsonl" || fail "testbed $l: no cost record"
-  tar -tf "$D/tb/$l/record-iso.tar" | grep -q "cost-$l/table-rep2.jsonl.gz" || fail "testbed $l: no cost traces"
+  grep -q '"reps":4,' "$D/tb/$l/cost.jsonl" || fail "testbed $l: the cost run must take COST_REPS"
+  python3 "$C/scripts/gpu-summary.py" "$D/tb/$l/cost.jsonl" | grep -q '^table - default: .* 95 % interval .*target <= 1.0 us: \*\*' \
+    || fail "testbed $l: the cost summary lacks its interval and verdict"
+  tar -tf "$D/tb/$l/record-iso.tar" | grep -q "cost-$l/table-rep3.jsonl.gz" || fail "testbed $l: no cost traces"
 done
 n=$(find "$D/tb" -type f | wc -l); [ "$n" -le 8 ] || fail "gpu-testbed.sh leaves $n files (the device tool returns 8)"
 echo ok

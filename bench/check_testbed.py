@@ -6,7 +6,8 @@ NCCL older than 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=0 with the reason, sets
 NCCL_MULTI_RANK_GPU_ENABLE=1 itself, and warns loudly when one process per
 rank shares a GPU without an MPS daemon (none when its control pipe exists);
 --mps start without nvidia-cuda-mps-control on PATH fails clearly; bad
-combinations are usage errors."""
+combinations are usage errors; scripts/gpu-summary.py gives a cost record
+(default against table, one size) its bootstrap verdict against 1 us."""
 import json
 import os
 import subprocess
@@ -116,6 +117,42 @@ for args, what in ((("-g", "3", "--ranks-per-gpu", "2"), "multiple of"),
                    (("--mps", "maybe"), "--mps")):
     r = run("--fake", *args)
     check(r.returncode == 2 and what in r.stderr, "%s: exit %d %r" % (args, r.returncode, r.stderr))
+
+# gpu-summary.py on synthetic cost records: met, missed and not settled by the
+# bootstrap interval, the paired median, a failed rep dropped, reproducible
+summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "gpu-summary.py")
+
+
+def cost_summary(default, table, modes=("default", "table")):
+    reps = {"default": default, "table": table, "autoccl": default}
+    d = {"kind": "compare", "coll": "all_reduce", "launch": "single", "reps": len(default),
+         "warmup": 1000, "iters": 10000, "sizes": [65536],
+         "modes": {m: {"env": [], "results": [{"size": 65536, "time_us": 20.0, "time_incl_us": 21.0,
+                                               "reps_time_us": reps[m]}]} for m in modes}}
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write(json.dumps(d) + "\n")
+    r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
+    os.unlink(f.name)
+    check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
+    return r.stdout
+
+
+base = [20.0, 20.1, 19.9, 20.2, 19.8, 20.0, 20.1, 19.9, 20.05]
+out = cost_summary(base, [t + 0.3 for t in base])
+check("**met**" in out and "Paired (rep r of table - rep r of default, 9 pairs): median +0.30 us" in out,
+      "table 0.3 us over default: met, paired +0.30 expected:\n" + out)
+check(out == cost_summary(base, [t + 0.3 for t in base]), "the bootstrap must be reproducible")
+out = cost_summary([15.001] * 5, [16.001] * 5)  # 16.001 - 15.001 > 1.0 in floats
+check("[+1.00, +1.00]" in out and "**met**" in out, "exactly 1.0 us over default meets the target:\n" + out)
+out = cost_summary(base, [t + 5 for t in base])
+check("table - default: +5.00 us" in out and "**missed**" in out, "5 us over default: missed:\n" + out)
+out = cost_summary([20, 28, 20, 28, 20, 28, 20], [28, 20, 28, 20, 28, 20, 28])
+check("**not settled**" in out, "bimodal processes: not settled:\n" + out)
+out = cost_summary(base[:4] + [None] + base[5:], [t + 0.3 for t in base])
+check("| default | 8 |" in out and "8 pairs" in out, "a failed rep (null) is dropped with its pair:\n" + out)
+for modes in (("default", "autoccl"), ("default", "autoccl", "table")):
+    out = cost_summary(base, base, modes)
+    check("| 64K |" in out and "Per-call cost" not in out, "%s is no cost record:\n%s" % (modes, out))
 
 # --help documents it
 r = run("--help")

@@ -10,10 +10,19 @@ on the timed iterations and including the whole run (time_incl); with a
 ceiling mode, what each plugin mode adds over the ceiling alone; with a
 same-run sweep, each mode over its oracle; with --oracle, autoccl against the
 sweep oracle of another run (a single sweep picks lucky minima: indicative).
+A per-call cost record (gpu-testbed.sh: modes default and table, one size)
+also gets table - default from the per-rep medians, with a 95 % bootstrap
+interval over reps and the verdict against the 1 us target.
 Lines of other kinds (--advise, torch_step) get their own short tables; lines
 that are not JSON objects are skipped with a note on stderr."""
 import json
+import random
+import statistics
 import sys
+
+COST_TARGET_US = 1.0  # docs/benchmarks.md: table mode saying NCCL costs at most 1 us a call
+BOOT_N = 2000
+BOOT_SEED = 1  # fixed: the same record gives the same interval
 
 
 def fmt_size(b):
@@ -78,6 +87,47 @@ def compare_table(d, oracle):
         print("| " + " | ".join(row) + " |")
 
 
+def is_cost(d):
+    return set(d["modes"]) == {"default", "table"} and len(d["sizes"]) == 1
+
+
+def boot_interval(a, b):
+    """95 % percentile interval of median(b) - median(a), each resampled on
+    its own: the reps are separate processes, each at its own level."""
+    rng = random.Random(BOOT_SEED)
+    med = statistics.median
+    ds = sorted(med(rng.choices(b, k=len(b))) - med(rng.choices(a, k=len(a)))
+                for _ in range(BOOT_N))
+    return ds[int(0.025 * BOOT_N)], ds[int(0.975 * BOOT_N) - 1]
+
+
+def cost_section(d):
+    s = d["sizes"][0]
+    reps = {m: next((r.get("reps_time_us") or [] for r in d["modes"][m]["results"] if r["size"] == s), [])
+            for m in ("default", "table")}
+    # a failed rep is null: dropped, and its pair with it
+    ok = {m: [t for t in reps[m] if t] for m in reps}
+    print("\n#### Per-call cost, %s %s, %s: table - default\n" % (d["coll"], fmt_size(s), d["launch"]))
+    print("| mode | reps | per rep us | median us |")
+    print("|---|---|---|---|")
+    for m in reps:
+        print("| %s | %d | %s | %s |" % (m, len(ok[m]), " ".join("%.2f" % t if t else "-" for t in reps[m]),
+                                       "%.2f" % statistics.median(ok[m]) if ok[m] else "-"))
+    a, b = ok["default"], ok["table"]
+    if len(a) < 2 or len(b) < 2:
+        print("\nFewer than 2 reps in a mode: no interval; target <= %.1f us: not settled" % COST_TARGET_US)
+        return
+    diff = statistics.median(b) - statistics.median(a)
+    lo, hi = (round(x, 6) for x in boot_interval(a, b))  # no float noise at the 1.0 boundary
+    verdict = "met" if hi <= COST_TARGET_US else "missed" if lo > COST_TARGET_US else "not settled"
+    pairs = [t - u for t, u in zip(reps["table"], reps["default"]) if t and u]
+    print("\ntable - default: %+.2f us, 95 %% interval [%+.2f, %+.2f] us (bootstrap over reps, %d resamples); "
+          "target <= %.1f us: **%s**" % (diff, lo, hi, BOOT_N, COST_TARGET_US, verdict))
+    if pairs:
+        print("\nPaired (rep r of table - rep r of default, %d pairs): median %+.2f us; %s" % (
+            len(pairs), statistics.median(pairs), " ".join("%+.2f" % p for p in pairs)))
+
+
 def advise_table(a):
     print("\n#### --advise, %s, %d ranks, reps %d\n" % (a["collective"], a["ranks"], a["reps"]))
     print("| variable | value | gain | worst size | best size | recommended |")
@@ -127,6 +177,8 @@ def main():
                 continue
             if d.get("kind") == "compare":
                 compare_table(d, oracle)
+                if is_cost(d):
+                    cost_section(d)
             elif "advise" in d:
                 advise_table(d["advise"])
             elif d.get("kind") == "torch_step":

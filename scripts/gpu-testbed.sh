@@ -4,7 +4,8 @@
 # recorded matrix (scripts/gpu-record.sh: NCCL's default and the autoccl
 # plugin as long runs, the same-run sweep Ring/Tree x LL/LL128/Simple x
 # {NCCL's, 16, 32, 64} channels, every call traced) and the per-call cost at
-# 64 KiB (NCCL alone against table mode saying NCCL, 10,000 calls, 3 reps).
+# 64 KiB (NCCL alone against table mode saying NCCL, 10,000 calls, 15 reps:
+# each process runs at its own level, so 3 cannot settle the 1 us target).
 # Run from the folder scripts/prepare-gpu-carry.sh made, on the GPU machine:
 #
 #   bash .gpucarry/scripts/gpu-testbed.sh [--launch single|procs|both] [--nccl-lib DIR]
@@ -15,9 +16,11 @@
 # --ranks-per-gpu K (default 2): ranks = K on one GPU.
 # Environment, as gpu-record.sh: SIZES ("-b 64K -e 256M -f 4"), COLLS, WARMUP_S (2),
 # SWEEP_CH (0,16,32,64), CHILD_TIMEOUT (60), REC_LIMIT (400 s per launch model),
-# COST_ITERS (10000 timed calls of the cost run),
+# COST_ITERS (10000 timed calls of the cost run), COST_REPS (15 processes per mode
+# of the cost run; its time limit is 20 s + 8 s per process),
 # EXTRA (--fake: no GPU, no NCCL restore). 2026-12-01 on one H200: one process
-# 304 s, one process per rank 177 s, each cost run about 10 s.
+# 304 s, one process per rank 177 s, each cost run about 10 s at 3 reps (about 50 s at 15).
+# Summary of a cost run, with its bootstrap interval: scripts/gpu-summary.py cost.jsonl.
 # Writes $OUT/<launch>/record-iso.{jsonl,log,tar} and $OUT/<launch>/cost.jsonl
 # (8 files for both launch models; the cost run's traces go into the tar).
 set -u
@@ -36,6 +39,8 @@ while [ $# -gt 0 ]; do
 done
 case "$LAUNCH" in single) L="single" ;; procs) L="procs" ;; both) L="single procs" ;;
   *) echo "gpu-testbed.sh: --launch single|procs|both" >&2; exit 2 ;; esac
+CR=${COST_REPS:-15}
+case "$CR" in ''|*[!0-9]*|0*) echo "gpu-testbed.sh: COST_REPS must be a positive integer" >&2; exit 2 ;; esac
 OUTDIR=${OUT:-$H/testbed-out}
 EXTRA=${EXTRA:-}
 FAKE=0; [ "${EXTRA#*--fake}" != "$EXTRA" ] && FAKE=1
@@ -64,8 +69,8 @@ for l in $L; do
   echo "# $l: record done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
   [ "$COST" = 1 ] || continue
   CT=$(mktemp -d "${TMPDIR:-/tmp}/acl-cost.XXXXXX")
-  timeout -k 5 90 "$B" -g "$K" --ranks-per-gpu "$K" --"$l" --mps "$MPS" -b 64K -e 64K \
-    --compare default,table --table "$H/nccl-table.txt" --reps 3 -w 1000 -n "${COST_ITERS:-10000}" \
+  timeout -k 5 $(( 20 + CR * 2 * 8 )) "$B" -g "$K" --ranks-per-gpu "$K" --"$l" --mps "$MPS" -b 64K -e 64K \
+    --compare default,table --table "$H/nccl-table.txt" --reps "$CR" -w 1000 -n "${COST_ITERS:-10000}" \
     --trace "$CT/cost-$l" --child-timeout 30 --json -q $EXTRA > "$CT/out" 2>&1 || rc=1
   cat "$CT/out" >> "$D/record-iso.log"
   last=$(tail -n 1 "$CT/out")
