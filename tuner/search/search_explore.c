@@ -463,6 +463,26 @@ bool acl_search_settle_lost(acl_search_t *s, int id)
   return true;
 }
 
+/* What a late stream's wait runs (hand_out): NCCL's own choice, or the
+ * explored pick once it is ahead by ACL_SEARCH_INTERIM_MARGIN on a whole
+ * candidate's samples. With samples ~1,000 calls behind (one H200 at
+ * 256 MiB: 0.7 s) each round of exploration waits that long, and a 2 s
+ * AllReduce ended its third wait on NCCL's choice with Ring/Simple/32 (8 %
+ * faster) measured an exploration round before. Not a decision: the search
+ * goes on, and the decision it reaches is validated against NCCL's choice
+ * as before. Shorter lags wait too briefly to matter. */
+static int interim(const acl_search_t *s)
+{
+  if (s->lag_calls <= ACL_SEARCH_LATE_CALLS || !s->cands[0].judged ||
+      acl_sm_base(s) != ACL_PHASE_EXPLORING)
+    return ACL_SEARCH_CAND_NCCL;
+  int b = acl_search_explored_pick(s);
+  if (b <= 0 || s->cands[b].got < (uint32_t)s->params.samples_per_cand ||
+      s->cands[b].robust_seconds > (1.0 - ACL_SEARCH_INTERIM_MARGIN) * s->cands[0].robust_seconds)
+    return ACL_SEARCH_CAND_NCCL;
+  return b;
+}
+
 int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
 {
   uint32_t l = block_len(s, id);
@@ -473,8 +493,8 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
       s->explore.wait_mark = s->c0_sampled;
     else if (c->waits > ACL_SEARCH_LATE_WAITS)
       s->late = 1; /* the baseline's too: lost samples are re-run long before */
-    id = ACL_SEARCH_CAND_NCCL;
-    c = &s->cands[0];
+    id = interim(s);
+    c = &s->cands[id];
     l = ACL_SEARCH_WAIT_MIN;
   } else {
     c->waits = 0;
@@ -482,7 +502,9 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   /* Every call of a measuring block carries profiler events (a waiting
    * block only its probe). */
   acl_search_charge_block(s, id, wait ? 1 : l);
-  c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
+  /* the interim's samples are extra: they plan nothing */
+  if (!wait || id == ACL_SEARCH_CAND_NCCL)
+    c->planned = (uint16_t)(c->planned + l > 0xffff ? 0xffff : c->planned + l);
   s->current = (uint16_t)id;
   s->calls_planned += l;
   if (!wait)

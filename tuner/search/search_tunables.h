@@ -115,6 +115,10 @@
  * re-runs ate the exploration's call cap at 64 MiB on one H200). The lag is
  * capped so that a wrong estimate delays a re-run by at most that much. */
 #define ACL_SEARCH_LATE_CALLS 128u
+/* A late stream's wait runs the explored pick instead of NCCL's choice
+ * when it is this much faster (search_explore.c, interim): beyond the
+ * winner's curse of a best of ~10 on 5 samples. */
+#define ACL_SEARCH_INTERIM_MARGIN 0.05
 #define ACL_SEARCH_LAG_MAX 8192u
 /* A look-ahead's candidate with fewer channels than any measured is priced
  * at up to this many times the fewest's time (acl_search_spec_cost). */
