@@ -62,6 +62,11 @@
  * 2 and 0.8253 with 4); later axes start at 2. */
 #define ACL_SEARCH_FIRST_STEP 3
 #define ACL_SEARCH_NEAR_STEP 1
+/* A subspace's first point past the prune line but within this x the best gets one
+ * more look, this many grid points towards where its protocol peaks
+ * (search_explore.c, second_look). */
+#define ACL_SEARCH_SECOND_LOOK 1.5
+#define ACL_SEARCH_SECOND_LOOK_STEPS 2
 #define ACL_SEARCH_AXIS_STEP 2
 #define ACL_SEARCH_MAX_STEP 64 /* doubling stops here: more than any axis has points */
 /* Bound on plan()'s loop: each turn judges, narrows a bracket or ends a
