@@ -302,11 +302,12 @@ int acl_search_plan(acl_search_t *s)
           if (!prune(s, sub, ac)) {
             /* better there: the descent goes on from it, the first point
              * bounding that side */
+            int first = sub->center[ACL_SEARCH_AXIS_CHANNELS];
             sub->checked = 1;
-            if (alt < sub->center[ACL_SEARCH_AXIS_CHANNELS])
-              sub->hi = (int8_t)sub->center[ACL_SEARCH_AXIS_CHANNELS];
+            if (alt < first)
+              sub->hi = (int8_t)first;
             else
-              sub->lo = (int8_t)sub->center[ACL_SEARCH_AXIS_CHANNELS];
+              sub->lo = (int8_t)first;
             sub->center[ACL_SEARCH_AXIS_CHANNELS] = (uint8_t)alt;
             sub->step = ACL_SEARCH_NEAR_STEP;
             sub->dir = 0;
