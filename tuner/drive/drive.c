@@ -31,6 +31,7 @@ struct acl_drive {
   double skew;
   bool per_call;
   uint32_t window_calls, window_period;
+  int window_lag_calls;
   uint64_t rng;
   uint64_t next;      /* the next call index */
   uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
@@ -65,9 +66,10 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   static atomic_uint serial;
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
       p->buffer > ACL_DRIVE_MAX_BUFFER || p->lag_calls < 0 || p->lag_calls > ACL_DRIVE_MAX_BUFFER ||
+      p->window_lag_calls < 0 || p->window_lag_calls > ACL_DRIVE_MAX_BUFFER ||
       (p->window_calls > 0 && p->window_period <= p->window_calls)) {
     snprintf(err, errlen,
-             "drive: bad parameters (ranks 1..%d, buffer and lag_calls 0..%d, a window shorter "
+             "drive: bad parameters (ranks 1..%d, buffer and lags 0..%d, a window shorter "
              "than its period)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
@@ -90,6 +92,7 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->per_call = p->per_call;
   d->window_calls = p->window_calls;
   d->window_period = p->window_period;
+  d->window_lag_calls = p->window_lag_calls;
   d->rng = mix(p->seed ^ 0x5eedull);
   d->events_left = true; /* NCCL's mask starts full: the first call carries events */
   /* every call of a block may be sampled: a fixed lag keeps that many in flight per rank */
@@ -266,8 +269,11 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
   /* The collective ends on every rank at once: each rank's profiler sees it
    * the same number of calls later (the GPU's lag behind the host). */
-  uint64_t lag =
-      (uint64_t)d->lag_calls + (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
+  bool windowed =
+      d->window_lag_calls > 0 && d->window_calls > 0 && calls_to_window(d, st->call) == 0;
+  uint64_t lag = windowed ? (uint64_t)d->window_lag_calls
+                          : (uint64_t)d->lag_calls +
+                                (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);
@@ -282,7 +288,7 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
                              .overlap = overlap,
                              .ran = ran ? *ran : (acl_drive_ran_t){-1, -1, 0}};
   }
-  if (d->max_lag <= 0 && d->lag_calls <= 0)
+  if (lag == 0 && d->max_lag <= 0)
     deliver(d, st->call);
 }
 

@@ -47,6 +47,11 @@ typedef struct acl_drive_params {
    * whatever NCCL's event mask says: calls k with k % window_period <
    * window_calls (0: no windows; NCCL's events alone). */
   uint32_t window_calls, window_period;
+  /* A window's samples come with CUPTI's flushes (every 2 ms), not behind
+   * NCCL's launch queue: this many calls late instead of lag_calls (one
+   * H100, one process per rank: ~10 ms against NCCL's events' ~54 ms).
+   * 0: lag_calls, as NCCL's events. */
+  int window_lag_calls;
   bool per_call; /* decide every call, no skipping (proves skipping changes nothing) */
   uint64_t seed;
 } acl_drive_params_t;

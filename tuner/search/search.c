@@ -247,8 +247,11 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
   int st = acl_sm_base(s);
   if (cand_id == ACL_SEARCH_CAND_NCCL && st == ACL_PHASE_WARMUP)
     return;
-  if (call)
+  if (call) {
+    if (!s->calls_known || (int32_t)((uint32_t)call - s->seen_call) > 0)
+      s->seen_call = (uint32_t)call;
     s->calls_known = 1;
+  }
   s->samples_seen++;
   acl_search_cand_t *c = &s->cands[cand_id];
   /* A candidate's samples come from its own blocks only (NCCL's choice

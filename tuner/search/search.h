@@ -116,8 +116,9 @@ typedef struct acl_search_explore {
   uint32_t start_step; /* steps when this (re)tuning began */
   uint32_t wait_mark;  /* c0_sampled when a candidate began waiting for its
                         * late samples */
+  uint32_t wait_call;  /* ... and the next call's index (low 32 bits) */
   uint8_t cur_sub;     /* index into subs of the active subspace, 0xff none */
-  uint8_t pad[7];
+  uint8_t pad[3];
 } acl_search_explore_t;
 
 /* Validating and refining: the decision interleaved with a challenger
@@ -208,6 +209,7 @@ typedef struct acl_search {
                         * waited two blocks for it, or lag_calls says so; a
                         * first look measures them all */
   uint8_t calls_known;  /* samples say their call (acl_search_obs_t.call) */
+  uint32_t seen_call;  /* the latest call a sample said (low 32 bits) */
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
                         * decaying; capped at ACL_SEARCH_LAG_MAX) */

@@ -366,6 +366,22 @@ int acl_search_confirm(const acl_search_t *s, int pick)
   return pick;
 }
 
+/* Whether a sample of a call after the wait began has arrived: then the
+ * samples still missing from before it are lost (they arrive in call
+ * order). Samples that say their call tell it; otherwise NCCL's choice's
+ * samples beyond the probes handed out before the wait. Counting breaks
+ * after a CUPTI window (one H100, one process per rank): it sampled ~1,200
+ * calls of NCCL's choice, far more than its probes, so every wait ended
+ * at once while NCCL's events were ~1,000 calls behind, and a 2x faster
+ * candidate ran 40 times, its samples not yet due, until the exploration's
+ * call cap ended the search on NCCL's choice. */
+static bool wait_answered(const acl_search_t *s)
+{
+  if (s->calls_known)
+    return (int32_t)(s->seen_call - s->explore.wait_call) >= 0;
+  return s->cands[0].got > s->explore.wait_mark;
+}
+
 /* Calls to hand out for a candidate under evaluation; 0 = wait for its
  * late samples. */
 static uint32_t block_len(const acl_search_t *s, int id)
@@ -414,7 +430,7 @@ static uint32_t block_len(const acl_search_t *s, int id)
     if (c->handed_at && since < 2u * s->lag_calls + ACL_SEARCH_WAIT_MIN)
       return 0;
   } else if (c->waits < ACL_SEARCH_SAMPLE_WAITS &&
-             ((s->late && c->waits == 0) || s->cands[0].got <= s->explore.wait_mark)) {
+             ((s->late && c->waits == 0) || !wait_answered(s))) {
     return 0;
   }
   return target > c->got ? target - c->got : 1;
@@ -534,8 +550,10 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
   acl_search_cand_t *c = &s->cands[id];
   bool wait = l == 0;
   if (wait) {
-    if (c->waits++ == 0)
+    if (c->waits++ == 0) {
       s->explore.wait_mark = s->c0_sampled;
+      s->explore.wait_call = (uint32_t)acl_search_call_index(s);
+    }
     else if (c->waits > ACL_SEARCH_LATE_WAITS)
       s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = interim(s);
