@@ -511,3 +511,67 @@ Test(budget, a_wait_on_the_cost_table_is_revised_by_measured_samples)
             (unsigned long long)first_other, r.phase, (unsigned long long)r.budget_wait_calls);
   cr_assert_leq(worst, 1e-3, "overspent by %g s", worst);
 }
+
+/* 4 MiB AllReduce, one H100, two ranks (2026-12-06): NCCL's Ring/Simple
+ * takes 58 us, its cost table says 15 us; Ring/LL128 at 32 channels takes
+ * 27 us. Then LL128 takes 3x as long (what changed does not matter
+ * here): the decision drifts and the search re-tunes. */
+static bool g_regime_changed;
+
+static double regime_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  (void)user;
+  (void)call;
+  static unsigned n;
+  if (c->algo == ACL_ALGO_NCCL)
+    return 58e-6;
+  if (++n % 40 == 0)
+    return 8e-3; /* a stall (5-8 ms, four in 25,000 calls on the GPU) */
+  double t = c->proto == 2 ? 31e-6 : c->proto == 1 ? 27e-6 : 36e-6;
+  if (c->proto == 1 && g_regime_changed)
+    t *= 3.0;
+  if (c->algo == 0)
+    t *= 1.5;
+  int ch = c->nchannels > 0 ? c->nchannels : 64;
+  return t * (ch == 32 ? 1.0 : ch > 32 ? 1.1 : 1.0 + 0.03 * (32 - ch));
+}
+
+/* A re-tune forgot NCCL's measured time (and paid its configs' set-up
+ * again): the budget's time so far, every
+ * call of the run, was priced on the cost table again (4x low), far below
+ * what exploring had already spent, and the re-tune waited for the budget
+ * the rest of the run (on the GPU: 38,504 more calls, while the decision it
+ * left ran 2.3x faster than NCCL's choice). */
+Test(budget, a_retune_keeps_the_measured_time)
+{
+  acl_drive_params_t dp = {.coll = 4,
+                           .nbytes = 4u << 20,
+                           .nranks = 2,
+                           .max_lag = 4,
+                           .skew = 0.2,
+                           .seed = 3};
+  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
+  float us[] = {16, 13, 11, 10, 9, 8};
+  table_only(dp.cost, 6, a, p, us);
+  char err[256] = "";
+  acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
+  cr_assert_not_null(d, "%s", err);
+  double time = 0.0;
+  run_world(d, 30000, regime_time, &time, NULL, NULL);
+  acl_search_report_t r;
+  report(d, &r);
+  cr_assert(acl_phase_decided(r.phase) && r.current.proto == 1, "state %d, proto %d", r.phase,
+            r.current.proto);
+  /* the regime changes: a re-tune, then exploring again within its budget */
+  g_regime_changed = true;
+  double worst = 0.0;
+  run_world(d, 30000, regime_time, &time, &worst, NULL);
+  g_regime_changed = false;
+  report(d, &r);
+  acl_drive_destroy(d);
+  cr_assert_geq(r.retunes, 1);
+  cr_assert(acl_phase_decided(r.phase) && r.current.proto != 1,
+            "30,000 calls after the change: state %d, proto %d, waiting %llu more calls", r.phase,
+            r.current.proto, (unsigned long long)r.budget_wait_calls);
+  cr_assert_leq(worst, 1e-3, "overspent by %g s", worst);
+}

@@ -80,7 +80,7 @@ typedef struct acl_search_cand {
   uint8_t sub;                           /* subspace index, 0xff for the baseline */
   uint8_t axis_idx[ACL_SEARCH_NUM_AXES]; /* grid positions */
   uint8_t tried;                         /* 1 = already a decision or a background challenger */
-  uint8_t pad;
+  uint8_t set_up; /* its first call was charged (a re-tune keeps it: NCCL keeps the config) */
   int16_t ran_ch; /* channels NCCL ran it with (Coll events), 0 unknown */
   uint16_t waits; /* blocks waited for its pending samples */
   uint32_t handed_at; /* calls_planned (low 32 bits) after its latest measuring block, 0 none */
@@ -217,6 +217,8 @@ typedef struct acl_search {
                         * communicator measured (acl_search_obs_t.prior_scale);
                         * 0: none */
   double spent_s;
+  double ref_kept; /* NCCL's time as a re-tune found it (0: none): the time
+                    * so far until the baseline is measured again */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
   uint32_t c0_sampled; /* sampled calls of NCCL's choice handed out this tuning */

@@ -128,8 +128,10 @@ void acl_search_charge_block(acl_search_t *s, int id, uint32_t sampled)
   }
   if (id == ACL_SEARCH_CAND_NCCL)
     s->c0_sampled += sampled;
-  if (id != ACL_SEARCH_CAND_NCCL && s->cands[id].planned == 0)
+  if (id != ACL_SEARCH_CAND_NCCL && !s->cands[id].set_up) {
     s->spent_s += ACL_SEARCH_SETUP_COST_S;
+    s->cands[id].set_up = 1;
+  }
 }
 
 void acl_search_charge_sample(acl_search_t *s, double seconds, double ref)

@@ -177,6 +177,8 @@ double acl_search_ref_seconds(const acl_search_t *s)
    * the cost table, which was 5x low on one H200. */
   if (b->nsamples > 0)
     return acl_search_median(b->seconds, b->nsamples);
+  if (s->ref_kept > 0.0)
+    return s->ref_kept;
   if (s->nccl_algo >= 0 && s->cost[s->nccl_algo][s->nccl_proto] > 0.0f)
     return s->cost[s->nccl_algo][s->nccl_proto] * 1e-6 *
            (s->prior_scale > 0.0f ? (double)s->prior_scale : 1.0);
