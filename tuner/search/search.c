@@ -259,12 +259,19 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
    * blocks says the stream is far behind. */
   if (cand_id != ACL_SEARCH_CAND_NCCL && !c->judged && c->waits >= 2)
     s->late = 1;
-  if (c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N &&
-      seconds > ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples))
+  double cap = c->nsamples >= ACL_SEARCH_OUTLIER_MIN_N
+                   ? ACL_SEARCH_OUTLIER * acl_search_median(c->seconds, c->nsamples)
+                   : INFINITY;
+  if (seconds > cap)
     s->outliers++; /* classified (preempted, a straggler); the statistics trim it */
-  /* What exploring costs beyond the incumbent is charged to the budget. */
+  /* What exploring costs beyond the incumbent is charged to the budget; an
+   * outlier at most as much as the candidate's 4x. Stalls of 5 ms came on
+   * one GPU shared by two processes, to NCCL's choice alike: one charged
+   * whole costs a 9.5 us workload ~17,500 calls of budget (a re-tuned
+   * 1 MiB AllReduce that took one ended 62,750 calls from its next
+   * measurement). */
   if (!acl_phase_decided(st) && !acl_search_is_nccl(s, cand_id) && s->cands[0].judged)
-    acl_search_charge_sample(s, seconds, acl_search_ref_seconds(s));
+    acl_search_charge_sample(s, fmin(seconds, cap), acl_search_ref_seconds(s));
   int slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples
                                                   : (int)(c->ntotal_lo % ACL_SEARCH_MAX_SAMPLES);
   c->seconds[slot] = (float)seconds;
