@@ -513,9 +513,10 @@ Test(budget, a_wait_on_the_cost_table_is_revised_by_measured_samples)
 }
 
 /* 4 MiB AllReduce, one H100, two ranks (2026-12-06): NCCL's Ring/Simple
- * takes 58 us, its cost table says 15 us; Ring/LL128 at 32 channels takes
- * 27 us. Then LL128 takes 3x as long (what changed does not matter
- * here): the decision drifts and the search re-tunes. */
+ * takes 58 us (the cost table here says 8 us), Ring/LL128 at 32 channels
+ * 27 us, and one candidate sample in 40 is a 8 ms stall (5-8 ms on the
+ * GPU). Then LL128 takes 3x as long (what changed does not matter here):
+ * the decision drifts and the search re-tunes. */
 static bool g_regime_changed;
 
 static double regime_time(void *user, const acl_candidate_t *c, uint64_t call)
@@ -537,11 +538,11 @@ static double regime_time(void *user, const acl_candidate_t *c, uint64_t call)
 }
 
 /* A re-tune forgot NCCL's measured time (and paid its configs' set-up
- * again): the budget's time so far, every
- * call of the run, was priced on the cost table again (4x low), far below
- * what exploring had already spent, and the re-tune waited for the budget
- * the rest of the run (on the GPU: 38,504 more calls, while the decision it
- * left ran 2.3x faster than NCCL's choice). */
+ * again): the budget's time so far, every call of the run, was priced on
+ * the cost table again (7x low here), far below what exploring had already
+ * spent, and the re-tune waited for the budget the rest of the run (on the
+ * GPU: 38,504 more calls, while the decision it left ran 2.3x faster than
+ * NCCL's choice). */
 Test(budget, a_retune_keeps_the_measured_time)
 {
   acl_drive_params_t dp = {.coll = 4,

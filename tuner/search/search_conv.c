@@ -369,8 +369,8 @@ int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 static void retune(acl_search_t *s)
 {
   /* The budget prices every call so far at the baseline's time: forgotten
-   * with the measurements, it fell back on the cost table (4x low on one
-   * H100), below what exploring had already spent, and the re-tune waited
+   * with the measurements, it fell back on the cost table (5x low on one
+   * H200), below what exploring had already spent, and the re-tune waited
    * for the budget the rest of the run. */
   s->ref_kept = acl_search_ref_seconds(s);
   acl_search_explore_reset(s);
