@@ -43,7 +43,8 @@ void acl_sim_usage(FILE *f)
         "  --workload W           fsdp-llama8b | ddp | tp | mixed | torch-fsdp (default mixed)\n"
         "  --landscape L          h200 | h200-traces[:single] (replay of recorded traces,\n"
         "                         docs/trace.md) | h200-1gpu-traces[:single] (recorded on\n"
-        "                         one H200, 2 ranks, NCCL 2.30) | synthetic[:SEED] (default h200)\n"
+        "                         one H200, 2 ranks, NCCL 2.30) | h100-1gpu-traces[:single]\n"
+        "                         (the same on one H100) | synthetic[:SEED] (default h200)\n"
         "  --noise X              relative noise of every call, 0..1 (default 0.05)\n"
         "  --interference SPEC    compute overlapping the collectives, per training step:\n"
         "                         none (default) | demo (" ACL_SIM_INTERF_DEMO ") |\n"
@@ -294,7 +295,8 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
         if (strncmp(optarg, "synthetic:", 10) != 0 || !optarg[10] || optarg[10] == '-' ||
             ((void)strtoull(optarg + 10, &e, 0), errno || *e))
           BAD("--landscape '%s': expected h200, h200-traces[:single], "
-              "h200-1gpu-traces[:single], synthetic or synthetic:SEED",
+              "h200-1gpu-traces[:single], h100-1gpu-traces[:single], synthetic or "
+              "synthetic:SEED",
               optarg);
       }
       snprintf(o->landscape, sizeof(o->landscape), "%.63s", optarg);

@@ -42,7 +42,7 @@ static void usage(FILE *f, const char *prog)
   fprintf(f,
           "usage: %s [--json] [--landscapes N] [--seed S] [--samples K] [--noise R]\n"
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
-          "          [--csv FILE] [--landscape h200-traces[:single]|h200-1gpu-traces[:single]]\n"
+          "          [--csv FILE] [--landscape h200-traces|h200-1gpu-traces|h100-1gpu-traces]\n"
           "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
           "          [--sample-buffer N] [--sample-lag N]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
@@ -56,15 +56,16 @@ static void usage(FILE *f, const char *prog)
           "  --worst N       also list the N worst runs (default 0)\n"
           "  --no-hint       do not tell the search NCCL's channel count\n"
           "  --csv FILE      write one row per run to FILE\n"
-          "  --landscape L   h200-traces[:single] or h200-1gpu-traces[:single] (one H200,\n"
-          "                  2 ranks, NCCL 2.30): the tuner on replayed traces instead\n"
-          "                  (docs/trace.md; --h200-reps seeds per workload, --samples)\n"
+          "  --landscape L   h200-traces, h200-1gpu-traces (one H200, 2 ranks, NCCL\n"
+          "                  2.30) or h100-1gpu-traces (the same on one H100), each\n"
+          "                  with :single for one process: the tuner on replayed traces\n"
+          "                  instead (docs/trace.md; --h200-reps seeds per workload)\n"
           "  --sample-buffer N  replay: each rank's samples arrive in batches of N, at\n"
           "                  its own phase, as CUPTI's buffers deliver them (default\n"
           "                  0: each when the GPU is done)\n"
           "  --sample-lag N  replay: every sample also arrives N calls after its call,\n"
           "                  in call order, as NCCL's events did on one H200 (default:\n"
-          "                  for h200-1gpu-traces 1,000, the host's lead over the GPU,\n"
+          "                  for the 1gpu traces 1,000, the host's lead over the GPU,\n"
           "                  where the GPU is the slower, else 16; 0 otherwise)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
@@ -136,8 +137,9 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
     } else if (strcmp(a, "--landscape") == 0) {
       if (!acl_land_is_trace_spec(v)) {
         fprintf(stderr,
-                "%s: --bench --landscape takes h200-traces[:single] or h200-1gpu-traces[:single] "
-                "(the default bench runs h200 and synthetic landscapes), got '%s'\n",
+                "%s: --bench --landscape takes h200-traces, h200-1gpu-traces or "
+                "h100-1gpu-traces, each optionally with :single (the default bench runs h200 "
+                "and synthetic landscapes), got '%s'\n",
                 prog, v);
         return -1;
       }

@@ -172,7 +172,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
    * time exceeds the host's time to launch one; a few calls after it
    * below that (64-256 KiB; 1 MiB too in one process, whose launches cost
    * more). */
-  bool one_gpu = strncmp(o->landscape, "h200-1gpu-traces", 16) == 0;
+  bool one_gpu = acl_land_is_1gpu_spec(o->landscape);
   double host_launch_s =
       strstr(o->landscape, ":single") ? ONE_GPU_LAUNCH_SINGLE_S : ONE_GPU_LAUNCH_PROCS_S;
   int buffer = o->sample_buffer < 0 ? 0 : o->sample_buffer;

@@ -150,9 +150,15 @@ acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, cha
   return create_traces(dir, launch, "h200-traces", ACL_TR_BUILT_CH, err, errlen);
 }
 
+bool acl_land_is_1gpu_spec(const char *spec)
+{
+  return !strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU)) ||
+         !strncmp(spec, ACL_LAND_1GPU_H100, strlen(ACL_LAND_1GPU_H100));
+}
+
 bool acl_land_is_trace_spec(const char *spec)
 {
-  return !strncmp(spec, "h200-traces", 11) || !strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU));
+  return !strncmp(spec, "h200-traces", 11) || acl_land_is_1gpu_spec(spec);
 }
 
 acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen)
@@ -160,21 +166,23 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
   const char *launch = "procs", *set = "h200-traces";
   if (!strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU)))
     set = ACL_LAND_1GPU;
+  else if (!strncmp(spec, ACL_LAND_1GPU_H100, strlen(ACL_LAND_1GPU_H100)))
+    set = ACL_LAND_1GPU_H100;
   const char *rest = spec + strlen(set);
   if (!strcmp(rest, ":single"))
     launch = "single";
   else if (strncmp(spec, set, strlen(set)) != 0 || (*rest && strcmp(rest, ":procs") != 0)) {
     snprintf(err, errlen,
-             "'%s': expected h200-traces or " ACL_LAND_1GPU ", each optionally with :procs or "
-             ":single",
+             "'%s': expected h200-traces, " ACL_LAND_1GPU " or " ACL_LAND_1GPU_H100
+             ", each optionally with :procs or :single",
              spec);
     return NULL;
   }
   char dir[1100], base[1024];
-  if (!strcmp(set, ACL_LAND_1GPU)) {
-    /* one H200, two ranks, NCCL 2.30.7: recorded traces only, always shipped */
+  if (acl_land_is_1gpu_spec(set)) {
+    /* one GPU, two ranks, NCCL 2.30.7: recorded traces only, always shipped */
     shipped_traces(base, sizeof base);
-    snprintf(dir, sizeof dir, "%s/h200-1gpu", base);
+    snprintf(dir, sizeof dir, "%s/%s", base, !strcmp(set, ACL_LAND_1GPU) ? "h200-1gpu" : "h100-1gpu");
     return create_traces(dir, launch, set, ACL_TR_1GPU_BUILT_CH, err, errlen);
   }
   acl_config_t cfg;

@@ -29,8 +29,13 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
  * scripts/gpu-record.sh --ranks-per-gpu 2): its traces are always the shipped
  * ones (<traces>/h200-1gpu; AUTOCCL_SIM_TRACES is for h200-traces). */
 #define ACL_LAND_1GPU "h200-1gpu-traces"
-/* Whether spec names a replay landscape (h200-traces[...] or h200-1gpu-traces[...]). */
+/* The same testbed on one H100 (2026-12-06; Ring sweeps only): <traces>/h100-1gpu. */
+#define ACL_LAND_1GPU_H100 "h100-1gpu-traces"
+/* Whether spec names a replay landscape (h200-traces, h200-1gpu-traces or
+ * h100-1gpu-traces, each with its launch suffix). */
 bool acl_land_is_trace_spec(const char *spec);
+/* Whether spec names one of the one-GPU testbed's landscapes. */
+bool acl_land_is_1gpu_spec(const char *spec);
 void acl_land_destroy(acl_landscape_t *l); /* NULL ok */
 const char *acl_land_name(const acl_landscape_t *l);
 

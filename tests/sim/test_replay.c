@@ -200,14 +200,16 @@ Test(replay, bad_folder, .init = NULL, .fini = NULL)
   cr_assert(strstr(err, "/nonexistent/traces"), "%s", err);
 }
 
-/* The landscape recorded on one H200 with two ranks on it (NCCL 2.30.7,
- * 2026-12-01): it loads from the shipped traces, in both launch models, as
- * recorded traces, with NCCL's 64 channels and the room NCCL left at 4 MiB
- * (Ring/Simple with 32 channels against NCCL's own 64). */
+/* The landscapes recorded on one H200 (2026-12-01) and on one H100
+ * (2026-12-06) with two ranks on the GPU (NCCL 2.30.7): each loads from
+ * the shipped traces, in both launch models, as recorded traces, with
+ * NCCL's 64 channels and the room NCCL left at 4 MiB (Ring/Simple with 32
+ * channels against NCCL's own 64). */
 Test(replay_1gpu, shipped_traces_load_as_recorded)
 {
-  const char *specs[] = {ACL_LAND_1GPU, ACL_LAND_1GPU ":single"};
-  for (int k = 0; k < 2; k++) {
+  const char *specs[] = {ACL_LAND_1GPU, ACL_LAND_1GPU ":single", ACL_LAND_1GPU_H100,
+                         ACL_LAND_1GPU_H100 ":single"};
+  for (int k = 0; k < 4; k++) {
     char err[512] = "";
     acl_landscape_t *l = acl_land_create_spec_traces(specs[k], err, sizeof err);
     cr_assert_not_null(l, "%s: %s", specs[k], err);
@@ -233,4 +235,5 @@ Test(replay_1gpu, shipped_traces_load_as_recorded)
   char err[256] = "";
   cr_assert_null(acl_land_create_spec_traces(ACL_LAND_1GPU ":both", err, sizeof err));
   cr_assert(strstr(err, ":single"), "%s", err);
+  cr_assert_null(acl_land_create_spec_traces(ACL_LAND_1GPU_H100 ":both", err, sizeof err));
 }
