@@ -181,8 +181,9 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
   char dir[1100], base[1024];
   if (acl_land_is_1gpu_spec(set)) {
     /* one GPU, two ranks, NCCL 2.30.7: recorded traces only, always shipped */
+    const char *sub = !strcmp(set, ACL_LAND_1GPU) ? "h200-1gpu" : "h100-1gpu";
     shipped_traces(base, sizeof base);
-    snprintf(dir, sizeof dir, "%s/%s", base, !strcmp(set, ACL_LAND_1GPU) ? "h200-1gpu" : "h100-1gpu");
+    snprintf(dir, sizeof dir, "%s/%s", base, sub);
     return create_traces(dir, launch, set, ACL_TR_1GPU_BUILT_CH, err, errlen);
   }
   acl_config_t cfg;
