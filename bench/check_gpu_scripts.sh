@@ -50,7 +50,7 @@ C=$D/carry; mkdir -p "$C/scripts" "$C/build-gpu"
 for s in gpu-nccl.sh gpu-record.sh gpu-bench.sh gpu-summary.py gpu-testbed.sh; do cp "$ROOT/scripts/$s" "$C/scripts/"; done
 ln -s "$(dirname "$BIN")" "$C/build-gpu/bench"; ln -s "$(dirname "$(dirname "$BIN")")/tuner" "$C/build-gpu/tuner"
 printf '*  0  max  NCCL  -  0\n' > "$C/nccl-table.txt"
-OUT=$D/tb SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0,64 SWEEP_WARMUP=2 COST_ITERS=20 COST_REPS=4 bash "$C/scripts/gpu-testbed.sh" > "$D/tb.out" 2>&1 \
+OUT=$D/tb SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0,64 SWEEP_WARMUP=2 COST_ITERS=20 COST_REPS=4 bash "$C/scripts/gpu-testbed.sh" --reports > "$D/tb.out" 2>&1 \
   || fail "gpu-testbed.sh exit $? ($(tail -3 "$D/tb.out"))"
 for l in single procs; do
   grep -q "\"launch\":\"$l\".*\"ranks_per_gpu\":2,\"gpus\":1" "$D/tb/$l/record-iso.jsonl" || fail "testbed $l: no one-GPU record"
@@ -59,6 +59,17 @@ for l in single procs; do
   python3 "$C/scripts/gpu-summary.py" "$D/tb/$l/cost.jsonl" | grep -q '^table - default: .* 95 % interval .*target <= 1.0 us: \*\*' \
     || fail "testbed $l: the cost summary lacks its interval and verdict"
   tar -tf "$D/tb/$l/record-iso.tar" | grep -q "cost-$l/table-rep3.jsonl.gz" || fail "testbed $l: no cost traces"
+  tar -tf "$D/tb/$l/record-iso.tar" | grep -q "^reports-$l/$" || fail "testbed $l: --reports left no reports folder in the tar"
 done
+# the job reports' summary: one row per workload and its end states
+mkdir -p "$D/rt/reports-procs"
+for p in 11 12; do
+  st=converged; [ $p = 12 ] && st=waiting-budget
+  printf '{"kind":"autoccl-job-report","pid":%s,"workloads":[{"collective":"AllReduce","bytes":1048576,"state":"%s","budget_wait_calls":%s}]}\n' \
+    $p $st "$([ $p = 12 ] && echo 2052 || echo null)" > "$D/rt/reports-procs/report-$p.json"
+done
+tar -cf "$D/rt/r.tar" -C "$D/rt" reports-procs
+python3 "$ROOT/scripts/gpu-summary.py" "$D/rt/r.tar" | grep -q '^| AllReduce 1M | 2 | 1 | 1 | 2052 |$' \
+  || fail "gpu-summary.py: the job reports' table ($(python3 "$ROOT/scripts/gpu-summary.py" "$D/rt/r.tar" 2>&1 | tail -2))"
 n=$(find "$D/tb" -type f | wc -l); [ "$n" -le 8 ] || fail "gpu-testbed.sh leaves $n files (the device tool returns 8)"
 echo ok

@@ -14,11 +14,16 @@ A per-call cost record (gpu-testbed.sh: modes default and table, one size)
 also gets table - default from the per-rep medians, with a 95 % bootstrap
 interval over reps and the verdict against the 1 us target.
 Lines of other kinds (--advise, torch_step) get their own short tables; lines
-that are not JSON objects are skipped with a note on stderr."""
+that are not JSON objects are skipped with a note on stderr.
+
+A tar (gpu-testbed.sh --reports: record-iso.tar) gets a table of the job
+reports in it, per launch model: how each workload's rows (one per rank of
+each process) ended, and the budget waits still ahead of those that wait."""
 import json
 import random
 import statistics
 import sys
+import tarfile
 
 COST_TARGET_US = 1.0  # docs/benchmarks.md: table mode saying NCCL costs at most 1 us a call
 BOOT_N = 2000
@@ -153,6 +158,42 @@ def torch_table(lines):
             env_of(t)))
 
 
+def reports_tables(path):
+    """End states of the job reports under reports-<launch>/ in a tar."""
+    rows = {}
+    with tarfile.open(path) as tf:
+        for m in tf.getmembers():
+            parts = m.name.split("/")
+            if (not m.isfile() or len(parts) != 2 or not parts[0].startswith("reports-")
+                    or not parts[1].endswith(".json")):
+                continue
+            try:
+                d = json.load(tf.extractfile(m))
+            except ValueError:
+                print("%s: %s: not JSON, skipped" % (path, m.name), file=sys.stderr)
+                continue
+            if d.get("kind") != "autoccl-job-report":
+                continue
+            for w in d.get("workloads") or []:
+                key = (parts[0][len("reports-"):], w.get("collective", "?"), w.get("bytes", 0))
+                rows.setdefault(key, []).append(w)
+    if not rows:
+        print("%s: no job reports (gpu-testbed.sh --reports)" % path, file=sys.stderr)
+        return
+    states = sorted({w.get("state", "?") for ws in rows.values() for w in ws})
+    for launch in sorted({k[0] for k in rows}):
+        print("\n#### Job reports, %s: each workload's end state (one row per rank)\n" % launch)
+        print("| workload | rows | " + " | ".join(states) + " | budget wait to go (calls) |")
+        print("|---|---|" + "---|" * len(states) + "---|")
+        for key in sorted(k for k in rows if k[0] == launch):
+            ws = rows[key]
+            waits = sorted(w["budget_wait_calls"] for w in ws if w.get("budget_wait_calls"))
+            print("| %s %s | %d | %s | %s |" % (
+                key[1], fmt_size(key[2]), len(ws),
+                " | ".join(str(sum(w.get("state") == st for w in ws)) for st in states),
+                ", ".join(str(x) for x in waits) or "-"))
+
+
 def main():
     args = sys.argv[1:]
     oracle = {}
@@ -166,6 +207,9 @@ def main():
     if not args:
         sys.exit(__doc__)
     for path in args:
+        if path.endswith(".tar") or path.endswith(".tgz") or path.endswith(".tar.gz"):
+            reports_tables(path)
+            continue
         torch = []
         for n, line in enumerate(open(path), 1):
             try:

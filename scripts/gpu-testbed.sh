@@ -9,11 +9,15 @@
 # Run from the folder scripts/prepare-gpu-carry.sh made, on the GPU machine:
 #
 #   bash .gpucarry/scripts/gpu-testbed.sh [--launch single|procs|both] [--nccl-lib DIR]
-#                                         [--ranks-per-gpu K] [--no-cost]
+#                                         [--ranks-per-gpu K] [--no-cost] [--reports]
 #
 # --launch (default both, one process first): procs starts MPS itself (MPS=start).
 # --nccl-lib DIR: an NCCL library folder; default: restore <carry>/nccl/*.xz.part-*.
 # --ranks-per-gpu K (default 2): ranks = K on one GPU.
+# --reports: every process of the recorded matrix writes its job report
+# (AUTOCCL_REPORT), and they go into record-iso.tar under reports-<launch>/
+# (one file per process is more than the device tool returns);
+# scripts/gpu-summary.py record-iso.tar counts each workload's end states.
 # Environment, as gpu-record.sh: SIZES ("-b 64K -e 256M -f 4"), COLLS, WARMUP_S (2),
 # SWEEP_CH (0,16,32,64), CHILD_TIMEOUT (60), REC_LIMIT (400 s per launch model),
 # COST_ITERS (10000 timed calls of the cost run), COST_REPS (15 processes per mode
@@ -25,13 +29,14 @@
 # (8 files for both launch models; the cost run's traces go into the tar).
 set -u
 H=$(cd "$(dirname "$0")/.." && pwd)
-LAUNCH=both NCCLLIB="" K=2 COST=1
+LAUNCH=both NCCLLIB="" K=2 COST=1 REPORTS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --launch) LAUNCH=$2; shift ;;
     --nccl-lib) NCCLLIB=$2; shift ;;
     --ranks-per-gpu) K=$2; shift ;;
     --no-cost) COST=0 ;;
+    --reports) REPORTS=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-testbed.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -64,8 +69,20 @@ for l in $L; do
   D=$OUTDIR/$l
   mkdir -p "$D"
   MPS=detect; [ "$l" = procs ] && [ "$FAKE" = 0 ] && MPS=start
-  MPS=$MPS timeout -k 5 "${REC_LIMIT:-400}" "$H/scripts/gpu-record.sh" --part iso --launch "$l" \
+  RD="" REP=()
+  if [ "$REPORTS" = 1 ]; then
+    RD=$(mktemp -d "${TMPDIR:-/tmp}/acl-reports.XXXXXX")
+    mkdir -p "$RD/reports-$l"
+    REP=("AUTOCCL_REPORT=$RD/reports-$l/report-%p.json")
+  fi
+  env "${REP[@]}" MPS=$MPS timeout -k 5 "${REC_LIMIT:-400}" \
+    "$H/scripts/gpu-record.sh" --part iso --launch "$l" \
     --gpus "$K" --ranks-per-gpu "$K" "${NARG[@]}" --out "$D" || rc=1
+  if [ -n "$RD" ]; then
+    [ -f "$D/record-iso.tar" ] && tar -rf "$D/record-iso.tar" -C "$RD" "reports-$l"
+    echo "# $l: $(find "$RD" -name 'report-*.json' | wc -l) job reports in record-iso.tar" | tee -a "$D/record-iso.log"
+    rm -rf "$RD"
+  fi
   echo "# $l: record done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
   [ "$COST" = 1 ] || continue
   CT=$(mktemp -d "${TMPDIR:-/tmp}/acl-cost.XXXXXX")
