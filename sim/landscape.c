@@ -150,11 +150,22 @@ acl_landscape_t *acl_land_create_traces(const char *dir, const char *launch, cha
   return create_traces(dir, launch, "h200-traces", ACL_TR_BUILT_CH, err, errlen);
 }
 
-bool acl_land_is_1gpu_spec(const char *spec)
+/* The one-GPU testbed's recorded sets (one GPU, two ranks, NCCL 2.30.7):
+ * their spec name and their folder under the shipped traces. */
+static const struct {
+  const char *spec, *dir;
+} one_gpu_sets[] = {{ACL_LAND_1GPU, "h200-1gpu"}, {ACL_LAND_1GPU_H100, "h100-1gpu"}};
+
+/* The one-GPU set spec begins with, or -1. */
+static int one_gpu_set(const char *spec)
 {
-  return !strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU)) ||
-         !strncmp(spec, ACL_LAND_1GPU_H100, strlen(ACL_LAND_1GPU_H100));
+  for (int i = 0; i < (int)(sizeof one_gpu_sets / sizeof one_gpu_sets[0]); i++)
+    if (!strncmp(spec, one_gpu_sets[i].spec, strlen(one_gpu_sets[i].spec)))
+      return i;
+  return -1;
 }
+
+bool acl_land_is_1gpu_spec(const char *spec) { return one_gpu_set(spec) >= 0; }
 
 bool acl_land_is_trace_spec(const char *spec)
 {
@@ -163,11 +174,8 @@ bool acl_land_is_trace_spec(const char *spec)
 
 acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t errlen)
 {
-  const char *launch = "procs", *set = "h200-traces";
-  if (!strncmp(spec, ACL_LAND_1GPU, strlen(ACL_LAND_1GPU)))
-    set = ACL_LAND_1GPU;
-  else if (!strncmp(spec, ACL_LAND_1GPU_H100, strlen(ACL_LAND_1GPU_H100)))
-    set = ACL_LAND_1GPU_H100;
+  int g = one_gpu_set(spec);
+  const char *launch = "procs", *set = g >= 0 ? one_gpu_sets[g].spec : "h200-traces";
   const char *rest = spec + strlen(set);
   if (!strcmp(rest, ":single"))
     launch = "single";
@@ -179,11 +187,10 @@ acl_landscape_t *acl_land_create_spec_traces(const char *spec, char *err, size_t
     return NULL;
   }
   char dir[1100], base[1024];
-  if (acl_land_is_1gpu_spec(set)) {
-    /* one GPU, two ranks, NCCL 2.30.7: recorded traces only, always shipped */
-    const char *sub = !strcmp(set, ACL_LAND_1GPU) ? "h200-1gpu" : "h100-1gpu";
+  if (g >= 0) {
+    /* recorded traces only, always shipped */
     shipped_traces(base, sizeof base);
-    snprintf(dir, sizeof dir, "%s/%s", base, sub);
+    snprintf(dir, sizeof dir, "%s/%s", base, one_gpu_sets[g].dir);
     return create_traces(dir, launch, set, ACL_TR_1GPU_BUILT_CH, err, errlen);
   }
   acl_config_t cfg;
