@@ -458,6 +458,18 @@ Test(budget, buffered_samples_arrive_in_batches)
   cr_assert(strstr(err, "buffer"), "%s", err);
 }
 
+/* A drive for dp whose cost table prices Tree and Ring, each with LL,
+ * LL128 and Simple, at us (in that order). */
+static acl_drive_t *table_drive(acl_drive_params_t *dp, const float us[6])
+{
+  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
+  table_only(dp->cost, 6, a, p, us);
+  char err[256] = "";
+  acl_drive_t *d = acl_drive_create(dp, err, sizeof err);
+  cr_assert_not_null(d, "%s", err);
+  return d;
+}
+
 /* PyTorch FSDP's 96 MiB AllGather on one H200 (two ranks, NCCL 2.30.7,
  * 2026-12-02): NCCL's Ring/Simple takes 222 us, its cost table says 41 us,
  * and CUPTI's windows (100 ms every 5 s: about 20 calls in 1,024) sample it
@@ -491,12 +503,7 @@ Test(budget, a_wait_on_the_cost_table_is_revised_by_measured_samples)
                            .window_calls = 20,
                            .window_period = 1024,
                            .seed = 5};
-  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
-  float us[] = {140, 70, 50, 130, 60, 41};
-  table_only(dp.cost, 6, a, p, us);
-  char err[256] = "";
-  acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
-  cr_assert_not_null(d, "%s", err);
+  acl_drive_t *d = table_drive(&dp, (const float[6]){140, 70, 50, 130, 60, 41});
   double time = 0.0, worst = 0.0;
   seen_t seen = {0};
   run_world(d, 5000, fsdp_time, &time, &worst, &seen);
@@ -549,18 +556,9 @@ static double regime_time(void *user, const acl_candidate_t *c, uint64_t call)
  * NCCL's choice). */
 Test(budget, a_retune_keeps_the_measured_time)
 {
-  acl_drive_params_t dp = {.coll = 4,
-                           .nbytes = 4u << 20,
-                           .nranks = 2,
-                           .max_lag = 4,
-                           .skew = 0.2,
-                           .seed = 3};
-  int a[] = {0, 0, 0, 1, 1, 1}, p[] = {0, 1, 2, 0, 1, 2};
-  float us[] = {16, 13, 11, 10, 9, 8};
-  table_only(dp.cost, 6, a, p, us);
-  char err[256] = "";
-  acl_drive_t *d = acl_drive_create(&dp, err, sizeof err);
-  cr_assert_not_null(d, "%s", err);
+  acl_drive_params_t dp = {
+      .coll = 4, .nbytes = 4u << 20, .nranks = 2, .max_lag = 4, .skew = 0.2, .seed = 3};
+  acl_drive_t *d = table_drive(&dp, (const float[6]){16, 13, 11, 10, 9, 8});
   double time = 0.0;
   run_world(d, 30000, regime_time, &time, NULL, NULL);
   acl_search_report_t r;
