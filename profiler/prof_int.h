@@ -11,6 +11,7 @@
 
 #include "profiler/attrib.h"
 #include "profiler/gate.h"
+#include "profiler/hostcost.h"
 #include "profiler/ncclev.h"
 #include "profiler/prof_cupti.h"
 #include "profiler/profiler.h"
@@ -44,6 +45,7 @@ typedef struct prank {
    * samples carry none): widx:32 | channels:16 | algo:8 | proto:8, by
    * widx % OWN_N, written under the NCCL-event source's lock. */
   _Atomic uint64_t own[OWN_N];
+  acl_hostcost_t host; /* NCCL's host time per call (hostcost.h) */
 } prank_t;
 
 struct acl_prof {

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "profiler/attrib.h"
 #include "profiler/gate.h"
+#include "profiler/hostcost.h"
 #include "profiler/ncclev.h"
 #include "profiler/prof_cupti.h"
 #include "profiler/simfeed.h"
@@ -30,7 +31,8 @@ static bool g_atexit_done;
 
 /* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). src: the path
  * that measured it (between CUPTI windows the NCCL-event path does). */
-static void deliver(acl_prof_t *p, int src, const acl_call_tag_t *tag, uint64_t call_ns,
+static void deliver(acl_prof_t *p, const prank_t *r, int src, const acl_call_tag_t *tag,
+                    uint64_t call_ns,
                     uint64_t start, uint64_t end, float overlap, uint16_t kernels,
                     const int ran[3])
 {
@@ -47,6 +49,8 @@ static void deliver(acl_prof_t *p, int src, const acl_call_tag_t *tag, uint64_t 
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
+  if (r)
+    s.host_seconds = (double)acl_hostcost_ns(&r->host, tag->widx) * 1e-9;
   uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
     uint64_t i = atomic_fetch_add_explicit(&p->nlat, 1, memory_order_relaxed);
@@ -95,8 +99,8 @@ static void cupti_batch(void *u, bool final)
     for (size_t i = 0; i < n; i++) {
       int ran[3] = {-1, -1, 0};
       own_fill(buf[i].user, &buf[i].tag, ran);
-      deliver(p, SRC_CUPTI, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end, (float)buf[i].ov.frac,
-              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
+      deliver(p, buf[i].user, SRC_CUPTI, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
+              (float)buf[i].ov.frac, (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
     }
   } while (more);
 }
@@ -157,7 +161,7 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
       kern = (uint16_t)(k > 65535 ? 65535 : k);
     }
   }
-  deliver(p, atomic_load(&p->source) == SRC_SIM ? SRC_SIM : SRC_NCCL, &s->tag, s->call_ns,
+  deliver(p, r, atomic_load(&p->source) == SRC_SIM ? SRC_SIM : SRC_NCCL, &s->tag, s->call_ns,
           s->start, s->end, ov, kern,
           (const int[3]){s->ran_algo, s->ran_proto, s->ran_nch});
 }
@@ -414,6 +418,8 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
   prank_t *r = prof_rank;
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
     return;
+  if (!captured)
+    acl_hostcost_group_call(&r->host, tag->widx);
   /* While a CUPTI window is open CUPTI sees every call; otherwise only the
    * calls whose enqueue carried events are measured. A captured call's
    * kernel runs at the graph's replays, which never come back. */
@@ -520,7 +526,14 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
     }
     return ncclSuccess;
   }
-  if (d && (d->type & (ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileKernelLaunch)))
+  if (d && d->type == ncclProfileGroupApi) {
+    /* NCCL starts it whenever CollApi is on; its span is the calls' host
+     * time (hostcost.h). */
+    if (r && p && atomic_load(&p->source) != SRC_NONE && !d->groupApi.graphCaptured && eHandle)
+      *eHandle = acl_hostcost_group_start(acl_mono_ns());
+    return ncclSuccess;
+  }
+  if (d && (d->type & (ncclProfileP2pApi | ncclProfileKernelLaunch)))
     return ncclSuccess; /* NCCL starts these whenever CollApi is on: not used */
   if (!p || !p->ev)
     return ncclSuccess;
@@ -534,12 +547,18 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
 
 ncclResult_t acl_prof_nccl_stop(acl_prof_t *p, void *eHandle)
 {
+  if (acl_hostcost_is_group(eHandle)) {
+    acl_hostcost_group_stop(eHandle, acl_mono_ns());
+    return ncclSuccess;
+  }
   return p ? acl_ncclev_stop(p->ev, eHandle) : ncclSuccess;
 }
 
 ncclResult_t acl_prof_nccl_state(acl_prof_t *p, void *eHandle, ncclProfilerEventState_v5_t st,
                                  ncclProfilerEventStateArgs_v5_t *args)
 {
+  if (acl_hostcost_is_group(eHandle))
+    return ncclSuccess; /* the group's API start/end marks: its span is enough */
   return p ? acl_ncclev_state(p->ev, eHandle, (int)st, args) : ncclSuccess;
 }
 

@@ -32,6 +32,9 @@ typedef struct acl_call_tag {
 typedef struct acl_prof_sample {
   acl_call_tag_t tag;
   double seconds;           /* GPU time of the collective on this rank */
+  /* NCCL's host time for a call of this workload on this rank, the
+   * shortest seen (enqueue to kernel launch, profiler/hostcost.h); 0 unknown */
+  double host_seconds;
   float overlap;            /* 0..1, <0 unknown */
   uint16_t compute_kernels; /* distinct non-NCCL kernels overlapping */
   /* channels NCCL ran (its Coll event), 0 unknown; for a CUPTI sample of

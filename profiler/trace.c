@@ -463,6 +463,7 @@ void acl_trace_sample(uint64_t comm_id, int rank, int nranks, const acl_prof_sam
       .emit_ns = acl_mono_ns(),
       .seconds = s->seconds,
       .used = used_seconds,
+      .host = s->host_seconds,
   };
   push(t, &r, &t->samples);
 }

@@ -51,7 +51,7 @@ int acl_trace_fmt_rec(const rec_t *r, char *b, size_t n)
                     (unsigned long long)r->nbytes, r->pipe_ops, r->widx,
                     (unsigned long long)r->call_idx, cand, r->cand_id,
                     acl_phase_name((acl_phase_t)r->phase), (unsigned long long)r->emit_ns);
-  char ran[64], sec[32], used[32], ov[32], lat[32];
+  char ran[64], sec[32], used[32], host[32], ov[32], lat[32];
   if (r->ran_algo >= 0 && r->ran_proto >= 0)
     snprintf(ran, sizeof(ran), "[\"%s\",\"%s\",%d]", acl_algo_name(r->ran_algo),
              acl_proto_name(r->ran_proto), r->ran_nch);
@@ -59,6 +59,7 @@ int acl_trace_fmt_rec(const rec_t *r, char *b, size_t n)
     snprintf(ran, sizeof(ran), "null");
   fmt_num(sec, sizeof(sec), r->seconds);
   fmt_num(used, sizeof(used), r->used);
+  fmt_num(host, sizeof(host), r->host > 0.0 ? r->host : -1.0);
   fmt_num(ov, sizeof(ov), r->overlap);
   fmt_num(lat, sizeof(lat),
           r->call_ns && r->emit_ns >= r->call_ns ? (double)(r->emit_ns - r->call_ns) * 1e-9 : -1.0);
@@ -66,12 +67,12 @@ int acl_trace_fmt_rec(const rec_t *r, char *b, size_t n)
                   "{\"t\":\"s\",\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"coll\":\"%s\","
                   "\"bytes\":%llu,\"pipe\":%d,\"w\":%u,\"call\":%llu,\"cand\":%s,\"cid\":%u,"
                   "\"ran\":%s,\"status\":\"%s\",\"src\":\"%s\",\"gpu\":[%llu,%llu],"
-                  "\"call_ns\":%llu,\"emit_ns\":%llu,\"sec\":%s,\"used\":%s,\"overlap\":%s,"
+                  "\"call_ns\":%llu,\"emit_ns\":%llu,\"sec\":%s,\"used\":%s,\"host\":%s,\"overlap\":%s,"
                   "\"kernels\":%u,\"lat\":%s}\n",
                   (unsigned long long)r->comm, r->rank, r->nranks, acl_coll_name(r->coll),
                   (unsigned long long)r->nbytes, r->pipe_ops, r->widx,
                   (unsigned long long)r->call_idx, cand, r->cand_id, ran, status_of(r),
                   src_name(r->source), (unsigned long long)r->gpu_start,
                   (unsigned long long)r->gpu_stop, (unsigned long long)r->call_ns,
-                  (unsigned long long)r->emit_ns, sec, used, ov, r->kernels, lat);
+                  (unsigned long long)r->emit_ns, sec, used, host, ov, r->kernels, lat);
 }

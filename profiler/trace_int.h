@@ -20,7 +20,7 @@ typedef struct rec {
   int16_t ran_nch;
   float overlap;
   uint64_t comm, nbytes, call_idx, call_ns, gpu_start, gpu_stop, emit_ns;
-  double seconds, used;
+  double seconds, used, host; /* host: 0 unknown */
 } rec_t;
 
 /* One JSON line for r into b (snprintf's contract: the length it wanted). */

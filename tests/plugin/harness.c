@@ -133,12 +133,12 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
 }
 
 static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
-                       int captured);
+                       int captured, void **group_open);
 
 void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t nbytes,
                       int captured)
 {
-  api_events(prof, pctx, mask, coll, nbytes / 4, captured);
+  api_events(prof, pctx, mask, coll, nbytes / 4, captured, NULL);
 }
 
 int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
@@ -149,12 +149,32 @@ int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, in
    * elements, the tuner the whole buffer. */
   int m = __atomic_load_n(mask, __ATOMIC_RELAXED);
   bool per_rank = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
-  api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0);
+  api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0,
+             NULL);
   return m;
 }
 
+int acl_h_enqueue_open(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                       size_t nbytes, int nranks, void **group)
+{
+  int m = __atomic_load_n(mask, __ATOMIC_RELAXED);
+  bool per_rank = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
+  *group = NULL;
+  api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0,
+             group);
+  return m;
+}
+
+void acl_h_group_end(const ncclProfiler_v5_t *prof, void *group)
+{
+  if (!group)
+    return;
+  prof->recordEventState(group, (ncclProfilerEventState_v5_t)24 /* GroupEndApiStart */, NULL);
+  prof->stopEvent(group);
+}
+
 static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
-                       int captured)
+                       int captured, void **group_open)
 {
   static const char *const colls[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                        "AllReduce"};
@@ -183,7 +203,9 @@ static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
     if (ch)
       prof->stopEvent(ch);
   }
-  if (gh)
+  if (group_open)
+    *group_open = gh;
+  else if (gh)
     prof->stopEvent(gh);
 }
 

@@ -65,6 +65,14 @@ void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int c
 int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
                   size_t nbytes, int nranks);
 
+/* The same, as NCCL's implicit group runs it: the GroupApi event stays open
+ * (*group, NULL when none started) through the decision and the launch,
+ * which acl_h_group_end then ends (group.cc: the end's state record, then
+ * the stop after the kernel launch). */
+int acl_h_enqueue_open(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                       size_t nbytes, int nranks, void **group);
+void acl_h_group_end(const ncclProfiler_v5_t *prof, void *group);
+
 /* Messages the plugin sent through the logger we hand it. */
 void acl_h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                   const char *fmt, ...);
