@@ -1,26 +1,18 @@
-/* NCCL's host time per call, by workload and candidate.
+/* NCCL's host time per call, by workload, for the trace.
  *
  * A small collective is bound by its host time: on one H100 a 64 KiB
- * AllReduce's kernel takes 2-3 us on the rank that arrives last while
- * NCCL's enqueue, plan and launch take the host ~10 us a call, and Tree
- * with 32 channels, 1.5x faster by its kernel, ran 1.5 us a call slower
- * than NCCL's Ring with 8. So a call costs the job at least its host time:
- * a sample counts max(kernel, host) (docs/profiler.md).
- *
- * The host time is NCCL's GroupApi event (collTaskAppend to the group's
- * end, after the kernel launch), which NCCL starts on every call once
- * CollApi is in the mask; it is split over the calls decided inside it on
- * the same thread. Calls decided on another thread (non-blocking
- * communicators) and captured calls get none.
+ * AllReduce's kernel took 2-3 us on the rank that arrives last while a call
+ * took ~14 us of host time. The host time is NCCL's GroupApi event
+ * (collTaskAppend to the group's end, after the kernel launch), which NCCL
+ * starts on every call once CollApi is in the mask; it is split over the
+ * calls decided inside it on the same thread. Calls decided on another
+ * thread (non-blocking communicators) and captured calls get none.
  *
  * A host ahead of its GPU blocks in the launch (CUDA's queue, NCCL's work
  * FIFO) for as long as the GPU takes to free a slot: its groups then last
- * a call of whatever the GPU is draining. Taken per candidate, that made
- * every candidate at 256 MiB look as slow as NCCL's queued calls (on one
- * H100 it kept NCCL's choice in 3 of 3 runs, and gave back 4-64 MiB
- * decisions). Blocking only lengthens a group, so the estimate is the
- * workload's shortest call: at most the fastest call the GPU drained,
- * which no candidate's own kernel beats by more than a launch gap. */
+ * a call of whatever the GPU is draining. Blocking only lengthens a group,
+ * so the estimate is the workload's shortest call. The search does not use
+ * it (docs/profiler.md, "Host time per call"). */
 #ifndef ACL_PROFILER_HOSTCOST_H
 #define ACL_PROFILER_HOSTCOST_H
 

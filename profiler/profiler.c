@@ -22,6 +22,7 @@
 #include "profiler/ncclev.h"
 #include "profiler/prof_cupti.h"
 #include "profiler/simfeed.h"
+#include "profiler/trace.h"
 
 #include "profiler/prof_int.h"
 
@@ -528,8 +529,9 @@ ncclResult_t acl_prof_nccl_start(acl_prof_t *p, void *prof_rank, void **eHandle,
   }
   if (d && d->type == ncclProfileGroupApi) {
     /* NCCL starts it whenever CollApi is on; its span is the calls' host
-     * time (hostcost.h). */
-    if (r && p && atomic_load(&p->source) != SRC_NONE && !d->groupApi.graphCaptured && eHandle)
+     * time, which the trace records (hostcost.h). */
+    if (r && p && atomic_load(&p->source) != SRC_NONE && !d->groupApi.graphCaptured && eHandle &&
+        acl_trace_on())
       *eHandle = acl_hostcost_group_start(acl_mono_ns());
     return ncclSuccess;
   }

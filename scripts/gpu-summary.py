@@ -16,7 +16,7 @@ interval over reps and the verdict against the 1 us target.
 Lines of other kinds (--advise, torch_step) get their own short tables; lines
 that are not JSON objects are skipped with a note on stderr.
 
-A tar (gpu-testbed.sh --reports: record-iso.tar) gets a table of the job
+A tar (gpu-testbed.sh --reports: reports-iso.tar) gets a table of the job
 reports in it, per launch model: how each workload's rows (one per rank of
 each process) ended, and the budget waits still ahead of those that wait."""
 import json
@@ -206,7 +206,14 @@ def main():
         del args[i:i + 2]
     if not args:
         sys.exit(__doc__)
+    if args[0] in ("-h", "--help"):
+        print(__doc__)
+        return
     for path in args:
+        try:
+            open(path).close()
+        except OSError as e:
+            sys.exit("gpu-summary.py: cannot read %s: %s" % (path, e.strerror))
         if path.endswith(".tar") or path.endswith(".tgz") or path.endswith(".tar.gz"):
             reports_tables(path)
             continue

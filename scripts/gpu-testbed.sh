@@ -15,9 +15,12 @@
 # --nccl-lib DIR: an NCCL library folder; default: restore <carry>/nccl/*.xz.part-*.
 # --ranks-per-gpu K (default 2): ranks = K on one GPU.
 # --reports: every process of the recorded matrix writes its job report
-# (AUTOCCL_REPORT), and they go into record-iso.tar under reports-<launch>/
-# (one file per process is more than the device tool returns);
-# scripts/gpu-summary.py record-iso.tar counts each workload's end states.
+# (AUTOCCL_REPORT), and they go into reports-iso.tar under reports-<launch>/
+# (one file per process is more than the device tool returns; a tar of
+# their own, so that they come back when the traces' tar is too big; with
+# both launch models that is 10 files, more than the device tool returns:
+# run one launch model per call); scripts/gpu-summary.py reports-iso.tar
+# counts each workload's end states.
 # Environment, as gpu-record.sh: SIZES ("-b 64K -e 256M -f 4"), COLLS, WARMUP_S (2),
 # SWEEP_CH (0,16,32,64), CHILD_TIMEOUT (60), REC_LIMIT (400 s per launch model),
 # COST_ITERS (10000 timed calls of the cost run), COST_REPS (15 processes per mode
@@ -27,6 +30,9 @@
 # Summary of a cost run, with its bootstrap interval: scripts/gpu-summary.py cost.jsonl.
 # Writes $OUT/<launch>/record-iso.{jsonl,log,tar} and $OUT/<launch>/cost.jsonl
 # (8 files for both launch models; the cost run's traces go into the tar).
+# A tar over TAR_PART (15M, split's sizes) is cut into record-iso.tar.part-0,
+# -1, ... (the device tool returns files of at most 16 MiB): cat them back
+# together in order.
 set -u
 H=$(cd "$(dirname "$0")/.." && pwd)
 LAUNCH=both NCCLLIB="" K=2 COST=1 REPORTS=0
@@ -79,8 +85,8 @@ for l in $L; do
     "$H/scripts/gpu-record.sh" --part iso --launch "$l" \
     --gpus "$K" --ranks-per-gpu "$K" "${NARG[@]}" --out "$D" || rc=1
   if [ -n "$RD" ]; then
-    [ -f "$D/record-iso.tar" ] && tar -rf "$D/record-iso.tar" -C "$RD" "reports-$l"
-    echo "# $l: $(find "$RD" -name 'report-*.json' | wc -l) job reports in record-iso.tar" | tee -a "$D/record-iso.log"
+    tar -cf "$D/reports-iso.tar" -C "$RD" "reports-$l"
+    echo "# $l: $(find "$RD" -name 'report-*.json' | wc -l) job reports in reports-iso.tar" | tee -a "$D/record-iso.log"
     rm -rf "$RD"
   fi
   echo "# $l: record done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
@@ -95,5 +101,11 @@ for l in $L; do
   [ -f "$D/record-iso.tar" ] && [ -d "$CT/cost-$l" ] && tar -rf "$D/record-iso.tar" -C "$CT" "cost-$l"
   rm -rf "$CT"
   echo "# $l: cost done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
+done
+for l in $L; do
+  T=$OUTDIR/$l/record-iso.tar
+  [ -f "$T" ] && [ "$(stat -c %s "$T")" -gt "$(numfmt --from=iec "${TAR_PART:-15M}")" ] || continue
+  split -b "${TAR_PART:-15M}" -d -a 1 "$T" "$T.part-" && rm -f "$T" &&
+    echo "# $l: record-iso.tar cut into $(ls "$T".part-* | wc -l) parts" | tee -a "$OUTDIR/$l/record-iso.log"
 done
 exit $rc

@@ -475,17 +475,14 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   acl_rank_t *r = s->tag.rank_ctx;
   if (!r)
     return;
-  /* A call costs the job at least NCCL's host time for it (a small one is
-   * bound by it: profiler/hostcost.h); the search compares that. */
-  double cost = s->seconds >= 0.0 && s->host_seconds > s->seconds ? s->host_seconds : s->seconds;
-  acl_trace_sample(r->comm_id, r->rank, r->nranks, s, cost);
+  acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
   acl_cons_observe(
       r->cons,
       &(acl_cons_obs_t){.widx = s->tag.widx,
                         .call_idx = s->tag.call_idx,
                         .cand_id = s->tag.cand_id,
                         .want_nch = s->tag.cand.algo == ACL_ALGO_NCCL ? 0 : s->tag.cand.nchannels,
-                        .seconds = cost,
+                        .seconds = s->seconds,
                         .overlap = s->overlap,
                         .ran_algo = s->ran_algo,
                         .ran_proto = s->ran_proto,
