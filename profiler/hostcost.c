@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 /* An entry: (widx:28 | count:4) << 32 | ns:32. */
-#define KEY(w) ((uint64_t)((w) & 0xfffffffu) << 4)
+#define KEY(w) ((uint64_t)((w)&0xfffffffu) << 4)
 #define KEY_MASK 0xfffffff0ull
 #define COUNT_MAX 15u
 /* A group longer than this is no call's host time (a set-up, a stop that
@@ -50,7 +50,11 @@ uint64_t acl_hostcost_ns(const acl_hostcost_t *h, uint32_t widx)
 /* NCCL runs one group at a time per thread (its GroupApi state is
  * thread-local too); a group of more calls than this is not noted. */
 #define GROUP_CALLS 16
+/* Marks a group handle, whichever thread's it is, so that no other event
+ * code ever takes one for its own (NCCL stops it on the starting thread). */
+#define GROUP_MAGIC 0x6163c1a7b0c5a11eull
 typedef struct group {
+  uint64_t magic;
   bool open;
   int n;
   uint64_t t0;
@@ -65,6 +69,7 @@ static _Thread_local group_t tls_group;
 void *acl_hostcost_group_start(uint64_t now_ns)
 {
   group_t *g = &tls_group;
+  g->magic = GROUP_MAGIC;
   g->open = true;
   g->n = 0;
   g->t0 = now_ns;
@@ -73,7 +78,8 @@ void *acl_hostcost_group_start(uint64_t now_ns)
 
 bool acl_hostcost_is_group(const void *handle)
 {
-  return handle && handle == (const void *)&tls_group;
+  return handle &&
+         (handle == (const void *)&tls_group || ((const group_t *)handle)->magic == GROUP_MAGIC);
 }
 
 void acl_hostcost_group_call(acl_hostcost_t *h, uint32_t widx)
@@ -93,8 +99,8 @@ void acl_hostcost_group_call(acl_hostcost_t *h, uint32_t widx)
 void acl_hostcost_group_stop(void *handle, uint64_t now_ns)
 {
   group_t *g = handle;
-  if (!acl_hostcost_is_group(g) || !g->open)
-    return;
+  if (g != &tls_group || !g->open)
+    return; /* another thread's group: not ours to end */
   g->open = false;
   if (g->n == 0 || now_ns <= g->t0)
     return;

@@ -37,6 +37,8 @@ uint64_t acl_hostcost_ns(const acl_hostcost_t *h, uint32_t widx);
 /* This thread's open group (GroupApi started here): its handle for NCCL. A
  * group left open (no stop came) is dropped by the next start. */
 void *acl_hostcost_group_start(uint64_t now_ns);
+/* A group's handle, this thread's or another's (never an event of the other
+ * sources; handle must point at 8 readable bytes or be NULL). */
 bool acl_hostcost_is_group(const void *handle);
 /* A call decided on this thread while its group is open. */
 void acl_hostcost_group_call(acl_hostcost_t *h, uint32_t widx);

@@ -33,8 +33,7 @@ static bool g_atexit_done;
 /* ran: algo, proto, channels NCCL ran (-1, -1, 0 unknown). src: the path
  * that measured it (between CUPTI windows the NCCL-event path does). */
 static void deliver(acl_prof_t *p, const prank_t *r, int src, const acl_call_tag_t *tag,
-                    uint64_t call_ns,
-                    uint64_t start, uint64_t end, float overlap, uint16_t kernels,
+                    uint64_t call_ns, uint64_t start, uint64_t end, float overlap, uint16_t kernels,
                     const int ran[3])
 {
   acl_prof_sample_t s;
@@ -101,7 +100,8 @@ static void cupti_batch(void *u, bool final)
       int ran[3] = {-1, -1, 0};
       own_fill(buf[i].user, &buf[i].tag, ran);
       deliver(p, buf[i].user, SRC_CUPTI, &buf[i].tag, buf[i].call_ns, buf[i].start, buf[i].end,
-              (float)buf[i].ov.frac, (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
+              (float)buf[i].ov.frac,
+              (uint16_t)(buf[i].ov.distinct > 65535 ? 65535 : buf[i].ov.distinct), ran);
     }
   } while (more);
 }
@@ -163,8 +163,7 @@ static void ev_emit(void *u, const acl_ev_sample_t *s)
     }
   }
   deliver(p, r, atomic_load(&p->source) == SRC_SIM ? SRC_SIM : SRC_NCCL, &s->tag, s->call_ns,
-          s->start, s->end, ov, kern,
-          (const int[3]){s->ran_algo, s->ran_proto, s->ran_nch});
+          s->start, s->end, ov, kern, (const int[3]){s->ran_algo, s->ran_proto, s->ran_nch});
 }
 
 static void at_exit_handler(void)

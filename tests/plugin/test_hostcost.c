@@ -5,8 +5,8 @@
  * time (docs/profiler.md, "Host time per call"). */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,8 +22,9 @@ static int eff_nch(int nch) { return nch > 0 ? nch : 8; }
 
 static double kernel_us(int a, int p, int nch)
 {
-  double f = (a == NCCL_ALGO_TREE ? 0.6 : 1.0) *
-             (p == NCCL_PROTO_LL ? 1.0 : p == NCCL_PROTO_LL128 ? 1.5 : 2.5);
+  double f = (a == NCCL_ALGO_TREE ? 0.6 : 1.0) * (p == NCCL_PROTO_LL      ? 1.0
+                                                  : p == NCCL_PROTO_LL128 ? 1.5
+                                                                          : 2.5);
   return 4.0 * f * sqrt(8.0 / eff_nch(nch));
 }
 

@@ -1,6 +1,8 @@
 /* The host-time estimate per workload and the group that splits a GroupApi
  * span over its calls (profiler/hostcost.h). */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "profiler/hostcost.h"
 
@@ -40,6 +42,28 @@ Test(hostcost, a_group_splits_its_span_over_its_calls)
   acl_hostcost_group_stop(acl_hostcost_group_start(0), 1);
   cr_assert_eq(acl_hostcost_ns(&a, 0), 10000);
   cr_assert_not(acl_hostcost_is_group(NULL));
-  int other;
+  uint64_t other = 0;
   cr_assert_not(acl_hostcost_is_group(&other));
+}
+
+static void *other_thread_stops(void *g)
+{
+  cr_assert(acl_hostcost_is_group(g), "another thread's group is still a group");
+  acl_hostcost_group_stop(g, 2000000);
+  return NULL;
+}
+
+/* NCCL stops a group on the thread that started it; a stop from another
+ * thread neither ends nor charges it. */
+Test(hostcost, another_threads_stop_charges_nothing)
+{
+  acl_hostcost_t a = {0};
+  void *g = acl_hostcost_group_start(1000000);
+  acl_hostcost_group_call(&a, 0);
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, other_thread_stops, g), 0);
+  pthread_join(t, NULL);
+  acl_hostcost_group_call(&a, 0); /* still open here */
+  acl_hostcost_group_stop(g, 1000000 + 40000);
+  cr_assert_eq(acl_hostcost_ns(&a, 0), 20000);
 }
