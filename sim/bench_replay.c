@@ -17,7 +17,10 @@
  *   short_run            the same over a 200-call run
  *   tail_incl            the same over the long run's last 350 calls (the
  *                        GPU's long runs time those after their tuning time)
- *   final_over_oracle    best reachable config's median / the final's (long run) */
+ *   final_over_oracle    best reachable config's median / the final's (long run)
+ * A run that has not decided by its end is judged as the GPU's long runs
+ * time it: by the median of its last TIMED_CALLS calls, whatever ran them
+ * (NCCL's choice, a candidate, the explored pick in a wait). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@
 #define T_FOO_MEDIAN 0.98
 #define T_FOO_P5 0.95
 #define LONG_CALLS 350
+#define TIMED_CALLS 50 /* the GPU's timed calls after its warm-up */
 #define SHORT_CALLS 200
 #define MAX_CALLS 1000000 /* a long run's cap: 2 s of 64 KiB calls is 200,000 */
 #define MAX_LAG 4
@@ -87,7 +91,15 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
   int def_ch = acl_land_exec_channels(l, coll, nbytes, def.algo, def.proto, 0);
   conn[def.algo] = def_ch; /* ran before */
   uint64_t rng = acl_bench_mix(seed);
-  acl_candidate_t last = def; /* what the run's last step ran */
+  /* the steps over the run's last TIMED_CALLS calls: each one's config's
+   * median time and its calls there (a ring: one step is at least a call) */
+  struct {
+    acl_candidate_t c;
+    double t;
+    uint32_t n;
+  } timed[TIMED_CALLS];
+  int ntimed = 0;
+  uint64_t timed_from = calls > TIMED_CALLS ? (uint64_t)(calls - TIMED_CALLS) : 0;
   double spent = 0, tail = 0;
   uint64_t k = 0, tail_from = calls > LONG_CALLS ? (uint64_t)(calls - LONG_CALLS) : 0;
   int rc = 0;
@@ -101,7 +113,6 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
     acl_candidate_t run = st.d.cand;
     if (run.algo == ACL_ALGO_NCCL)
       run = def;
-    last = run;
     double mean = acl_land_mean_time(l, coll, nbytes, nranks, &run, interf);
     /* events (and a sample) only on the step's first call, by the plugin's
      * sampling rule (tuner/drive) */
@@ -115,6 +126,12 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
     uint64_t end = k + st.n < (uint64_t)calls ? k + st.n : (uint64_t)calls;
     if (end > tail_from) /* the part of the step in the tail, prorated */
       tail += cost * (double)(end - (k > tail_from ? k : tail_from)) / (double)st.n;
+    if (end > timed_from) {
+      timed[ntimed % TIMED_CALLS].c = run;
+      timed[ntimed % TIMED_CALLS].t = acl_land_time(l, coll, nbytes, nranks, &run, interf);
+      timed[ntimed % TIMED_CALLS].n = (uint32_t)(end - (k > timed_from ? k : timed_from));
+      ntimed++;
+    }
     if (st.events) {
       double t = acl_land_draw(l, coll, nbytes, nranks, &run, interf, acl_bench_mix(rng + k), NULL);
       acl_drive_ran_t ran = {run.algo, run.proto, need}; /* the Coll event */
@@ -130,9 +147,26 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
   acl_drive_destroy(dr);
   if (rc != 0)
     return rc;
-  /* a decision, else what runs at the end (NCCL's choice while the search
-   * waits, not the best so far that it has not adopted) */
-  out->final = acl_phase_decided(rep.phase) ? rep.current : last;
+  /* a decision, else what ran the last TIMED_CALLS calls: the config of
+   * their median call (the shortest time that, with the shorter ones, ran
+   * half of them) */
+  out->final = acl_phase_decided(rep.phase) ? rep.current : def;
+  if (!acl_phase_decided(rep.phase) && ntimed > 0) {
+    int m = ntimed < TIMED_CALLS ? ntimed : TIMED_CALLS, med = -1;
+    uint32_t total = 0;
+    for (int i = 0; i < m; i++)
+      total += timed[i].n;
+    for (int i = 0; i < m; i++) {
+      uint32_t upto = 0;
+      for (int j = 0; j < m; j++)
+        if (timed[j].t <= timed[i].t)
+          upto += timed[j].n;
+      if (2 * upto >= total && (med < 0 || timed[i].t < timed[med].t))
+        med = i;
+    }
+    if (med >= 0)
+      out->final = timed[med].c;
+  }
   if (out->final.algo == ACL_ALGO_NCCL)
     out->final = def;
   double t_fin = acl_land_time(l, coll, nbytes, nranks, &out->final, interf);
