@@ -41,12 +41,14 @@ for part in ("h200", "synthetic"):
 assert d["synthetic"]["runs"] == 20 * 5 * 10 and d["h200"]["runs"] == 2 * 5 * 10, d
 assert (d["targets_met"] is True) == (p.returncode == 0), d
 assert "synthetic landscapes" in p.stderr, "progress goes to stderr"
-# Same seed, same result (deterministic).
-q = subprocess.run([exe, "--json", "--landscapes", "20", "--h200-reps", "2", "--seed", "3"],
-                   capture_output=True, text=True, timeout=100)
-e = json.loads(q.stdout.strip().splitlines()[-1])
-d.pop("seconds"); e.pop("seconds")
-assert d == e, "not deterministic"
+# Same seed, same result (deterministic), on a smaller run played twice
+# (CI's 20 minutes).
+small = [exe, "--json", "--landscapes", "5", "--h200-reps", "1", "--seed", "3"]
+twice = [json.loads(subprocess.run(small, capture_output=True, text=True, timeout=60)
+                    .stdout.strip().splitlines()[-1]) for _ in range(2)]
+for x in twice:
+    x.pop("seconds")
+assert twice[0] == twice[1], "not deterministic"
 # Bad input: clear message, exit 2, nothing on stdout.
 for bad in (["--landscapes", "many"], ["--noise", "-1"], ["--seed", "-5"], ["--frobnicate"]):
     b = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=10)
@@ -54,9 +56,11 @@ for bad in (["--landscapes", "many"], ["--noise", "-1"], ["--seed", "-5"], ["--f
     assert b.stdout == "", bad
     assert bad[0] in b.stderr or bad[-1] in b.stderr, (bad, b.stderr)
 assert d["nccl_version"] == "2.28", d
-# NCCL 2.30: the chunk axis against the same runs with it held.
+# NCCL 2.30: the chunk axis against the same runs with it held (10
+# landscapes, seed 3: 0.985 against 0.949 held where chunk size matters,
+# 0.993 against 0.994 and +0.26 % overhead where it does not).
 for land in ("sensitive", "flat"):
-    r = subprocess.run([exe, "--json", "--landscapes", "20", "--h200-reps", "2", "--seed", "3",
+    r = subprocess.run([exe, "--json", "--landscapes", "10", "--h200-reps", "1", "--seed", "3",
                         "--nccl", "2.30", "--chunk-landscape", land],
                        capture_output=True, text=True, timeout=200)
     assert r.returncode in (0, 1), (land, r.returncode, r.stderr)
