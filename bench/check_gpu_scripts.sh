@@ -73,6 +73,17 @@ echo "{\"kind\":\"autoccl-job-report\",\"workloads\":[{$w,\"state\":\"waiting-bu
 tar -cf "$D/rt/r.tar" -C "$D/rt" reports-procs
 python3 "$ROOT/scripts/gpu-summary.py" "$D/rt/r.tar" | grep -q '^| AllReduce 1M | 2 | 1 | 1 | 2052 |$' \
   || fail "gpu-summary.py: the job reports' table ($(python3 "$ROOT/scripts/gpu-summary.py" "$D/rt/r.tar" 2>&1 | tail -2))"
+# scripts/trace-stats.py on a recorded plugin trace, alone and inside a tar
+TR="$ROOT/docs/data/h200-1gpu-2026-12-04a-procs-all_reduce-plugin-r0.jsonl.gz"
+mkdir -p "$D/ts/iso-procs-all_reduce" && cp "$TR" "$D/ts/iso-procs-all_reduce/autoccl-rep0-plugin-r0.jsonl.gz"
+tar -cf "$D/ts/r.tar" -C "$D/ts" iso-procs-all_reduce
+for src in "$TR" "$D/ts/r.tar"; do
+  out=$(python3 "$ROOT/scripts/trace-stats.py" --bytes 1048576 "$src") || fail "trace-stats.py $src: exit $?"
+  echo "$out" | grep -q '^| NCCL | cupti | 3239 | 13.86 |' || fail "trace-stats.py $src: no NCCL row ($(echo "$out" | head -c 300))"
+  echo "$out" | grep -q 'decisions (call: phase config): 0: warmup NCCL, .*\.\.\. [0-9]* more \.\.\.' \
+    || fail "trace-stats.py $src: no shortened decision list"
+done
+python3 "$ROOT/scripts/trace-stats.py" --bytes many "$TR" 2>&1 | grep -q 'whole number' || fail "trace-stats.py: --bytes many accepted"
 # 8 files for both launch models; --reports adds one per launch model and a
 # big tar its parts (the script says: one launch model per call then)
 n=$(find "$D/tb" -type f ! -name 'reports-iso.tar' ! -name '*.part-*' | wc -l)
