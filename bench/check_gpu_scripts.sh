@@ -50,6 +50,8 @@ C=$D/carry; mkdir -p "$C/scripts" "$C/build-gpu"
 for s in gpu-nccl.sh gpu-record.sh gpu-bench.sh gpu-summary.py gpu-testbed.sh; do cp "$ROOT/scripts/$s" "$C/scripts/"; done
 ln -s "$(dirname "$BIN")" "$C/build-gpu/bench"; ln -s "$(dirname "$(dirname "$BIN")")/tuner" "$C/build-gpu/tuner"
 printf '*  0  max  NCCL  -  0\n' > "$C/nccl-table.txt"
+TAR_PART=lots OUT=$D/bad bash "$C/scripts/gpu-testbed.sh" > "$D/bad.out" 2>&1
+[ $? = 2 ] && grep -q "TAR_PART must be a size" "$D/bad.out" && [ ! -e "$D/bad" ] || fail "gpu-testbed.sh: TAR_PART=lots not refused"
 OUT=$D/tb SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0,64 SWEEP_WARMUP=2 COST_ITERS=20 COST_REPS=4 TAR_PART=8K \
   bash "$C/scripts/gpu-testbed.sh" --reports > "$D/tb.out" 2>&1 \
   || fail "gpu-testbed.sh exit $? ($(tail -3 "$D/tb.out"))"
