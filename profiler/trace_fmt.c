@@ -63,16 +63,16 @@ int acl_trace_fmt_rec(const rec_t *r, char *b, size_t n)
   fmt_num(ov, sizeof(ov), r->overlap);
   fmt_num(lat, sizeof(lat),
           r->call_ns && r->emit_ns >= r->call_ns ? (double)(r->emit_ns - r->call_ns) * 1e-9 : -1.0);
-  return snprintf(b, n,
-                  "{\"t\":\"s\",\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"coll\":\"%s\","
-                  "\"bytes\":%llu,\"pipe\":%d,\"w\":%u,\"call\":%llu,\"cand\":%s,\"cid\":%u,"
-                  "\"ran\":%s,\"status\":\"%s\",\"src\":\"%s\",\"gpu\":[%llu,%llu],"
-                  "\"call_ns\":%llu,\"emit_ns\":%llu,\"sec\":%s,\"used\":%s,\"host\":%s,\"overlap\":%s,"
-                  "\"kernels\":%u,\"lat\":%s}\n",
-                  (unsigned long long)r->comm, r->rank, r->nranks, acl_coll_name(r->coll),
-                  (unsigned long long)r->nbytes, r->pipe_ops, r->widx,
-                  (unsigned long long)r->call_idx, cand, r->cand_id, ran, status_of(r),
-                  src_name(r->source), (unsigned long long)r->gpu_start,
-                  (unsigned long long)r->gpu_stop, (unsigned long long)r->call_ns,
-                  (unsigned long long)r->emit_ns, sec, used, host, ov, r->kernels, lat);
+  return snprintf(
+      b, n,
+      "{\"t\":\"s\",\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"coll\":\"%s\","
+      "\"bytes\":%llu,\"pipe\":%d,\"w\":%u,\"call\":%llu,\"cand\":%s,\"cid\":%u,"
+      "\"ran\":%s,\"status\":\"%s\",\"src\":\"%s\",\"gpu\":[%llu,%llu],"
+      "\"call_ns\":%llu,\"emit_ns\":%llu,\"sec\":%s,\"used\":%s,\"host\":%s,\"overlap\":%s,"
+      "\"kernels\":%u,\"lat\":%s}\n",
+      (unsigned long long)r->comm, r->rank, r->nranks, acl_coll_name(r->coll),
+      (unsigned long long)r->nbytes, r->pipe_ops, r->widx, (unsigned long long)r->call_idx, cand,
+      r->cand_id, ran, status_of(r), src_name(r->source), (unsigned long long)r->gpu_start,
+      (unsigned long long)r->gpu_stop, (unsigned long long)r->call_ns,
+      (unsigned long long)r->emit_ns, sec, used, host, ov, r->kernels, lat);
 }

@@ -53,7 +53,7 @@ case "$LAUNCH" in single) L="single" ;; procs) L="procs" ;; both) L="single proc
 CR=${COST_REPS:-15}
 case "$CR" in ''|*[!0-9]*|0*) echo "gpu-testbed.sh: COST_REPS must be a positive integer" >&2; exit 2 ;; esac
 TP=${TAR_PART:-15M}
-numfmt --from=iec "$TP" >/dev/null 2>&1 && [ "$(numfmt --from=iec "$TP")" -gt 0 ] ||
+TPB=$(numfmt --from=iec "$TP" 2>/dev/null) && [ "$TPB" -gt 0 ] 2>/dev/null ||
   { echo "gpu-testbed.sh: TAR_PART must be a size such as 15M (split's sizes), not '$TP'" >&2; exit 2; }
 OUTDIR=${OUT:-$H/testbed-out}
 EXTRA=${EXTRA:-}
@@ -107,7 +107,7 @@ for l in $L; do
 done
 for l in $L; do
   T=$OUTDIR/$l/record-iso.tar
-  [ -f "$T" ] && [ "$(stat -c %s "$T")" -gt "$(numfmt --from=iec "$TP")" ] || continue
+  [ -f "$T" ] && [ "$(stat -c %s "$T")" -gt "$TPB" ] || continue
   split -b "$TP" -d -a 1 "$T" "$T.part-" && rm -f "$T" &&
     echo "# $l: record-iso.tar cut into $(ls "$T".part-* | wc -l) parts" | tee -a "$OUTDIR/$l/record-iso.log"
 done

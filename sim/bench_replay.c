@@ -55,6 +55,12 @@ typedef struct rres {
   acl_candidate_t final;
 } rres_t;
 
+/* Calls of the step [k, end) from call `from` on. */
+static uint64_t calls_from(uint64_t k, uint64_t end, uint64_t from)
+{
+  return end > from ? end - (k > from ? k : from) : 0;
+}
+
 /* One run of `calls` calls through consensus (tuner/drive); returns the
  * ratios. */
 static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag, int coll,
@@ -124,12 +130,13 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
     }
     spent += cost;
     uint64_t end = k + st.n < (uint64_t)calls ? k + st.n : (uint64_t)calls;
-    if (end > tail_from) /* the part of the step in the tail, prorated */
-      tail += cost * (double)(end - (k > tail_from ? k : tail_from)) / (double)st.n;
-    if (end > timed_from) {
+    /* the part of the step in the tail, prorated */
+    tail += cost * (double)calls_from(k, end, tail_from) / (double)st.n;
+    uint64_t in_timed = calls_from(k, end, timed_from);
+    if (in_timed > 0) {
       timed[ntimed % TIMED_CALLS].c = run;
       timed[ntimed % TIMED_CALLS].t = acl_land_time(l, coll, nbytes, nranks, &run, interf);
-      timed[ntimed % TIMED_CALLS].n = (uint32_t)(end - (k > timed_from ? k : timed_from));
+      timed[ntimed % TIMED_CALLS].n = (uint32_t)in_timed;
       ntimed++;
     }
     if (st.events) {

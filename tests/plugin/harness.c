@@ -132,6 +132,8 @@ void acl_h_report_call(const ncclProfiler_v5_t *prof, void *pctx, int mask, int 
   *clock += span + 1000;
 }
 
+/* group_open NULL: the GroupApi event is stopped at once; else it is left
+ * open there (NULL when none started) for acl_h_group_end. */
 static void api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int coll, size_t count,
                        int captured, void **group_open);
 
@@ -141,28 +143,30 @@ void acl_h_api_events(const ncclProfiler_v5_t *prof, void *pctx, int mask, int c
   api_events(prof, pctx, mask, coll, nbytes / 4, captured, NULL);
 }
 
-int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
-                  size_t nbytes, int nranks)
+/* NCCL reads the process's mask at the enqueue and stamps it on the call;
+ * its CollApi event counts AllGather's send and ReduceScatter's receive
+ * elements, the tuner the whole buffer. group_open as api_events's. */
+static int enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                   size_t nbytes, int nranks, void **group_open)
 {
-  /* NCCL reads the process's mask at the enqueue and stamps it on the call;
-   * its CollApi event counts AllGather's send and ReduceScatter's receive
-   * elements, the tuner the whole buffer. */
   int m = __atomic_load_n(mask, __ATOMIC_RELAXED);
   bool per_rank = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
   api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0,
-             NULL);
+             group_open);
   return m;
+}
+
+int acl_h_enqueue(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
+                  size_t nbytes, int nranks)
+{
+  return enqueue(prof, pctx, mask, coll, nbytes, nranks, NULL);
 }
 
 int acl_h_enqueue_open(const ncclProfiler_v5_t *prof, void *pctx, const int *mask, int coll,
                        size_t nbytes, int nranks, void **group)
 {
-  int m = __atomic_load_n(mask, __ATOMIC_RELAXED);
-  bool per_rank = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
   *group = NULL;
-  api_events(prof, pctx, m, coll, nbytes / 4 / (per_rank && nranks > 0 ? (size_t)nranks : 1), 0,
-             group);
-  return m;
+  return enqueue(prof, pctx, mask, coll, nbytes, nranks, group);
 }
 
 void acl_h_group_end(const ncclProfiler_v5_t *prof, void *group)

@@ -521,8 +521,9 @@ Test(budget, a_wait_on_the_cost_table_is_revised_by_measured_samples)
 
 /* 4 MiB AllReduce, one H100, two ranks (2026-12-06): NCCL's Ring/Simple
  * takes 58 us (the cost table here says 8 us), Ring/LL128 at 32 channels
- * 27 us, and a config's first call 5 ms. Then LL128 takes 3x as long (what changed does not matter here):
- * the decision drifts and the search re-tunes. */
+ * 27 us, and a config's first call 5 ms. Then LL128 takes 3x as long (what
+ * changed does not matter here): the decision drifts and the search
+ * re-tunes. */
 static bool g_regime_changed;
 
 static double regime_time(void *user, const acl_candidate_t *c, uint64_t call)

@@ -361,14 +361,14 @@ Test(replay1gpu, late_lookahead_leaves_budget_for_the_decision)
     }
 }
 
-/* The same workload played through consensus (tuner/drive), as the plugin
- * plays it: its warm-up span and starvation back-off run calls the search
- * did not plan, so the calls' indices run ahead of the search's count. */
 /* One CUPTI window over a run's first calls (0: none), its samples this
  * many calls late (drive_run). */
 static uint32_t g_window_calls;
 static int g_window_lag;
 
+/* The same workload played through consensus (tuner/drive), as the plugin
+ * plays it: its warm-up span and starvation back-off run calls the search
+ * did not plan, so the calls' indices run ahead of the search's count. */
 static void drive_run(const acl_landscape_t *l, int coll, uint64_t nbytes, double seconds, int lag,
                       uint64_t seed, run_res_t *out)
 {

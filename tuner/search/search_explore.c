@@ -553,8 +553,7 @@ int acl_search_hand_out(acl_search_t *s, int id, acl_candidate_t *out, uint32_t 
     if (c->waits++ == 0) {
       s->explore.wait_mark = s->c0_sampled;
       s->explore.wait_call = (uint32_t)acl_search_call_index(s);
-    }
-    else if (c->waits > ACL_SEARCH_LATE_WAITS)
+    } else if (c->waits > ACL_SEARCH_LATE_WAITS)
       s->late = 1; /* the baseline's too: lost samples are re-run long before */
     id = interim(s);
     c = &s->cands[id];
