@@ -8,6 +8,7 @@
 #include "tests/tuner/drive.h"
 #include "tests/tuner/search_model.h"
 #include "tuner/search/search.h"
+#include "tuner/search/search_int.h"
 #include "tuner/search/search_tunables.h"
 
 /* One validation: defaults and in-range values pass untouched; each value
@@ -379,4 +380,54 @@ Test(search, a_stall_costs_the_budget_at_most_an_outlier)
   cr_assert_gt(s.spent_s, before, "an outlier is still charged");
   cr_assert_leq(s.spent_s - before, ACL_SEARCH_OUTLIER * t, "charged %g s for a %g s candidate",
                 s.spent_s - before, t);
+}
+
+/* A validation that begins with the budget spent (exploration spends it to
+ * the last) pauses, running NCCL's choice as the safe one while the
+ * decision is unproven. CUPTI's windows sample those calls too: they cost
+ * the job nothing beyond NCCL's own, so they are not charged, the budget
+ * earns back, and validation goes on. Charged as the challenger's excess
+ * over the decision, they outgrew what the budget earns and a 416 MiB
+ * AllGather paused to the end of its run, its 1.09x decision unused. */
+Test(search, a_pause_owes_nothing_for_the_calls_it_runs)
+{
+  acl_search_t s;
+  model_t m;
+  ring_tree_start(&s, &m);
+  acl_candidate_t c;
+  uint32_t len;
+  int guard = 0;
+  while (acl_search_phase(&s) != ACL_PHASE_VALIDATING && guard++ < 4096) {
+    uint64_t at = acl_search_call_index(&s);
+    int id = acl_search_next(&s, &c, &len);
+    if (acl_search_phase(&s) == ACL_PHASE_VALIDATING)
+      break;
+    for (uint32_t i = 0; i < len; i++)
+      acl_search_observe(
+          &s,
+          &(acl_search_obs_t){.cand_id = id, .seconds = model_time(&m, &c, 0), .call = at + i + 1});
+  }
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_VALIDATING);
+  /* the budget of test_budget.c's runs, spent to the last */
+  s.params.budget = 0.03;
+  s.spent_s = s.params.budget * (double)s.calls_planned * acl_search_ref_seconds(&s) + 1e-6;
+  double t_nccl = m.nccl_seconds;
+  int paused = 0, resumed = 0;
+  for (int b = 0; b < 64 && !resumed; b++) {
+    uint64_t at = acl_search_call_index(&s);
+    int id = acl_search_next(&s, &c, &len);
+    if (acl_search_phase(&s) != ACL_PHASE_PAUSED) {
+      resumed = paused > 0;
+      break;
+    }
+    paused++;
+    cr_assert_eq(id, ACL_SEARCH_CAND_NCCL, "an unproven decision does not run in a pause");
+    double before = s.spent_s;
+    for (uint32_t i = 0; i < len; i++) /* a window over every call of the pause */
+      acl_search_observe(&s,
+                         &(acl_search_obs_t){.cand_id = id, .seconds = t_nccl, .call = at + i + 1});
+    cr_assert_eq(s.spent_s, before, "charged %g s for the pause's own calls", s.spent_s - before);
+  }
+  cr_assert_gt(paused, 0, "the spent budget paused validation");
+  cr_assert(resumed, "still paused after %d pause blocks", paused);
 }

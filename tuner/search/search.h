@@ -141,6 +141,8 @@ typedef struct acl_search_val {
                         * that make a verdict; 0: not all handed out yet */
   uint32_t seen;       /* the latest call (low 32 bits, + 1) of a sample
                         * received from this validation's blocks; 0: none */
+  uint32_t pause_from, pause_to; /* the latest pause's calls (low 32 bits,
+                                  * + 1): (from, to]; consecutive ones join */
   uint32_t pad2;
   double sum[2], sq[2]; /* sums of log(seconds) and their squares */
 } acl_search_val_t;

@@ -220,6 +220,16 @@ static bool val_straggler(const acl_search_t *s, int id, double seconds)
   return ref > 0.0 && seconds > ACL_VAL_STRAGGLER * ref;
 }
 
+/* Whether call (index + 1, low 32 bits; 0 unknown: now) ran in the
+ * validation's latest pause. */
+static bool in_pause(const acl_search_t *s, uint64_t call)
+{
+  if (!call)
+    return s->state == ACL_PHASE_PAUSED;
+  uint32_t c = (uint32_t)call;
+  return (int32_t)(c - s->val.pause_from) > 0 && (int32_t)(c - s->val.pause_to) <= 0;
+}
+
 static void val_add(acl_search_t *s, int k, int id, double seconds)
 {
   if (val_straggler(s, id, seconds))
@@ -465,8 +475,12 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
     /* A straggler (a slow rank, a page fault) would have hit the decision
      * as well: not the challenger's cost. Charged, one 2-3x sample of a
      * 1 GiB call paused validation for 60 calls, and runs ended on an
-     * unproven decision slower than NCCL's choice. */
-    if (!val_straggler(s, id, seconds))
+     * unproven decision slower than NCCL's choice. Nor is a call of a
+     * pause, where NCCL's choice runs as the safe one: charged, NCCL's
+     * excess over the decision outgrew what the budget earns meanwhile and
+     * kept the pause going (a 416 MiB AllGather paused to the end of its
+     * run, its 1.09x decision unused). */
+    if (!val_straggler(s, id, seconds) && !in_pause(s, call))
       acl_search_charge_sample(s, seconds, ref);
     val_add(s, 1, id, seconds);
     val_check(s);

@@ -218,8 +218,13 @@ static int validate_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   bool unproven = acl_sm_base(s) == ACL_PHASE_VALIDATING && !s->from_table;
   if (acl_search_budget_left(s) < 0.0) {
     uint64_t before = s->calls_planned;
+    uint32_t at = (uint32_t)acl_search_call_index(s);
     int id = acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : s->current, out, len);
-    s->val.paused += (uint32_t)(s->calls_planned - before);
+    uint32_t n = (uint32_t)(s->calls_planned - before);
+    s->val.paused += n;
+    if (s->val.pause_to != at || s->val.pause_from == s->val.pause_to)
+      s->val.pause_from = at; /* else it goes on the last one */
+    s->val.pause_to = at + n;
     return id;
   }
   return acl_search_val_block(s, out, len);
