@@ -24,6 +24,9 @@ enum { ACL_LAND_H200 = 1, ACL_LAND_SYNTH = 2, ACL_LAND_TRACE = 3 };
 typedef struct acl_tr_cfg {
   int8_t algo, proto;
   int16_t nch; /* what NCCL ran */
+  /* recorded without "ran": algo/proto from the label (-1: a default run),
+   * nch the channels asked (0: NCCL's own); resolved when the set is done */
+  bool guess;
   int nranks;
   size_t n;                  /* steady iterations */
   float *v;                  /* n x nranks, us, iteration-major */

@@ -7,7 +7,9 @@
  *   decision of n channels runs min(n, built channels, what NCCL ran for
  *   that algo/proto with its own channel choice at the nearest size): NCCL
  *   built 24 by default on 2x H200, LL at small sizes ran 16 or 22. Configs
- *   that ran identically share one distribution.
+ *   that ran identically share one distribution. A size recorded without
+ *   "ran" ran what NCCL runs for its label (landscape_trace_load.c,
+ *   resolve_guesses).
  * - Channel counts between recorded ones: linear in n between the two
  *   nearest; below the lowest recorded, that time times the measured H200
  *   sweep's channel ratio when it is a slowdown (never a gain); above the

@@ -79,10 +79,11 @@ static acl_tr_pt_t *point_of(acl_tr_set_t *s, double bytes)
   return p;
 }
 
-static acl_tr_cfg_t *cfg_of(acl_tr_pt_t *p, int algo, int proto, int nch)
+static acl_tr_cfg_t *cfg_of(acl_tr_pt_t *p, int algo, int proto, int nch, bool guess)
 {
   for (int i = 0; i < p->ncfg; i++)
-    if (p->cfg[i].algo == algo && p->cfg[i].proto == proto && p->cfg[i].nch == nch)
+    if (p->cfg[i].algo == algo && p->cfg[i].proto == proto && p->cfg[i].nch == nch &&
+        p->cfg[i].guess == guess)
       return &p->cfg[i];
   if (p->ncfg >= ACL_TR_NCFG)
     return NULL;
@@ -91,6 +92,7 @@ static acl_tr_cfg_t *cfg_of(acl_tr_pt_t *p, int algo, int proto, int nch)
   c->algo = (int8_t)algo;
   c->proto = (int8_t)proto;
   c->nch = (int16_t)nch;
+  c->guess = guess;
   return c;
 }
 
@@ -266,8 +268,10 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
       }
       continue;
     }
-    /* What NCCL ran: the probe's rank 0; else the label (channels: asked or built). */
+    /* What NCCL ran: the probe's rank 0; else the label's, resolved with
+     * the set (resolve_guesses; channels: asked, or NCCL's own). */
     int algo = fi.label_algo, proto = fi.label_proto, nch = fi.asked_nch;
+    bool guess = true;
     const char *rp = after_key(line, "ran");
     if (rp && *rp == '[') {
       char a[32], p[32];
@@ -277,20 +281,21 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
         algo = acl_algo_parse(a);
         proto = acl_proto_parse(p);
         nch = (int)n;
+        guess = false;
+        if (algo < 0 || proto < 0)
+          continue; /* a config this build does not know */
       }
     }
-    if (algo < 0 || proto < 0) {
-      continue; /* a default run without the probe: unknown config */
-    }
-    if (nch <= 0)
-      nch = tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
+    int built = tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
+    if (!guess && nch <= 0)
+      nch = built;
     acl_tr_pt_t *pt = point_of(set, bytes);
-    acl_tr_cfg_t *c = pt ? cfg_of(pt, algo, proto, nch) : NULL;
+    acl_tr_cfg_t *c = pt ? cfg_of(pt, algo, proto, nch, guess) : NULL;
     if (!c)
       continue;
-    if (fi.asked_auto)
+    if (!guess && fi.asked_auto)
       pt->auto_nch[algo][proto] = (int16_t)nch;
-    if (fi.is_default)
+    if (!guess && fi.is_default)
       pt->def = (int)(c - pt->cfg);
     /* slowest rank per iteration; steady iterations into the pool */
     for (int i = 0; i < T; i++) {
@@ -317,7 +322,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
       for (int r = 0; r < nr; r++)
         c->v[(c->n + (size_t)(i - SKIP_ITERS)) * (size_t)nr + (size_t)r] = t[r * cap + i];
     c->n += add;
-    if (first_size) { /* the run's first call: set-up of its config */
+    if (first_size && algo >= 0) { /* the run's first call: set-up of its config */
       float *tmp = malloc(sizeof(float) * (size_t)T);
       if (tmp) {
         memcpy(tmp, mx + SKIP_ITERS, sizeof(float) * add);
@@ -325,7 +330,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
         free(tmp);
       }
       first_algo = algo;
-      first_nch = nch;
+      first_nch = nch > 0 ? nch : built;
       first_size = false;
     }
   }
@@ -357,9 +362,119 @@ static int cmp_pt(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-static void finish_set(acl_tr_set_t *s)
+/* The point nearest to point i (log size, i itself first) where `has`
+ * holds; -1 when none does. */
+static int nearest_with(const acl_tr_set_t *s, int i, bool (*has)(const acl_tr_pt_t *, int, int),
+                        int a, int q)
+{
+  int best = -1;
+  double bd = INFINITY;
+  for (int j = 0; j < s->npts; j++) {
+    double d = fabs(log(s->pt[j].bytes / s->pt[i].bytes));
+    if (has(&s->pt[j], a, q) && d < bd) {
+      bd = d;
+      best = j;
+    }
+  }
+  return best;
+}
+
+static bool has_def(const acl_tr_pt_t *p, int a, int q)
+{
+  (void)a, (void)q;
+  return p->def >= 0;
+}
+
+static bool has_own(const acl_tr_pt_t *p, int a, int q) { return p->auto_nch[a][q] > 0; }
+
+/* Records without "ran" (the probe saw no event at that size; AllGather's
+ * first size on one GPU) ran what NCCL runs for their label, by the rules
+ * of the executed configs: a default run NCCL's default at the nearest size
+ * that recorded it, channels NCCL's own count there for the algorithm and
+ * protocol, or the count asked when lower. So runs that differ only in
+ * channels NCCL cut away pool into one distribution, as recorded ones do,
+ * instead of each run's noise passing for a config's. With nothing to go
+ * by, the label as asked (built channels for its own count). */
+static void resolve_guesses(acl_tr_set_t *s, int built)
+{
+  for (int i = 0; i < s->npts; i++) {
+    acl_tr_pt_t *p = &s->pt[i];
+    int own_at[ACL_NUM_ALGO][ACL_NUM_PROTO] = {{0}};
+    int was_def[ACL_TR_NCFG] = {0};
+    for (int k = 0; k < p->ncfg; k++) {
+      acl_tr_cfg_t *c = &p->cfg[k];
+      if (!c->guess)
+        continue;
+      int a = c->algo, q = c->proto;
+      if (a < 0) { /* a default run: the default's config at the nearest size */
+        int j = nearest_with(s, i, has_def, 0, 0);
+        if (j < 0 || s->pt[j].cfg[s->pt[j].def].guess) {
+          c->n = 0; /* unknown config: left out, as before the probe */
+          continue;
+        }
+        a = s->pt[j].cfg[s->pt[j].def].algo;
+        q = s->pt[j].cfg[s->pt[j].def].proto;
+        was_def[k] = 1;
+      }
+      int j = nearest_with(s, i, has_own, a, q);
+      int own = j >= 0 ? s->pt[j].auto_nch[a][q] : 0;
+      int n = c->nch > 0 && (own == 0 || c->nch < own) ? c->nch : own > 0 ? own : built;
+      if (own > 0 && p->auto_nch[a][q] == 0)
+        own_at[a][q] = own;
+      c->algo = (int8_t)a;
+      c->proto = (int8_t)q;
+      c->nch = (int16_t)n;
+    }
+    /* pool each resolved record into the recorded config it ran as */
+    for (int k = 0; k < p->ncfg; k++) {
+      acl_tr_cfg_t *c = &p->cfg[k];
+      if (!c->guess || c->n == 0)
+        continue;
+      c->guess = false;
+      for (int m = 0; m < p->ncfg; m++) {
+        acl_tr_cfg_t *d = &p->cfg[m];
+        if (m == k || d->guess || d->n == 0 || d->algo != c->algo || d->proto != c->proto ||
+            d->nch != c->nch || d->nranks != c->nranks)
+          continue;
+        float *v = realloc(d->v, sizeof(float) * (d->n + c->n) * (size_t)d->nranks);
+        if (!v)
+          break;
+        memcpy(v + d->n * (size_t)d->nranks, c->v, sizeof(float) * c->n * (size_t)c->nranks);
+        d->v = v;
+        d->n += c->n;
+        c->n = 0;
+        if (was_def[k] && p->def < 0)
+          p->def = m;
+        break;
+      }
+      if (c->n > 0 && was_def[k] && p->def < 0)
+        p->def = k;
+    }
+    /* drop the emptied, keeping the default's index */
+    int w = 0;
+    for (int k = 0; k < p->ncfg; k++) {
+      if (p->cfg[k].n == 0 && (p->cfg[k].guess || p->cfg[k].v)) {
+        free(p->cfg[k].v);
+        if (p->def == k)
+          p->def = -1;
+        continue;
+      }
+      if (p->def == k)
+        p->def = w;
+      p->cfg[w++] = p->cfg[k];
+    }
+    p->ncfg = w;
+    for (int a = 0; a < ACL_NUM_ALGO; a++)
+      for (int q = 0; q < ACL_NUM_PROTO; q++)
+        if (own_at[a][q] > 0)
+          p->auto_nch[a][q] = (int16_t)own_at[a][q];
+  }
+}
+
+static void finish_set(acl_tr_set_t *s, int built)
 {
   qsort(s->pt, (size_t)s->npts, sizeof s->pt[0], cmp_pt);
+  resolve_guesses(s, built);
   for (int i = 0; i < s->npts; i++)
     for (int k = 0; k < s->pt[i].ncfg; k++) {
       acl_tr_cfg_t *c = &s->pt[i].cfg[k];
@@ -475,7 +590,7 @@ int acl_land_tr_load(acl_land_tr_t *tr, const char *dir, const char *launch, cha
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < ACL_LAND_H200_NCOLL; c++)
       if (tr->set[r][c].present) {
-        finish_set(&tr->set[r][c]);
+        finish_set(&tr->set[r][c], tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH);
         any = any || r == 0;
       }
   if (!any || tr->files == 0) {

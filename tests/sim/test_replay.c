@@ -17,12 +17,20 @@
 
 static char dir[64];
 
-/* One bench trace: every iteration 10 us on rank 0 and 12 us on rank 1 (the
- * early rank waits), two 10 ms outliers, and `first` us more on iteration 0
- * of the first size. */
-static void write_trace(const char *name, const char *label, const char *algo, const char *proto,
-                        const int nch[2], double first)
+/* One bench trace (all_reduce at 64 KiB and 1 MiB): every iteration 10 us
+ * on rank 0 and 12 us on rank 1 (the early rank waits), times k64 at
+ * 64 KiB, two 10 ms outliers, and `first` us more on iteration 0 of the
+ * first size; "ran" null at 64 KiB with noran64 (the probe saw no event). */
+typedef struct trace_spec {
+  const char *name, *label, *algo, *proto;
+  int nch[2];
+  double first, k64;
+  bool noran64;
+} trace_spec_t;
+
+static void write_trace(const trace_spec_t *ts)
 {
+  const char *name = ts->name, *label = ts->label;
   char path[256];
   snprintf(path, sizeof path, "%s/iso-procs-all_reduce/%s", dir, name);
   FILE *f = fopen(path, "w");
@@ -33,11 +41,14 @@ static void write_trace(const char *name, const char *label, const char *algo, c
           label);
   const unsigned long long sizes[2] = {65536, 1048576};
   for (int s = 0; s < 2; s++) {
-    double k = s ? 4.0 : 1.0; /* 1 MiB takes 4x as long */
-    fprintf(f,
-            "{\"t\":\"size\",\"bytes\":%llu,\"count\":1,\"status\":0,\"ran\":[{\"rank\":0,"
-            "\"algo\":\"%s\",\"proto\":\"%s\",\"nch\":%d}],\"times_us\":[",
-            sizes[s], algo, proto, nch[s]);
+    double k = s ? 4.0 : ts->k64 > 0 ? ts->k64 : 1.0; /* 1 MiB takes 4x as long */
+    fprintf(f, "{\"t\":\"size\",\"bytes\":%llu,\"count\":1,\"status\":0,\"ran\":", sizes[s]);
+    if (s == 0 && ts->noran64)
+      fprintf(f, "null");
+    else
+      fprintf(f, "[{\"rank\":0,\"algo\":\"%s\",\"proto\":\"%s\",\"nch\":%d}]", ts->algo, ts->proto,
+              ts->nch[s]);
+    fprintf(f, ",\"times_us\":[");
     for (int r = 0; r < 2; r++) {
       fputc('[', f);
       for (int i = 0; i < T; i++) {
@@ -47,7 +58,7 @@ static void write_trace(const char *name, const char *label, const char *algo, c
         if (r == 0 && (i == OUT_AT || i == OUT_AT2))
           v = 10000.0 + 2.0; /* rank 0 waits for the late rank */
         if (i == 0 && s == 0)
-          v += first;
+          v += ts->first;
         fprintf(f, "%s%.3f", i ? "," : "", v);
       }
       fprintf(f, "]%s", r ? "" : ",");
@@ -60,23 +71,16 @@ static void write_trace(const char *name, const char *label, const char *algo, c
 
 static acl_landscape_t *L;
 
-static void setup(void)
+/* A trace folder of these runs, a plugin trace and events.tsv, loaded as L. */
+static void make_folder(const trace_spec_t *runs, size_t nruns)
 {
   snprintf(dir, sizeof dir, "/tmp/acl-replay-XXXXXX");
   cr_assert_not_null(mkdtemp(dir));
   char sub[128];
   snprintf(sub, sizeof sub, "%s/iso-procs-all_reduce", dir);
   cr_assert_eq(mkdir(sub, 0755), 0);
-  /* first calls: communicator set-up 10 ms in every run, 2 ms per channel
-   * beyond the default's 16, 30 ms more for Tree's own connections */
-  write_trace("default-rep0.jsonl", "default", "Ring", "LL", (int[]){16, 22}, 10000);
-  write_trace("ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", (int[]){16, 22}, 10000);
-  write_trace("ring-simple-auto-rep0.jsonl", "Ring/Simple/auto", "Ring", "Simple", (int[]){24, 24},
-              10000 + 8 * 2000);
-  write_trace("ring-simple-32-rep0.jsonl", "Ring/Simple/32", "Ring", "Simple", (int[]){32, 32},
-              10000 + 16 * 2000);
-  write_trace("tree-ll-auto-rep0.jsonl", "Tree/LL/auto", "Tree", "LL", (int[]){16, 16},
-              10000 + 30000);
+  for (size_t i = 0; i < nruns; i++)
+    write_trace(&runs[i]);
   /* a plugin trace beside them is not a landscape source */
   char p[256];
   snprintf(p, sizeof p, "%s/iso-procs-all_reduce/autoccl-rep0-plugin-r0.jsonl", dir);
@@ -90,6 +94,41 @@ static void setup(void)
   char err[256] = "";
   L = acl_land_create_traces(dir, "procs", err, sizeof err);
   cr_assert_not_null(L, "%s", err);
+}
+
+static void setup(void)
+{
+  /* first calls: communicator set-up 10 ms in every run, 2 ms per channel
+   * beyond the default's 16, 30 ms more for Tree's own connections */
+  static const trace_spec_t runs[] = {
+      {"default-rep0.jsonl", "default", "Ring", "LL", {16, 22}, 10000, 1.0, false},
+      {"ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", {16, 22}, 10000, 1.0, false},
+      {"ring-simple-auto-rep0.jsonl",
+       "Ring/Simple/auto",
+       "Ring",
+       "Simple",
+       {24, 24},
+       10000 + 8 * 2000,
+       1.0,
+       false},
+      {"ring-simple-32-rep0.jsonl",
+       "Ring/Simple/32",
+       "Ring",
+       "Simple",
+       {32, 32},
+       10000 + 16 * 2000,
+       1.0,
+       false},
+      {"tree-ll-auto-rep0.jsonl",
+       "Tree/LL/auto",
+       "Tree",
+       "LL",
+       {16, 16},
+       10000 + 30000,
+       1.0,
+       false},
+  };
+  make_folder(runs, sizeof runs / sizeof runs[0]);
 }
 
 static void teardown(void)
@@ -198,6 +237,42 @@ Test(replay, bad_folder, .init = NULL, .fini = NULL)
   char err[256] = "";
   cr_assert_null(acl_land_create_traces("/nonexistent/traces", "procs", err, sizeof err));
   cr_assert(strstr(err, "/nonexistent/traces"), "%s", err);
+}
+
+/* Runs whose 64 KiB record has no "ran" (the probe saw no event there, as
+ * at AllGather's first size on one GPU), each in its own noise: 12, 18 and
+ * 24 us for NCCL's default, Ring/LL/auto and Ring/LL/32, which at 1 MiB all
+ * ran Ring/LL with NCCL's own 16 channels; Ring/LL/8 ran 8 there (36 us). */
+static void setup_noran(void)
+{
+  static const trace_spec_t runs[] = {
+      {"default-rep0.jsonl", "default", "Ring", "LL", {0, 16}, 0, 1.0, true},
+      {"ring-ll-auto-rep0.jsonl", "Ring/LL/auto", "Ring", "LL", {0, 16}, 0, 1.5, true},
+      {"ring-ll-32-rep0.jsonl", "Ring/LL/32", "Ring", "LL", {0, 16}, 0, 2.0, true},
+      {"ring-ll-8-rep0.jsonl", "Ring/LL/8", "Ring", "LL", {0, 8}, 0, 3.0, true},
+  };
+  make_folder(runs, sizeof runs / sizeof runs[0]);
+}
+
+/* They ran what NCCL runs for their labels: NCCL's default and own channel
+ * count of the nearest size that recorded them, so the three runs that
+ * differ only in channels NCCL cut away are one config, pooled, not three
+ * whose noise would pass for a 2x spread. */
+Test(replay_noran, runs_without_ran_pool_as_nccl_ran_them, .init = setup_noran, .fini = teardown)
+{
+  acl_candidate_t d, c32 = RING_LL, c8 = RING_LL;
+  acl_land_nccl_default(L, 4, 65536, 2, &d);
+  cr_assert(d.algo == 1 && d.proto == 0 && d.nchannels == 16, "%d %d %d", d.algo, d.proto,
+            d.nchannels);
+  cr_assert_eq(acl_land_exec_channels(L, 4, 65536, 1, 0, 32), 16);
+  cr_assert_eq(acl_land_exec_channels(L, 4, 65536, 1, 0, 8), 8);
+  c32.nchannels = 32;
+  c8.nchannels = 8;
+  double t_def = acl_land_time(L, 4, 65536, 2, &d, 0.0);
+  cr_assert_float_eq(t_def, 18e-6, 1e-9, "the pooled median of 12, 18 and 24 us: %.2f us",
+                     t_def * 1e6);
+  cr_assert_float_eq(acl_land_time(L, 4, 65536, 2, &c32, 0.0), t_def, 1e-12);
+  cr_assert_float_eq(acl_land_time(L, 4, 65536, 2, &c8, 0.0), 36e-6, 1e-9);
 }
 
 /* The landscapes recorded on one H200 (2026-12-01) and on one H100
