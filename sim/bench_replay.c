@@ -52,8 +52,15 @@
 typedef struct rres {
   double fob, incl, foo;
   double tail; /* incl over the run's last LONG_CALLS calls */
-  acl_candidate_t final;
+  acl_candidate_t final, oracle, deflt;
 } rres_t;
+
+/* One seed of one workload, for --worst and --csv. */
+typedef struct rrow {
+  int w, rep;
+  double shrt; /* the short run's incl */
+  rres_t r, ri; /* the long run, and the LONG_CALLS-call run */
+} rrow_t;
 
 /* Calls of the step [k, end) from call `from` on. */
 static uint64_t calls_from(uint64_t k, uint64_t end, uint64_t from)
@@ -177,6 +184,8 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
   if (out->final.algo == ACL_ALGO_NCCL)
     out->final = def;
   double t_fin = acl_land_time(l, coll, nbytes, nranks, &out->final, interf);
+  out->oracle = orc;
+  out->deflt = def;
   out->fob = t_base / t_fin;
   out->foo = t_orc / t_fin;
   out->incl = m_base * calls / spent;
@@ -197,6 +206,52 @@ static int cmp_d(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+static int cmp_row_foo(const void *a, const void *b)
+{
+  return cmp_d(&((const rrow_t *)a)->r.foo, &((const rrow_t *)b)->r.foo);
+}
+
+/* --csv: one row per seed of every workload; 0, or -1 when it cannot be
+ * written (said on stderr). */
+static int write_rows(const char *path, const rrow_t *rows, size_t n, char (*wname)[64])
+{
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "autoccl-sim --bench: cannot write '%s'\n", path);
+    return -1;
+  }
+  fprintf(f, "workload,seed,default,final,oracle,final_over_baseline,final_over_oracle,"
+             "incl_over_baseline,short_run_over_baseline,tail_incl_over_baseline\n");
+  for (size_t i = 0; i < n; i++) {
+    const rrow_t *x = &rows[i];
+    char d[48], fi[48], o[48];
+    fprintf(f, "%s,%d,%s,%s,%s,%.5f,%.5f,%.5f,%.5f,%.5f\n", wname[x->w], x->rep,
+            acl_candidate_str(&x->r.deflt, d, sizeof d),
+            acl_candidate_str(&x->r.final, fi, sizeof fi),
+            acl_candidate_str(&x->r.oracle, o, sizeof o), x->r.fob, x->r.foo, x->ri.incl, x->shrt,
+            x->r.tail);
+  }
+  if (fclose(f) != 0) {
+    fprintf(stderr, "autoccl-sim --bench: error writing '%s'\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* --worst: the k runs furthest from the oracle (rows reordered). */
+static void print_worst(rrow_t *rows, size_t n, int k, char (*wname)[64])
+{
+  qsort(rows, n, sizeof *rows, cmp_row_foo);
+  printf("\nworst %d runs by final/oracle:\n", k);
+  for (size_t i = 0; i < n && i < (size_t)k; i++) {
+    char d[48], fi[48], o[48];
+    printf("  %-28s seed %-3d def %-18s final %-18s oracle %-18s f/o %.4f f/b %.4f\n",
+           wname[rows[i].w], rows[i].rep, acl_candidate_str(&rows[i].r.deflt, d, sizeof d),
+           acl_candidate_str(&rows[i].r.final, fi, sizeof fi),
+           acl_candidate_str(&rows[i].r.oracle, o, sizeof o), rows[i].r.foo, rows[i].r.fob);
+  }
 }
 
 int acl_sim_bench_replay(const acl_bench_opts_t *o)
@@ -223,7 +278,10 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
   enum { NS = sizeof sizes / sizeof sizes[0], NW = 2 * 3 * NS };
   int reps = o->h200_reps;
   double *foo = malloc(sizeof(double) * NW * (size_t)reps);
-  if (!foo) {
+  rrow_t *rows = malloc(sizeof(rrow_t) * NW * (size_t)reps);
+  if (!foo || !rows) {
+    free(foo);
+    free(rows);
     acl_land_destroy(l);
     fprintf(stderr, "autoccl-sim --bench: out of memory\n");
     return 2;
@@ -278,9 +336,11 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
               replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf,
                          acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
             free(foo);
+            free(rows);
             acl_land_destroy(l);
             return 2;
           }
+          rows[nfoo] = (rrow_t){.w = w, .rep = rep, .shrt = rs.incl, .r = r, .ri = ri};
           fob += r.fob / reps;
           lincl += r.tail / reps;
           incl += ri.incl / reps;
@@ -321,9 +381,11 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
             "(a default run with the probe, docs/trace.md)\n",
             acl_land_name(l));
     free(foo);
+    free(rows);
     acl_land_destroy(l);
     return 2;
   }
+  int rc_rows = o->csv ? write_rows(o->csv, rows, nfoo, wname) : 0;
   qsort(foo, nfoo, sizeof *foo, cmp_d);
   double foo_med = nfoo ? foo[nfoo / 2] : NAN;
   double foo_p5 = nfoo ? foo[(size_t)(0.05 * (double)(nfoo - 1))] : NAN;
@@ -374,8 +436,11 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     printf("final/oracle median %.3f (target >= %.2f), p5 %.3f (target >= %.2f)\n", foo_med,
            T_FOO_MEDIAN, foo_p5, T_FOO_P5);
     printf("targets %s\n", ok ? "met" : "MISSED");
+    if (o->worst > 0)
+      print_worst(rows, nfoo, o->worst, wname);
   }
   free(foo);
+  free(rows);
   acl_land_destroy(l);
-  return ok ? 0 : 1;
+  return rc_rows ? 2 : ok ? 0 : 1;
 }
