@@ -49,7 +49,7 @@ static void deliver(acl_prof_t *p, const prank_t *r, int src, const acl_call_tag
   s.seconds = (double)(end - start) * 1e-9;
   s.overlap = overlap;
   s.compute_kernels = kernels;
-  if (r)
+  if (r && acl_trace_on())
     s.host_seconds = (double)acl_hostcost_ns(&r->host, tag->widx) * 1e-9;
   uint64_t now = acl_mono_ns();
   if (call_ns && now >= call_ns) {
@@ -418,7 +418,7 @@ void acl_prof_on_call(acl_prof_t *p, void *prof_rank, const acl_call_tag_t *tag,
   prank_t *r = prof_rank;
   if (!p || !r || !tag || atomic_load(&p->source) == SRC_NONE)
     return;
-  if (!captured)
+  if (!captured && acl_trace_on()) /* only the trace reads it; no group opens without */
     acl_hostcost_group_call(&r->host, tag->widx);
   /* While a CUPTI window is open CUPTI sees every call; otherwise only the
    * calls whose enqueue carried events are measured. A captured call's
