@@ -58,7 +58,7 @@ typedef struct rres {
 /* One seed of one workload, for --worst and --csv. */
 typedef struct rrow {
   int w, rep;
-  double shrt; /* the short run's incl */
+  double shrt;  /* the short run's incl */
   rres_t r, ri; /* the long run, and the LONG_CALLS-call run */
 } rrow_t;
 
