@@ -286,6 +286,8 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
           continue; /* a config this build does not know */
       }
     }
+    if (guess && !fi.is_default && (algo < 0 || proto < 0))
+      continue; /* a label this build does not know */
     int built = tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
     if (!guess && nch <= 0)
       nch = built;
