@@ -240,10 +240,9 @@ static int write_rows(const char *path, const rrow_t *rows, size_t n, char (*wna
   return 0;
 }
 
-/* --worst: the k runs furthest from the oracle (rows reordered). */
-static void print_worst(rrow_t *rows, size_t n, int k, char (*wname)[64])
+/* --worst: the k runs furthest from the oracle (rows sorted by it). */
+static void print_worst(const rrow_t *rows, size_t n, int k, char (*wname)[64])
 {
-  qsort(rows, n, sizeof *rows, cmp_row_foo);
   printf("\nworst %d runs by final/oracle:\n", k);
   for (size_t i = 0; i < n && i < (size_t)k; i++) {
     char d[48], fi[48], o[48];
@@ -277,11 +276,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                                    16ull << 20, 64ull << 20, 256ull << 20, 1ull << 30};
   enum { NS = sizeof sizes / sizeof sizes[0], NW = 2 * 3 * NS };
   int reps = o->h200_reps;
-  double *foo = malloc(sizeof(double) * NW * (size_t)reps);
   rrow_t *rows = malloc(sizeof(rrow_t) * NW * (size_t)reps);
-  if (!foo || !rows) {
-    free(foo);
-    free(rows);
+  if (!rows) {
     acl_land_destroy(l);
     fprintf(stderr, "autoccl-sim --bench: out of memory\n");
     return 2;
@@ -295,7 +291,7 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
     bool skip;
   } det[NW];
   int nskip = 0;
-  size_t nfoo = 0;
+  size_t nrows = 0;
   int w = 0;
   if (!o->json)
     printf("tuner on replayed traces: %s, %d trace files (%d recorded), %d seeds per workload\n"
@@ -335,18 +331,16 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                          &ri) ||
               replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf,
                          acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
-            free(foo);
             free(rows);
             acl_land_destroy(l);
             return 2;
           }
-          rows[nfoo] = (rrow_t){.w = w, .rep = rep, .shrt = rs.incl, .r = r, .ri = ri};
+          rows[nrows++] = (rrow_t){.w = w, .rep = rep, .shrt = rs.incl, .r = r, .ri = ri};
           fob += r.fob / reps;
           lincl += r.tail / reps;
           incl += ri.incl / reps;
           shrt += rs.incl / reps;
           fo += r.foo / reps;
-          foo[nfoo++] = r.foo;
         }
         if (fob < fob_min) {
           fob_min = fob;
@@ -375,26 +369,26 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                  det[w].fin);
         }
       }
-  if (nfoo == 0) {
+  if (nrows == 0) {
     fprintf(stderr,
             "autoccl-sim --bench: %s has no workload with NCCL's default recorded "
             "(a default run with the probe, docs/trace.md)\n",
             acl_land_name(l));
-    free(foo);
     free(rows);
     acl_land_destroy(l);
     return 2;
   }
-  int rc_rows = o->csv ? write_rows(o->csv, rows, nfoo, wname) : 0;
-  qsort(foo, nfoo, sizeof *foo, cmp_d);
-  double foo_med = nfoo ? foo[nfoo / 2] : NAN;
-  double foo_p5 = nfoo ? foo[(size_t)(0.05 * (double)(nfoo - 1))] : NAN;
+  /* the CSV in the table's order, then the runs by final/oracle */
+  int rc_rows = o->csv ? write_rows(o->csv, rows, nrows, wname) : 0;
+  qsort(rows, nrows, sizeof *rows, cmp_row_foo);
+  double foo_med = rows[nrows / 2].r.foo;
+  double foo_p5 = rows[(size_t)(0.05 * (double)(nrows - 1))].r.foo;
   bool ok = fob_min >= T_FOB_MIN && incl_min >= T_INCL_MIN && short_min >= T_SHORT_MIN &&
             foo_med >= T_FOO_MEDIAN && foo_p5 >= T_FOO_P5;
   if (o->json) {
     printf("{\"landscape\":\"%s\",\"traces\":%d,\"traces_recorded\":%d,\"workloads\":%d,"
            "\"runs\":%zu,\"per_workload\":[",
-           acl_land_name(l), acl_land_traces(l), acl_land_traces_recorded(l), NW - nskip, nfoo);
+           acl_land_name(l), acl_land_traces(l), acl_land_traces_recorded(l), NW - nskip, nrows);
     /* per workload, in the table's order (scripts/replay-fidelity.py) */
     bool first = true;
     for (int i = 0; i < NW; i++) {
@@ -437,9 +431,8 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
            T_FOO_MEDIAN, foo_p5, T_FOO_P5);
     printf("targets %s\n", ok ? "met" : "MISSED");
     if (o->worst > 0)
-      print_worst(rows, nfoo, o->worst, wname);
+      print_worst(rows, nrows, o->worst, wname);
   }
-  free(foo);
   free(rows);
   acl_land_destroy(l);
   return rc_rows ? 2 : ok ? 0 : 1;
