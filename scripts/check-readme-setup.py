@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the README's set-up commands as written, with `sudo` absent from PATH.
 
-  check-readme-setup.py [--real-apt | --with-sudo] [--keep] [--timeout S]
+  check-readme-setup.py [--real-apt | --with-sudo | --both] [--keep] [--timeout S]
 
 What it does, bounded in time:
 - extracts the "Set-up" block of README.md and checks it holds exactly two
@@ -18,6 +18,11 @@ What it does, bounded in time:
 - --with-sudo: the other case, a user with sudo: a recording stand-in
   `sudo` is on PATH (it runs its arguments); both apt-get calls must go
   through it;
+- --both (the meson test): root's case on the fresh copy, then a user's
+  with sudo on the same copy. The line is the same after apt-get, so the
+  second run finds build/ configured and built (meson setup says so and
+  exits 0, the compile has nothing to do) and checks the sudo route and the
+  demo again, without building the tree a second time;
 - the build (`meson setup build && meson compile -C build`) runs for real;
 - the demo (`build/sim/autoccl-sim --demo`) runs until its endpoint on
   127.0.0.1:9464 serves workloads that converged, then gets a Ctrl-C (SIGINT
@@ -202,9 +207,10 @@ print(json.dumps(res))
 def main():
     args = sys.argv[1:]
     real = "--real-apt" in args
+    both = "--both" in args
     with_sudo = "--with-sudo" in args
-    if real and with_sudo:
-        fail("--real-apt and --with-sudo exclude each other")
+    if real + with_sudo + both > 1:
+        fail("--real-apt, --with-sudo and --both exclude each other")
     keep = "--keep" in args
     budget = 420.0
     if "--timeout" in args:
@@ -230,93 +236,106 @@ def main():
         work = os.path.join(tmp, "autoccl")
         n = copy_tree(work)
         print("fresh tree: %d files in %s (no build/)" % (n, work))
-        b = path_without_sudo(tmp, shim=not real, sudo_shim=with_sudo)
-        env = dict(os.environ, PATH=b, APT_LOG=os.path.join(tmp, "apt.log"),
-                   SUDO_LOG=os.path.join(tmp, "sudo.log"))
-        env.pop("MESON_TESTTHREADS", None)
-        r = subprocess.run(["bash", "-c", "command -v sudo"], env=env, capture_output=True)
-        if (r.returncode == 0) != with_sudo:
-            fail("sudo %s the PATH built for this case" % ("missing from" if with_sudo else "still on"))
-        cmd = (ns or []) + [sys.executable, "-c", INNER, line1, str(PORT), str(budget)]
-        print("running command 1 (%s, apt-get %s)" %
-              ("private network namespace" if ns else "host network",
-               "real" if real else "stand-in") + (", stand-in sudo" if with_sudo else
-                                                   ", no sudo"), flush=True)
-        r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                           timeout=budget + 150)
-        log = open(os.path.join(work, "setup.log"), errors="replace").read()
-        try:
-            res = json.loads(r.stdout.strip().split("\n")[-1])
-        except (ValueError, IndexError):
-            print(log[-3000:])
-            fail("runner gave no result: %s %s" % (r.stdout[-500:], r.stderr[-500:]))
-        print("result: " + json.dumps(res))
-        ok = True
-
-        def check(name, cond, detail=""):
-            nonlocal ok
-            print(("ok   - " if cond else "FAIL - ") + name + ("" if cond else ": " + str(detail)))
-            ok &= bool(cond)
-
-        check("no 'sudo: command not found'", "sudo: command not found" not in log
-              and "sudo: not found" not in log, log[-800:])
-        if real:
-            errs = [l for l in log.split("\n") if l.startswith(("Err:", "W:", "E:"))]
-            # An image without gpgv (stock Debian has it: apt depends on it)
-            # cannot verify the lists; that is the image, not the README.
-            nogpg = [l for l in errs if l.startswith("W:") and "gpgv" in l and "installed" in l]
-            other = [l for l in errs if l.startswith(("W:", "E:")) and l not in nogpg and
-                     not l.startswith("W: Some index files failed to download")]
-            if nogpg and not other:
-                print("WARN - apt-get update could not verify its lists: gpgv is not installed "
-                      "on this image; the install used the lists already there")
-            else:
-                check("apt-get update fetched its lists (no Err:/W:/E:)", not errs, errs[:5])
-        if not real:
-            calls = open(env["APT_LOG"]).read().split("\n") if os.path.exists(env["APT_LOG"]) else []
-            calls = [c for c in calls if c]
-            pk = [l.strip() for l in open(os.path.join(ROOT, ".ci/packages"))
-                  if l.strip() and not l.startswith("#")]
-            check("apt-get update, then install -y of .ci/packages",
-                  len(calls) == 2 and calls[0].endswith(" update") and
-                  calls[1].split()[1:3] == ["install", "-y"] and
-                  sorted(calls[1].split()[3:]) == sorted(pk), calls)
-            if shutil.which("dpkg-query"):
-                q = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status}\\n"] + pk,
-                                   capture_output=True, text=True)
-                missing = [l for l in q.stdout.split("\n") if l and "install ok installed" not in l]
-                check("every package of .ci/packages is installed here", q.returncode == 0 and
-                      not missing, (missing, q.stderr[-300:]))
-        if with_sudo:
-            su = open(env["SUDO_LOG"]).read().split("\n") if os.path.exists(env["SUDO_LOG"]) else []
-            su = [c for c in su if c]
-            check("a user with sudo: both apt-get calls go through sudo",
-                  len(su) == 2 and su[0] == "apt-get update" and su[1].startswith("apt-get install -y "),
-                  su)
-        check("the build produced the demo and autoccl-top",
-              os.path.exists(os.path.join(work, "build/sim/autoccl-sim")) and
-              os.path.exists(os.path.join(work, "build/tui/autoccl-top")), log[-1500:])
-        check("the demo served /api/v1/state on port %d" % PORT, res.get("served"), log[-1500:])
-        check("workloads converged and net value known before Ctrl-C",
-              res.get("converged", 0) >= 1 and res.get("net_known", 0) >= 1, res)
-        check("it prints the dashboard URL", "http://127.0.0.1:%d/" % PORT in log, log[:1500])
-        check("it prints the autoccl-top command with its real path",
-              "build/tui/autoccl-top --url http://127.0.0.1:%d" % PORT in log, log[:1500])
-        check("it tells what it runs for and how to stop it",
-              "Ctrl-C" in log and "second terminal" in log, log[:1500])
-        check("Ctrl-C stops it cleanly: rc 0 and the report",
-              res.get("rc") == 0 and not res.get("killed") and "autoccl-sim report" in log,
-              (res, log[-1500:]))
-        check("no divergent decision", "divergent decisions: 0" in log, log[-600:])
-        if not ok:
-            print("---- command 1 output (tail) ----")
-            print(log[-4000:])
-        return 0 if ok else 1
+        if not both:
+            return run_case(tmp, work, line1, ns, budget, real, with_sudo)
+        rc = run_case(os.path.join(tmp, "root"), work, line1, ns, budget, real, False)
+        if rc == 0:
+            print("the same line as a user with sudo, on the tree built above", flush=True)
+            rc = run_case(os.path.join(tmp, "user"), work, line1, ns, budget, real, True)
+        return rc
     finally:
         if keep:
             print("kept " + tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_case(tmp, work, line1, ns, budget, real, with_sudo):
+    """Runs command 1 in work with the PATH of one case (its stand-ins and
+    logs under tmp) and checks what it did; 0 when every check held."""
+    os.makedirs(tmp, exist_ok=True)
+    b = path_without_sudo(tmp, shim=not real, sudo_shim=with_sudo)
+    env = dict(os.environ, PATH=b, APT_LOG=os.path.join(tmp, "apt.log"),
+               SUDO_LOG=os.path.join(tmp, "sudo.log"))
+    env.pop("MESON_TESTTHREADS", None)
+    r = subprocess.run(["bash", "-c", "command -v sudo"], env=env, capture_output=True)
+    if (r.returncode == 0) != with_sudo:
+        fail("sudo %s the PATH built for this case" % ("missing from" if with_sudo else "still on"))
+    cmd = (ns or []) + [sys.executable, "-c", INNER, line1, str(PORT), str(budget)]
+    print("running command 1 (%s, apt-get %s)" %
+          ("private network namespace" if ns else "host network",
+           "real" if real else "stand-in") + (", stand-in sudo" if with_sudo else
+                                               ", no sudo"), flush=True)
+    r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
+                       timeout=budget + 150)
+    log = open(os.path.join(work, "setup.log"), errors="replace").read()
+    try:
+        res = json.loads(r.stdout.strip().split("\n")[-1])
+    except (ValueError, IndexError):
+        print(log[-3000:])
+        fail("runner gave no result: %s %s" % (r.stdout[-500:], r.stderr[-500:]))
+    print("result: " + json.dumps(res))
+    ok = True
+
+    def check(name, cond, detail=""):
+        nonlocal ok
+        print(("ok   - " if cond else "FAIL - ") + name + ("" if cond else ": " + str(detail)))
+        ok &= bool(cond)
+
+    check("no 'sudo: command not found'", "sudo: command not found" not in log
+          and "sudo: not found" not in log, log[-800:])
+    if real:
+        errs = [l for l in log.split("\n") if l.startswith(("Err:", "W:", "E:"))]
+        # An image without gpgv (stock Debian has it: apt depends on it)
+        # cannot verify the lists; that is the image, not the README.
+        nogpg = [l for l in errs if l.startswith("W:") and "gpgv" in l and "installed" in l]
+        other = [l for l in errs if l.startswith(("W:", "E:")) and l not in nogpg and
+                 not l.startswith("W: Some index files failed to download")]
+        if nogpg and not other:
+            print("WARN - apt-get update could not verify its lists: gpgv is not installed "
+                  "on this image; the install used the lists already there")
+        else:
+            check("apt-get update fetched its lists (no Err:/W:/E:)", not errs, errs[:5])
+    if not real:
+        calls = open(env["APT_LOG"]).read().split("\n") if os.path.exists(env["APT_LOG"]) else []
+        calls = [c for c in calls if c]
+        pk = [l.strip() for l in open(os.path.join(ROOT, ".ci/packages"))
+              if l.strip() and not l.startswith("#")]
+        check("apt-get update, then install -y of .ci/packages",
+              len(calls) == 2 and calls[0].endswith(" update") and
+              calls[1].split()[1:3] == ["install", "-y"] and
+              sorted(calls[1].split()[3:]) == sorted(pk), calls)
+        if shutil.which("dpkg-query"):
+            q = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status}\\n"] + pk,
+                               capture_output=True, text=True)
+            missing = [l for l in q.stdout.split("\n") if l and "install ok installed" not in l]
+            check("every package of .ci/packages is installed here", q.returncode == 0 and
+                  not missing, (missing, q.stderr[-300:]))
+    if with_sudo:
+        su = open(env["SUDO_LOG"]).read().split("\n") if os.path.exists(env["SUDO_LOG"]) else []
+        su = [c for c in su if c]
+        check("a user with sudo: both apt-get calls go through sudo",
+              len(su) == 2 and su[0] == "apt-get update" and su[1].startswith("apt-get install -y "),
+              su)
+    check("the build produced the demo and autoccl-top",
+          os.path.exists(os.path.join(work, "build/sim/autoccl-sim")) and
+          os.path.exists(os.path.join(work, "build/tui/autoccl-top")), log[-1500:])
+    check("the demo served /api/v1/state on port %d" % PORT, res.get("served"), log[-1500:])
+    check("workloads converged and net value known before Ctrl-C",
+          res.get("converged", 0) >= 1 and res.get("net_known", 0) >= 1, res)
+    check("it prints the dashboard URL", "http://127.0.0.1:%d/" % PORT in log, log[:1500])
+    check("it prints the autoccl-top command with its real path",
+          "build/tui/autoccl-top --url http://127.0.0.1:%d" % PORT in log, log[:1500])
+    check("it tells what it runs for and how to stop it",
+          "Ctrl-C" in log and "second terminal" in log, log[:1500])
+    check("Ctrl-C stops it cleanly: rc 0 and the report",
+          res.get("rc") == 0 and not res.get("killed") and "autoccl-sim report" in log,
+          (res, log[-1500:]))
+    check("no divergent decision", "divergent decisions: 0" in log, log[-600:])
+    if not ok:
+        print("---- command 1 output (tail) ----")
+        print(log[-4000:])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

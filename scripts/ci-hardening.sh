@@ -15,13 +15,13 @@
 #                for valgrind, cppcheck, clang-tidy and load (default: the
 #                script's own $PREFIX-plain)
 # env: ACL_HARD_PREFIX (build dir prefix, default build-hard),
-#      ACL_FUZZ_TIME (seconds per fuzz target, default 15),
+#      ACL_FUZZ_TIME (seconds per fuzz target, default 10),
 #      ACL_LOAD_DURATION (seconds, default 30; see scripts/ci-load.sh)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 PREFIX=${ACL_HARD_PREFIX:-build-hard}
-FUZZ_TIME=${ACL_FUZZ_TIME:-15}
+FUZZ_TIME=${ACL_FUZZ_TIME:-10}
 JOBS=$(nproc 2>/dev/null || echo 2)
 ALL_STAGES="asan valgrind fuzz cppcheck clang-tidy tsan load"
 ONLY="" SKIP="" PLAIN=""
