@@ -429,7 +429,27 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
            SHORT_CALLS, short_w, T_SHORT_MIN);
     printf("final/oracle median %.3f (target >= %.2f), p5 %.3f (target >= %.2f)\n", foo_med,
            T_FOO_MEDIAN, foo_p5, T_FOO_P5);
-    printf("targets %s\n", ok ? "met" : "MISSED");
+    if (ok) {
+      printf("targets met\n");
+    } else {
+      /* which, to four places: a p5 of 0.9496 prints as 0.950 above */
+      const struct {
+        const char *name;
+        double v, t;
+      } tg[] = {{"final/baseline min", fob_min, T_FOB_MIN},
+                {"incl/baseline min", incl_min, T_INCL_MIN},
+                {"short run/baseline min", short_min, T_SHORT_MIN},
+                {"final/oracle median", foo_med, T_FOO_MEDIAN},
+                {"final/oracle p5", foo_p5, T_FOO_P5}};
+      const char *sep = " ";
+      printf("targets MISSED:");
+      for (size_t k = 0; k < sizeof tg / sizeof tg[0]; k++)
+        if (!(tg[k].v >= tg[k].t)) {
+          printf("%s%s %.4f < %.2f", sep, tg[k].name, tg[k].v, tg[k].t);
+          sep = "; ";
+        }
+      printf("\n");
+    }
     if (o->worst > 0)
       print_worst(rows, nrows, o->worst, wname);
   }
