@@ -34,10 +34,17 @@ spec.loader.exec_module(ex)  # PyTorch is imported only by the worker
 
 def trace(kernels):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"traceEvents": [{"cat": "kernel", "name": n, "ts": t, "dur": d} for n, t, d in kernels]
+    json.dump({"traceEvents": [dict({"cat": "kernel", "name": k[0], "ts": k[1], "dur": k[2]},
+                                    **({"args": k[3]} if len(k) > 3 else {})) for k in kernels]
                + [{"cat": "cpu_op", "name": "ncclAllGather", "ts": 0, "dur": 1000}]}, f)
     f.close()
     return f.name
+
+
+def meta(coll, n_in, n_out, dtype):
+    """PyTorch's collective metadata on a kernel, as its profiler writes it."""
+    return {"Collective name": coll, "In msg nelems": n_in, "Out msg nelems": n_out,
+            "dtype": dtype, "Group size": 2}
 
 
 # 0..100 compute, 80..130 NCCL (50 us, 30 exposed), 150..160 NCCL alone, 160..200 compute
@@ -96,6 +103,42 @@ for name, want in (("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<40
                    ("ncclDevKernel_SendRecv(x)", "SendRecv"),
                    ("ncclDevKernel_Generic_1(x)", "other"), ("ncclKernel", "other")):
     check(ex.nccl_collective(name) == want, "%s: %s, want %s" % (name, ex.nccl_collective(name), want))
+# per workload, from PyTorch's metadata on the kernels: an AllReduce of 1,000
+# floats (4,000 bytes) twice, once under compute (0..100) and once alone;
+# an AllGather of 500 -> 1,000 bf16 (2,000 bytes, its output) under
+# compute; a ReduceScatter kernel without metadata (in by_coll, not here)
+p = trace([("gemm", 0, 100),
+           ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", 10, 20, meta("allreduce", 1000, 1000, "Float")),
+           ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", 200, 20, meta("allreduce", 1000, 1000, "Float")),
+           ("ncclDevKernel_AllGather_RING_LL(x)", 40, 10, meta("_allgather_base", 500, 1000, "BFloat16")),
+           ("ncclKernel_ReduceScatter_RING_SIMPLE", 300, 10)])
+ov = ex.trace_overlap(p)
+os.unlink(p)
+bw = (ov or {}).get("by_workload") or []
+check([(w["collective"], w["bytes"], w["kernels"]) for w in bw] == [("AllGather", 2000, 1), ("AllReduce", 4000, 2)],
+      "torch per workload %s" % bw)
+check(len(bw) == 2 and near(bw[0]["overlap"], 1.0) and near(bw[1]["overlap"], 0.5)
+      and near(bw[1]["comm_s"], 40e-6), "torch per-workload overlap %s" % bw)
+check(set((ov or {}).get("by_coll", {})) == {"AllGather", "AllReduce", "ReduceScatter"},
+      "by_coll keeps kernels without metadata: %s" % (ov or {}).get("by_coll"))
+p = trace([("gemm", 0, 100), ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", 10, 20),
+           ("ncclDevKernel_AllGather_RING_LL(x)", 40, 10, meta("x", 5, 10, "Complex32"))])
+ov = ex.trace_overlap(p)
+os.unlink(p)
+check(ov is not None and ov["by_workload"] is None, "no usable metadata: by_workload null, %s" % ov)
+check(ex.kernel_bytes(meta("reduce_scatter", 2048, 1024, '"BFloat16"')) == 4096,
+      "ReduceScatter counts its input, a quoted dtype too")
+# beside autoccl's workloads: matched by collective and bytes, the unmatched left out
+acl = [{"collective": "AllReduce", "bytes": 4000, "overlap": 0.42},
+       {"collective": "AllReduce", "bytes": 8000, "overlap": 0.9},
+       {"collective": "AllGather", "bytes": 2000, "overlap": 0.95}]
+gaps = ex.workload_gaps(acl, bw) or []
+check([(g["collective"], g["bytes"]) for g in gaps] == [("AllReduce", 4000), ("AllGather", 2000)]
+      and near(gaps[0]["gap"], 0.08) and near(gaps[1]["gap"], 0.05) and near(gaps[0]["torch"], 0.5),
+      "workload gaps %s" % gaps)
+check(ex.workload_gaps(acl, None) is None and ex.workload_gaps(None, bw) is None,
+      "one side without per-workload figures: null")
+
 # the plugin's overlap per collective, weighted by collective time, else calls x bytes
 st = {"workloads": [
     {"collective": "AllGather", "overlap": 0.2, "collective_seconds": 1.0, "calls": 1, "bytes": 1},
@@ -161,6 +204,11 @@ check(near((oa.get("autoccl_overlap_by_coll") or {}).get("AllGather"), 0.3),
 check(on.get("overlap_gap_pp") is None and on.get("autoccl_overlap_by_coll") is None
       and near(on.get("torch_exposed_of_comm"), 0.5), "nccl line: no autoccl figures %s" % on)
 check(lines["autoccl"].get("overlap_gap_pp") is None, "no torch figure: no gap")
+wg_runs = [dict(r, workload_overlap_gap_max=g) for r, g in zip(ov_runs, (None, 0.04, None, 0.12))]
+wl = {x["mode"]: x for x in ex.summarize(wg_runs, a)}
+check(near(wl["autoccl"].get("workload_overlap_gap_max"), 0.12)
+      and wl["nccl"].get("workload_overlap_gap_max") is None,
+      "workload gap: the largest over launches %s" % wl["autoccl"].get("workload_overlap_gap_max"))
 # the printed summary names both exposed figures
 import contextlib
 import io
@@ -188,7 +236,8 @@ for n in ast.walk(ast.parse(open(path).read())):
                                        for v in n.values):
         rec_keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
 want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
-        "autoccl_exposed_share", "autoccl_overlap_by_coll"}
+        "autoccl_exposed_share", "autoccl_overlap_by_coll", "torch_overlap_by_workload",
+        "overlap_gap_by_workload", "workload_overlap_gap_max"}
 check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))
 # the plugin's account: unsampled = >= 200 calls with neither a baseline nor a best time
 st = {"job": {"exposed_share": 0.3},

@@ -32,7 +32,8 @@ line per mode:
    "time_saved_s": ..., "exposed_comm_share": ...,
    "torch_exposed_of_comm": ..., "autoccl_exposed_share": ...,
    "overlap_gap_pp": ..., "torch_overlap_by_coll": {...},
-   "autoccl_overlap_by_coll": {...}, "workloads_unsampled": ...}
+   "autoccl_overlap_by_coll": {...}, "workload_overlap_gap_max": ...,
+   "workloads_unsampled": ...}
 ratio_vs_nccl is NCCL's median step over the mode's (above 1: faster);
 ratio_low/high its 95 % interval over the repetitions, each mode's launch
 paired with NCCL's of the same repetition (null with fewer than 2).
@@ -71,6 +72,20 @@ every other kernel compute.
   autoccl_overlap_by_workload  (torch_step_run lines) each workload with an
                          overlap: collective, bytes, calls, state, overlap,
                          exposed_share, collective_seconds, speedup
+  torch_overlap_by_workload  (torch_step_run lines) per (collective, bytes),
+                         bytes as autoccl counts them (the larger buffer:
+                         AllGather's output, ReduceScatter's input), from the
+                         NCCL kernels that carry PyTorch's collective metadata
+                         (sizes and dtype, copied from the collective's CPU
+                         op; the profiled steps record CPU ops for it): its
+                         kernel time, overlap and number of kernels; null
+                         where no kernel carries it
+  overlap_gap_by_workload  (torch_step_run lines) each autoccl workload with
+                         an overlap that torch's trace also saw: autoccl's
+                         overlap, torch's, and the gap between them
+  workload_overlap_gap_max  the largest of those gaps (the summary line: the
+                         largest over the mode's launches); null unless some
+                         workload was seen by both
   autoccl_profiler       (torch_step_run lines) the profiler block of the
                          plugin's /api/v1/state (samples, stale and
                          overlap_unknown counts, CUPTI windows); null without it
@@ -221,9 +236,30 @@ def uncovered(cu, pu):
     return exposed
 
 
+# Element sizes of the dtypes PyTorch names in a collective's metadata.
+DTYPE_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Long": 8, "Int": 4,
+               "Short": 2, "Char": 1, "Byte": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}
+
+
+def kernel_bytes(args):
+    """The bytes autoccl counts for the collective a kernel ran, from the
+    metadata PyTorch's profiler copies from the collective's CPU op onto its
+    kernels ("In msg nelems", "Out msg nelems", "dtype"): the larger buffer
+    (AllGather's output, ReduceScatter's input: the whole buffer, as the
+    tuner counts it). None where the kernel carries none."""
+    try:
+        n = max(int(args["In msg nelems"]), int(args["Out msg nelems"]))
+        size = DTYPE_BYTES[str(args["dtype"]).strip('"')]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return n * size if n > 0 else None
+
+
 def trace_kernels(trace_path):
-    """The kernels of a chrome trace: {collective: [(start, end), ...]} for the
-    NCCL ones and the list of the others (compute), in microseconds."""
+    """The kernels of a chrome trace: {(collective, bytes): [(start, end),
+    ...]} for the NCCL ones (bytes None where the kernel carries no
+    collective metadata) and the list of the others (compute), in
+    microseconds."""
     with open(trace_path) as f:
         ev = json.load(f).get("traceEvents", [])
     comm, comp = {}, []
@@ -233,10 +269,19 @@ def trace_kernels(trace_path):
         iv = (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
         name = e.get("name", "")
         if "nccl" in name.lower():
-            comm.setdefault(nccl_collective(name), []).append(iv)
+            key = (nccl_collective(name), kernel_bytes(e.get("args") or {}))
+            comm.setdefault(key, []).append(iv)
         else:
             comp.append(iv)
     return comm, comp
+
+
+def kernel_overlap(ivs, pu):
+    """NCCL kernel time of intervals ivs, and the share of it the compute
+    union pu covers (None without kernel time)."""
+    u = union(ivs)
+    t = length(u)
+    return {"comm_s": t * 1e-6, "overlap": 1.0 - uncovered(u, pu) / t if t > 0 else None}
 
 
 def trace_overlap(trace_path):
@@ -245,21 +290,43 @@ def trace_overlap(trace_path):
     runs and no compute kernel does; exposed_of_comm, that exposed time over
     the time some NCCL kernel runs (autoccl's exposed_share); by_coll, per
     collective, its NCCL kernel time (comm_s) and the share of it compute
-    overlaps (overlap = 1 - exposed / comm_s)."""
+    overlaps (overlap = 1 - exposed / comm_s); by_workload, the same per
+    (collective, bytes) as autoccl names its workloads, a list sorted so,
+    from the kernels that carry PyTorch's collective metadata (None where
+    none does)."""
     comm, comp = trace_kernels(trace_path)
     if not comm:
         return None
     cu, pu = union([iv for ivs in comm.values() for iv in ivs]), union(comp)
     exposed, busy = uncovered(cu, pu), length(cu)
     lo, hi = min(x[0] for x in cu + pu), max(x[1] for x in cu + pu)
-    by_coll = {}
-    for coll, ivs in comm.items():
-        u = union(ivs)
-        t = length(u)
-        by_coll[coll] = {"comm_s": t * 1e-6,
-                         "overlap": 1.0 - uncovered(u, pu) / t if t > 0 else None}
+    per = {}
+    for (coll, _), ivs in comm.items():
+        per.setdefault(coll, []).extend(ivs)
+    by_coll = {coll: kernel_overlap(ivs, pu) for coll, ivs in per.items()}
+    by_workload = [dict(collective=coll, bytes=b, kernels=len(ivs), **kernel_overlap(ivs, pu))
+                   for (coll, b), ivs in sorted(comm.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))
+                   if b is not None]
     return {"span_share": exposed / (hi - lo) if hi > lo else None,
-            "exposed_of_comm": exposed / busy if busy > 0 else None, "by_coll": by_coll}
+            "exposed_of_comm": exposed / busy if busy > 0 else None, "by_coll": by_coll,
+            "by_workload": by_workload or None}
+
+
+def workload_gaps(acl, torch_wl):
+    """Each autoccl workload with an overlap beside torch's for the same
+    collective and bytes: {collective, bytes, autoccl, torch, gap}, gap the
+    absolute difference; workloads torch's trace did not see are left out.
+    None unless both sides have per-workload figures."""
+    if not acl or not torch_wl:
+        return None
+    tw = {(w["collective"], w["bytes"]): w["overlap"] for w in torch_wl if num(w.get("overlap"))}
+    out = []
+    for w in acl:
+        t = tw.get((w.get("collective"), w.get("bytes")))
+        if num(w.get("overlap")) and t is not None:
+            out.append({"collective": w["collective"], "bytes": w["bytes"], "autoccl": w["overlap"],
+                        "torch": t, "gap": abs(w["overlap"] - t)})
+    return out
 
 
 def exposed_share(trace_path):
@@ -422,7 +489,9 @@ def worker(args):
     ov = None
     if args.overlap_steps > 0:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        # CPU too: PyTorch copies a collective's metadata (sizes, dtype)
+        # from its CPU op onto its kernels, which names the workload
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(args.overlap_steps):
                 step()
             torch.cuda.synchronize()
@@ -452,6 +521,8 @@ def worker(args):
         if r_unsampled is not None:
             saved, unsampled, known = r_saved, r_unsampled, True
     if rank == 0:
+        acl_wl = tuner_overlap_by_workload(st)
+        gaps = workload_gaps(acl_wl, ov["by_workload"] if ov else None)
         rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep, "wrap": args.wrap,
                "median_step_s": statistics.median(times), "steps": len(times),
                "step_s": times, "time_saved_s": saved,
@@ -462,7 +533,11 @@ def worker(args):
                "torch_comm_s_by_coll":
                    {c: v["comm_s"] for c, v in ov["by_coll"].items()} if ov else None,
                "autoccl_exposed_share": acl_share, "autoccl_overlap_by_coll": acl_overlap,
-               "autoccl_overlap_by_workload": tuner_overlap_by_workload(st),
+               "autoccl_overlap_by_workload": acl_wl,
+               "torch_overlap_by_workload": ov["by_workload"] if ov else None,
+               "overlap_gap_by_workload": gaps,
+               "workload_overlap_gap_max": max((g["gap"] for g in gaps), default=None)
+               if gaps is not None else None,
                "autoccl_profiler": st.get("profiler") if isinstance(st, dict) else None,
                "workloads_unsampled": unsampled if known else None,
                "workloads": brief,
@@ -577,6 +652,8 @@ def summarize(runs, args):
                 "ranks_per_gpu": args.ranks_per_gpu,
                 "nccl_version": rs[0].get("nccl_version"), "world": rs[0].get("world")}
         line["overlap_gap_pp"] = overlap_gap_pp(line)
+        wg = [r["workload_overlap_gap_max"] for r in rs if r.get("workload_overlap_gap_max") is not None]
+        line["workload_overlap_gap_max"] = max(wg) if wg else None
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
@@ -611,12 +688,13 @@ def driver(args):
               else " (95 %% %.3f-%.3f)" % (line["ratio_low"], line["ratio_high"]))
         print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  saved %s  "
               "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
-              "unsampled %s"
+              "workload overlap gap max %s  unsampled %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
                  line["time_saved_s"], fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
-                 fmt(line["overlap_gap_pp"], "%.1f"), line["workloads_unsampled"]))
+                 fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
+                 line["workloads_unsampled"]))
     return 0 if len(lines) == len(args.modes) else 1
 
 
