@@ -62,6 +62,12 @@ static bool num_of(const char *line, const char *key, double *v)
 
 /* ---- building ------------------------------------------------------------ */
 
+/* The channels NCCL built, which a config of unknown count ran with. */
+static int built_channels(const acl_land_tr_t *tr)
+{
+  return tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
+}
+
 static acl_tr_pt_t *point_of(acl_tr_set_t *s, double bytes)
 {
   for (int i = 0; i < s->npts; i++)
@@ -288,7 +294,7 @@ static int load_file(acl_land_tr_t *tr, const char *path, const char *launch, ch
     }
     if (guess && !fi.is_default && (algo < 0 || proto < 0))
       continue; /* a label this build does not know */
-    int built = tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH;
+    int built = built_channels(tr);
     if (!guess && nch <= 0)
       nch = built;
     acl_tr_pt_t *pt = point_of(set, bytes);
@@ -592,7 +598,7 @@ int acl_land_tr_load(acl_land_tr_t *tr, const char *dir, const char *launch, cha
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < ACL_LAND_H200_NCOLL; c++)
       if (tr->set[r][c].present) {
-        finish_set(&tr->set[r][c], tr->built_ch > 0 ? tr->built_ch : ACL_TR_BUILT_CH);
+        finish_set(&tr->set[r][c], built_channels(tr));
         any = any || r == 0;
       }
   if (!any || tr->files == 0) {
