@@ -305,8 +305,7 @@ def trace_overlap(trace_path):
         per.setdefault(coll, []).extend(ivs)
     by_coll = {coll: kernel_overlap(ivs, pu) for coll, ivs in per.items()}
     by_workload = [dict(collective=coll, bytes=b, kernels=len(ivs), **kernel_overlap(ivs, pu))
-                   for (coll, b), ivs in sorted(comm.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))
-                   if b is not None]
+                   for (coll, b), ivs in sorted(kv for kv in comm.items() if kv[0][1] is not None)]
     return {"span_share": exposed / (hi - lo) if hi > lo else None,
             "exposed_of_comm": exposed / busy if busy > 0 else None, "by_coll": by_coll,
             "by_workload": by_workload or None}
