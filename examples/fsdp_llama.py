@@ -690,10 +690,10 @@ def driver(args):
               "workload overlap gap max %s  unsampled %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
-                 line["time_saved_s"], fmt(line["exposed_comm_share"]),
+                 fmt(line["time_saved_s"], "%+.3f s"), fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
                  fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
-                 line["workloads_unsampled"]))
+                 fmt(line["workloads_unsampled"], "%d")))
     return 0 if len(lines) == len(args.modes) else 1
 
 
