@@ -181,6 +181,19 @@ lo, hi = au.get("ratio_low"), au.get("ratio_high")
 check(lo is not None and lo < au["ratio_vs_nccl"] < hi, "ratio interval %s-%s" % (lo, hi))
 check(lines["nccl"]["ratio_low"] is None, "NCCL's own line has no interval")
 check(ex.ratio_interval(runs[:2], "autoccl") == (None, None), "one pair: no interval")
+check(au.get("tail_step_s") is None and au.get("ratio_tail_vs_nccl") is None,
+      "no step times: no last quarter")
+# the last quarter of each launch: a gain that grows over the run
+tl_runs = [{"mode": m, "rep": k, "median_step_s": 1.0, "steps": 8, "step_s": st}
+           for m, k, st in (("nccl", 0, [1.0] * 8), ("autoccl", 0, [1.0] * 6 + [0.8, 0.9]),
+                            ("nccl", 1, [1.2] * 8), ("autoccl", 1, [1.0] * 6 + [0.9, 0.9]))]
+tl = {x["mode"]: x for x in ex.summarize(tl_runs, a)}
+check(abs((tl["autoccl"].get("tail_step_s") or 0) - 0.875) < 1e-12
+      and abs((tl["nccl"].get("tail_step_s") or 0) - 1.1) < 1e-12,
+      "last quarter medians %s %s" % (tl["autoccl"].get("tail_step_s"), tl["nccl"].get("tail_step_s")))
+check(abs((tl["autoccl"].get("ratio_tail_vs_nccl") or 0) - 1.1 / 0.875) < 1e-12
+      and tl["autoccl"].get("ratio_vs_nccl") == 1.0,
+      "ratio over the last quarter %s" % tl["autoccl"].get("ratio_tail_vs_nccl"))
 # the summary compares the two exposed shares of communication time
 ov_runs = [{"mode": m, "rep": k, "median_step_s": 1.0, "steps": 30, "exposed_comm_share": 0.1,
             "torch_exposed_of_comm": te, "autoccl_exposed_share": ae,

@@ -29,7 +29,7 @@ line per mode:
   {"kind": "torch_step", "mode": ..., "median_step_s": ..., "reps": ...,
    "steps": ..., "env": [...], "rep_median_step_s": [...],
    "ratio_vs_nccl": ..., "ratio_low": ..., "ratio_high": ...,
-   "time_saved_s": ..., "exposed_comm_share": ...,
+   "tail_step_s": ..., "ratio_tail_vs_nccl": ..., "time_saved_s": ..., "exposed_comm_share": ...,
    "torch_exposed_of_comm": ..., "autoccl_exposed_share": ...,
    "overlap_gap_pp": ..., "torch_overlap_by_coll": {...},
    "autoccl_overlap_by_coll": {...}, "workload_overlap_gap_max": ...,
@@ -37,6 +37,10 @@ line per mode:
 ratio_vs_nccl is NCCL's median step over the mode's (above 1: faster);
 ratio_low/high its 95 % interval over the repetitions, each mode's launch
 paired with NCCL's of the same repetition (null with fewer than 2).
+tail_step_s is the median over the mode's launches of each launch's median
+step over its last quarter of steps, once the tuner has had the run to
+decide: a tuned job's gain grows over its first steps, which the median of
+all steps dilutes; ratio_tail_vs_nccl is NCCL's over the mode's.
 time_saved_s is the tuner's own net time saved per rank, from its job report
 (AUTOCCL_REPORT, set for every autoccl launch), else the sum of its
 workloads' time_saved_seconds from its /api/v1/state endpoint at the end of
@@ -605,6 +609,13 @@ def ratio_interval(runs, mode):
     return math.exp(m - t * se), math.exp(m + t * se)
 
 
+def tail_median(run):
+    """The median step of a launch's last quarter of steps (None without
+    its step times)."""
+    s = run.get("step_s") or []
+    return statistics.median(s[-max(1, len(s) // 4):]) if s else None
+
+
 def median_of(rs, key):
     """The median of a field over runs, None where no run has it."""
     vals = [r[key] for r in rs if r.get(key) is not None]
@@ -641,6 +652,7 @@ def summarize(runs, args):
                 "median_step_s": statistics.median(med),
                 "reps": len(rs), "steps": rs[0]["steps"], "env": mode_env(mode, args),
                 "rep_median_step_s": med,
+                "tail_step_s": median_of([{"t": tail_median(r)} for r in rs], "t"),
                 "time_saved_s": median_of(rs, "time_saved_s"),
                 "exposed_comm_share": median_of(rs, "exposed_comm_share"),
                 "torch_exposed_of_comm": median_of(rs, "torch_exposed_of_comm"),
@@ -656,8 +668,11 @@ def summarize(runs, args):
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
+    base_tail = next((x["tail_step_s"] for x in lines if x["mode"] == "nccl"), None)
     for line in lines:
         line["ratio_vs_nccl"] = base / line["median_step_s"] if base else None
+        line["ratio_tail_vs_nccl"] = base_tail / line["tail_step_s"] \
+            if base_tail and line["tail_step_s"] else None
         line["ratio_low"], line["ratio_high"] = ratio_interval(runs, line["mode"]) \
             if base and line["mode"] != "nccl" else (None, None)
     return lines
@@ -685,11 +700,13 @@ def driver(args):
     for line in lines:
         iv = ("" if line["ratio_low"] is None
               else " (95 %% %.3f-%.3f)" % (line["ratio_low"], line["ratio_high"]))
-        print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  saved %s  "
+        print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  "
+              "last quarter x%s  saved %s  "
               "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
               "workload overlap gap max %s  unsampled %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
+                 fmt(line["ratio_tail_vs_nccl"]),
                  fmt(line["time_saved_s"], "%+.3f s"), fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
                  fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
