@@ -146,13 +146,18 @@ def advise_table(a):
 
 
 def torch_table(lines):
-    print("\n#### PyTorch FSDP step\n")
-    print("| mode | median step s | reps x steps | vs nccl | tuner's net time saved s | exposed comm share | env |")
-    print("|---|---|---|---|---|---|---|")
+    wraps = sorted({t.get("wrap") or "fsdp" for t in lines})
+    print("\n#### PyTorch step, %s\n" % " and ".join(w.upper() for w in wraps))
+    print("| wrap | mode | median step s | reps x steps | vs nccl (95 %) | last quarter vs nccl "
+          "| tuner's net time saved s | exposed comm share | env |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for t in lines:
-        print("| %s | %.4f | %d x %d | %s | %s | %s | %s |" % (
-            t["mode"], t["median_step_s"], t["reps"], t["steps"],
-            "%.3f" % t["ratio_vs_nccl"] if t.get("ratio_vs_nccl") else "-",
+        iv = (" (%.3f-%.3f)" % (t["ratio_low"], t["ratio_high"])
+              if t.get("ratio_low") is not None and t.get("ratio_high") is not None else "")
+        print("| %s | %s | %.4f | %d x %d | %s%s | %s | %s | %s | %s |" % (
+            t.get("wrap") or "fsdp", t["mode"], t["median_step_s"], t["reps"], t["steps"],
+            "%.3f" % t["ratio_vs_nccl"] if t.get("ratio_vs_nccl") else "-", iv,
+            "%.3f" % t["ratio_tail_vs_nccl"] if t.get("ratio_tail_vs_nccl") else "-",
             "%.3f" % t["time_saved_s"] if t.get("time_saved_s") is not None else "-",
             "%.3f" % t["exposed_comm_share"] if t.get("exposed_comm_share") is not None else "-",
             env_of(t)))
