@@ -29,7 +29,8 @@ line per mode:
   {"kind": "torch_step", "mode": ..., "median_step_s": ..., "reps": ...,
    "steps": ..., "env": [...], "rep_median_step_s": [...],
    "ratio_vs_nccl": ..., "ratio_low": ..., "ratio_high": ...,
-   "tail_step_s": ..., "ratio_tail_vs_nccl": ..., "time_saved_s": ..., "exposed_comm_share": ...,
+   "tail_step_s": ..., "ratio_tail_vs_nccl": ...,
+   "time_saved_s": ..., "exposed_comm_share": ...,
    "torch_exposed_of_comm": ..., "autoccl_exposed_share": ...,
    "overlap_gap_pp": ..., "torch_overlap_by_coll": {...},
    "autoccl_overlap_by_coll": {...}, "workload_overlap_gap_max": ...,
@@ -646,13 +647,14 @@ def summarize(runs, args):
         if not rs:
             continue
         med = [r["median_step_s"] for r in rs]
+        tails = [t for t in map(tail_median, rs) if t is not None]
         unsampled = [r["workloads_unsampled"] for r in rs
                      if r.get("workloads_unsampled") is not None]
         line = {"kind": "torch_step", "mode": mode, "wrap": args.wrap,
                 "median_step_s": statistics.median(med),
                 "reps": len(rs), "steps": rs[0]["steps"], "env": mode_env(mode, args),
                 "rep_median_step_s": med,
-                "tail_step_s": median_of([{"t": tail_median(r)} for r in rs], "t"),
+                "tail_step_s": statistics.median(tails) if tails else None,
                 "time_saved_s": median_of(rs, "time_saved_s"),
                 "exposed_comm_share": median_of(rs, "exposed_comm_share"),
                 "torch_exposed_of_comm": median_of(rs, "torch_exposed_of_comm"),
