@@ -71,13 +71,27 @@ static const tpattern_t torch_fsdp[] = {
     {{ncclFuncReduceScatter, 524296192ull, 1}, false, false, 0},
 };
 
+/* The FSDP2 job of examples/fsdp_llama.py on one H100 (2 ranks), nBytes
+ * as its job reports gave them (315 calls of each once-per-step workload in
+ * 300 steps and the warm-up): no call between the reduce-scatter that ends a
+ * step and the gather that starts the next, so a workload waiting for its
+ * budget there gets no profiler events from a neighbour's block. */
+static const tpattern_t torch_fsdp_1gpu[] = {
+    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0},
+    {{ncclFuncAllGather, 100409344ull, 8}, false, false, 0},
+    {{ncclFuncAllGather, 100409344ull, 8}, true, false, 0},
+    {{ncclFuncReduceScatter, 100409344ull, 8}, false, false, 0},
+    {{ncclFuncReduceScatter, 262148096ull, 1}, false, false, 0},
+};
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const mix_names[] = {"fsdp-llama8b", "ddp", "tp", "mixed", "torch-fsdp"};
+static const char *const mix_names[] = {"fsdp-llama8b", "ddp",        "tp",
+                                        "mixed",        "torch-fsdp", "torch-fsdp-1gpu"};
 
 int acl_sim_mix_parse(const char *s)
 {
-  for (int i = 0; s && i < 5; i++)
+  for (int i = 0; s && i < (int)N(mix_names); i++)
     if (strcmp(s, mix_names[i]) == 0)
       return i;
   if (s && strcmp(s, "fsdp") == 0)
@@ -85,7 +99,10 @@ int acl_sim_mix_parse(const char *s)
   return -1;
 }
 
-const char *acl_sim_mix_name(acl_sim_mix_t m) { return (unsigned)m < 5 ? mix_names[m] : "?"; }
+const char *acl_sim_mix_name(acl_sim_mix_t m)
+{
+  return (unsigned)m < N(mix_names) ? mix_names[m] : "?";
+}
 const char *acl_sim_group_name(int g) { return g >= 0 && g < 3 ? mix_names[g] : "?"; }
 
 static int add_call(acl_sim_step_t *s, size_t *cap, const tpattern_t *tp, int group, int comm,
@@ -112,17 +129,18 @@ static int add_call(acl_sim_step_t *s, size_t *cap, const tpattern_t *tp, int gr
 
 /* torch-fsdp: a paired entry and the next one go together, repetition by
  * repetition, each pair a coalesced group of its own. */
-static int add_torch(acl_sim_step_t *s, size_t *cap, int group, int ncomms, int nranks)
+static int add_torch(acl_sim_step_t *s, size_t *cap, const tpattern_t *pat, size_t npat, int group,
+                     int ncomms, int nranks)
 {
   uint8_t g = 0;
-  for (size_t i = 0; i < N(torch_fsdp); i++) {
-    const tpattern_t *p = &torch_fsdp[i];
+  for (size_t i = 0; i < npat; i++) {
+    const tpattern_t *p = &pat[i];
     int comm = p->comm < ncomms ? p->comm : 0;
-    if (p->paired && i + 1 < N(torch_fsdp)) {
+    if (p->paired && i + 1 < npat) {
       for (int r = 0; r < p->p.repeat; r++) {
         g = (uint8_t)(g % 250 + 1);
         if (add_call(s, cap, p, group, comm, nranks, g) ||
-            add_call(s, cap, &torch_fsdp[i + 1], group, comm, nranks, g))
+            add_call(s, cap, &pat[i + 1], group, comm, nranks, g))
           return -1;
       }
       i++;
@@ -149,14 +167,16 @@ static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_
 
 acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms)
 {
-  if ((unsigned)mix > ACL_SIM_MIX_TORCH_FSDP || nranks < 1 || ncomms < 1 || ncomms > 65535)
+  if ((unsigned)mix > ACL_SIM_MIX_TORCH_FSDP_1GPU || nranks < 1 || ncomms < 1 || ncomms > 65535)
     return NULL;
   acl_sim_step_t *s = calloc(1, sizeof(*s));
   if (!s)
     return NULL;
   size_t cap = 0;
-  if (mix == ACL_SIM_MIX_TORCH_FSDP) {
-    if (add_torch(s, &cap, ACL_SIM_MIX_FSDP, ncomms, nranks))
+  if (mix == ACL_SIM_MIX_TORCH_FSDP || mix == ACL_SIM_MIX_TORCH_FSDP_1GPU) {
+    bool h100 = mix == ACL_SIM_MIX_TORCH_FSDP_1GPU;
+    if (add_torch(s, &cap, h100 ? torch_fsdp_1gpu : torch_fsdp,
+                  h100 ? N(torch_fsdp_1gpu) : N(torch_fsdp), ACL_SIM_MIX_FSDP, ncomms, nranks))
       goto fail;
     goto ids;
   }

@@ -18,9 +18,14 @@ typedef enum acl_sim_mix {
    * reduce-scatters in coalesced groups, a second communicator's small
    * AllReduce whose place in the step differs every other step. */
   ACL_SIM_MIX_TORCH_FSDP = 4,
+  /* The same job as measured on one H100 (2026-12-06): one communicator,
+   * and the gather that starts each step and the reduce-scatter that ends
+   * it are called once per step, with nothing else between them. */
+  ACL_SIM_MIX_TORCH_FSDP_1GPU = 5,
 } acl_sim_mix_t;
 
-/* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed" | "torch-fsdp"; -1 when unknown. */
+/* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed" | "torch-fsdp" |
+ * "torch-fsdp-1gpu"; -1 when unknown. */
 int acl_sim_mix_parse(const char *s);
 const char *acl_sim_mix_name(acl_sim_mix_t m);
 /* Name of a call group ("fsdp-llama8b", "ddp", "tp"). */

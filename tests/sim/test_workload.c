@@ -12,6 +12,8 @@ Test(workload, parse_names)
   cr_assert_eq(acl_sim_mix_parse("ddp"), ACL_SIM_MIX_DDP);
   cr_assert_eq(acl_sim_mix_parse("tp"), ACL_SIM_MIX_TP);
   cr_assert_eq(acl_sim_mix_parse("mixed"), ACL_SIM_MIX_MIXED);
+  cr_assert_eq(acl_sim_mix_parse("torch-fsdp-1gpu"), ACL_SIM_MIX_TORCH_FSDP_1GPU);
+  cr_assert_str_eq(acl_sim_mix_name(ACL_SIM_MIX_TORCH_FSDP_1GPU), "torch-fsdp-1gpu");
   cr_assert_eq(acl_sim_mix_parse("Mixed"), -1);
   cr_assert_eq(acl_sim_mix_parse(""), -1);
   cr_assert_eq(acl_sim_mix_parse(NULL), -1);
@@ -137,4 +139,26 @@ Test(interference, bad_specs_are_refused_with_a_message)
     cr_assert_neq(err[0], '\0', "no message for '%s'", bad[i]);
     cr_assert_eq(in.n, 7, "'%s' changed the output", bad[i]);
   }
+}
+
+/* The one-H100 FSDP2 job: per step 1 + 16 gathers and 8 + 1 reduce-scatters
+ * on one communicator, the backward ones in pairs, the step's first call the
+ * 250 MiB gather right after the last call of the step before, the 250 MiB
+ * reduce-scatter. */
+Test(workload, torch_fsdp_1gpu_step)
+{
+  acl_sim_step_t *s = acl_sim_step_create(ACL_SIM_MIX_TORCH_FSDP_1GPU, 2, 2);
+  cr_assert_not_null(s);
+  cr_assert_eq(s->ncalls, 26u);
+  cr_assert_eq(s->nworkloads, 4u);
+  int pairs = 0;
+  for (size_t i = 0; i < s->ncalls; i++) {
+    cr_assert_eq(s->calls[i].comm, 0);
+    pairs += s->calls[i].cgroup != 0;
+  }
+  cr_assert_eq(pairs, 16);
+  cr_assert_eq(s->calls[0].coll, ncclFuncAllGather);
+  cr_assert_eq(s->calls[25].coll, ncclFuncReduceScatter);
+  cr_assert_eq(s->calls[0].nbytes, s->calls[25].nbytes);
+  acl_sim_step_destroy(s);
 }

@@ -4,6 +4,7 @@
  * (tuner/drive), as the plugin runs them. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/tuner/drive.h"
@@ -578,4 +579,47 @@ Test(budget, a_retune_keeps_the_measured_time)
             "30,000 calls after the change: state %d, proto %d, waiting %llu more calls", r.phase,
             r.current.proto, (unsigned long long)r.budget_wait_calls);
   cr_assert_leq(worst, 1e-3, "overspent by %g s", worst);
+}
+
+/* FSDP's 250 MiB AllGather on one H100 (2026-12-06): once per step, 0.5 ms
+ * a call, so 315 calls earn 4.7 ms of budget, less than its baseline's first
+ * profiler events (here the table's 50 us: thousands of calls). An offer from the communicator (loan_offer)
+ * that covers all the baseline lacks starts it at once, and the workload
+ * says what it borrowed; one that covers only part changes nothing; a
+ * search that has not converged has nothing to lend. */
+Test(budget, a_baseline_borrows_all_it_lacks_or_nothing)
+{
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  const acl_wkey_t key = {.comm_id = 9, .nbytes = 250u << 20, .num_pipe_ops = 1, .coll = 0};
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  int a[] = {0, 0, 0, 1, 1, 1}, pr[] = {0, 1, 2, 0, 1, 2};
+  table_only(cost, 6, a, pr, (const float[6]){200, 90, 60, 180, 80, 50});
+  acl_search_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  acl_search_init(s, &p, &key, cost);
+  acl_candidate_t c;
+  uint32_t len = 0;
+  for (int i = 0; i < 64 && acl_search_phase(s) != ACL_PHASE_WAIT_BUDGET; i++)
+    acl_search_next(s, &c, &len);
+  cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET, "state %d", acl_search_phase(s));
+  cr_assert(acl_search_wants_loan(s));
+  cr_assert_eq(acl_search_lendable(s), 0.0, "a waiting search lends nothing");
+
+  acl_search_observe(s, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = 1e-4});
+  acl_search_next(s, &c, &len); /* far short of the first events' 6 ms */
+  cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET);
+  cr_assert_eq(acl_search_loan_taken(s), 0.0);
+
+  acl_search_observe(s, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = 1.0});
+  acl_search_next(s, &c, &len);
+  double got = acl_search_loan_taken(s);
+  cr_assert_eq(acl_search_phase(s), ACL_PHASE_BASELINE, "state %d", acl_search_phase(s));
+  cr_assert_eq(c.algo, ACL_ALGO_NCCL);
+  cr_assert_lt(acl_search_sample_shift(s), ACL_SEARCH_SAMPLE_NEVER, "the baseline is sampled");
+  cr_assert(got > 0.0 && got < 7e-3, "borrowed %g s: what the baseline lacked, no more", got);
+  cr_assert_not(acl_search_wants_loan(s));
+  acl_search_next(s, &c, &len);
+  cr_assert_eq(acl_search_loan_taken(s), 0.0, "the offer lasted one block");
+  free(s);
 }

@@ -26,8 +26,9 @@
  * follower host's copy of the leader's figures; 8: the search counts its
  * waits planned on the cost table alone; 9: and the cost table's error a
  * neighbour measured; 10: validation counts the calls it paused; 11: and
- * knows which calls its latest pause ran */
-#define ACL_CONS_LAYOUT 11u
+ * knows which calls its latest pause ran; 12: budget lent between workloads
+ * of a communicator */
+#define ACL_CONS_LAYOUT 12u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

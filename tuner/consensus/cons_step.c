@@ -53,6 +53,17 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
   b->safe = b->cand;
 }
 
+/* Workload i of the segment when it is another live workload of w's
+ * communicator, else NULL. */
+static cons_wl_t *comm_neighbour(cons_hdr_t *h, const cons_wl_t *w, uint32_t i)
+{
+  cons_wl_t *o = cons_wl(h, i);
+  return o != w && atomic_load_explicit(&o->present, memory_order_acquire) &&
+                 o->key.comm_id == w->key.comm_id && !o->disabled
+             ? o
+             : NULL;
+}
+
 /* The cost table's error for w, while its search has no sample of NCCL's
  * choice: what the nearest measured workload of the communicator found
  * (same collective first, then the closest size), else none. The table's
@@ -72,10 +83,9 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
   double best = -1.0, scale = 0.0;
   for (uint32_t i = 0; i < n; i++) {
-    cons_wl_t *o = cons_wl(h, i);
+    cons_wl_t *o = comm_neighbour(h, w, i);
     double r;
-    if (o == w || !atomic_load_explicit(&o->present, memory_order_acquire) ||
-        o->key.comm_id != w->key.comm_id || o->disabled || !acl_search_prior_error(&o->search, &r))
+    if (!o || !acl_search_prior_error(&o->search, &r))
       continue;
     double d = fabs(log2((double)(o->key.nbytes + 1) / (double)(w->key.nbytes + 1))) +
                (o->key.coll == w->key.coll ? 0.0 : 64.0);
@@ -88,6 +98,38 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
     acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1,
                                                        .seconds = -1.0,
                                                        .prior_scale = scale > 1.0 ? scale : 1.0});
+}
+
+/* Budget for w's baseline from the communicator's converged workloads
+ * (acl_search_obs_t.loan_offer): offered before the search plans w's block,
+ * charged to the lenders in proportion to what each could lend once the
+ * search took it. Under the segment's lock, like prior_scale: every rank
+ * sees the same loan. */
+static double loan_pool(cons_hdr_t *h, const cons_wl_t *w)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  double pool = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    const cons_wl_t *o = comm_neighbour(h, w, i);
+    if (o)
+      pool += acl_search_lendable(&o->search);
+  }
+  return pool;
+}
+
+static void loan_charge(cons_hdr_t *h, const cons_wl_t *w, double got, double pool)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  for (uint32_t i = 0; i < n && got > 0.0 && pool > 0.0; i++) {
+    cons_wl_t *o = comm_neighbour(h, w, i);
+    double share = o ? acl_search_lendable(&o->search) : 0.0;
+    if (share <= 0.0)
+      continue;
+    o->dirty = 1;
+    acl_search_observe(&o->search, &(acl_search_obs_t){
+                                       .cand_id = -1, .seconds = -1.0, .lent = got * share / pool});
+    o->dirty = 0;
+  }
 }
 
 /* Longest block the starvation back-off makes: 512 ring entries x 1024
@@ -121,7 +163,8 @@ static uint32_t starve_len(const cons_wl_t *w)
  *   has not reported its valid set and the search has no decision yet;
  * - otherwise the search's block, grown while it starves (below), its
  *   time priced by a neighbour's measured cost-table error until it has
- *   samples of its own (prior_scale).
+ *   samples of its own (prior_scale), its baseline paid by its converged
+ *   neighbours where its own budget cannot yet (loan_pool).
  * The search knows nothing of ranks, locks or the ring: these facts are the
  * consensus layer's, so they stay here, not in the search's states. */
 static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w, cons_blk_t *b)
@@ -138,8 +181,13 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
   /* the warm-up span and grown blocks ran calls the search did not plan */
   acl_search_observe(
       &w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .next_call = b->start + 1});
+  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, w) : 0.0;
+  if (pool > 0.0)
+    acl_search_observe(&w->search,
+                       &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = pool});
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
+  loan_charge(h, w, acl_search_loan_taken(&w->search), pool);
   b->cand_id = (uint16_t)(id < 0 ? 0 : id);
   if (id <= 0)
     b->cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};

@@ -230,7 +230,10 @@ static void observe_channels(acl_search_t *s, int cand_id, int nch)
 
 int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
-  return acl_sm_next(s, out, len); /* the state's handler (search_sm.c) */
+  s->loan_new_s = 0.0;
+  int id = acl_sm_next(s, out, len); /* the state's handler (search_sm.c) */
+  s->loan_offer_s = 0.0;             /* an offer lasts for one block */
+  return id;
 }
 
 /* ---- samples ------------------------------------------------------------- */
@@ -290,6 +293,10 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
   if (!s || !o)
     return;
   acl_search_prior_scale(s, o->prior_scale);
+  if (o->loan_offer > 0.0 && isfinite(o->loan_offer))
+    s->loan_offer_s = o->loan_offer;
+  if (o->lent > 0.0 && isfinite(o->lent))
+    s->loan_s -= o->lent;
   if (o->next_call > s->calls_planned) /* index + 1 */
     s->calls_unplanned = o->next_call - 1 - s->calls_planned;
   if (o->ran_nch > 0 && o->cand_id == ACL_SEARCH_CAND_NCCL && s->hint_ch <= 0)

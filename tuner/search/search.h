@@ -219,6 +219,13 @@ typedef struct acl_search {
                         * communicator measured (acl_search_obs_t.prior_scale);
                         * 0: none */
   double spent_s;
+  /* Budget moved between workloads of one communicator
+   * (acl_search_obs_t.loan_offer, .lent): > 0 borrowed for a baseline,
+   * < 0 lent. It moves the budget, not the cost: spent_s stays what this
+   * workload spent. */
+  double loan_s;
+  double loan_offer_s; /* what the next block may borrow (0: none) */
+  double loan_new_s;   /* what the latest acl_search_next borrowed */
   double ref_kept; /* NCCL's time as a re-tune found it (0: none): the time
                     * so far until the baseline is measured again */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
@@ -341,6 +348,21 @@ typedef struct acl_search_obs {
    * NCCL's choice given up for it). Without it, the calls run are the
    * calls planned. */
   uint64_t next_call;
+  /* > 0: budget (seconds) the communicator's converged workloads can lend,
+   * told before acl_search_next (consensus, under its lock). A workload
+   * called once per step earns its budget slowly: on one H100 FSDP's
+   * 250 MiB AllGather (315 calls, 0.5 ms each) earned 4.7 ms in its whole
+   * run, less than its baseline's first profiler events (6 ms), and never
+   * got a sample, while its communicator's converged workloads left most
+   * of theirs unspent. Only the baseline borrows (measuring NCCL's own
+   * choice costs events, never a slower config), and only the whole of
+   * what it lacks (acl_search_loan_taken says how much); the offer lasts
+   * for that one acl_search_next. */
+  double loan_offer;
+  /* > 0: budget (seconds) this workload lent another's baseline: its
+   * budget shrinks by that much (the caller splits a loan over the
+   * lenders by what each could lend). */
+  double lent;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload
@@ -361,6 +383,14 @@ int acl_search_seed(acl_search_t *s, const acl_candidate_t *cand);
  * exploratory candidate or a challenger. Returns the cand id, *out its
  * candidate. */
 int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
+/* Budget lending within a communicator (docs/tuner.md, "Exploration
+ * budget"; acl_search_obs_t.loan_offer and .lent carry it in).
+ * acl_search_lendable: what s can lend, its unspent budget once converged
+ * (0 otherwise). acl_search_wants_loan: its baseline has not begun.
+ * acl_search_loan_taken: what the latest acl_search_next borrowed. */
+double acl_search_lendable(const acl_search_t *s);
+bool acl_search_wants_loan(const acl_search_t *s);
+double acl_search_loan_taken(const acl_search_t *s);
 /* The cost table's error for this workload: its measured time of NCCL's
  * own choice over the table's (a few samples at least). false while it has
  * none, or the table has no time for that choice. */

@@ -11,7 +11,37 @@ double acl_search_budget_left(const acl_search_t *s)
 {
   if (acl_search_ref_seconds(s) <= 0.0)
     return INFINITY; /* no time known yet: the baseline's samples tell it */
-  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s;
+  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s +
+         s->loan_s;
+}
+
+double acl_search_lendable(const acl_search_t *s)
+{
+  if (!s || acl_sm_base(s) != ACL_PHASE_CONVERGED)
+    return 0.0; /* exploring or validating: it needs its budget */
+  double left = acl_search_budget_left(s);
+  return isfinite(left) && left > 0.0 ? left : 0.0;
+}
+
+bool acl_search_wants_loan(const acl_search_t *s)
+{
+  return s && s->cands[0].planned == 0 && !s->cands[0].judged &&
+         !acl_phase_decided(acl_sm_base(s));
+}
+
+double acl_search_loan_taken(const acl_search_t *s) { return s ? s->loan_new_s : 0.0; }
+
+/* What the baseline lacks, borrowed when the offer covers all of it: a part
+ * would not start the baseline, only shorten its wait at the lenders' cost. */
+bool acl_search_borrow(acl_search_t *s, double need)
+{
+  double lack = need - acl_search_budget_left(s);
+  if (!(lack > 0.0) || lack > s->loan_offer_s)
+    return false;
+  s->loan_s += lack;
+  s->loan_new_s += lack;
+  s->loan_offer_s = 0.0;
+  return true;
 }
 
 /* The workload's first profiler events, until charged (once). */

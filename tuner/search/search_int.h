@@ -79,6 +79,9 @@ bool acl_sm_validating(int st);
 double acl_search_budget_left(const acl_search_t *s);
 /* What measuring the baseline needs from the budget. */
 double acl_search_baseline_need(const acl_search_t *s);
+/* Borrows from the offer what the budget lacks for `need` (all or nothing);
+ * true: borrowed, the budget now pays it. */
+bool acl_search_borrow(acl_search_t *s, double need);
 /* What the first look at candidate id is expected to cost. */
 double acl_search_step_cost(const acl_search_t *s, int id);
 /* What a look-ahead's candidate may cost (search_explore.c): all its

@@ -139,7 +139,7 @@ static int warmup_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 static int baseline_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   double need = acl_search_baseline_need(s);
-  if (s->cands[0].planned == 0 && need > acl_search_budget_left(s))
+  if (s->cands[0].planned == 0 && need > acl_search_budget_left(s) && !acl_search_borrow(s, need))
     return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
   return acl_search_hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
 }
