@@ -264,13 +264,16 @@ with tempfile.TemporaryDirectory() as d:
     rp = os.path.join(d, "report-0.json")
     with open(rp, "w") as f:
         json.dump({"totals": {"net_saved_seconds": 0.125},
-                   "workloads": [{"calls": 3200, "nccl_seconds": 0.5},
+                   "workloads": [{"calls": 3200, "nccl_seconds": 0.5, "net_saved_seconds": 0.2,
+                                  "exploration_cost_seconds": 0.05},
                                  {"calls": 200, "nccl_seconds": None},
                                  {"calls": 10, "nccl_seconds": None}]}, f)
     saved, unsampled, brief = ex.report_account(rp)
     check((saved, unsampled) == (0.125, 1), "report account %s" % (ex.report_account(rp),))
     check([w["calls"] for w in brief] == [3200, 200, 10] and brief[1]["nccl_seconds"] is None,
           "each workload in short: %s" % (brief,))
+    check((brief[0]["net_saved_seconds"], brief[0]["exploration_cost_seconds"]) == (0.2, 0.05),
+          "each workload's share of the account: %s" % (brief[0],))
     check(ex.report_account(os.path.join(d, "none.json")) == (None, None, None),
           "no report: unknown")
 one = ex.parse(["--nproc", "2", "--ranks-per-gpu", "2"])

@@ -420,9 +420,12 @@ def report_account(path):
         wls = rep.get("workloads") or []
         unsampled = sum(1 for w in wls if (w.get("calls") or 0) >= UNSAMPLED_MIN_CALLS
                         and w.get("nccl_seconds") is None)
-        # what each workload did, in short: the run's record says it
+        # what each workload did, in short: the run's record says it, and
+        # where the account's saving and cost came from
         brief = [{k: w.get(k) for k in ("collective", "bytes", "calls", "state", "nccl_seconds",
-                                        "speedup", "source", "budget_wait_calls")} for w in wls]
+                                        "speedup", "source", "budget_wait_calls",
+                                        "net_saved_seconds", "exploration_cost_seconds")}
+                 for w in wls]
         return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled, brief
     except (OSError, ValueError, AttributeError):
         return None, None, None
