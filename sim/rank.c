@@ -173,12 +173,45 @@ static void log_call(rank_drv_t *d)
 /* Simulated seconds of the call: the slowest rank's noisy draw. Every rank
  * draws all ranks' noise from per-call seeds, so all agree without talking. */
 
+static uint64_t call_seed(const rank_drv_t *d, const acl_sim_call_t *call)
+{
+  return acl_sim_mix(d->w->o->seed ^ acl_sim_mix(d->w->ctl->comm_ids[call->comm])) ^
+         acl_sim_mix(d->comms[call->comm].ncalls);
+}
+
+/* The slowest rank's noise factor of the call with seed `base`. */
+static double noise_worst(const acl_sim_opts_t *o, uint64_t base)
+{
+  double worst = 0;
+  for (int r = 0; r < o->nranks; r++) {
+    uint64_t rng = acl_sim_mix(base + (uint64_t)r);
+    double f = o->noise > 0 ? acl_land_noise(&rng, o->noise) : 1.0;
+    if (f > worst)
+      worst = f;
+  }
+  return worst;
+}
+
+/* The same call as NCCL ships: its own choice on the same draw, no
+ * profiler events, no set-up of configs it would not run. */
+static double nccl_alone_seconds(const rank_drv_t *d, const acl_sim_call_t *call, double level)
+{
+  const acl_sim_opts_t *o = d->w->o;
+  const acl_landscape_t *land = d->w->land;
+  acl_candidate_t def;
+  acl_land_nccl_default(land, call->coll, call->nbytes, o->nranks, &def);
+  uint64_t base = call_seed(d, call);
+  if (acl_land_is_replay(land))
+    return acl_land_draw(land, call->coll, call->nbytes, o->nranks, &def, level, base, NULL);
+  return acl_land_time(land, call->coll, call->nbytes, o->nranks, &def, level) *
+         noise_worst(o, base);
+}
+
 static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
 {
   const acl_sim_opts_t *o = d->w->o;
   const acl_landscape_t *land = d->w->land;
-  uint64_t base = acl_sim_mix(o->seed ^ acl_sim_mix(d->w->ctl->comm_ids[call->comm])) ^
-                  acl_sim_mix(d->comms[call->comm].ncalls);
+  uint64_t base = call_seed(d, call);
   if (acl_land_is_replay(land)) {
     /* A recorded iteration: every rank's time, skew and outliers together;
      * plus the first use's set-up and the profiler events' cost. */
@@ -202,13 +235,7 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
     return worst + extra;
   }
   double t = acl_land_time(land, call->coll, call->nbytes, o->nranks, &d->ran, level);
-  double worst = 0;
-  for (int r = 0; r < o->nranks; r++) {
-    uint64_t rng = acl_sim_mix(base + (uint64_t)r);
-    double f = o->noise > 0 ? acl_land_noise(&rng, o->noise) : 1.0;
-    if (f > worst)
-      worst = f;
-  }
+  double worst = noise_worst(o, base);
   *mine = t * worst;
   return t * worst;
 }
@@ -232,7 +259,11 @@ double acl_sim_rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
   double sec = 0;
   if (!d->failed_call) {
     double mine = 0;
+    if (d->w->o->nranks > 1)
+      d->slot->nccl_alone_seconds += nccl_alone_seconds(d, call, level);
     sec = call_seconds(d, call, level, &mine);
+    if (d->w->o->nranks > 1)
+      d->slot->ran_seconds += sec;
     /* the profiler sees this rank's own kernel time; the clock moves by the
      * slowest rank's (collectives synchronise) */
     uint64_t own_ns = (uint64_t)(mine * 1e9), dur_ns = (uint64_t)(sec * 1e9);

@@ -143,11 +143,23 @@ void acl_sim_job_json(const acl_sim_world_t *w, char *const *states, acl_strbuf_
   if (t.ranks > 0)
     acl_sb_printf(sb,
                   ",\"net_saved_per_rank_seconds\":%.9g,\"nccl_per_rank_seconds\":%.9g,"
-                  "\"exploration_cost_per_rank_seconds\":%.9g}",
+                  "\"exploration_cost_per_rank_seconds\":%.9g",
                   t.saved / k, t.nccl / k, t.cost / k);
   else
     acl_sb_puts(sb, ",\"net_saved_per_rank_seconds\":null,\"nccl_per_rank_seconds\":null,"
-                    "\"exploration_cost_per_rank_seconds\":null}");
+                    "\"exploration_cost_per_rank_seconds\":null");
+  /* What the job really saved: the simulator knows both times of every
+   * call (acl_sim_rank_slot_t.ran_seconds), so the plugin's account above
+   * can be checked against it. */
+  double alone = 0.0, ran = 0.0;
+  for (int r = 0; r < w->o->nranks; r++) {
+    alone += w->ctl->rank[r].nccl_alone_seconds;
+    ran += w->ctl->rank[r].ran_seconds;
+  }
+  if (w->o->nranks > 1)
+    acl_sb_printf(sb, ",\"true_saved_per_rank_seconds\":%.9g}", (alone - ran) / w->o->nranks);
+  else
+    acl_sb_puts(sb, ",\"true_saved_per_rank_seconds\":null}");
   /* Verbatim: each is one JSON document the plugin wrote or served. */
   acl_sb_puts(sb, ",\"job_reports\":[");
   for (int p = 0; p < nprocs_of(w); p++) {

@@ -82,6 +82,10 @@ typedef struct acl_sim_rank_slot {
   uint64_t plugin_errors;
   uint64_t steps_done;
   double gci_seconds; /* wall time inside getCollInfo */
+  /* What this rank's calls took (simulated, set-up and events included),
+   * and what the same draws of NCCL's own choice take without the plugin:
+   * the job's real saving, against which the plugin's account is read. */
+  double ran_seconds, nccl_alone_seconds;
   char error[256];    /* first error, for the report */
   /* --churn-every: communicator generations this rank went through, and
    * its process's resources (ACL_SIM_RES_*) after the warm-up churns and

@@ -11,6 +11,11 @@ checks:
   --hosts-match FRAC  the command (with --hosts H) run again with --hosts 1: the job
                       totals' NCCL time and net saved per rank agree within FRAC
                       (0.1: 10 %)
+  --account-within F  the job's net saved per rank (the plugin's own account) is
+                      within F of what the simulator measured the job saving
+                      (true_saved_per_rank_seconds, NCCL's own choice on the same
+                      draws), relative to the larger of that saving and 1 % of the
+                      NCCL time
   --min-tuned N       at least N workloads whose decision changed during the run
                       (the plugin really tuned: it got samples and explored)
   --divergent-min N   divergent_decisions >= N (default: must be 0 unless --exit 1)
@@ -204,7 +209,7 @@ def main(argv):
     div_min, err_min, fake_out, stderr_needles, timeout = None, None, None, [], 20.0
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
-    expects, max_steps, sampled_from, hosts_match = [], None, None, None
+    expects, max_steps, sampled_from, hosts_match, account = [], None, None, None, None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -231,6 +236,8 @@ def main(argv):
             max_steps = int(v)
         elif o == "--hosts-match":
             hosts_match = float(v)
+        elif o == "--account-within":
+            account = float(v)
         elif o == "--min-tuned":
             min_tuned = int(v)
         elif o == "--min-chunked":
@@ -296,6 +303,17 @@ def main(argv):
     print("divergent=%d errors=%d wait=%s steps=%d calls/rank=%d workloads=%d" % (
         rep["divergent_decisions"], rep["plugin_errors"], rep["consensus_wait_seconds"],
         rep["steps"], rep["calls_per_rank"], len(rep["workloads"])))
+    if account is not None:
+        t = rep.get("job_totals") or {}
+        net, true = t.get("net_saved_per_rank_seconds"), t.get("true_saved_per_rank_seconds")
+        nccl = t.get("nccl_per_rank_seconds")
+        if net is None or true is None or nccl is None:
+            fail("job totals lack the account or the true saving: %s" % t, out, err)
+        scale = max(abs(true), 0.01 * nccl)
+        print("account: net saved %+.4f s per rank, true %+.4f s (NCCL %.3f s)" % (net, true, nccl))
+        if abs(net - true) > account * scale:
+            fail("the account (%+.4f s) is off the true saving (%+.4f s) by more than %g of %.4f s"
+                 % (net, true, account, scale), out, err)
     for key, val in expects:
         got = rep.get(key)
         got = json.dumps(got) if not isinstance(got, str) else got
