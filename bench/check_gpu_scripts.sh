@@ -4,7 +4,8 @@
 # ceiling-long is ceiling-short with --warmup-time, advise has its own test)
 # exit 0 and leave their JSON lines and summary; gpu-record.sh leaves traces and compare records, also
 # with two ranks on one GPU and one process; a bad part is refused; gpu-nccl.sh restores a library
-# from xz parts and checks its sha256, and the scripts refuse an --nccl folder without one.
+# from xz parts and checks its sha256, and the scripts refuse an --nccl folder without one;
+# gpu-testbed.sh's CPU_BIND puts every process on the CPUs given, and the records say so.
 # usage: check_gpu_scripts.sh ROOT BENCH OUTDIR
 set -u
 ROOT=$1 BIN=$2 D=$3
@@ -66,6 +67,15 @@ for l in single procs; do
   cat "$D/tb/$l/record-iso.tar.part-"* | tar -tf - | grep -q "cost-$l/table-rep3.jsonl.gz" || fail "testbed $l: no cost traces"
   tar -tf "$D/tb/$l/reports-iso.tar" | grep -q "^reports-$l/$" || fail "testbed $l: --reports left no reports folder in reports-iso.tar"
 done
+# CPU_BIND: every process of the run on the CPUs given (the records' cpus), a bad value refused
+cpu=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
+OUT=$D/bind CPU_BIND=$cpu SWEEP_ALGOS=Ring SWEEP_PROTOS=LL SWEEP_CH=0 SWEEP_WARMUP=2 COST_ITERS=20 COST_REPS=2 \
+  bash "$C/scripts/gpu-testbed.sh" --launch single > "$D/bind.out" 2>&1 || fail "gpu-testbed.sh CPU_BIND=$cpu exit $?"
+for f in record-iso.jsonl cost.jsonl; do
+  grep -q "\"cpus\":\"$cpu\"" "$D/bind/single/$f" || fail "CPU_BIND=$cpu: $f does not say cpus $cpu"
+done
+CPU_BIND=most OUT=$D/bind2 bash "$C/scripts/gpu-testbed.sh" --launch single > "$D/bind2.out" 2>&1
+[ $? = 2 ] && grep -q "CPU_BIND must be gpu or a CPU list" "$D/bind2.out" || fail "CPU_BIND=most not refused"
 # the job reports' summary: one row per workload and its end states
 mkdir -p "$D/rt/reports-procs"
 w='"collective":"AllReduce","bytes":1048576'

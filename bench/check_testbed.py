@@ -5,11 +5,13 @@ compare record and through the compare driver's children); K > 1 refuses an
 NCCL older than 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=0 with the reason, sets
 NCCL_MULTI_RANK_GPU_ENABLE=1 itself, and warns loudly when one process per
 rank shares a GPU without an MPS daemon (none when its control pipe exists);
+the record says which CPUs the bench could run on (cpus, what taskset gave);
 --mps start without nvidia-cuda-mps-control on PATH fails clearly; bad
 combinations are usage errors; scripts/gpu-summary.py gives a cost record
 (default against table, one size) its bootstrap verdict against 1 us."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,22 @@ for k, v in (("ranks_per_gpu", 2), ("gpus", 2), ("nranks", 4), ("launch", "singl
              ("mps", "off"), ("reps", 1), ("warmup", 3), ("iters", 4)):
     check(d.get(k) == v, "run record %s = %r, expected %r" % (k, d.get(k), v))
 check("nccl_version" in d, "run record lacks nccl_version")
+# where its processes could run: the affinity it started with, narrowed by taskset
+mine = os.sched_getaffinity(0)
+check(isinstance(d.get("cpus"), str) and d["cpus"] != "", "run record cpus = %r" % d.get("cpus"))
+if len(mine) > 1 and shutil.which("taskset"):
+    one = min(mine)
+    r = subprocess.run(["taskset", "-c", str(one), bench, *small, "--single", "-g", "2"],
+                       capture_output=True, text=True, timeout=120)
+    check(last_json(r).get("cpus") == str(one),
+          "under taskset -c %d the record says cpus %r" % (one, last_json(r).get("cpus")))
+    pair = sorted(mine)[:2]
+    r = subprocess.run(["taskset", "-c", "%d,%d" % tuple(pair), bench, *small, "--single", "-g", "2"],
+                       capture_output=True, text=True, timeout=120)
+    want = "%d-%d" % tuple(pair) if pair[1] == pair[0] + 1 else "%d,%d" % tuple(pair)
+    check(last_json(r).get("cpus") == want,
+          "under taskset -c %d,%d the record says cpus %r, wanted %r" % (
+              pair[0], pair[1], last_json(r).get("cpus"), want))
 check(d.get("env", {}).get("NCCL_MULTI_RANK_GPU_ENABLE") == "1",
       "K > 1 sets NCCL_MULTI_RANK_GPU_ENABLE=1 and the record's env shows it: %s" % d.get("env"))
 check("WARNING" not in r.stderr, "one process needs no MPS: %s" % r.stderr[-300:])

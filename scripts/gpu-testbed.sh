@@ -25,6 +25,11 @@
 # SWEEP_CH (0,16,32,64), CHILD_TIMEOUT (60), REC_LIMIT (400 s per launch model),
 # COST_ITERS (10000 timed calls of the cost run), COST_REPS (15 processes per mode
 # of the cost run; its time limit is 20 s + 8 s per process),
+# CPU_BIND: unset, every process runs where the system puts it; a CPU list
+# (taskset's, "0-7"), or "gpu": the CPUs local to GPU 0 (its PCI device's
+# local_cpulist in sysfs), for every process of the run (each record's
+# `cpus` says what they had). On one H100 the same 64 KiB AllReduce took
+# 18-20 or 25-53 us a call from one process to the next.
 # EXTRA (--fake: no GPU, no NCCL restore). 2026-12-01 on one H200: one process
 # 304 s, one process per rank 177 s, each cost run about 10 s at 3 reps (about 50 s at 15).
 # Summary of a cost run, with its bootstrap interval: scripts/gpu-summary.py cost.jsonl.
@@ -56,6 +61,22 @@ TP=${TAR_PART:-15M}
 TPB=$(numfmt --from=iec "$TP" 2>/dev/null) && [ "$TPB" -gt 0 ] 2>/dev/null ||
   { echo "gpu-testbed.sh: TAR_PART must be a size such as 15M (split's sizes), not '$TP'" >&2; exit 2; }
 OUTDIR=${OUT:-$H/testbed-out}
+BIND=()
+case "${CPU_BIND:-}" in
+  "") ;;
+  gpu)
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | tr 'A-F' 'a-f')
+    bus=${bus/#00000000:/0000:}
+    cl=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
+    [ -n "$cl" ] || { echo "gpu-testbed.sh: CPU_BIND=gpu: no local_cpulist for GPU 0 ('$bus')" >&2; exit 2; }
+    BIND=(taskset -c "$cl") ;;
+  *[!0-9,-]*) echo "gpu-testbed.sh: CPU_BIND must be gpu or a CPU list such as 0-7, not '$CPU_BIND'" >&2; exit 2 ;;
+  *) BIND=(taskset -c "$CPU_BIND") ;;
+esac
+if [ ${#BIND[@]} -gt 0 ]; then
+  command -v taskset > /dev/null || { echo "gpu-testbed.sh: CPU_BIND needs taskset" >&2; exit 2; }
+  "${BIND[@]}" true 2> /dev/null || { echo "gpu-testbed.sh: CPU_BIND: taskset -c ${BIND[2]} fails here" >&2; exit 2; }
+fi
 EXTRA=${EXTRA:-}
 FAKE=0; [ "${EXTRA#*--fake}" != "$EXTRA" ] && FAKE=1
 T0=$(date +%s)
@@ -84,7 +105,7 @@ for l in $L; do
     mkdir -p "$RD/reports-$l"
     REP=("AUTOCCL_REPORT=$RD/reports-$l/report-%p.json")
   fi
-  env "${REP[@]}" MPS=$MPS timeout -k 5 "${REC_LIMIT:-400}" \
+  env "${REP[@]}" MPS=$MPS timeout -k 5 "${REC_LIMIT:-400}" ${BIND[@]+"${BIND[@]}"} \
     "$H/scripts/gpu-record.sh" --part iso --launch "$l" \
     --gpus "$K" --ranks-per-gpu "$K" "${NARG[@]}" --out "$D" || rc=1
   if [ -n "$RD" ]; then
@@ -95,7 +116,7 @@ for l in $L; do
   echo "# $l: record done at $(( $(date +%s) - T0 )) s" | tee -a "$D/record-iso.log"
   [ "$COST" = 1 ] || continue
   CT=$(mktemp -d "${TMPDIR:-/tmp}/acl-cost.XXXXXX")
-  timeout -k 5 $(( 20 + CR * 2 * 8 )) "$B" -g "$K" --ranks-per-gpu "$K" --"$l" --mps "$MPS" -b 64K -e 64K \
+  timeout -k 5 $(( 20 + CR * 2 * 8 )) ${BIND[@]+"${BIND[@]}"} "$B" -g "$K" --ranks-per-gpu "$K" --"$l" --mps "$MPS" -b 64K -e 64K \
     --compare default,table --table "$H/nccl-table.txt" --reps "$CR" -w 1000 -n "${COST_ITERS:-10000}" \
     --trace "$CT/cost-$l" --child-timeout 30 --json -q $EXTRA > "$CT/out" 2>&1 || rc=1
   cat "$CT/out" >> "$D/record-iso.log"
