@@ -100,21 +100,30 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
                                                        .prior_scale = scale > 1.0 ? scale : 1.0});
 }
 
+/* A workload borrows only while its time so far is at least this share of
+ * its communicator's: FSDP's 250 MiB AllGather on one H100 was 6 % of its
+ * communicator's collective time, a 4 KiB AllReduce once per step is far
+ * below 1 % and could never win back its baseline's first events. */
+#define CONS_LOAN_MIN_SHARE 0.01
+
 /* Budget for w's baseline from the communicator's converged workloads
  * (acl_search_obs_t.loan_offer): offered before the search plans w's block,
  * charged to the lenders in proportion to what each could lend once the
  * search took it. Under the segment's lock, like prior_scale: every rank
- * sees the same loan. */
+ * sees the same loan. 0 for a workload too small a share of the
+ * communicator's time. */
 static double loan_pool(cons_hdr_t *h, const cons_wl_t *w)
 {
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
-  double pool = 0.0;
+  double pool = 0.0, mine = acl_search_time_so_far(&w->search), all = mine;
   for (uint32_t i = 0; i < n; i++) {
     const cons_wl_t *o = comm_neighbour(h, w, i);
-    if (o)
+    if (o) {
       pool += acl_search_lendable(&o->search);
+      all += acl_search_time_so_far(&o->search);
+    }
   }
-  return pool;
+  return mine >= CONS_LOAN_MIN_SHARE * all ? pool : 0.0;
 }
 
 static void loan_charge(cons_hdr_t *h, const cons_wl_t *w, double got, double pool)

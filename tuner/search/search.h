@@ -387,10 +387,13 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
  * budget"; acl_search_obs_t.loan_offer and .lent carry it in).
  * acl_search_lendable: what s can lend, its unspent budget once converged
  * (0 otherwise). acl_search_wants_loan: its baseline has not begun.
- * acl_search_loan_taken: what the latest acl_search_next borrowed. */
+ * acl_search_loan_taken: what the latest acl_search_next borrowed.
+ * acl_search_time_so_far: the workload's time so far, calls x its time of
+ * NCCL's choice (0 while unknown), what the budget is a share of. */
 double acl_search_lendable(const acl_search_t *s);
 bool acl_search_wants_loan(const acl_search_t *s);
 double acl_search_loan_taken(const acl_search_t *s);
+double acl_search_time_so_far(const acl_search_t *s);
 /* The cost table's error for this workload: its measured time of NCCL's
  * own choice over the table's (a few samples at least). false while it has
  * none, or the table has no time for that choice. */

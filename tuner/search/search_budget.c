@@ -31,6 +31,11 @@ bool acl_search_wants_loan(const acl_search_t *s)
 
 double acl_search_loan_taken(const acl_search_t *s) { return s ? s->loan_new_s : 0.0; }
 
+double acl_search_time_so_far(const acl_search_t *s)
+{
+  return s ? (double)s->calls_planned * acl_search_ref_seconds(s) : 0.0;
+}
+
 /* What the baseline lacks, borrowed when the offer covers all of it: a part
  * would not start the baseline, only shorten its wait at the lenders' cost. */
 bool acl_search_borrow(acl_search_t *s, double need)

@@ -610,7 +610,7 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->calls_to_decision = decided ? s->decision_call : 0;
   r->calls_to_verdict = decided ? s->verdict_call : 0;
   r->exploration_spent_seconds = s->spent_s;
-  r->cost_seconds = (double)s->calls_planned * acl_search_ref_seconds(s);
+  r->cost_seconds = acl_search_time_so_far(s);
   r->merged = s->merged;
   r->outliers = s->outliers;
   r->samples = s->samples_seen;
