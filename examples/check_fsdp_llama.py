@@ -276,6 +276,18 @@ with tempfile.TemporaryDirectory() as d:
           "each workload's share of the account: %s" % (brief[0],))
     check(ex.report_account(os.path.join(d, "none.json")) == (None, None, None),
           "no report: unknown")
+    # every rank's own account, by rank (rank 0's is in time_saved_s)
+    with open(os.path.join(d, "report-1.json"), "w") as f:
+        json.dump({"totals": {"net_saved_seconds": -0.25},
+                   "workloads": [{"calls": 3200, "nccl_seconds": 0.5,
+                                  "exploration_cost_seconds": 0.3}]}, f)
+    with open(os.path.join(d, "report-1.json.txt"), "w") as f:
+        f.write("text")
+    br = ex.reports_by_rank(d)
+    check([(r["rank"], r["net_saved_seconds"]) for r in br or []] == [(0, 0.125), (1, -0.25)]
+          and br[1]["workloads"][0]["exploration_cost_seconds"] == 0.3,
+          "reports by rank: %s" % (br,))
+    check(ex.reports_by_rank(os.path.join(d, "none")) is None, "no report folder: none")
 one = ex.parse(["--nproc", "2", "--ranks-per-gpu", "2"])
 check("NCCL_MULTI_RANK_GPU_ENABLE=1" in ex.mode_env("nccl", one), "two ranks on a GPU: env")
 check(ex.mode_env("nccl", a) == [], "one rank per GPU: NCCL as it ships")

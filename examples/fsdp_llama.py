@@ -48,7 +48,9 @@ workloads' time_saved_seconds from its /api/v1/state endpoint at the end of
 the run; null where the plugin is off or reports none. workloads_unsampled
 is the number of its workloads with 200 calls or more that no sample reached
 (no NCCL time in the report; neither a baseline nor a best time at the
-endpoint).
+endpoint). Each autoccl torch_step_run line also has reports_by_rank, every
+local rank's own account (net saved, and each workload's state, times, net
+saved and exploration cost): a rank that arrives first waits in its kernels.
 
 Exposed communication, two ways. torch's figures come from a
 torch.profiler trace of rank 0 over a few extra steps after the timed ones
@@ -114,6 +116,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -431,6 +434,23 @@ def report_account(path):
         return None, None, None
 
 
+def reports_by_rank(rdir):
+    """Every local rank's job report in rdir (report-<rank>.json), each rank's
+    own account: [{rank, net_saved_seconds, workloads}] by rank, the
+    workloads in short as report_account gives them; None when there is
+    none. A rank that arrives first waits in its kernels for the others, so
+    the ranks' accounts can differ; the record's time_saved_s is rank 0's."""
+    out = []
+    for name in sorted(os.listdir(rdir)) if os.path.isdir(rdir) else []:
+        m = re.fullmatch(r"report-(\d+)\.json", name)
+        if not m:
+            continue
+        saved, _, brief = report_account(os.path.join(rdir, name))
+        if brief is not None:
+            out.append({"rank": int(m.group(1)), "net_saved_seconds": saved, "workloads": brief})
+    return sorted(out, key=lambda r: r["rank"]) or None
+
+
 def tuner_state(port):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=5) as r:
@@ -578,6 +598,7 @@ def launch(mode, rep, args, out):
     t0 = time.time()
     p = subprocess.run(cmd, env=env, timeout=args.timeout)
     rec = None
+    by_rank = reports_by_rank(rdir) if mode != "nccl" else None
     try:
         with open(result) as f:
             rec = json.loads(f.read())
@@ -594,6 +615,8 @@ def launch(mode, rep, args, out):
         return None
     rec["env"] = mode_env(mode, args)
     rec["wall_s"] = round(time.time() - t0, 1)
+    if by_rank:
+        rec["reports_by_rank"] = by_rank
     out.write(json.dumps(rec) + "\n")
     out.flush()
     return rec
