@@ -582,11 +582,12 @@ Test(budget, a_retune_keeps_the_measured_time)
 }
 
 /* FSDP's 250 MiB AllGather on one H100 (2026-12-06): once per step, 0.5 ms
- * a call, so 315 calls earn 4.7 ms of budget, less than its baseline's first
- * profiler events (here the table's 50 us: thousands of calls). An offer from the communicator (loan_offer)
- * that covers all the baseline lacks starts it at once, and the workload
- * says what it borrowed; one that covers only part changes nothing; a
- * search that has not converged has nothing to lend. */
+ * a call, so 315 calls earn 4.7 ms of budget, less than its baseline's
+ * first profiler events (here the table's 50 us: thousands of calls). An
+ * offer from the communicator (loan_offer) that covers all the baseline
+ * lacks starts it at once, and the workload says what it borrowed; one
+ * that covers only part changes nothing; a search that has not converged
+ * has nothing to lend. */
 Test(budget, a_baseline_borrows_all_it_lacks_or_nothing)
 {
   acl_search_params_t p;
