@@ -244,9 +244,6 @@ int acl_bench_testbed_check(const acl_bench_cfg_t *c, int nccl_version);
 /* ,"ranks_per_gpu":K,"mps":"..","cpus":"..","env":{..}: the NCCL_* and AUTOCCL_*
  * variables of this process's environment, for every JSON record. */
 void acl_bench_json_testbed(FILE *f, const acl_bench_cfg_t *c);
-/* The CPUs this process may run on ("0-3,8", the record's `cpus`); "" when
- * unknown or longer than n. */
-void acl_bench_cpu_list(char *out, size_t n);
 
 /* ---- worker.c (CUDA + NCCL) ---- */
 int acl_bench_worker_main(const acl_bench_cfg_t *c);

@@ -194,7 +194,7 @@ int acl_bench_testbed_check(const acl_bench_cfg_t *c, int nccl_version)
  * Small collectives are bound by the host, and on one H100 the same 64 KiB
  * AllReduce took 18-20 or 25-53 us a call from one process to the next: a
  * record says where its processes could run (taskset narrows it). */
-void acl_bench_cpu_list(char *out, size_t n)
+static void cpu_list(char *out, size_t n)
 {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -224,7 +224,7 @@ void acl_bench_cpu_list(char *out, size_t n)
 void acl_bench_json_testbed(FILE *f, const acl_bench_cfg_t *c)
 {
   char cpus[512];
-  acl_bench_cpu_list(cpus, sizeof(cpus));
+  cpu_list(cpus, sizeof(cpus));
   fprintf(f, ",\"ranks_per_gpu\":%d,\"gpus\":%d,\"mps\":\"%s\",\"cpus\":", c->ranks_per_gpu,
           acl_bench_gpus_needed(c), acl_bench_mps_state());
   if (cpus[0])

@@ -441,7 +441,7 @@ def reports_by_rank(rdir):
     none. A rank that arrives first waits in its kernels for the others, so
     the ranks' accounts can differ; the record's time_saved_s is rank 0's."""
     out = []
-    for name in sorted(os.listdir(rdir)) if os.path.isdir(rdir) else []:
+    for name in os.listdir(rdir) if os.path.isdir(rdir) else []:
         m = re.fullmatch(r"report-(\d+)\.json", name)
         if not m:
             continue

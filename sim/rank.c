@@ -259,11 +259,11 @@ double acl_sim_rank_run(rank_drv_t *d, const acl_sim_call_t *call, double level)
   double sec = 0;
   if (!d->failed_call) {
     double mine = 0;
-    if (d->w->o->nranks > 1)
-      d->slot->nccl_alone_seconds += nccl_alone_seconds(d, call, level);
     sec = call_seconds(d, call, level, &mine);
-    if (d->w->o->nranks > 1)
+    if (d->w->o->nranks > 1) { /* one rank: NCCL copies, nothing to choose */
       d->slot->ran_seconds += sec;
+      d->slot->nccl_alone_seconds += nccl_alone_seconds(d, call, level);
+    }
     /* the profiler sees this rank's own kernel time; the clock moves by the
      * slowest rank's (collectives synchronise) */
     uint64_t own_ns = (uint64_t)(mine * 1e9), dur_ns = (uint64_t)(sec * 1e9);
