@@ -103,6 +103,34 @@ for src in "$TR" "$D/ts/r.tar"; do
     || fail "trace-stats.py $src: no shortened decision list"
 done
 python3 "$ROOT/scripts/trace-stats.py" --bytes many "$TR" 2>&1 | grep -q 'whole number' || fail "trace-stats.py: --bytes many accepted"
+# gpu-torch.sh --mps start: the daemon it starts lives in a private folder,
+# told to quit and removed after the run (a quit daemon leaves its socket,
+# which later tools took for a running one); without --mps, a running
+# daemon's control socket is accepted. Stand-ins for MPS and Python.
+FB="$D/fakebin"; mkdir -p "$FB" "$D/mt"
+cat > "$FB/nvidia-cuda-mps-control" <<'EOS'
+#!/usr/bin/env bash
+if [ "${1:-}" = -d ]; then echo "$CUDA_MPS_PIPE_DIRECTORY" > "$MT/pipe"; : > "$CUDA_MPS_PIPE_DIRECTORY/control"
+else cat >> "$MT/quit"; fi
+EOS
+cat > "$FB/python3" <<'EOS'
+#!/usr/bin/env bash
+[ "$*" = "-c import torch" ] && exit 0
+echo "$CUDA_MPS_PIPE_DIRECTORY" > "$MT/seen"
+EOS
+chmod +x "$FB/nvidia-cuda-mps-control" "$FB/python3"
+env -u CUDA_MPS_PIPE_DIRECTORY -u CUDA_MPS_LOG_DIRECTORY PATH="$FB:$PATH" MT="$D/mt" TMPDIR="$D/mt" \
+  "$ROOT/scripts/gpu-torch.sh" --plugin "$BIN" --wrap ddp --ranks-per-gpu 2 --mps start --out "$D/mt/o" \
+  > "$D/mt/out" 2>&1 || fail "gpu-torch.sh --mps start exit $? ($(tail -2 "$D/mt/out"))"
+p=$(cat "$D/mt/pipe" 2>/dev/null)
+case "$p" in "$D/mt/gpu-torch-mps."*/pipe) ;; *) fail "gpu-torch.sh: MPS pipe folder '$p', wanted a private one under TMPDIR";; esac
+[ "$(cat "$D/mt/seen")" = "$p" ] || fail "gpu-torch.sh: the example saw pipe '$(cat "$D/mt/seen")', not '$p'"
+grep -q quit "$D/mt/quit" 2>/dev/null || fail "gpu-torch.sh: the daemon was not told to quit"
+[ ! -e "$p" ] || fail "gpu-torch.sh: its MPS folder $p stays after the run"
+mkdir -p "$D/mt/run"; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$D/mt/run/control"
+env PATH="$FB:$PATH" MT="$D/mt" CUDA_MPS_PIPE_DIRECTORY="$D/mt/run" \
+  "$ROOT/scripts/gpu-torch.sh" --plugin "$BIN" --wrap ddp --ranks-per-gpu 2 --out "$D/mt/o" \
+  > "$D/mt/out2" 2>&1 || fail "gpu-torch.sh with a daemon's socket: exit $? ($(tail -2 "$D/mt/out2"))"
 # 8 files for both launch models; --reports adds one per launch model and a
 # big tar its parts (the script says: one launch model per call then)
 n=$(find "$D/tb" -type f ! -name 'reports-iso.tar' ! -name '*.part-*' | wc -l)

@@ -11,6 +11,7 @@ combinations are usage errors; scripts/gpu-summary.py gives a cost record
 (default against table, one size) its bootstrap verdict against 1 us."""
 import json
 import os
+import socket
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,25 @@ r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2",
         env={"CUDA_MPS_PIPE_DIRECTORY": pipe_dir})
 check("WARNING" not in r.stderr, "MPS pipe present: no warning, got %r" % r.stderr[-300:])
 check(last_json(r).get("mps") == "on", "mps on expected: %s" % last_json(r).get("mps"))
+
+# ... a listening control socket (as the daemon makes): mps on; the socket a
+# stopped daemon leaves behind, which no one listens on: the no-MPS warning
+# says so, and the record says mps off
+sock_dir = tempfile.mkdtemp(prefix="acl-mps-sock-")
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+ls.bind(os.path.join(sock_dir, "control"))
+ls.listen(4)
+r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2",
+        env={"CUDA_MPS_PIPE_DIRECTORY": sock_dir})
+check("WARNING" not in r.stderr, "listening MPS socket: no warning, got %r" % r.stderr[-300:])
+check(last_json(r).get("mps") == "on", "listening socket: mps on expected: %s" % last_json(r).get("mps"))
+ls.close()
+check(os.path.exists(os.path.join(sock_dir, "control")), "the closed socket stays, as a stopped daemon's")
+r = run(*small, "--procs", "-g", "2", "--ranks-per-gpu", "2",
+        env={"CUDA_MPS_PIPE_DIRECTORY": sock_dir})
+check("WARNING" in r.stderr and "no daemon listens" in r.stderr,
+      "stale MPS socket: warning naming it expected, got %r" % r.stderr[-300:])
+check(last_json(r).get("mps") == "off", "stale socket: mps off expected: %s" % last_json(r).get("mps"))
 
 # NCCL older than 2.30.3 with K > 1: refused, with the reason
 r = run(*small, "-g", "2", "--ranks-per-gpu", "2", "--fake-nccl-version", "22803", env=nomps)

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,14 +43,35 @@ static const char *mps_pipe_dir(void)
   return d && *d ? d : MPS_DEFAULT_PIPE_DIR;
 }
 
-bool acl_bench_mps_running(void)
+/* The control daemon listens on <pipe dir>/control while it runs. A daemon
+ * told to quit leaves its socket behind: taken for a running daemon, it had
+ * two processes time-slice one GPU (20 s for 11,000 calls of 64 KiB) under
+ * a record that said MPS was on. So a socket must also take a connection. */
+static enum { MPS_NONE, MPS_LISTENING, MPS_STALE } mps_probe(void)
 {
-  /* the control daemon listens on <pipe dir>/control while it runs */
   char p[ACL_BENCH_PATH_MAX + 16];
   struct stat st;
   snprintf(p, sizeof(p), "%s/control", mps_pipe_dir());
-  return stat(p, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+  if (stat(p, &st) != 0)
+    return MPS_NONE;
+  if (S_ISFIFO(st.st_mode))
+    return MPS_LISTENING;
+  if (!S_ISSOCK(st.st_mode))
+    return MPS_NONE;
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(p) >= sizeof(a.sun_path))
+    return MPS_LISTENING; /* cannot tell: trust the socket, as before */
+  strcpy(a.sun_path, p);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return MPS_LISTENING;
+  /* only "nobody listens" says stale; a type mismatch still means a listener */
+  int stale = connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 && errno == ECONNREFUSED;
+  close(fd);
+  return stale ? MPS_STALE : MPS_LISTENING;
 }
+
+bool acl_bench_mps_running(void) { return mps_probe() == MPS_LISTENING; }
 
 const char *acl_bench_mps_state(void)
 {
@@ -183,10 +206,13 @@ int acl_bench_testbed_check(const acl_bench_cfg_t *c, int nccl_version)
   if (c->procs && !c->internal_child && !acl_bench_mps_running())
     fprintf(stderr,
             ACL_BENCH_NAME ": WARNING: --procs puts %d processes on each GPU and no MPS daemon "
-                           "runs (no control pipe in %s): their CUDA contexts time-slice, so the "
-                           "times below are context switches, not NCCL. Use --mps start, start "
+                           "runs (%s in %s): their CUDA contexts time-slice, so the times below "
+                           "are context switches, not NCCL. Use --mps start, start "
                            "nvidia-cuda-mps-control -d yourself, or use --single.\n",
-            c->ranks_per_gpu, mps_pipe_dir());
+            c->ranks_per_gpu,
+            mps_probe() == MPS_STALE ? "a control socket that no daemon listens on"
+                                     : "no control pipe",
+            mps_pipe_dir());
   return 0;
 }
 

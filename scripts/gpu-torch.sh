@@ -46,14 +46,26 @@ python3 -c 'import torch' 2>/dev/null || { echo "gpu-torch.sh: PyTorch is not im
 mkdir -p "$OUTDIR"
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 mps_pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}
-stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; }
+mps_own=""
+# a daemon told to quit leaves its control socket behind, which later tools
+# took for a running daemon: a daemon this script starts lives in a private
+# folder, removed after it
+stop_mps() {
+  echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+  [ -n "$mps_own" ] && rm -rf "$mps_own"
+}
 if [ "$RPG" -gt 1 ]; then
   if [ "$MPS" = start ]; then
+    if [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+      mps_own=$(mktemp -d "${TMPDIR:-/tmp}/gpu-torch-mps.XXXXXX")
+      mps_pipe=$mps_own/pipe
+      export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-$mps_own/log}
+    fi
     export CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/nvidia-mps-log}
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    nvidia-cuda-mps-control -d || { echo "gpu-torch.sh: cannot start MPS" >&2; exit 1; }
     trap stop_mps EXIT
-  elif [ ! -p "$mps_pipe/control" ]; then
+    nvidia-cuda-mps-control -d || { echo "gpu-torch.sh: cannot start MPS" >&2; exit 1; }
+  elif [ ! -S "$mps_pipe/control" ] && [ ! -p "$mps_pipe/control" ]; then
     echo "gpu-torch.sh: $RPG ranks per GPU in one process each need MPS, and none runs" \
          "($mps_pipe/control): give --mps start" >&2
     exit 2
