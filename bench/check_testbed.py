@@ -161,14 +161,14 @@ for args, what in ((("-g", "3", "--ranks-per-gpu", "2"), "multiple of"),
 summary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "gpu-summary.py")
 
 
-def cost_summary(default, table, modes=("default", "table")):
+def cost_summary(default, table, modes=("default", "table"), copies=1):
     reps = {"default": default, "table": table, "autoccl": default}
     d = {"kind": "compare", "coll": "all_reduce", "launch": "single", "reps": len(default),
          "warmup": 1000, "iters": 10000, "sizes": [65536],
          "modes": {m: {"env": [], "results": [{"size": 65536, "time_us": 20.0, "time_incl_us": 21.0,
                                                "reps_time_us": reps[m]}]} for m in modes}}
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        f.write(json.dumps(d) + "\n")
+        f.write((json.dumps(d) + "\n") * copies)
     r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
     os.unlink(f.name)
     check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
@@ -188,6 +188,21 @@ out = cost_summary([20, 28, 20, 28, 20, 28, 20], [28, 20, 28, 20, 28, 20, 28])
 check("**not settled**" in out, "bimodal processes: not settled:\n" + out)
 out = cost_summary(base[:4] + [None] + base[5:], [t + 0.3 for t in base])
 check("| default | 8 |" in out and "8 pairs" in out, "a failed rep (null) is dropped with its pair:\n" + out)
+# two kinds of process (fast and slow, in both modes), drawn in other
+# proportions by the two modes: pooled, not settled; within each state, met
+fast = [19.0 + 0.05 * i for i in range(10)]
+slow = [28.0 + 0.05 * i for i in range(10)]
+# (each mode's reps of a state centred alike: fast[3], slow[3])
+out = cost_summary(fast[:7] + slow[2:5], [t + 0.3 for t in fast[2:5] + slow[:7]])
+check("**not settled**" in out and "Two states" in out and "**met** within the states" in out
+      and "fast (7 / 3 reps): +0.30 us" in out and "slow (3 / 7 reps): +0.30 us" in out,
+      "two states, +0.3 us within each:\n" + out)
+out = cost_summary(fast[:7] + slow[2:5], [t + 3 for t in fast[2:5] + slow[:7]])
+check("**missed** within the states" in out, "two states, +3 us within each: missed:\n" + out)
+out = cost_summary([13.0 + 0.2 * i for i in range(20)], [13.1 + 0.2 * i for i in range(20)])
+check("Two states" not in out, "an even spread (13-17 us) is one state:\n" + out)
+out = cost_summary(base, [t + 0.3 for t in base], copies=3)
+check("3 records pooled (27 / 27 reps)" in out, "three cost records of one cell are pooled:\n" + out)
 for modes in (("default", "autoccl"), ("default", "autoccl", "table")):
     out = cost_summary(base, base, modes)
     check("| 64K |" in out and "Per-call cost" not in out, "%s is no cost record:\n%s" % (modes, out))
