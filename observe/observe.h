@@ -89,6 +89,9 @@ typedef struct acl_snap_workload {
   acl_candidate_t baseline; /* NCCL's own choice (as the cost table predicts) */
   bool has_best, has_baseline;
   double baseline_seconds; /* measured, robust; valid when has_baseline */
+  /* without a baseline, while a re-tune measures it again: the one before
+   * (0: none); the job report's NCCL time, priced nowhere */
+  double baseline_kept_seconds;
   double best_seconds;     /* valid when has_best */
   double speedup;          /* NCCL's time / the decision's; valid when has_speedup */
   bool has_speedup;

@@ -34,9 +34,8 @@ const acl_candidate_t *acl_report_decision(const acl_snap_workload_t *w)
 
 double acl_report_nccl_seconds(const acl_snap_workload_t *w)
 {
-  return w->has_baseline && isfinite(w->baseline_seconds) && w->baseline_seconds > 0
-             ? (double)w->calls * w->baseline_seconds
-             : -1.0;
+  double b = w->has_baseline ? w->baseline_seconds : w->baseline_kept_seconds;
+  return isfinite(b) && b > 0 ? (double)w->calls * b : -1.0;
 }
 
 void acl_report_totals(const acl_snapshot_t *s, acl_report_totals_t *t)

@@ -59,6 +59,7 @@ void acl_snap_workload_fill(acl_snap_workload_t *o, const acl_cons_wl_stats_t *w
   o->has_best = w->has_best;
   o->has_baseline = w->has_baseline;
   o->baseline_seconds = w->baseline_seconds;
+  o->baseline_kept_seconds = w->baseline_kept_seconds;
   o->best_seconds = w->best_seconds;
   o->has_speedup = w->has_speedup;
   o->speedup = w->speedup;

@@ -253,6 +253,34 @@ Test(report, totals_rows_and_text)
   free(s);
 }
 
+/* A re-tune measures NCCL's choice again: until then the job report's NCCL
+ * time stands on the baseline before it (in a PyTorch run, a re-tuning
+ * workload with none was counted as never sampled); with neither, none. */
+Test(report, nccl_time_while_retuning)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  s->nworkloads = 2;
+  for (int i = 0; i < 2; i++) {
+    acl_snap_workload_t *w = &s->workloads[i];
+    w->phase = ACL_PHASE_RETUNING;
+    w->key.nbytes = 1u << 26;
+    w->calls = 200;
+    w->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  }
+  s->workloads[0].baseline_kept_seconds = 2e-3;
+  cr_assert_float_eq(acl_report_nccl_seconds(&s->workloads[0]), 0.4, 1e-12);
+  cr_assert_lt(acl_report_nccl_seconds(&s->workloads[1]), 0.0);
+  /* a measured baseline wins over the kept one */
+  s->workloads[0].has_baseline = true;
+  s->workloads[0].baseline_seconds = 3e-3;
+  cr_assert_float_eq(acl_report_nccl_seconds(&s->workloads[0]), 0.6, 1e-12);
+  acl_report_totals_t t;
+  acl_report_totals(s, &t);
+  cr_assert_float_eq(t.nccl_seconds, 0.6, 1e-12);
+  free(s);
+}
+
 /* Only converged workloads count as converged (not those still validating
  * or refining); a wait between two steps of the search shows no decision
  * beside its best-so-far speedup (the decision is NCCL's own choice exactly

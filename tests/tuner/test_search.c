@@ -147,6 +147,7 @@ Test(search, drift_retunes_but_not_on_one_outlier)
     id = acl_search_next(&s, &c, &len);
   cr_assert_eq(id, s.current);
   double t = model_time(&m, &c, 0);
+  double before = s.cands[0].robust_seconds; /* NCCL's choice, as measured */
   /* One huge outlier among normal samples: stays converged. */
   for (int i = 0; i < 100; i++)
     acl_search_observe(&s, &(acl_search_obs_t){
@@ -167,12 +168,21 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   acl_search_report_t r;
   acl_search_report(&s, &r);
   cr_assert_eq(r.retunes, 1);
+  /* The baseline is measured again, so none is reported; the one before
+   * stays for the job report's NCCL time (a re-tuning workload was sampled;
+   * a PyTorch run's report counted it as never sampled). */
+  cr_assert_eq(r.baseline_seconds, 0.0);
+  cr_assert_gt(before, 0.0);
+  cr_assert_float_eq(r.baseline_kept_seconds, before, 1e-12);
   /* And tunes again to completion (the baseline is re-measured first). */
   id = acl_search_next(&s, &c, &len);
   cr_assert_eq(id, ACL_SEARCH_CAND_NCCL);
   drive_opts_t o = {.max_calls = 2000};
   cr_assert(drive(&s, model_time, &m, &o) > 0);
   cr_assert(acl_phase_decided(acl_search_phase(&s)));
+  acl_search_report(&s, &r);
+  cr_assert_gt(r.baseline_seconds, 0.0, "measured again");
+  cr_assert_eq(r.baseline_kept_seconds, 0.0, "the kept one only stands in while none is measured");
 }
 
 /* Overlap comes in CUPTI's windows (the default source) and is unknown

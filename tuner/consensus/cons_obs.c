@@ -171,6 +171,7 @@ static void wl_stats_locked(acl_cons_t *c, bool lead, uint32_t i, cons_wl_t *w,
   o->baseline = r.baseline;
   o->has_baseline = r.baseline_seconds > 0;
   o->baseline_seconds = r.baseline_seconds;
+  o->baseline_kept_seconds = r.baseline_kept_seconds;
   o->has_best = r.best_seconds > 0;
   o->best_seconds = r.best_seconds;
   o->has_speedup = r.speedup > 0;

@@ -130,6 +130,7 @@ typedef struct acl_cons_wl_stats {
   acl_candidate_t best, baseline;
   bool has_best, has_baseline, has_speedup, has_speedup_ci, has_busbw, has_overlap;
   double baseline_seconds, best_seconds;
+  double baseline_kept_seconds; /* acl_search_report_t's: reports only */
   double speedup, speedup_lo, speedup_hi; /* the interval: has_speedup_ci */
   double busbw, overlap;
   uint32_t candidates_evaluated;

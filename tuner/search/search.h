@@ -228,6 +228,8 @@ typedef struct acl_search {
   double loan_new_s;   /* what the latest acl_search_next borrowed */
   double ref_kept; /* NCCL's time as a re-tune found it (0: none): the time
                     * so far until the baseline is measured again */
+  double baseline_kept; /* the measured baseline the latest re-tune dropped
+                         * (0: none; never the cost table's) */
   uint32_t outliers;   /* samples > ACL_SEARCH_OUTLIER x their candidate's median */
   uint32_t merged;     /* candidates judged by a twin, no calls spent */
   uint32_t c0_sampled; /* sampled calls of NCCL's choice handed out this tuning */
@@ -246,6 +248,9 @@ typedef struct acl_search_report {
   acl_phase_t phase;
   acl_candidate_t current, best, baseline;
   double baseline_seconds; /* 0 = not measured yet */
+  /* while a re-tune measures NCCL's choice again: its time before (0: none),
+   * for reports only (nothing is priced on it) */
+  double baseline_kept_seconds;
   double best_seconds;     /* 0 = none */
   double speedup;          /* baseline / best, 0 = unknown */
   double busbw;            /* bytes/s of the current candidate (last robust) */

@@ -383,6 +383,13 @@ static void retune(acl_search_t *s)
    * H200), below what exploring had already spent, and the re-tune waited
    * for the budget the rest of the run. */
   s->ref_kept = acl_search_ref_seconds(s);
+  /* the report's NCCL time until it is measured again: a workload that
+   * re-tunes was sampled, and its NCCL time shown as none read as never */
+  const acl_search_cand_t *b = &s->cands[0];
+  if (b->judged && b->robust_seconds > 0.0)
+    s->baseline_kept = b->robust_seconds;
+  else if (b->nsamples > 0)
+    s->baseline_kept = acl_search_median(b->seconds, b->nsamples);
   acl_search_explore_reset(s);
   s->retunes++;
   s->from_table = 0; /* measured again from here: explored */
@@ -574,6 +581,8 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->baseline = s->cands[0].cand;
   if (s->cands[0].robust_seconds > 0.0)
     r->baseline_seconds = s->cands[0].robust_seconds;
+  else
+    r->baseline_kept_seconds = s->baseline_kept;
   int b = decided ? s->current : acl_search_best_judged(s, true);
   if (b >= 0 && s->cands[b].robust_seconds > 0.0) {
     r->best = s->cands[b].cand;
