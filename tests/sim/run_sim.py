@@ -51,6 +51,7 @@ once it has ended (a run must leave no autoccl-sim.* directory behind).
 """
 import contextlib
 import io
+import gzip
 import json
 import os
 import socket
@@ -197,6 +198,39 @@ def selftest_rss():
     print("ok: %d RSS cases" % len(cases))
 
 
+def check_leaves_waiting(trace_dir, rep, min_calls, share, out, err):
+    """Every workload of rank 0 with >= min_calls calls leaves its waits
+    (warm-up, waiting for budget or samples) for a measuring state within
+    the first `share` of its calls, by the plugin's trace."""
+    path = os.path.join(trace_dir, "t-0.jsonl.gz")
+    try:
+        with gzip.open(path, "rt") as f:
+            recs = [json.loads(l) for l in f]
+    except (OSError, ValueError) as e:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+        fail("no readable plugin trace %s: %s" % (path, e), out, err)
+    shutil.rmtree(trace_dir, ignore_errors=True)
+    calls = {(w["collective"], w["bytes"]): w["calls"]
+             for r in rep.get("job_reports") or [] if r.get("rank", 0) == 0 for w in r["workloads"]}
+    began = {}
+    for r in recs:
+        k = (r.get("coll"), r.get("bytes"))
+        if r.get("t") == "d" and k not in began and r.get("phase") != "warmup" \
+                and not str(r.get("phase", "")).startswith("waiting"):
+            began[k] = r["call"]
+    late = []
+    for k, n in sorted(calls.items()):
+        if n < min_calls:
+            continue
+        b = began.get(k)
+        print("%s %d bytes: measuring from call %s of %d" % (k[0], k[1], b, n))
+        if b is None or b > share * n:
+            late.append(k)
+    if not calls or late:
+        fail("workloads that did not leave their waits within %.0f %% of their calls: %s"
+             % (100 * share, late), out, err)
+
+
 def main(argv):
     if argv == ["--selftest-rss"]:
         selftest_rss()
@@ -210,6 +244,7 @@ def main(argv):
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
     expects, max_steps, sampled_from, hosts_match, account = [], None, None, None, None
+    leaves_by = None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -246,6 +281,8 @@ def main(argv):
             min_captured = int(v)
         elif o == "--sampled-from":
             sampled_from = int(v)
+        elif o == "--leaves-waiting-by":
+            leaves_by = float(v)
         elif o == "--churn":
             churn = int(v)
         elif o == "--expect-state":
@@ -268,6 +305,11 @@ def main(argv):
         env["ACL_FAKE_OUT"] = fake_out
     tmp = tempfile.mkdtemp(prefix="run-sim-")
     env["TMPDIR"] = tmp
+    trace_dir = None
+    if leaves_by is not None:
+        # rank 0's plugin trace: when each workload began measuring
+        trace_dir = tempfile.mkdtemp(prefix="run-sim-trace-")
+        env["AUTOCCL_TRACE"] = os.path.join(trace_dir, "t-%r.jsonl.gz")
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -422,6 +464,8 @@ def main(argv):
             sum(w["state"] in ("waiting-budget", "paused") for w in big), len(mute)))
         if mute:
             fail("a workload waits for the budget and its report does not say how long", out, err)
+    if leaves_by is not None:
+        check_leaves_waiting(trace_dir, rep, sampled_from or 1, leaves_by, out, err)
     if min_captured is not None:
         cap = sum(w["captured_calls"] for w in rep["workloads"])
         bad = sum(w["captured_exploratory"] for w in rep["workloads"])

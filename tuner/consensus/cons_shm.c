@@ -60,6 +60,7 @@ int cons_settings_from(cons_settings_t *s, const acl_cons_params_t *p, char *err
   s->max_workloads = p->cfg->max_workloads;
   acl_search_params_from_config(&s->search, p->cfg, p->nranks);
   s->search.chunk_axis = p->chunk_axis;
+  s->search.events_per_comm = p->events_per_comm;
   char why[160];
   if (acl_search_params_fix(&s->search, why, sizeof(why)) != 0) {
     snprintf(err, errlen, "consensus: %s", why);

@@ -100,6 +100,20 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
                                                        .prior_scale = scale > 1.0 ? scale : 1.0});
 }
 
+/* Whether another workload of w's communicator has had its first profiler
+ * events charged (the search uses it only where they cost once per
+ * communicator). Under the segment's lock: every rank sees the same. */
+static bool events_nearby(cons_hdr_t *h, const cons_wl_t *w)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  for (uint32_t i = 0; i < n; i++) {
+    const cons_wl_t *o = comm_neighbour(h, w, i);
+    if (o && acl_search_events_charged(&o->search))
+      return true;
+  }
+  return false;
+}
+
 /* A workload borrows only while its time so far is at least this share of
  * its communicator's: FSDP's 250 MiB AllGather on one H100 was 6 % of its
  * communicator's collective time, a 4 KiB AllReduce once per step is far
@@ -112,26 +126,26 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
  * search took it. Under the segment's lock, like prior_scale: every rank
  * sees the same loan. 0 for a workload too small a share of the
  * communicator's time. */
-static double loan_pool(cons_hdr_t *h, const cons_wl_t *w)
+static double loan_pool(cons_hdr_t *h, const cons_wl_t *w, bool first)
 {
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
   double pool = 0.0, mine = acl_search_time_so_far(&w->search), all = mine;
   for (uint32_t i = 0; i < n; i++) {
     const cons_wl_t *o = comm_neighbour(h, w, i);
     if (o) {
-      pool += acl_search_lendable(&o->search);
+      pool += acl_search_lendable(&o->search, first);
       all += acl_search_time_so_far(&o->search);
     }
   }
   return mine >= CONS_LOAN_MIN_SHARE * all ? pool : 0.0;
 }
 
-static void loan_charge(cons_hdr_t *h, const cons_wl_t *w, double got, double pool)
+static void loan_charge(cons_hdr_t *h, const cons_wl_t *w, double got, double pool, bool first)
 {
   uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
   for (uint32_t i = 0; i < n && got > 0.0 && pool > 0.0; i++) {
     cons_wl_t *o = comm_neighbour(h, w, i);
-    double share = o ? acl_search_lendable(&o->search) : 0.0;
+    double share = o ? acl_search_lendable(&o->search, first) : 0.0;
     if (share <= 0.0)
       continue;
     o->dirty = 1;
@@ -190,13 +204,19 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
   /* the warm-up span and grown blocks ran calls the search did not plan */
   acl_search_observe(
       &w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .next_call = b->start + 1});
-  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, w) : 0.0;
+  if (!acl_search_events_charged(&w->search) && events_nearby(h, w))
+    acl_search_observe(&w->search,
+                       &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
+  /* the communicator's first events still owed by w's baseline: the
+   * neighbours that have not begun theirs may pay them too */
+  bool first = !acl_search_events_charged(&w->search);
+  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, w, first) : 0.0;
   if (pool > 0.0)
     acl_search_observe(&w->search,
                        &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = pool});
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
-  loan_charge(h, w, acl_search_loan_taken(&w->search), pool);
+  loan_charge(h, w, acl_search_loan_taken(&w->search), pool, first);
   b->cand_id = (uint16_t)(id < 0 ? 0 : id);
   if (id <= 0)
     b->cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};

@@ -42,6 +42,10 @@ typedef struct acl_cons_params {
   /* 1 when the tuner ABI can set chunk sizes (v6) and AUTOCCL_CHUNK is on:
    * the search gets a chunk axis. Part of the settings ranks agree on. */
   int chunk_axis;
+  /* 1 when NCCL's first profiler events cost once per communicator, not
+   * per workload (tuner v6, NCCL 2.30: acl_search_params_t.events_per_comm).
+   * Part of the settings ranks agree on. */
+  int events_per_comm;
 } acl_cons_params_t;
 
 /* acl_decision_t.widx of a workload refused because the communicator's

@@ -210,6 +210,7 @@ static void join_consensus_locked(acl_rank_t *r)
       .shm_ns = acl_proc.cfg.shm_salt[0] ? acl_proc.cfg.shm_salt : NULL,
       .table = acl_proc.table,
       .chunk_axis = r->abi >= 6 && acl_proc.cfg.chunk_axis,
+      .events_per_comm = r->abi >= 6,
   };
   r->cons = acl_cons_create(&p, r->cons_err, sizeof(r->cons_err));
   acl_obs_joined_locked(r); /* this process's endpoint, for the host view */

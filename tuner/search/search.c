@@ -80,7 +80,7 @@ int acl_search_params_fix(acl_search_params_t *p, char *err, size_t errlen)
   FIX(budget, !(p->budget >= 0.0 && p->budget <= ACL_SEARCH_MAX_BUDGET), d.budget)
   FIX(stock_channels, p->stock_channels < 0 || p->stock_channels > ACL_SEARCH_MAX_CHANNELS, 0)
   FIX(chunk_axis, p->chunk_axis != 0 && p->chunk_axis != 1, 0)
-  FIX(reserved, p->reserved != 0, 0)
+  FIX(events_per_comm, p->events_per_comm != 0 && p->events_per_comm != 1, 0)
 #undef FIX
   return n;
 }
@@ -297,6 +297,8 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
     s->loan_offer_s = o->loan_offer;
   if (o->lent > 0.0 && isfinite(o->lent))
     s->loan_s -= o->lent;
+  if (o->events_nearby && s->params.events_per_comm)
+    s->events_paid = 1; /* paid by a neighbour: nothing charged here */
   if (o->next_call > s->calls_planned) /* index + 1 */
     s->calls_unplanned = o->next_call - 1 - s->calls_planned;
   if (o->ran_nch > 0 && o->cand_id == ACL_SEARCH_CAND_NCCL && s->hint_ch <= 0)

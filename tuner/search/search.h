@@ -55,7 +55,9 @@ typedef struct acl_search_params {
                              * NCCL's pair capped there. 0 = cand 0 is NCCL's own */
   int32_t chunk_axis;       /* 1: chunk size is an axis (tuner v6 and AUTOCCL_CHUNK
                              * on); 0: held at NCCL's own (every older ABI) */
-  int32_t reserved;         /* 0: keeps the layout free of padding */
+  int32_t events_per_comm;  /* 1: NCCL's first profiler events are paid once per
+                             * communicator (tuner v6, NCCL 2.30); 0: once per
+                             * workload (NCCL 2.28) */
 } acl_search_params_t;
 _Static_assert(sizeof(acl_search_params_t) == 56, "acl_search_params_t has no padding");
 
@@ -368,6 +370,15 @@ typedef struct acl_search_obs {
    * budget shrinks by that much (the caller splits a loan over the
    * lenders by what each could lend). */
   double lent;
+  /* 1: another workload of the communicator has had its first profiler
+   * events charged (consensus tells it before acl_search_next). With
+   * params.events_per_comm this workload's are then not due: on one H200
+   * with NCCL 2.30.7 (PyTorch, two processes) the first call with NCCL's
+   * kernel events held each process 25-37 ms, and a later size's first one
+   * nothing beyond the calls' own spread (-1.3 to +2.3 ms); a 250 MiB
+   * AllGather once per step waited 256 calls for budget its own events
+   * did not need. */
+  int events_nearby;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload
@@ -391,12 +402,17 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
 /* Budget lending within a communicator (docs/tuner.md, "Exploration
  * budget"; acl_search_obs_t.loan_offer and .lent carry it in).
  * acl_search_lendable: what s can lend, its unspent budget once converged
- * (0 otherwise). acl_search_wants_loan: its baseline has not begun.
+ * (0 otherwise); with first_events (the borrower's baseline still owes the
+ * communicator's first profiler events, params.events_per_comm), also
+ * while its own baseline has not begun. acl_search_wants_loan: its baseline
+ * has not begun.
  * acl_search_loan_taken: what the latest acl_search_next borrowed.
  * acl_search_time_so_far: the workload's time so far, calls x its time of
  * NCCL's choice (0 while unknown), what the budget is a share of. */
-double acl_search_lendable(const acl_search_t *s);
+double acl_search_lendable(const acl_search_t *s, bool first_events);
 bool acl_search_wants_loan(const acl_search_t *s);
+/* Its first profiler events were charged (acl_search_obs_t.events_nearby). */
+bool acl_search_events_charged(const acl_search_t *s);
 double acl_search_loan_taken(const acl_search_t *s);
 double acl_search_time_so_far(const acl_search_t *s);
 /* The cost table's error for this workload: its measured time of NCCL's

@@ -15,10 +15,16 @@ double acl_search_budget_left(const acl_search_t *s)
          s->loan_s;
 }
 
-double acl_search_lendable(const acl_search_t *s)
+double acl_search_lendable(const acl_search_t *s, bool first_events)
 {
-  if (!s || acl_sm_base(s) != ACL_PHASE_CONVERGED)
-    return 0.0; /* exploring or validating: it needs its budget */
+  if (!s)
+    return 0.0;
+  /* exploring or validating: it needs its budget. Before any workload of
+   * the communicator converged, its first events (paid once for all of
+   * them) are paid by the budgets of those that have not begun either. */
+  bool idle = first_events && s->params.events_per_comm && acl_search_wants_loan(s);
+  if (acl_sm_base(s) != ACL_PHASE_CONVERGED && !idle)
+    return 0.0;
   double left = acl_search_budget_left(s);
   return isfinite(left) && left > 0.0 ? left : 0.0;
 }
@@ -30,6 +36,8 @@ bool acl_search_wants_loan(const acl_search_t *s)
 }
 
 double acl_search_loan_taken(const acl_search_t *s) { return s ? s->loan_new_s : 0.0; }
+
+bool acl_search_events_charged(const acl_search_t *s) { return s && s->events_paid; }
 
 double acl_search_time_so_far(const acl_search_t *s)
 {
@@ -136,7 +144,8 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
    * (samples arriving meanwhile give the real time), then ever later */
   uint32_t max = ACL_SEARCH_WAIT_MAX;
   if (s->cands[0].nsamples == 0) {
-    max = ACL_SEARCH_WAIT_PRIOR_MAX << s->prior_waits;
+    bool owed = s->params.events_per_comm && !s->events_paid;
+    max = (owed ? ACL_SEARCH_WAIT_EVENTS_MAX : ACL_SEARCH_WAIT_PRIOR_MAX) << s->prior_waits;
     if (max < ACL_SEARCH_WAIT_MAX)
       s->prior_waits++;
     else

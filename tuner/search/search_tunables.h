@@ -93,8 +93,10 @@
 #define ACL_SEARCH_EVENT_COST_S 5e-6
 /* A config's first call sets it up (protocol buffers, channels). */
 #define ACL_SEARCH_SETUP_COST_S 5e-4
-/* NCCL's first profiled calls of a size cost 5-11 ms once (2xH200):
- * charged before the baseline. */
+/* NCCL's first profiled calls of a size cost 5-11 ms once (2xH200, NCCL
+ * 2.28): charged before the baseline. With NCCL 2.30 the cost is once per
+ * process (params.events_per_comm charges it once per communicator), and
+ * larger: 25-37 ms on one H200, where this charge stays below it. */
 #define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
 /* Waiting blocks: at least 16 calls (one probe sample per block at shift
  * 4), at most 8192 (a budget that grows slowly is looked at again). */
@@ -107,6 +109,13 @@
  * each further one on the table alone twice that, up to
  * ACL_SEARCH_WAIT_MAX. */
 #define ACL_SEARCH_WAIT_PRIOR_MAX 256u
+/* ... and at most 16 (then twice that, each time) while it owes the
+ * communicator's first profiler events (params.events_per_comm): a
+ * neighbour may pay them meanwhile, and then the wait needs next to
+ * nothing. On the H100's FSDP job the 250 MiB AllGather (once per step)
+ * waited its first 256 calls, 81 % of the run, for events a neighbour
+ * had paid at step 20. */
+#define ACL_SEARCH_WAIT_EVENTS_MAX 16u
 #define ACL_SEARCH_PROBE_SHIFT 4 /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
