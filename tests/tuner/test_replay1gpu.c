@@ -519,7 +519,10 @@ Test(replay1gpu, a_subspace_near_the_prune_line_gets_a_second_look)
 {
   char o[160] = "";
   int found = allgather_4mib_near_oracle(o, sizeof o);
-  cr_expect_geq(found, 7, "%d of 10 seeds within 3 %% of the oracle (a miss: %s)", found, o);
+  /* within the prune line too: Ring/LL128 at 32 channels, as good as at 24
+   * on its fast samples, left 16 unmeasured in 1 of these 10 seeds (7 of
+   * the benchmark's 20) */
+  cr_expect_geq(found, 10, "%d of 10 seeds within 3 %% of the oracle (a miss: %s)", found, o);
 }
 
 /* One H100, one process per rank, 4 MiB AllGather (2026-12-06): CUPTI's
