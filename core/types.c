@@ -38,6 +38,11 @@ const char *acl_source_name(int src)
   static const char *const names[ACL_NUM_SOURCES] = {"nccl", "explored", "table"};
   return src >= 0 && src < ACL_NUM_SOURCES ? names[src] : names[0];
 }
+const char *acl_retune_cause_name(int cause)
+{
+  static const char *const names[ACL_NUM_RETUNE_CAUSES] = {NULL, "slower", "overlap", "table"};
+  return cause > 0 && cause < ACL_NUM_RETUNE_CAUSES ? names[cause] : NULL;
+}
 const char *acl_proto_name(int p) { return p >= 0 && p < ACL_NUM_PROTO ? proto_names[p] : "?"; }
 const char *acl_phase_name(acl_phase_t ph)
 {

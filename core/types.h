@@ -103,6 +103,15 @@ int acl_phase_parse(const char *s); /* a name above -> acl_phase_t; -1 when unkn
  * choice, 1 this run's exploration, 2 a tuning table (warm start). */
 #define ACL_NUM_SOURCES 3
 const char *acl_source_name(int src); /* "nccl", "explored", "table"; "nccl" otherwise */
+/* What set off a workload's latest re-tune (snapshot "retune_cause"): its
+ * decision ran slower (drift), the overlap with compute moved (a new
+ * interference regime), or a table's decision lost to NCCL's own choice. */
+#define ACL_RETUNE_NONE 0
+#define ACL_RETUNE_SLOWER 1
+#define ACL_RETUNE_OVERLAP 2
+#define ACL_RETUNE_TABLE 3
+#define ACL_NUM_RETUNE_CAUSES 4
+const char *acl_retune_cause_name(int cause); /* "slower", "overlap", "table"; NULL for none */
 /* The one spelling of a search that ended on NCCL's own choice after trying
  * candidates, in the job report, autoccl-top and the dashboard (web/assets/
  * app.js writes the same): "NCCL, 29 tried". */

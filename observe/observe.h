@@ -120,6 +120,7 @@ typedef struct acl_snap_workload {
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge; /* 0 = not converged */
   uint32_t retunes;
+  int retune_cause;           /* ACL_RETUNE_* of the latest re-tune (0: none) */
   uint64_t budget_wait_calls; /* waiting for the exploration budget: about how many
                                * more calls until its next measurement is paid for
                                * (the leader host's search), 0 = not waiting */

@@ -15,6 +15,8 @@ void acl_render_key(acl_strbuf_t *sb, const char *sep, acl_field_t f);
 /* JSON string literal of the first strnlen(s, maxlen) bytes; invalid UTF-8
  * becomes U+FFFD. NULL renders as "". */
 void acl_render_json_str(acl_strbuf_t *sb, const char *s, size_t maxlen);
+/* acl_retune_cause_name's name as a JSON string, null for none. */
+void acl_render_retune_cause(acl_strbuf_t *sb, int cause);
 /* A JSON number, or null when not finite (JSON has no NaN/Inf). */
 void acl_render_json_num(acl_strbuf_t *sb, double v);
 /* A float (trajectory values) with the digits a float has: %.7g, or null. */

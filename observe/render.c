@@ -139,6 +139,8 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_sb_puts(sb, "null");
   KEY(sb, ", ", RETUNES);
   acl_render_u64(sb, w->retunes);
+  KEY(sb, ", ", RETUNE_CAUSE);
+  acl_render_retune_cause(sb, w->retune_cause);
   KEY(sb, ", ", BUDGET_WAIT_CALLS);
   if (w->budget_wait_calls)
     acl_render_u64(sb, w->budget_wait_calls);

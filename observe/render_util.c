@@ -140,3 +140,12 @@ void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c)
   acl_render_key(sb, ", ", ACL_F_CHUNK_LOG2);
   acl_sb_printf(sb, "%d", (int)c->chunk_log2);
 }
+
+void acl_render_retune_cause(acl_strbuf_t *sb, int cause)
+{
+  const char *n = acl_retune_cause_name(cause);
+  if (n)
+    acl_sb_printf(sb, "\"%s\"", n);
+  else
+    acl_sb_puts(sb, "null");
+}

@@ -73,6 +73,7 @@ void acl_snap_workload_fill(acl_snap_workload_t *o, const acl_cons_wl_stats_t *w
   o->candidates_evaluated = w->candidates_evaluated;
   o->calls_to_converge = w->calls_to_converge;
   o->retunes = w->retunes;
+  o->retune_cause = w->retune_cause;
   o->budget_wait_calls = w->budget_wait_calls;
   o->source = w->source;
   o->samples = w->samples;

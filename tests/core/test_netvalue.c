@@ -278,6 +278,16 @@ Test(report, nccl_time_while_retuning)
   acl_report_totals_t t;
   acl_report_totals(s, &t);
   cr_assert_float_eq(t.nccl_seconds, 0.6, 1e-12);
+  /* the report says why each re-tuned (null where it never did) */
+  s->workloads[0].retunes = 2;
+  s->workloads[0].retune_cause = ACL_RETUNE_OVERLAP;
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_report_json(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "\"retunes\": 2, \"retune_cause\": \"overlap\""), "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"retunes\": 0, \"retune_cause\": null"), "%s", sb.data);
+  acl_sb_free(&sb);
   free(s);
 }
 

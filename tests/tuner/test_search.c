@@ -168,6 +168,7 @@ Test(search, drift_retunes_but_not_on_one_outlier)
   acl_search_report_t r;
   acl_search_report(&s, &r);
   cr_assert_eq(r.retunes, 1);
+  cr_assert_eq(r.retune_cause, ACL_RETUNE_SLOWER);
   /* The baseline is measured again, so none is reported; the one before
    * stays for the job report's NCCL time (a re-tuning workload was sampled;
    * a PyTorch run's report counted it as never sampled). */
@@ -213,6 +214,9 @@ Test(search, windowed_overlap_shift_retunes)
         &s,
         &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = i % 100 < 20 ? 0.7f : -1.0f});
   cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "after %d samples", i);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.retune_cause, ACL_RETUNE_OVERLAP, "the report says why: the overlap moved");
 }
 
 Test(search, deterministic_state_bytes)

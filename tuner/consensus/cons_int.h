@@ -28,7 +28,7 @@
  * neighbour measured; 10: validation counts the calls it paused; 11: and
  * knows which calls its latest pause ran; 12: budget lent between workloads
  * of a communicator */
-#define ACL_CONS_LAYOUT 12u
+#define ACL_CONS_LAYOUT 13u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

@@ -186,6 +186,7 @@ static void wl_stats_locked(acl_cons_t *c, bool lead, uint32_t i, cons_wl_t *w,
   o->candidates_evaluated = r.candidates_evaluated;
   o->calls_to_converge = r.calls_to_converge;
   o->retunes = r.retunes;
+  o->retune_cause = r.retune_cause;
   o->budget_wait_calls = r.budget_wait_calls;
   o->source = r.source;
   o->samples = r.samples;

@@ -140,6 +140,7 @@ typedef struct acl_cons_wl_stats {
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge; /* 0 = not converged */
   uint32_t retunes;
+  int retune_cause;           /* ACL_RETUNE_* of the latest re-tune */
   uint64_t budget_wait_calls; /* waiting for the budget: about how many more calls, 0 not */
   int source; /* acl_search_source_name */
   uint64_t samples;

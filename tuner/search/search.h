@@ -213,6 +213,7 @@ typedef struct acl_search {
                         * waited two blocks for it, or lag_calls says so; a
                         * first look measures them all */
   uint8_t calls_known;  /* samples say their call (acl_search_obs_t.call) */
+  uint8_t retune_cause; /* ACL_RETUNE_* of the latest re-tune (0: none) */
   uint32_t seen_call;  /* the latest call a sample said (low 32 bits) */
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
@@ -260,6 +261,7 @@ typedef struct acl_search_report {
   uint32_t candidates_evaluated;
   uint64_t calls_to_converge;
   uint32_t retunes;
+  int retune_cause; /* ACL_RETUNE_* of the latest (0: none) */
   /* background validation (added; zero for searches that never converged) */
   uint8_t validating;               /* 1 while cand 0 is still interleaved */
   uint64_t calls_to_decision;       /* calls until the current decision was taken */

@@ -240,11 +240,11 @@ static void val_add(acl_search_t *s, int k, int id, double seconds)
   s->val.sq[k] += x * x;
 }
 
-static void retune(acl_search_t *s);
+static void retune(acl_search_t *s, int cause);
 
 /* The table's decision is slower than NCCL's own choice here: the workload
  * explores as if the table were silent. */
-static void seed_failed(acl_search_t *s) { retune(s); }
+static void seed_failed(acl_search_t *s) { retune(s, ACL_RETUNE_TABLE); }
 
 /* The decision lost against NCCL's own choice: back to it (a table's
  * decision: the workload explores as if the table were silent). */
@@ -376,7 +376,7 @@ int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 
 /* Re-tuning: every measurement is stale; keep the candidates (ids stay valid
  * for late samples) and the trajectory, search again from the baseline. */
-static void retune(acl_search_t *s)
+static void retune(acl_search_t *s, int cause)
 {
   /* The budget prices every call so far at the baseline's time: forgotten
    * with the measurements, it fell back on the cost table (5x low on one
@@ -392,6 +392,7 @@ static void retune(acl_search_t *s)
     s->baseline_kept = acl_search_median(b->seconds, b->nsamples);
   acl_search_explore_reset(s);
   s->retunes++;
+  s->retune_cause = (uint8_t)cause;
   s->from_table = 0; /* measured again from here: explored */
   s->calls_to_converge = 0;
   s->drift.count = 0;
@@ -440,7 +441,7 @@ static void drift_check(acl_search_t *s, double seconds)
   if (!(slow || shift))
     s->drift.run = 0;
   else if (++s->drift.run >= (uint32_t)w << backoff)
-    retune(s);
+    retune(s, slow ? ACL_RETUNE_SLOWER : ACL_RETUNE_OVERLAP);
 }
 
 void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64_t call)
@@ -615,6 +616,7 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->candidates_evaluated = s->steps;
   r->calls_to_converge = s->calls_to_converge;
   r->retunes = s->retunes;
+  r->retune_cause = s->retune_cause;
   r->validating = acl_sm_validating(acl_sm_base(s));
   r->calls_to_decision = decided ? s->decision_call : 0;
   r->calls_to_verdict = decided ? s->verdict_call : 0;
