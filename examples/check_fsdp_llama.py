@@ -265,7 +265,8 @@ with tempfile.TemporaryDirectory() as d:
     with open(rp, "w") as f:
         json.dump({"totals": {"net_saved_seconds": 0.125},
                    "workloads": [{"calls": 3200, "nccl_seconds": 0.5, "net_saved_seconds": 0.2,
-                                  "exploration_cost_seconds": 0.05},
+                                  "exploration_cost_seconds": 0.05, "retunes": 1,
+                                  "retune_cause": "overlap"},
                                  {"calls": 200, "nccl_seconds": None},
                                  {"calls": 10, "nccl_seconds": None}]}, f)
     saved, unsampled, brief = ex.report_account(rp)
@@ -274,6 +275,8 @@ with tempfile.TemporaryDirectory() as d:
           "each workload in short: %s" % (brief,))
     check((brief[0]["net_saved_seconds"], brief[0]["exploration_cost_seconds"]) == (0.2, 0.05),
           "each workload's share of the account: %s" % (brief[0],))
+    check((brief[0]["retunes"], brief[0]["retune_cause"]) == (1, "overlap"),
+          "each workload's re-tunes and why: %s" % (brief[0],))
     check(ex.report_account(os.path.join(d, "none.json")) == (None, None, None),
           "no report: unknown")
     # every rank's own account, by rank (rank 0's is in time_saved_s)

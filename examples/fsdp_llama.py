@@ -427,7 +427,8 @@ def report_account(path):
         # where the account's saving and cost came from
         brief = [{k: w.get(k) for k in ("collective", "bytes", "calls", "state", "nccl_seconds",
                                         "speedup", "source", "budget_wait_calls",
-                                        "net_saved_seconds", "exploration_cost_seconds")}
+                                        "net_saved_seconds", "exploration_cost_seconds",
+                                        "retunes", "retune_cause")}
                  for w in wls]
         return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled, brief
     except (OSError, ValueError, AttributeError):
