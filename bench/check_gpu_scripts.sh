@@ -101,6 +101,8 @@ for src in "$TR" "$D/ts/r.tar"; do
   echo "$out" | grep -q '^| NCCL | cupti | 3239 | 13.86 |' || fail "trace-stats.py $src: no NCCL row ($(echo "$out" | head -c 300))"
   echo "$out" | grep -q 'decisions (call: phase config): 0: warmup NCCL, .*\.\.\. [0-9]* more \.\.\.' \
     || fail "trace-stats.py $src: no shortened decision list"
+  echo "$out" | grep -q '^measuring from call 12528 (the trace reaches call 126488)$' \
+    || fail "trace-stats.py $src: when the workload began measuring"
 done
 python3 "$ROOT/scripts/trace-stats.py" --bytes many "$TR" 2>&1 | grep -q 'whole number' || fail "trace-stats.py: --bytes many accepted"
 # gpu-torch.sh --mps start: the daemon it starts lives in a private folder,

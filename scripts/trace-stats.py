@@ -7,7 +7,9 @@ host time per call ("host", when recorded) and how late the samples came.
 
 A tar (gpu-record.sh, gpu-testbed.sh: record-iso.tar) is read member by
 member: every *-plugin-r*.jsonl.gz in it. A workload's decisions are listed
-in call order (the first and the last 20 where there are more). --bytes keeps one size (the
+in call order (the first and the last 20 where there are more), then the
+call at which it first left warm-up and its waits for a measuring state
+("-": never). --bytes keeps one size (the
 tuner's bytes: AllGather's and ReduceScatter's whole buffer), --coll one
 collective (AllReduce, AllGather, ...).
 
@@ -88,6 +90,13 @@ def report(name, head, recs, want_bytes, want_coll):
             ds = ds[:DECISIONS] + ["... %d more ..." % (len(ds) - 2 * DECISIONS)] + ds[-DECISIONS:]
         if ds:
             print("decisions (call: phase config): " + ", ".join(ds))
+            # when it left warm-up and its waits (a job's share of the run:
+            # the call over the workload's calls per step and steps)
+            began = next((r["call"] for r in rs if r["t"] == "d" and r["phase"] != "warmup"
+                          and not str(r["phase"]).startswith("waiting")), None)
+            last = max(r.get("call", 0) for r in rs if isinstance(r.get("call"), int))
+            print("measuring from call %s (the trace reaches call %d)" % (
+                "-" if began is None else began, last))
         by = {}
         for r in rs:
             if r["t"] == "s" and isinstance(r.get("sec"), (int, float)):
