@@ -57,10 +57,17 @@ bool acl_search_borrow(acl_search_t *s, double need)
   return true;
 }
 
-/* The workload's first profiler events, until charged (once). */
+/* The workload's first profiler events, until charged (once; with
+ * events_per_comm, once for its communicator). */
+static double first_events_cost(const acl_search_t *s)
+{
+  return s->params.events_per_comm ? ACL_SEARCH_FIRST_EVENTS_COMM_COST_S
+                                   : ACL_SEARCH_FIRST_EVENTS_COST_S;
+}
+
 static double first_events_due(const acl_search_t *s)
 {
-  return s->events_paid ? 0.0 : ACL_SEARCH_FIRST_EVENTS_COST_S;
+  return s->events_paid ? 0.0 : first_events_cost(s);
 }
 
 /* Measuring the baseline costs its profiler events (the first ones of the
@@ -167,7 +174,7 @@ void acl_search_charge_block(acl_search_t *s, int id, uint32_t sampled)
 {
   s->spent_s += sampled * ACL_SEARCH_EVENT_COST_S;
   if (!s->events_paid) {
-    s->spent_s += ACL_SEARCH_FIRST_EVENTS_COST_S;
+    s->spent_s += first_events_cost(s);
     s->events_paid = 1;
   }
   if (id == ACL_SEARCH_CAND_NCCL)

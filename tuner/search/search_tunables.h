@@ -94,10 +94,12 @@
 /* A config's first call sets it up (protocol buffers, channels). */
 #define ACL_SEARCH_SETUP_COST_S 5e-4
 /* NCCL's first profiled calls of a size cost 5-11 ms once (2xH200, NCCL
- * 2.28): charged before the baseline. With NCCL 2.30 the cost is once per
- * process (params.events_per_comm charges it once per communicator), and
- * larger: 25-37 ms on one H200, where this charge stays below it. */
+ * 2.28): charged before the baseline. */
 #define ACL_SEARCH_FIRST_EVENTS_COST_S 6e-3
+/* With NCCL 2.30 (params.events_per_comm) the first call with NCCL's
+ * kernel events costs once per process, 25-37 ms on one H200 (PyTorch)
+ * and 30-64 ms in autoccl-bench: charged once per communicator. */
+#define ACL_SEARCH_FIRST_EVENTS_COMM_COST_S 30e-3
 /* Waiting blocks: at least 16 calls (one probe sample per block at shift
  * 4), at most 8192 (a budget that grows slowly is looked at again). */
 #define ACL_SEARCH_WAIT_MIN 16u
@@ -113,8 +115,7 @@
  * communicator's first profiler events (params.events_per_comm): a
  * neighbour may pay them meanwhile, and then the wait needs next to
  * nothing. On the H100's FSDP job the 250 MiB AllGather (once per step)
- * waited its first 256 calls, 81 % of the run, for events a neighbour
- * had paid at step 20. */
+ * waited its first 256 calls, 81 % of the run, in one block. */
 #define ACL_SEARCH_WAIT_EVENTS_MAX 16u
 #define ACL_SEARCH_PROBE_SHIFT 4 /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
 /* Wait blocks for a candidate's late samples before running it again: a
