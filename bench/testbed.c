@@ -59,9 +59,10 @@ static enum { MPS_NONE, MPS_LISTENING, MPS_STALE } mps_probe(void)
   if (!S_ISSOCK(st.st_mode))
     return MPS_NONE;
   struct sockaddr_un a = {.sun_family = AF_UNIX};
-  if (strlen(p) >= sizeof(a.sun_path))
+  size_t n = strlen(p);
+  if (n >= sizeof(a.sun_path))
     return MPS_LISTENING; /* cannot tell: trust the socket, as before */
-  strcpy(a.sun_path, p);
+  memcpy(a.sun_path, p, n + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return MPS_LISTENING;

@@ -181,7 +181,17 @@
  * between the two measurements. */
 #define ACL_VAL_UNPAIRED_MARGIN 1.10
 #define ACL_VAL_STRAGGLER 1.35 /* samples > 1.35x the robust time are stragglers */
-#define ACL_REF_MAX 48u        /* samples of a refinement challenger */
+/* Samples of a refinement challenger: as many as validation's challenger
+ * blocks give before its samples count as lost (ACL_VAL_MAX_BLOCKS).
+ * Around NCCL's own choice a challenger is promoted at 4 SE and 1%; with
+ * the decision's 3 samples per challenger sample at 10% noise that bar is
+ * a 7.7% gain at 48 samples, 4.3% at 192. The runs below p5 on tunerbench
+ * mostly end on NCCL's choice with the oracle 5-8% away, its grid point
+ * challenged and dropped undecided at 48 (tunerbench, seed 1: p5 0.94985
+ * -> 0.9605, median 0.9934 -> 0.9950, overhead 2.65 -> 2.75%, runs below
+ * 0.99x 8 -> the same 8; 96 samples: p5 0.9545 on 6,000 runs). A challenger
+ * slower by 2 SE still goes at once; an even one costs nothing. */
+#define ACL_REF_MAX (ACL_VAL_MAX_BLOCKS * ACL_VAL_BLOCK)
 #define ACL_REF_Z 2.5          /* promote a challenger: faster by 2.5 standard errors */
 #define ACL_REF_Z_BASE 4.0     /* ... over NCCL's own choice: 4 SE and 1% (many looks) */
 #define ACL_REF_MAX_TRIES 6    /* refinement challengers per tuning */
