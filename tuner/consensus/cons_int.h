@@ -27,7 +27,8 @@
  * waits planned on the cost table alone; 9: and the cost table's error a
  * neighbour measured; 10: validation counts the calls it paused; 11: and
  * knows which calls its latest pause ran; 12: budget lent between workloads
- * of a communicator */
+ * of a communicator; 13: the search keeps a re-tune's dropped baseline and
+ * its cause */
 #define ACL_CONS_LAYOUT 13u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
