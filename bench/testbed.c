@@ -204,15 +204,15 @@ int acl_bench_testbed_check(const acl_bench_cfg_t *c, int nccl_version)
   }
   if (!e)
     setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1); /* NCCL refuses shared GPUs without it */
-  if (c->procs && !c->internal_child && !acl_bench_mps_running())
+  int mps = c->procs && !c->internal_child ? mps_probe() : MPS_LISTENING;
+  if (mps != MPS_LISTENING)
     fprintf(stderr,
             ACL_BENCH_NAME ": WARNING: --procs puts %d processes on each GPU and no MPS daemon "
                            "runs (%s in %s): their CUDA contexts time-slice, so the times below "
                            "are context switches, not NCCL. Use --mps start, start "
                            "nvidia-cuda-mps-control -d yourself, or use --single.\n",
             c->ranks_per_gpu,
-            mps_probe() == MPS_STALE ? "a control socket that no daemon listens on"
-                                     : "no control pipe",
+            mps == MPS_STALE ? "a control socket that no daemon listens on" : "no control pipe",
             mps_pipe_dir());
   return 0;
 }

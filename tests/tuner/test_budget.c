@@ -581,6 +581,26 @@ Test(budget, a_retune_keeps_the_measured_time)
   cr_assert_leq(worst, 1e-3, "overspent by %g s", worst);
 }
 
+/* A search of FSDP's 250 MiB AllGather (the table's 50 us a call) stepped
+ * until it waits for the budget; the wait block's length. */
+static uint32_t wait_for_budget(acl_search_t *s, int events_per_comm)
+{
+  acl_search_params_t p;
+  acl_search_params_default(&p);
+  p.events_per_comm = events_per_comm;
+  const acl_wkey_t key = {.comm_id = 9, .nbytes = 250u << 20, .num_pipe_ops = 1, .coll = 0};
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  int a[] = {0, 0, 0, 1, 1, 1}, pr[] = {0, 1, 2, 0, 1, 2};
+  table_only(cost, 6, a, pr, (const float[6]){200, 90, 60, 180, 80, 50});
+  acl_search_init(s, &p, &key, cost);
+  acl_candidate_t c;
+  uint32_t len = 0;
+  for (int i = 0; i < 64 && acl_search_phase(s) != ACL_PHASE_WAIT_BUDGET; i++)
+    acl_search_next(s, &c, &len);
+  cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET, "state %d", acl_search_phase(s));
+  return len;
+}
+
 /* FSDP's 250 MiB AllGather on one H100 (2026-12-06): once per step, 0.5 ms
  * a call, so 315 calls earn 4.7 ms of budget, less than its baseline's
  * first profiler events (here the table's 50 us: thousands of calls). An
@@ -590,20 +610,11 @@ Test(budget, a_retune_keeps_the_measured_time)
  * has nothing to lend. */
 Test(budget, a_baseline_borrows_all_it_lacks_or_nothing)
 {
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  const acl_wkey_t key = {.comm_id = 9, .nbytes = 250u << 20, .num_pipe_ops = 1, .coll = 0};
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  int a[] = {0, 0, 0, 1, 1, 1}, pr[] = {0, 1, 2, 0, 1, 2};
-  table_only(cost, 6, a, pr, (const float[6]){200, 90, 60, 180, 80, 50});
   acl_search_t *s = calloc(1, sizeof(*s));
   cr_assert_not_null(s);
-  acl_search_init(s, &p, &key, cost);
+  wait_for_budget(s, 0);
   acl_candidate_t c;
   uint32_t len = 0;
-  for (int i = 0; i < 64 && acl_search_phase(s) != ACL_PHASE_WAIT_BUDGET; i++)
-    acl_search_next(s, &c, &len);
-  cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET, "state %d", acl_search_phase(s));
   cr_assert(acl_search_wants_loan(s));
   cr_assert_eq(acl_search_lendable(s, false), 0.0, "a waiting search lends nothing");
   cr_assert_eq(acl_search_lendable(s, true), 0.0,
@@ -635,40 +646,23 @@ Test(budget, a_baseline_borrows_all_it_lacks_or_nothing)
  * for them, and lends nothing where the events cost per workload. */
 Test(budget, first_events_paid_once_per_communicator)
 {
-  acl_search_params_t p;
-  acl_search_params_default(&p);
-  p.events_per_comm = 1;
-  const acl_wkey_t key = {.comm_id = 9, .nbytes = 250u << 20, .num_pipe_ops = 1, .coll = 0};
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  int a[] = {0, 0, 0, 1, 1, 1}, pr[] = {0, 1, 2, 0, 1, 2};
-  table_only(cost, 6, a, pr, (const float[6]){200, 90, 60, 180, 80, 50});
   acl_search_t *s = calloc(2, sizeof(*s));
   cr_assert_not_null(s);
-  acl_search_init(&s[0], &p, &key, cost);
+  uint32_t len = wait_for_budget(&s[0], 1);
   acl_candidate_t c;
-  uint32_t len = 0, longest = 0;
-  for (int i = 0; i < 64 && acl_search_phase(&s[0]) != ACL_PHASE_WAIT_BUDGET; i++)
-    acl_search_next(&s[0], &c, &len);
-  cr_assert_eq(acl_search_phase(&s[0]), ACL_PHASE_WAIT_BUDGET);
   cr_assert_leq(len, 16u, "a wait owing the communicator's first events: %u calls", len);
   cr_assert_gt(acl_search_lendable(&s[0], true), 0.0, "not begun: it lends for first events");
   cr_assert_eq(acl_search_lendable(&s[0], false), 0.0, "but for nothing else");
   /* a neighbour had its first events charged: a few calls pay the baseline */
   acl_search_observe(&s[0], &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
   cr_assert(acl_search_events_charged(&s[0]));
-  for (int i = 0; i < 8 && acl_search_phase(&s[0]) == ACL_PHASE_WAIT_BUDGET; i++) {
+  for (int i = 0; i < 8 && acl_search_phase(&s[0]) == ACL_PHASE_WAIT_BUDGET; i++)
     acl_search_next(&s[0], &c, &len);
-    longest = len > longest ? len : longest;
-  }
   cr_assert_eq(acl_search_phase(&s[0]), ACL_PHASE_BASELINE, "state %d", acl_search_phase(&s[0]));
   cr_assert_lt(acl_search_sample_shift(&s[0]), ACL_SEARCH_SAMPLE_NEVER, "the baseline is sampled");
   /* per workload (NCCL 2.28): a neighbour's events change nothing, a wait
    * on the table is 256 calls, and a search not begun lends nothing */
-  p.events_per_comm = 0;
-  acl_search_init(&s[1], &p, &key, cost);
-  for (int i = 0; i < 64 && acl_search_phase(&s[1]) != ACL_PHASE_WAIT_BUDGET; i++)
-    acl_search_next(&s[1], &c, &len);
-  cr_assert_eq(len, 256u);
+  cr_assert_eq(wait_for_budget(&s[1], 0), 256u);
   acl_search_observe(&s[1], &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
   cr_assert_not(acl_search_events_charged(&s[1]));
   cr_assert_eq(acl_search_lendable(&s[1], true), 0.0);

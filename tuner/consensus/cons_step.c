@@ -120,8 +120,10 @@ static bool events_nearby(cons_hdr_t *h, const cons_wl_t *w)
  * below 1 % and could never win back its baseline's first events. */
 #define CONS_LOAN_MIN_SHARE 0.01
 
-/* Budget for w's baseline from the communicator's converged workloads
- * (acl_search_obs_t.loan_offer): offered before the search plans w's block,
+/* Budget for w's baseline from the communicator's converged workloads, and
+ * while w owes the communicator's first events (first) also from those not
+ * begun (acl_search_lendable; acl_search_obs_t.loan_offer): offered before
+ * the search plans w's block,
  * charged to the lenders in proportion to what each could lend once the
  * search took it. Under the segment's lock, like prior_scale: every rank
  * sees the same loan. 0 for a workload too small a share of the

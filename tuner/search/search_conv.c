@@ -385,11 +385,9 @@ static void retune(acl_search_t *s, int cause)
   s->ref_kept = acl_search_ref_seconds(s);
   /* the report's NCCL time until it is measured again: a workload that
    * re-tunes was sampled, and its NCCL time shown as none read as never */
-  const acl_search_cand_t *b = &s->cands[0];
-  if (b->judged && b->robust_seconds > 0.0)
-    s->baseline_kept = b->robust_seconds;
-  else if (b->nsamples > 0)
-    s->baseline_kept = acl_search_median(b->seconds, b->nsamples);
+  double measured = acl_search_measured_ref(s);
+  if (measured > 0.0)
+    s->baseline_kept = measured;
   acl_search_explore_reset(s);
   s->retunes++;
   s->retune_cause = (uint8_t)cause;

@@ -168,7 +168,7 @@ bool acl_search_usable(const acl_search_t *s, int id)
   return c->judged && (s->valid_mask & ACL_AP_BIT(c->cand.algo, c->cand.proto)) != 0;
 }
 
-double acl_search_ref_seconds(const acl_search_t *s)
+double acl_search_measured_ref(const acl_search_t *s)
 {
   const acl_search_cand_t *b = &s->cands[0];
   if (b->judged && b->robust_seconds > 0.0)
@@ -177,6 +177,14 @@ double acl_search_ref_seconds(const acl_search_t *s)
    * the cost table, which was 5x low on one H200. */
   if (b->nsamples > 0)
     return acl_search_median(b->seconds, b->nsamples);
+  return 0.0;
+}
+
+double acl_search_ref_seconds(const acl_search_t *s)
+{
+  double m = acl_search_measured_ref(s);
+  if (m > 0.0)
+    return m;
   if (s->ref_kept > 0.0)
     return s->ref_kept;
   if (s->nccl_algo >= 0 && s->cost[s->nccl_algo][s->nccl_proto] > 0.0f)

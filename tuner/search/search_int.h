@@ -145,6 +145,9 @@ int acl_search_find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARC
 bool acl_search_is_nccl(const acl_search_t *s, int id);
 double acl_search_trimmed_mean(const float *src, int n);
 double acl_search_median(const float *src, int n);
+/* NCCL's choice's time as its own samples measure it (robust once judged,
+ * else their median); 0 without a sample. */
+double acl_search_measured_ref(const acl_search_t *s);
 double acl_search_mean_overlap(const acl_search_cand_t *c);
 double acl_search_busbw(const acl_search_t *s, double seconds);
 bool acl_search_usable(const acl_search_t *s, int id);
