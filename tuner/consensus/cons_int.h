@@ -29,7 +29,7 @@
  * knows which calls its latest pause ran; 12: budget lent between workloads
  * of a communicator; 13: the search keeps a re-tune's dropped baseline and
  * its cause */
-#define ACL_CONS_LAYOUT 13u
+#define ACL_CONS_LAYOUT 14u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

@@ -35,6 +35,10 @@
                                  * mode capped at the stock channel count) */
 #define ACL_SEARCH_MAX_CHANNELS 64     /* highest max_channels */
 #define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
+/* Known overlaps come one per CUPTI window (2 % of the time): each side of
+ * the overlap drift rule is a mean of this many readings, since one reading moves
+ * with the ranks' skew (0.06 to 0.47 within a second in a DDP job). */
+#define ACL_SEARCH_OVERLAP_READINGS 8
 
 /* The search's settings: part of the settings every rank of a communicator
  * must agree on, hashed byte for byte by the consensus layer, so the layout
@@ -163,11 +167,13 @@ typedef struct acl_search_pair {
  * (search_conv.c). */
 typedef struct acl_search_drift {
   double ref_seconds; /* robust time of the decision when taken, 0 unknown */
-  double ref_overlap; /* its mean overlap then, <0 unknown */
+  double ref_overlap; /* mean of its first ACL_SEARCH_OVERLAP_READINGS known overlaps, <0 until then */
   uint32_t count;     /* samples of the decision since it was taken */
   uint32_t head;
-  uint32_t run; /* consecutive samples past the drift rule */
-  uint32_t pad;
+  uint32_t run;     /* consecutive samples past the drift rule */
+  uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
+  uint16_t ov_head;
+  float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;
 

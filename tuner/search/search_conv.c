@@ -52,6 +52,19 @@ bool acl_search_val_lost(const acl_search_t *s)
   return s->val.in >= s->val.mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
+/* The overlap reference of a decision about to be watched: the mean of
+ * its samples' known overlaps where they are enough readings, else
+ * unknown (the first readings after it was taken become it). */
+static void drift_overlap_reset(acl_search_t *s, const acl_search_cand_t *c)
+{
+  int n = 0;
+  for (int i = 0; i < c->nsamples; i++)
+    n += c->overlap[i] >= 0.0f;
+  s->drift.ref_overlap = n >= ACL_SEARCH_OVERLAP_READINGS ? acl_search_mean_overlap(c) : -1.0;
+  s->drift.ov_n = 0;
+  s->drift.ov_head = 0;
+}
+
 /* Make cand id the decision (drift reference included). */
 static void adopt(acl_search_t *s, int id)
 {
@@ -63,7 +76,7 @@ static void adopt(acl_search_t *s, int id)
   s->current = (uint16_t)id;
   s->best = (uint16_t)id;
   s->drift.ref_seconds = c->robust_seconds;
-  s->drift.ref_overlap = acl_search_mean_overlap(c);
+  drift_overlap_reset(s, c);
   s->drift.count = 0;
   s->drift.head = 0;
   s->drift.run = 0;
@@ -405,33 +418,62 @@ static void retune(acl_search_t *s, int cause)
   acl_sm_fire(s, EV_DRIFT);
 }
 
+/* The overlap of a candidate's latest sample (its ring's newest slot). */
+static double latest_overlap(const acl_search_cand_t *c)
+{
+  if (c->nsamples == 0)
+    return -1.0;
+  uint32_t slot = c->nsamples < ACL_SEARCH_MAX_SAMPLES ? c->nsamples - 1u
+                                                      : (c->ntotal_lo - 1u) % ACL_SEARCH_MAX_SAMPLES;
+  return c->overlap[slot];
+}
+
+/* The overlap side of the drift rule, on the decision's latest sample:
+ * true when the mean of its last ACL_SEARCH_OVERLAP_READINGS known
+ * overlaps moved by more than ACL_SEARCH_OVERLAP_SHIFT from the reference
+ * (the mean of as many readings when it was taken, or of its first ones
+ * after). Unknown overlaps (between CUPTI's windows) add nothing; the
+ * verdict of the last readings holds until the next one. */
+static bool overlap_shift(acl_search_t *s, double overlap)
+{
+  acl_search_drift_t *d = &s->drift;
+  enum { K = ACL_SEARCH_OVERLAP_READINGS };
+  if (overlap >= 0.0) {
+    d->ov[d->ov_head] = (float)overlap;
+    d->ov_head = (uint16_t)((d->ov_head + 1) % K);
+    if (d->ov_n < K)
+      d->ov_n++;
+  }
+  if (d->ov_n < K)
+    return false;
+  double sum = 0.0;
+  for (int i = 0; i < K; i++)
+    sum += d->ov[i];
+  if (d->ref_overlap < 0.0) { /* these readings are the reference; the next ones are judged */
+    d->ref_overlap = sum / K;
+    d->ov_n = 0;
+    return false;
+  }
+  return fabs(sum / K - d->ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
+}
+
 /* Drift rule (docs/tuner.md): once drift_window samples of the decision have
  * arrived since it was taken, the rule holds when the median of the last
  * drift_window is slower than converged / drift_ratio (bandwidth below
- * drift_ratio x converged), or when their mean overlap moved by more than
- * ACL_SEARCH_OVERLAP_SHIFT (the interference regime, hence the winner,
- * changed). Outliers, even many, never move the median. */
-static void drift_check(acl_search_t *s, double seconds)
+ * drift_ratio x converged), or when the overlap moved (overlap_shift: the
+ * interference regime, hence the winner, changed). Outliers, even many,
+ * never move the median. */
+static void drift_check(acl_search_t *s, double seconds, double overlap)
 {
   int w = s->params.drift_window;
   s->drift.win[s->drift.head] = (float)seconds;
   s->drift.head = (s->drift.head + 1) % (uint32_t)w;
   s->drift.count++;
+  bool shift = overlap_shift(s, overlap);
   if (s->drift.count < (uint32_t)w)
     return;
   double robust = acl_search_median(s->drift.win, w);
   bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
-  bool shift = false;
-  const acl_search_cand_t *c = &s->cands[s->current];
-  if (c->nsamples >= ACL_SEARCH_MAX_SAMPLES) {
-    /* The ring holds recent samples only; overlap is known on those from
-     * CUPTI's windows (< 0 between them: no evidence either way). The
-     * first known reading after convergence is the reference. */
-    double ov = acl_search_mean_overlap(c);
-    if (ov >= 0.0 && s->drift.ref_overlap < 0.0)
-      s->drift.ref_overlap = ov;
-    shift = ov >= 0.0 && fabs(ov - s->drift.ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
-  }
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =
@@ -456,7 +498,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
     c->judged = 1;
     c->robust_seconds = acl_search_trimmed_mean(c->seconds, c->nsamples);
     s->drift.ref_seconds = c->robust_seconds;
-    s->drift.ref_overlap = acl_search_mean_overlap(c);
+    drift_overlap_reset(s, c);
   }
   /* Validation pairs the samples of its own calls only (call0's low 32 bits
    * against the call's, both call indices): a sample from before it began,
@@ -470,7 +512,7 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
   }
   if (id == s->current) {
     if (s->drift.ref_seconds > 0.0)
-      drift_check(s, seconds);
+      drift_check(s, seconds, latest_overlap(c));
     if (validating)
       val_add(s, 0, id, seconds);
   } else if (id == s->val.challenger && validating) {
