@@ -219,10 +219,11 @@ Test(search, windowed_overlap_shift_retunes)
   cr_assert_eq(r.retune_cause, ACL_RETUNE_OVERLAP, "the report says why: the overlap moved");
 }
 
-/* One reading per CUPTI window swings with the ranks' skew: readings that
- * alternate 0.0 and 0.5 around the reference 0 (a mean of 0.25, within
- * the 0.3 of a shift) are no new regime, though half of them are 0.5 away
- * (a reading alone in the samples' ring re-tuned it). */
+/* A window's readings move with the call's place in the step (FSDP's
+ * per-layer AllGathers): windows of 16 readings, the first 8 at 0.5 and
+ * the rest at 0.0, around the reference 0, are no new regime (a mean of
+ * 0.25, within the 0.3 of a shift), though a mean of the first 8 is 0.5
+ * away (a reading alone in the samples' ring, or a mean of 8, re-tuned). */
 Test(search, swinging_overlap_readings_never_retune)
 {
   acl_search_t s;
@@ -232,8 +233,10 @@ Test(search, swinging_overlap_readings_never_retune)
   int readings = 0;
   for (int i = 0; i < 5000; i++) {
     float ov = -1.0f;
-    if (i % 50 == 0)
-      ov = readings++ % 2 ? 0.5f : 0.0f;
+    if (i % 100 < 16) {
+      ov = i % 100 < 8 ? 0.5f : 0.0f;
+      readings++;
+    }
     acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = ov});
     cr_assert(acl_phase_decided(acl_search_phase(&s)), "re-tuned after %d samples, %d readings",
               i + 1, readings);

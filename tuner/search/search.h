@@ -35,10 +35,15 @@
                                  * mode capped at the stock channel count) */
 #define ACL_SEARCH_MAX_CHANNELS 64     /* highest max_channels */
 #define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
-/* Known overlaps come one per CUPTI window (2 % of the time): each side of
- * the overlap drift rule is a mean of this many readings, since one reading moves
- * with the ranks' skew (0.06 to 0.47 within a second in a DDP job). */
-#define ACL_SEARCH_OVERLAP_READINGS 8
+/* Known overlaps come in CUPTI's windows (2 % of the time), and one reading
+ * moves with the ranks' skew and with the call's place in the step (FSDP's
+ * per-layer AllGathers: 0 to 1 within one window). The overlap drift rule
+ * compares a reference of 16 readings (what a candidate's samples hold)
+ * with the mean of the latest 32: on one GPU, means of 8 against 8 moved by
+ * more than 0.3 46 times over 8 PyTorch runs' readings (re-tuned decisions
+ * came back the same), 16 against 32 once. */
+#define ACL_SEARCH_OVERLAP_REF_READINGS ACL_SEARCH_MAX_SAMPLES
+#define ACL_SEARCH_OVERLAP_READINGS 32
 
 /* The search's settings: part of the settings every rank of a communicator
  * must agree on, hashed byte for byte by the consensus layer, so the layout
@@ -167,7 +172,7 @@ typedef struct acl_search_pair {
  * (search_conv.c). */
 typedef struct acl_search_drift {
   double ref_seconds; /* robust time of the decision when taken, 0 unknown */
-  double ref_overlap; /* mean of its first ACL_SEARCH_OVERLAP_READINGS known overlaps, <0 until then */
+  double ref_overlap; /* mean of ACL_SEARCH_OVERLAP_REF_READINGS known overlaps, <0 until then */
   uint32_t count;     /* samples of the decision since it was taken */
   uint32_t head;
   uint32_t run;     /* consecutive samples past the drift rule */

@@ -52,17 +52,18 @@ bool acl_search_val_lost(const acl_search_t *s)
   return s->val.in >= s->val.mark + ACL_VAL_MAX_BLOCKS * (ACL_VAL_RUN + ACL_VAL_BLOCK) / 2;
 }
 
-/* The overlap reference of a decision about to be watched: the mean of
- * its samples' known overlaps where they are enough readings, else
- * unknown (the first readings after it was taken become it). */
+/* The overlap reference of a decision about to be watched begins with its
+ * samples' known overlaps; its first readings after it was taken complete
+ * it (overlap_shift). */
 static void drift_overlap_reset(acl_search_t *s, const acl_search_cand_t *c)
 {
-  int n = 0;
-  for (int i = 0; i < c->nsamples; i++)
-    n += c->overlap[i] >= 0.0f;
-  s->drift.ref_overlap = n >= ACL_SEARCH_OVERLAP_READINGS ? acl_search_mean_overlap(c) : -1.0;
-  s->drift.ov_n = 0;
-  s->drift.ov_head = 0;
+  acl_search_drift_t *d = &s->drift;
+  d->ref_overlap = -1.0;
+  d->ov_n = 0;
+  for (int i = 0; i < c->nsamples && d->ov_n < ACL_SEARCH_OVERLAP_REF_READINGS; i++)
+    if (c->overlap[i] >= 0.0f)
+      d->ov[d->ov_n++] = c->overlap[i];
+  d->ov_head = d->ov_n;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -431,29 +432,36 @@ static double latest_overlap(const acl_search_cand_t *c)
 /* The overlap side of the drift rule, on the decision's latest sample:
  * true when the mean of its last ACL_SEARCH_OVERLAP_READINGS known
  * overlaps moved by more than ACL_SEARCH_OVERLAP_SHIFT from the reference
- * (the mean of as many readings when it was taken, or of its first ones
- * after). Unknown overlaps (between CUPTI's windows) add nothing; the
- * verdict of the last readings holds until the next one. */
+ * (the mean of its first ACL_SEARCH_OVERLAP_REF_READINGS readings, from
+ * drift_overlap_reset on). Unknown overlaps
+ * (between CUPTI's windows) add nothing; the verdict on the last readings
+ * holds until the next one. */
 static bool overlap_shift(acl_search_t *s, double overlap)
 {
   acl_search_drift_t *d = &s->drift;
-  enum { K = ACL_SEARCH_OVERLAP_READINGS };
+  enum { K = ACL_SEARCH_OVERLAP_READINGS, R = ACL_SEARCH_OVERLAP_REF_READINGS };
   if (overlap >= 0.0) {
     d->ov[d->ov_head] = (float)overlap;
     d->ov_head = (uint16_t)((d->ov_head + 1) % K);
     if (d->ov_n < K)
       d->ov_n++;
   }
+  if (d->ref_overlap < 0.0) {
+    if (d->ov_n < R)
+      return false;
+    double sum = 0.0; /* the ring's first R slots: it started empty */
+    for (int i = 0; i < R; i++)
+      sum += d->ov[i];
+    d->ref_overlap = sum / R; /* the next readings are judged against it */
+    d->ov_n = 0;
+    d->ov_head = 0;
+    return false;
+  }
   if (d->ov_n < K)
     return false;
   double sum = 0.0;
   for (int i = 0; i < K; i++)
     sum += d->ov[i];
-  if (d->ref_overlap < 0.0) { /* these readings are the reference; the next ones are judged */
-    d->ref_overlap = sum / K;
-    d->ov_n = 0;
-    return false;
-  }
   return fabs(sum / K - d->ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
 }
 
