@@ -668,3 +668,32 @@ Test(budget, first_events_paid_once_per_communicator)
   cr_assert_eq(acl_search_lendable(&s[1], true), 0.0);
   free(s);
 }
+
+/* On the GPU CUPTI's windows measure NCCL's choice while a workload waits,
+ * without NCCL's events: FSDP's 250 MiB AllGather on one H100 had 15
+ * samples and still owed the communicator's first events, planned its
+ * whole deficit as one wait (1,860 calls, past the run's end) and missed
+ * its neighbours' paying them six calls later. Measured or not, a wait
+ * owing them is looked at again within 16 calls, then ever later, and a
+ * neighbour's charge starts the workload at its next look. */
+Test(budget, a_measured_baseline_owing_first_events_looks_again_soon)
+{
+  acl_search_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  uint32_t len = wait_for_budget(s, 1);
+  for (uint64_t call = 20; call < 35; call++)
+    acl_search_observe(s, &(acl_search_obs_t){.cand_id = ACL_SEARCH_CAND_NCCL,
+                                              .seconds = 5.3e-4,
+                                              .overlap = 0.5f,
+                                              .call = call});
+  cr_assert_gt(s->cands[0].nsamples, 0);
+  acl_candidate_t c;
+  acl_search_next(s, &c, &len);
+  cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET, "state %d", acl_search_phase(s));
+  cr_assert_leq(len, 64u, "a measured wait owing first events: %u calls", len);
+  acl_search_observe(s, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
+  acl_search_next(s, &c, &len);
+  cr_assert_neq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET,
+                "its first events paid by a neighbour: it begins (a %u-call wait)", len);
+  free(s);
+}

@@ -148,10 +148,15 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
   double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
   s->budget_wait = l >= (double)UINT32_MAX ? UINT32_MAX : l > 0.0 ? (uint32_t)l : 1u;
   /* planned on the cost table alone, the wait is looked at again soon
-   * (samples arriving meanwhile give the real time), then ever later */
+   * (samples arriving meanwhile give the real time), then ever later; so
+   * is one owing the communicator's first events, measured or not (CUPTI's
+   * windows measure NCCL's choice without them), since a neighbour's
+   * charge may clear them any block: planned whole, FSDP's 250 MiB
+   * AllGather on one H100 waited 1,860 calls from its call 57, past the
+   * run's end, while its neighbours paid them at call 63 */
   uint32_t max = ACL_SEARCH_WAIT_MAX;
-  if (s->cands[0].nsamples == 0) {
-    bool owed = s->params.events_per_comm && !s->events_paid;
+  bool owed = s->params.events_per_comm && !s->events_paid;
+  if (owed || s->cands[0].nsamples == 0) {
     max = (owed ? ACL_SEARCH_WAIT_EVENTS_MAX : ACL_SEARCH_WAIT_PRIOR_MAX) << s->prior_waits;
     if (max < ACL_SEARCH_WAIT_MAX)
       s->prior_waits++;
