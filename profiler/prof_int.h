@@ -17,7 +17,7 @@
 #include "profiler/profiler.h"
 #include "profiler/simfeed.h"
 
-enum { SRC_NONE = 0, SRC_CUPTI = 1, SRC_NCCL = 2, SRC_SIM = 3 };
+enum { SRC_NONE = 0, SRC_CUPTI = ACL_PROF_SOURCE_CUPTI, SRC_NCCL = 2, SRC_SIM = 3 };
 
 #define LAT_N 512
 #define ACL_PROF_MAX_COMMS 64 /* beyond: not tracked (a shared process is seen by then) */

@@ -44,8 +44,13 @@ typedef struct acl_prof_sample {
   uint64_t call_ns;             /* CLOCK_MONOTONIC ns at getCollInfo; 0 unknown */
   uint64_t gpu_start, gpu_stop; /* the source's stamps, ns (GPU globaltimer, CUPTI) */
   int8_t ran_algo, ran_proto;   /* what NCCL ran (its Coll event); -1 unknown */
-  uint8_t source;               /* 1 cupti, 2 nccl events, 3 sim */
+  uint8_t source;               /* ACL_PROF_SOURCE_*: 1 cupti, 2 nccl events, 3 sim */
 } acl_prof_sample_t;
+/* acl_prof_sample_t.source: CUPTI's kernel records (in its windows). Their
+ * durations run longer than NCCL's KernelCh stamps by a near-constant
+ * 1.7-2.9 us (one H100, Ring, 64 KiB-4 MiB): the search brings them onto
+ * one clock (tuner/search, acl_search_obs_t.cupti). */
+#define ACL_PROF_SOURCE_CUPTI 1
 
 /* What NCCL ran against what was decided (docs/profiler.md): the kinds the
  * profiler counts and logs, and a trace record's "status". */

@@ -29,7 +29,7 @@
  * knows which calls its latest pause ran; 12: budget lent between workloads
  * of a communicator; 13: the search keeps a re-tune's dropped baseline and
  * its cause */
-#define ACL_CONS_LAYOUT 14u
+#define ACL_CONS_LAYOUT 15u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */
@@ -95,6 +95,8 @@ typedef struct cons_slot {
   float seconds; /* fastest so far: the last rank to arrive, free of skew */
   float overlap; /* of the fastest */
   float slowest; /* the first to arrive waited for the others: the skew */
+  uint8_t cupti; /* the fastest's time is CUPTI's */
+  uint8_t pad[7];
 } cons_slot_t;
 
 /* A call whose slowest rank took this many times its fastest: the early
@@ -208,7 +210,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2 &&
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4,
                "shared-segment atomics have their plain size");
 _Static_assert(sizeof(cons_block_t) == 40, "a published block is five 64-bit words");
-_Static_assert(sizeof(cons_slot_t) == 24, "cons_slot_t has no implicit padding");
+_Static_assert(sizeof(cons_slot_t) == 32, "cons_slot_t has no implicit padding");
 _Static_assert(sizeof(acl_wkey_t) == 24, "acl_wkey_t has no implicit padding");
 _Static_assert(offsetof(cons_hdr_t, magic) == 0, "joiners read the magic first");
 _Static_assert(offsetof(cons_hdr_t, lock) % 8 == 0 && offsetof(cons_hdr_t, retired) % 4 == 0,

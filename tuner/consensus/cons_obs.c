@@ -20,6 +20,7 @@ static void feed_locked(cons_wl_t *w, cons_slot_t *s)
                        &(acl_search_obs_t){.cand_id = s->cand_id,
                                            .seconds = s->seconds,
                                            .overlap = s->overlap,
+                                           .cupti = s->cupti,
                                            .behind = behind > UINT32_MAX ? UINT32_MAX
                                                                          : (uint32_t)behind,
                                            .call = s->call1});
@@ -60,6 +61,7 @@ static void sample_locked(cons_hdr_t *h, cons_wl_t *w, const acl_cons_obs_t *o)
     s->seconds = (float)o->seconds;
     s->slowest = (float)o->seconds;
     s->overlap = o->overlap;
+    s->cupti = o->cupti != 0;
     s->nrep = 1;
   } else if (s->cand_id != o->cand_id) {
     w->samples_dropped++; /* ranks ran different candidates: never averaged */
@@ -68,6 +70,7 @@ static void sample_locked(cons_hdr_t *h, cons_wl_t *w, const acl_cons_obs_t *o)
     if ((float)o->seconds < s->seconds) {
       s->seconds = (float)o->seconds;
       s->overlap = o->overlap;
+      s->cupti = o->cupti != 0;
     }
     if ((float)o->seconds > s->slowest)
       s->slowest = (float)o->seconds;

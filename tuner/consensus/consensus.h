@@ -100,6 +100,7 @@ typedef struct acl_cons_obs {
   double seconds;                   /* < 0: no time, only what NCCL ran */
   float overlap;                    /* 0..1, < 0 unknown */
   int ran_algo, ran_proto, ran_nch; /* what NCCL ran (its Coll event); -1, -1, 0 unknown */
+  int cupti;                        /* 1: seconds from CUPTI's clock (acl_search_obs_t.cupti) */
 } acl_cons_obs_t;
 /* The sample is kept per call until every local rank reported it, then the
  * fastest rank's time goes to the search; what NCCL ran goes at once (NCCL's

@@ -487,7 +487,8 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
                         .overlap = s->overlap,
                         .ran_algo = s->ran_algo,
                         .ran_proto = s->ran_proto,
-                        .ran_nch = s->ran_nch});
+                        .ran_nch = s->ran_nch,
+                        .cupti = s->source == ACL_PROF_SOURCE_CUPTI});
   if (s->tag.widx < (uint32_t)r->nstats && s->seconds >= 0.0) {
     acl_rank_stats_t *st = &r->stats[s->tag.widx];
     int b = acl_hist_bucket(s->seconds);

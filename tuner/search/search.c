@@ -288,6 +288,35 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
   acl_sm_sample(s, st, cand_id, seconds, call); /* the state's handler (search_sm.c) */
 }
 
+/* A sample's seconds on NCCL's KernelCh clock. CUPTI's kernel durations run
+ * 1.7-2.9 us longer (one H100, Ring, 64 KiB-4 MiB; 2-4 % at 1-4 MiB,
+ * nothing from 16 MiB up), and its windows sample NCCL's choice while it
+ * waits (2,606 of 2,843 samples at 256 KiB AllGather), the candidates mostly
+ * between them: exploration saw candidates 1.8x faster than they were, and
+ * a decision judged on KernelCh looked 1.8x slower once a window filled its
+ * drift window (every 256 KiB workload re-tuned on "slower"). NCCL's choice
+ * runs on both clocks: the difference of its medians is the offset. */
+static double one_clock(acl_search_t *s, int cand_id, double seconds, bool cupti)
+{
+  acl_search_clock_t *k = &s->clock;
+  if (cand_id == ACL_SEARCH_CAND_NCCL) {
+    float *ring = cupti ? k->cupti : k->kch;
+    uint16_t *n = cupti ? &k->ncupti : &k->nkch, *h = cupti ? &k->hcupti : &k->hkch;
+    ring[*h] = (float)seconds;
+    *h = (uint16_t)((*h + 1) % ACL_SEARCH_CLOCK_N);
+    if (*n < ACL_SEARCH_CLOCK_N)
+      (*n)++;
+    if (k->ncupti >= ACL_SEARCH_CLOCK_MIN && k->nkch >= ACL_SEARCH_CLOCK_MIN) {
+      double d = acl_search_median(k->cupti, k->ncupti) - acl_search_median(k->kch, k->nkch);
+      k->offset_s = d > 0.0 && d <= ACL_SEARCH_CLOCK_MAX_S ? (float)d : 0.0f;
+    }
+  }
+  if (!cupti || k->offset_s <= 0.0f)
+    return seconds;
+  double t = seconds - k->offset_s;
+  return t > 0.5 * seconds ? t : 0.5 * seconds;
+}
+
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
 {
   if (!s || !o)
@@ -314,6 +343,7 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
     if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
       s->late = 1;
   }
-  if (o->seconds > 0.0)
-    add_sample(s, o->cand_id, o->seconds, o->overlap, o->call);
+  if (o->seconds > 0.0 && isfinite(o->seconds))
+    add_sample(s, o->cand_id, one_clock(s, o->cand_id, o->seconds, o->cupti != 0), o->overlap,
+               o->call);
 }

@@ -182,6 +182,18 @@ typedef struct acl_search_drift {
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;
 
+/* NCCL's choice on both clocks (acl_search_obs_t.cupti): its latest
+ * durations from each, and the offset between them (search.c). */
+#define ACL_SEARCH_CLOCK_N 16
+typedef struct acl_search_clock {
+  float cupti[ACL_SEARCH_CLOCK_N]; /* CUPTI's kernel durations (ring) */
+  float kch[ACL_SEARCH_CLOCK_N];   /* NCCL's KernelCh durations (ring) */
+  uint16_t ncupti, nkch;           /* kept in each (saturate at ACL_SEARCH_CLOCK_N) */
+  uint16_t hcupti, hkch;           /* next slot of each */
+  float offset_s;                  /* CUPTI minus KernelCh, taken off CUPTI's; 0 none */
+  uint32_t pad;
+} acl_search_clock_t;
+
 /* Pointer-free. Field layout is private to tuner/search/; other modules
  * only use the functions below and sizeof(). */
 typedef struct acl_search {
@@ -252,6 +264,7 @@ typedef struct acl_search {
   acl_search_val_t val;
   acl_search_pair_t pair;
   acl_search_drift_t drift;
+  acl_search_clock_t clock;
   acl_search_sub_t subs[ACL_SEARCH_MAX_SUBS];
   acl_search_cand_t cands[ACL_SEARCH_MAX_CANDS];
   acl_traj_point_t traj[ACL_SEARCH_TRAJ];
@@ -392,6 +405,13 @@ typedef struct acl_search_obs {
    * AllGather once per step waited 256 calls for budget its own events
    * did not need. */
   int events_nearby;
+  /* 1: seconds is a CUPTI kernel duration (profiler/profiler.h,
+   * ACL_PROF_SOURCE_CUPTI), 0: NCCL's KernelCh stamps or another clock.
+   * CUPTI's run 1.7-2.9 us longer (one H100, Ring, 64 KiB-4 MiB), and its
+   * windows sample NCCL's choice while it waits, the candidates mostly
+   * between them: the search brings CUPTI's onto KernelCh's clock by the
+   * offset NCCL's choice shows on both (acl_search_clock_t). */
+  int cupti;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);
 /* Warm start (search_conv.c): right after acl_search_init, the workload

@@ -87,6 +87,14 @@
 #define ACL_SEARCH_OVERLAP_SHIFT 0.3    /* sustained overlap change that re-tunes */
 #define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped at x64 */
 
+/* ---- one clock for the samples (search.c, acl_search_obs_t.cupti) ---- */
+/* Samples of NCCL's choice on each clock before their offset is used. */
+#define ACL_SEARCH_CLOCK_MIN 8
+/* A larger difference is no clock offset but the ranks' skew, which CUPTI's
+ * kernel includes (NCCL's choice in a DDP job on one H100: 733 us on CUPTI
+ * against 333 on KernelCh at 42.5 MiB): left alone. */
+#define ACL_SEARCH_CLOCK_MAX_S 5e-6
+
 /* ---- exploration budget (search_budget.c, docs/tuner.md; the share itself
  * is params.budget, AUTOCCL_EXPLORE_BUDGET) ---- */
 /* A call with NCCL's profiler events costs the host 3-7 us (2xH200). */
