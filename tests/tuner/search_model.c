@@ -63,6 +63,11 @@ void converge_simple(acl_search_t *s, model_t *m)
 int converged_decision(acl_search_t *s, model_t *m, double *t)
 {
   converge_simple(s, m);
+  return decision_next(s, m, t);
+}
+
+int decision_next(acl_search_t *s, model_t *m, double *t)
+{
   acl_candidate_t c;
   uint32_t len;
   int id = acl_search_next(s, &c, &len);

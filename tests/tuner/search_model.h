@@ -29,5 +29,7 @@ void ring_tree_start(acl_search_t *s, model_t *m);
 void converge_simple(acl_search_t *s, model_t *m);
 /* Converged, then the decision's next call: its id and noise-free time. */
 int converged_decision(acl_search_t *s, model_t *m, double *t);
+/* A converged search's next call of its decision: its id and noise-free time. */
+int decision_next(acl_search_t *s, model_t *m, double *t);
 
 #endif

@@ -274,12 +274,8 @@ Test(search, cupti_durations_on_the_kernelch_clock)
                                                .cupti = 1});
   }
   cr_assert_float_eq(s.clock.offset_s, skew, 1e-8, "offset %g s", s.clock.offset_s);
-  acl_candidate_t c;
-  uint32_t len;
-  int id = acl_search_next(&s, &c, &len);
-  if (id == ACL_SEARCH_CAND_NCCL)
-    id = acl_search_next(&s, &c, &len);
-  double t = model_time(&m, &c, 0);
+  double t;
+  int id = decision_next(&s, &m, &t);
   for (int i = 0; i < 2000; i++) {
     acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id,
                                                .seconds = t + skew,

@@ -350,12 +350,8 @@ Test(search, heavy_tailed_noise_never_retunes)
   acl_search_t s;
   model_t m;
   converge_simple(&s, &m);
-  acl_candidate_t c;
-  uint32_t len;
-  int id = acl_search_next(&s, &c, &len);
-  if (id == ACL_SEARCH_CAND_NCCL)
-    id = acl_search_next(&s, &c, &len);
-  double t = model_time(&m, &c, 0);
+  double t;
+  int id = decision_next(&s, &m, &t);
   uint64_t rng = 12345;
   for (int i = 0; i < 20000; i++) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
