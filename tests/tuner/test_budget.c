@@ -672,8 +672,8 @@ Test(budget, first_events_paid_once_per_communicator)
 /* On the GPU CUPTI's windows measure NCCL's choice while a workload waits,
  * without NCCL's events: FSDP's 250 MiB AllGather on one H100 had 15
  * samples and still owed the communicator's first events, planned its
- * whole deficit as one wait (1,860 calls, past the run's end) and missed
- * its neighbours' paying them six calls later. Measured or not, a wait
+ * whole deficit as one wait from its call 57 (past the run's 1,015 calls)
+ * and missed its neighbours' paying them six calls later. Measured or not, a wait
  * owing them is looked at again within 16 calls, then ever later, and a
  * neighbour's charge starts the workload at its next look. */
 Test(budget, a_measured_baseline_owing_first_events_looks_again_soon)

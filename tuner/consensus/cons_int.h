@@ -28,7 +28,8 @@
  * neighbour measured; 10: validation counts the calls it paused; 11: and
  * knows which calls its latest pause ran; 12: budget lent between workloads
  * of a communicator; 13: the search keeps a re-tune's dropped baseline and
- * its cause */
+ * its cause; 14: the overlap drift rule's readings; 15: a sample's clock
+ * (CUPTI or KernelCh) in the slots and the search */
 #define ACL_CONS_LAYOUT 15u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */

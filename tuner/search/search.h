@@ -40,8 +40,8 @@
  * per-layer AllGathers: 0 to 1 within one window). The overlap drift rule
  * compares a reference of 16 readings (what a candidate's samples hold)
  * with the mean of the latest 32: on one GPU, means of 8 against 8 moved by
- * more than 0.3 46 times over 8 PyTorch runs' readings (re-tuned decisions
- * came back the same), 16 against 32 once. */
+ * more than 0.3 46 times over four PyTorch runs' readings (both ranks; the
+ * re-tuned decisions came back the same), 16 against 32 once. */
 #define ACL_SEARCH_OVERLAP_REF_READINGS ACL_SEARCH_MAX_SAMPLES
 #define ACL_SEARCH_OVERLAP_READINGS 32
 

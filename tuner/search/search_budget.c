@@ -152,8 +152,8 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
    * is one owing the communicator's first events, measured or not (CUPTI's
    * windows measure NCCL's choice without them), since a neighbour's
    * charge may clear them any block: planned whole, FSDP's 250 MiB
-   * AllGather on one H100 waited 1,860 calls from its call 57, past the
-   * run's end, while its neighbours paid them at call 63 */
+   * AllGather on one H100 waited from its call 57 past the run's end (its
+   * 1,015th call), while its neighbours paid them at call 63 */
   uint32_t max = ACL_SEARCH_WAIT_MAX;
   bool owed = s->params.events_per_comm && !s->events_paid;
   if (owed || s->cands[0].nsamples == 0) {

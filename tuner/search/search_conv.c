@@ -433,9 +433,8 @@ static double latest_overlap(const acl_search_cand_t *c)
  * true when the mean of its last ACL_SEARCH_OVERLAP_READINGS known
  * overlaps moved by more than ACL_SEARCH_OVERLAP_SHIFT from the reference
  * (the mean of its first ACL_SEARCH_OVERLAP_REF_READINGS readings, from
- * drift_overlap_reset on). Unknown overlaps
- * (between CUPTI's windows) add nothing; the verdict on the last readings
- * holds until the next one. */
+ * drift_overlap_reset on). Unknown overlaps (between CUPTI's windows) add
+ * nothing; the verdict on the last readings holds until the next one. */
 static bool overlap_shift(acl_search_t *s, double overlap)
 {
   acl_search_drift_t *d = &s->drift;
