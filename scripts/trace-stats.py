@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What a plugin trace (AUTOCCL_TRACE, docs/trace.md) says per workload:
 its decisions in call order, and per config its samples' kernel time, NCCL's
-host time per call ("host", when recorded) and how late the samples came.
+host time per call ("host", when recorded) and how late the samples came;
+where NCCL's choice has samples from both CUPTI and NCCL's KernelCh events,
+the difference of their medians (the two clocks).
 
   scripts/trace-stats.py [--bytes N] [--coll NAME] TRACE.jsonl[.gz] | RECORD.tar ...
 
@@ -114,6 +116,15 @@ def report(name, head, recs, want_bytes, want_coll):
                 cand, src, len(ss), statistics.median(sec), pct(sec, 0.1), pct(sec, 0.9),
                 "%.2f" % statistics.median(host) if host else "-",
                 "%.2f" % statistics.median(lat) if lat else "-"))
+        # the two clocks: NCCL's choice timed by CUPTI (in its windows) and by
+        # NCCL's KernelCh stamps; the search takes their difference off
+        # CUPTI's durations where it is within a clock's (docs/tuner.md)
+        cu, kc = by.get(("NCCL", "cupti")), by.get(("NCCL", "nccl"))
+        if cu and kc:
+            off = statistics.median(s["sec"] for s in cu) - statistics.median(s["sec"] for s in kc)
+            print("\nNCCL's choice, CUPTI minus KernelCh on this rank: %+.2f us "
+                  "(medians of %d and %d samples; the search sees the fastest rank's)"
+                  % (off * 1e6, len(cu), len(kc)))
 
 
 def main():
