@@ -18,6 +18,7 @@ typedef struct pend {
   acl_candidate_t cand;
   double seconds;
   float overlap;
+  bool cupti; /* a window's sample: CUPTI's clock */
   acl_drive_ran_t ran;
 } pend_t;
 
@@ -32,6 +33,7 @@ struct acl_drive {
   bool per_call;
   uint32_t window_calls, window_period;
   int window_lag_calls;
+  double window_clock_s;
   uint64_t rng;
   uint64_t next;      /* the next call index */
   uint64_t block_num; /* the block the last step ran in, +1 (0: none yet) */
@@ -67,10 +69,11 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
       p->buffer > ACL_DRIVE_MAX_BUFFER || p->lag_calls < 0 || p->lag_calls > ACL_DRIVE_MAX_BUFFER ||
       p->window_lag_calls < 0 || p->window_lag_calls > ACL_DRIVE_MAX_BUFFER ||
-      (p->window_calls > 0 && p->window_period <= p->window_calls)) {
+      (p->window_calls > 0 && p->window_period <= p->window_calls) ||
+      !(p->window_clock_s >= 0.0 && p->window_clock_s < 1.0)) {
     snprintf(err, errlen,
              "drive: bad parameters (ranks 1..%d, buffer and lags 0..%d, a window shorter "
-             "than its period)",
+             "than its period, its clock 0..1 s)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
@@ -93,6 +96,7 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->window_calls = p->window_calls;
   d->window_period = p->window_period;
   d->window_lag_calls = p->window_lag_calls;
+  d->window_clock_s = p->window_clock_s;
   d->rng = mix(p->seed ^ 0x5eedull);
   d->events_left = true; /* NCCL's mask starts full: the first call carries events */
   /* every call of a block may be sampled: a fixed lag keeps that many in flight per rank */
@@ -164,7 +168,8 @@ static void submit(acl_drive_t *d, const pend_t *s)
                                                        .overlap = s->overlap,
                                                        .ran_algo = s->ran.algo,
                                                        .ran_proto = s->ran.proto,
-                                                       .ran_nch = s->ran.nchannels});
+                                                       .ran_nch = s->ran.nchannels,
+                                                       .cupti = s->cupti});
 }
 
 /* A due sample reaches consensus, or its rank's buffer, which goes in
@@ -269,8 +274,11 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   int last = (int)(unif(&d->rng) * d->nranks); /* the rank that arrived last */
   /* The collective ends on every rank at once: each rank's profiler sees it
    * the same number of calls later (the GPU's lag behind the host). */
-  bool windowed =
-      d->window_lag_calls > 0 && d->window_calls > 0 && calls_to_window(d, st->call) == 0;
+  bool in_window = d->window_calls > 0 && calls_to_window(d, st->call) == 0;
+  bool windowed = d->window_lag_calls > 0 && in_window;
+  bool cupti = in_window && d->window_clock_s > 0.0;
+  if (cupti)
+    seconds += d->window_clock_s;
   uint64_t lag = windowed ? (uint64_t)d->window_lag_calls
                           : (uint64_t)d->lag_calls +
                                 (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
@@ -286,6 +294,7 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
                              .cand = st->d.cand,
                              .seconds = t,
                              .overlap = overlap,
+                             .cupti = cupti,
                              .ran = ran ? *ran : (acl_drive_ran_t){-1, -1, 0}};
   }
   if (lag == 0 && d->max_lag <= 0)

@@ -52,6 +52,11 @@ typedef struct acl_drive_params {
    * H100, one process per rank: ~10 ms against NCCL's events' ~54 ms).
    * 0: lag_calls, as NCCL's events. */
   int window_lag_calls;
+  /* A window's samples are CUPTI's kernel durations: they read this much
+   * longer than NCCL's KernelCh stamps (one H100, the fastest rank's, 256
+   * KiB-4 MiB: 2.0-2.4 us) and say they are CUPTI's (acl_cons_obs_t.cupti).
+   * 0: one clock. */
+  double window_clock_s;
   bool per_call; /* decide every call, no skipping (proves skipping changes nothing) */
   uint64_t seed;
 } acl_drive_params_t;

@@ -294,12 +294,18 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
  * waits (2,606 of 2,843 samples at 256 KiB AllGather), the candidates mostly
  * between them: exploration saw candidates 1.8x faster than they were, and
  * a decision judged on KernelCh looked 1.8x slower once a window filled its
- * drift window (every 256 KiB workload re-tuned on "slower"). NCCL's choice
- * runs on both clocks: the difference of its medians is the offset. */
+ * drift window (every 256 KiB workload re-tuned on "slower"). The
+ * incumbent (NCCL's choice while the workload waits, the decision once
+ * taken) runs on both clocks: the difference of its medians is the offset,
+ * kept until the next incumbent measures its own. */
 static double one_clock(acl_search_t *s, int cand_id, double seconds, bool cupti)
 {
   acl_search_clock_t *k = &s->clock;
-  if (cand_id == ACL_SEARCH_CAND_NCCL) {
+  if (cand_id == s->current) {
+    if (k->cand != s->current) {
+      k->cand = s->current;
+      k->ncupti = k->nkch = k->hcupti = k->hkch = 0;
+    }
     float *ring = cupti ? k->cupti : k->kch;
     uint16_t *n = cupti ? &k->ncupti : &k->nkch, *h = cupti ? &k->hcupti : &k->hkch;
     ring[*h] = (float)seconds;

@@ -182,16 +182,17 @@ typedef struct acl_search_drift {
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;
 
-/* NCCL's choice on both clocks (acl_search_obs_t.cupti): its latest
- * durations from each, and the offset between them (search.c). */
-#define ACL_SEARCH_CLOCK_N 16
+/* One candidate on both clocks (acl_search_obs_t.cupti): the incumbent's
+ * latest durations from each, and the offset between them (search.c). */
+#define ACL_SEARCH_CLOCK_N 64
 typedef struct acl_search_clock {
   float cupti[ACL_SEARCH_CLOCK_N]; /* CUPTI's kernel durations (ring) */
   float kch[ACL_SEARCH_CLOCK_N];   /* NCCL's KernelCh durations (ring) */
   uint16_t ncupti, nkch;           /* kept in each (saturate at ACL_SEARCH_CLOCK_N) */
   uint16_t hcupti, hkch;           /* next slot of each */
   float offset_s;                  /* CUPTI minus KernelCh, taken off CUPTI's; 0 none */
-  uint32_t pad;
+  uint16_t cand;                   /* whose durations the rings hold */
+  uint16_t pad;
 } acl_search_clock_t;
 
 /* Pointer-free. Field layout is private to tuner/search/; other modules
@@ -304,6 +305,9 @@ typedef struct acl_search_report {
   /* Waiting for the exploration budget: about how many more calls the
    * workload needs before its next measurement is paid for (0: not waiting). */
   uint64_t budget_wait_calls;
+  /* CUPTI's clock minus NCCL's KernelCh stamps, taken off CUPTI's samples
+   * (acl_search_obs_t.cupti); 0: none (one clock, or not learned yet). */
+  double clock_offset_seconds;
 } acl_search_report_t;
 /* The interval's width in standard errors: the bar at which validation
  * reverts a decision (ACL_VAL_Z_DROP; an explored one at 1.5 SE already),
@@ -410,7 +414,7 @@ typedef struct acl_search_obs {
    * CUPTI's run 1.7-2.9 us longer (one H100, Ring, 64 KiB-4 MiB), and its
    * windows sample NCCL's choice while it waits, the candidates mostly
    * between them: the search brings CUPTI's onto KernelCh's clock by the
-   * offset NCCL's choice shows on both (acl_search_clock_t). */
+   * offset its incumbent shows on both (acl_search_clock_t). */
   int cupti;
 } acl_search_obs_t;
 void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o);

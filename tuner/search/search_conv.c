@@ -664,6 +664,7 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->calls_to_converge = s->calls_to_converge;
   r->retunes = s->retunes;
   r->retune_cause = s->retune_cause;
+  r->clock_offset_seconds = s->clock.offset_s;
   r->validating = acl_sm_validating(acl_sm_base(s));
   r->calls_to_decision = decided ? s->decision_call : 0;
   r->calls_to_verdict = decided ? s->verdict_call : 0;

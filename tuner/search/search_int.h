@@ -23,10 +23,11 @@
 
 #define ACL_SEARCH_NONE 0xff /* no subspace / no grid index */
 /* Statistics work on a copy of at most this many samples (a candidate's
- * ring, the drift window). */
+ * ring, the drift window, a clock's ring). */
 #define ACL_SEARCH_STAT_MAX 64
 _Static_assert(ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_STAT_MAX &&
-                   ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX,
+                   ACL_SEARCH_MAX_DRIFT_WINDOW <= ACL_SEARCH_STAT_MAX &&
+                   ACL_SEARCH_CLOCK_N <= ACL_SEARCH_STAT_MAX,
                "statistics see every kept sample");
 
 /* search_sm.c: the state machine. Its states are acl_phase_t (core/types.h,

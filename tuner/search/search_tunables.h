@@ -88,8 +88,10 @@
 #define ACL_SEARCH_RETUNE_BACKOFF_MAX 6 /* drift evidence x 2^retunes, capped at x64 */
 
 /* ---- one clock for the samples (search.c, acl_search_obs_t.cupti) ---- */
-/* Samples of NCCL's choice on each clock before their offset is used. */
-#define ACL_SEARCH_CLOCK_MIN 8
+/* Samples of the incumbent on each clock before their offset is used: the
+ * first CUPTI samples of a window go uncorrected until then, and 8 of them
+ * in a drift window of 16 moved its median by half the offset. */
+#define ACL_SEARCH_CLOCK_MIN 4
 /* A larger difference is no clock offset but the ranks' skew, which CUPTI's
  * kernel includes (NCCL's choice in a DDP job on one H100: 733 us on CUPTI
  * against 333 on KernelCh at 42.5 MiB): left alone. */
