@@ -293,8 +293,8 @@ static void add_sample(acl_search_t *s, int cand_id, double seconds, float overl
  * nothing from 16 MiB up), and its windows sample NCCL's choice while it
  * waits (2,606 of 2,843 samples at 256 KiB AllGather), the candidates mostly
  * between them: exploration saw candidates 1.8x faster than they were, and
- * a decision judged on KernelCh looked 1.8x slower once a window filled its
- * drift window (every 256 KiB workload re-tuned on "slower"). The
+ * a decision judged on KernelCh looked 1.6-1.8x slower once a window filled
+ * its drift window (five of nine 256 KiB runs re-tuned on "slower"). The
  * incumbent (NCCL's choice while the workload waits, the decision once
  * taken) runs on both clocks: the difference of its medians is the offset,
  * kept until the next incumbent measures its own. */
