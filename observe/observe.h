@@ -124,6 +124,9 @@ typedef struct acl_snap_workload {
   uint64_t budget_wait_calls; /* waiting for the exploration budget: about how many
                                * more calls until its next measurement is paid for
                                * (the leader host's search), 0 = not waiting */
+  double clock_offset_seconds; /* CUPTI's durations minus NCCL's KernelCh stamps,
+                                * taken off CUPTI's samples (the leader host's
+                                * search), 0 = none */
   uint64_t calls;            /* this process's calls of this workload */
   uint64_t captured_calls;   /* of which captured into a CUDA graph */
   uint64_t bytes;            /* nbytes summed over those calls */

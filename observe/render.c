@@ -146,6 +146,11 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
     acl_render_u64(sb, w->budget_wait_calls);
   else
     acl_sb_puts(sb, "null");
+  KEY(sb, ", ", CLOCK_OFFSET_US);
+  if (w->clock_offset_seconds > 0.0)
+    acl_sb_printf(sb, "%.3f", w->clock_offset_seconds * 1e6);
+  else
+    acl_sb_puts(sb, "null");
   KEY(sb, ", ", CALLS);
   acl_render_u64(sb, w->calls);
   KEY(sb, ", ", BYTES_TOTAL);

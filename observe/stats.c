@@ -75,6 +75,7 @@ void acl_snap_workload_fill(acl_snap_workload_t *o, const acl_cons_wl_stats_t *w
   o->retunes = w->retunes;
   o->retune_cause = w->retune_cause;
   o->budget_wait_calls = w->budget_wait_calls;
+  o->clock_offset_seconds = w->clock_offset_seconds;
   o->source = w->source;
   o->samples = w->samples;
   int n = w->traj_len < 0 ? 0 : (w->traj_len > ACL_SNAP_TRAJ ? ACL_SNAP_TRAJ : w->traj_len);

@@ -278,15 +278,19 @@ Test(report, nccl_time_while_retuning)
   acl_report_totals_t t;
   acl_report_totals(s, &t);
   cr_assert_float_eq(t.nccl_seconds, 0.6, 1e-12);
-  /* the report says why each re-tuned (null where it never did) */
+  /* the report says why each re-tuned (null where it never did), and the
+   * clock offset its search took off CUPTI's samples (null: none) */
   s->workloads[0].retunes = 2;
   s->workloads[0].retune_cause = ACL_RETUNE_OVERLAP;
+  s->workloads[0].clock_offset_seconds = 2.31e-6;
   acl_strbuf_t sb;
   acl_sb_init(&sb);
   acl_report_json(s, &sb);
   cr_assert(acl_sb_ok(&sb));
   cr_expect(strstr(sb.data, "\"retunes\": 2, \"retune_cause\": \"overlap\""), "%s", sb.data);
   cr_expect(strstr(sb.data, "\"retunes\": 0, \"retune_cause\": null"), "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"clock_offset_us\": 2.310,"), "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"clock_offset_us\": null,"), "%s", sb.data);
   acl_sb_free(&sb);
   free(s);
 }

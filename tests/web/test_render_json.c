@@ -258,6 +258,7 @@ Test(stats, fill_copies_every_figure)
   cw.candidates_evaluated = 11;
   cw.calls_to_converge = 1234;
   cw.retunes = 2;
+  cw.clock_offset_seconds = 2.3e-6;
   cw.source = 1;
   cw.samples = 99;
   cw.traj_len = ACL_CONS_TRAJ;
@@ -286,6 +287,7 @@ Test(stats, fill_copies_every_figure)
   cr_assert_eq(w.candidates_evaluated, 11);
   cr_assert_eq(w.calls_to_converge, 1234);
   cr_assert_eq(w.retunes, 2);
+  cr_assert_eq(w.clock_offset_seconds, 2.3e-6);
   cr_assert_eq(w.source, 1);
   cr_assert_eq(w.samples, 99);
   cr_assert_eq(w.calls, 0);
