@@ -266,7 +266,7 @@ with tempfile.TemporaryDirectory() as d:
         json.dump({"totals": {"net_saved_seconds": 0.125},
                    "workloads": [{"calls": 3200, "nccl_seconds": 0.5, "net_saved_seconds": 0.2,
                                   "exploration_cost_seconds": 0.05, "retunes": 1,
-                                  "retune_cause": "overlap"},
+                                  "retune_cause": "overlap", "clock_offset_us": 2.31},
                                  {"calls": 200, "nccl_seconds": None},
                                  {"calls": 10, "nccl_seconds": None}]}, f)
     saved, unsampled, brief = ex.report_account(rp)
@@ -277,6 +277,8 @@ with tempfile.TemporaryDirectory() as d:
           "each workload's share of the account: %s" % (brief[0],))
     check((brief[0]["retunes"], brief[0]["retune_cause"]) == (1, "overlap"),
           "each workload's re-tunes and why: %s" % (brief[0],))
+    check((brief[0]["clock_offset_us"], brief[1]["clock_offset_us"]) == (2.31, None),
+          "each workload's clock offset: %s" % (brief,))
     check(ex.report_account(os.path.join(d, "none.json")) == (None, None, None),
           "no report: unknown")
     # every rank's own account, by rank (rank 0's is in time_saved_s)

@@ -428,7 +428,7 @@ def report_account(path):
         brief = [{k: w.get(k) for k in ("collective", "bytes", "calls", "state", "nccl_seconds",
                                         "speedup", "source", "budget_wait_calls",
                                         "net_saved_seconds", "exploration_cost_seconds",
-                                        "retunes", "retune_cause")}
+                                        "retunes", "retune_cause", "clock_offset_us")}
                  for w in wls]
         return (rep.get("totals") or {}).get("net_saved_seconds"), unsampled, brief
     except (OSError, ValueError, AttributeError):
