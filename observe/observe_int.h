@@ -31,6 +31,11 @@ void acl_render_prom_float(acl_strbuf_t *sb, double v);
 /* Decimal integer, without printf. */
 void acl_render_u64(acl_strbuf_t *sb, uint64_t v);
 
+/* , "budget_wait_calls": .., "clock_offset_us": .. of a workload (null where
+ * it is not waiting, or has no offset): the same in the state and the job
+ * report. */
+void acl_render_wait_and_clock(acl_strbuf_t *sb, const acl_snap_workload_t *w);
+
 /* "algo": .., "proto": .., "channels": .. of a candidate (no braces): the one
  * spelling of a candidate in every JSON document. */
 void acl_render_cand_fields(acl_strbuf_t *sb, const acl_candidate_t *c);

@@ -149,3 +149,17 @@ void acl_render_retune_cause(acl_strbuf_t *sb, int cause)
   else
     acl_sb_puts(sb, "null");
 }
+
+void acl_render_wait_and_clock(acl_strbuf_t *sb, const acl_snap_workload_t *w)
+{
+  acl_render_key(sb, ", ", ACL_F_BUDGET_WAIT_CALLS);
+  if (w->budget_wait_calls)
+    acl_render_u64(sb, w->budget_wait_calls);
+  else
+    acl_sb_puts(sb, "null");
+  acl_render_key(sb, ", ", ACL_F_CLOCK_OFFSET_US);
+  if (w->clock_offset_seconds > 0.0)
+    acl_sb_printf(sb, "%.3f", w->clock_offset_seconds * 1e6);
+  else
+    acl_sb_puts(sb, "null");
+}

@@ -135,16 +135,7 @@ static void put_workload(acl_strbuf_t *sb, const acl_snapshot_t *s, const acl_sn
   put_num(sb, w->has_net, w->time_saved_seconds);
   KEY(sb, ", ", EXPLORATION_COST_SECONDS);
   put_num(sb, w->has_net, w->exploration_cost_seconds);
-  KEY(sb, ", ", BUDGET_WAIT_CALLS);
-  if (w->budget_wait_calls)
-    acl_render_u64(sb, w->budget_wait_calls);
-  else
-    acl_sb_puts(sb, "null");
-  KEY(sb, ", ", CLOCK_OFFSET_US);
-  if (w->clock_offset_seconds > 0.0)
-    acl_sb_printf(sb, "%.3f", w->clock_offset_seconds * 1e6);
-  else
-    acl_sb_puts(sb, "null");
+  acl_render_wait_and_clock(sb, w);
   KEY(sb, ", ", RETUNES);
   acl_render_u64(sb, w->retunes);
   KEY(sb, ", ", RETUNE_CAUSE);

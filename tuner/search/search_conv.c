@@ -435,6 +435,8 @@ static double latest_overlap(const acl_search_cand_t *c)
  * (the mean of its first ACL_SEARCH_OVERLAP_REF_READINGS readings, from
  * drift_overlap_reset on). Unknown overlaps (between CUPTI's windows) add
  * nothing; the verdict on the last readings holds until the next one. */
+_Static_assert(ACL_SEARCH_OVERLAP_REF_READINGS <= ACL_SEARCH_OVERLAP_READINGS,
+               "the reference's readings fit the ring's first slots");
 static bool overlap_shift(acl_search_t *s, double overlap)
 {
   acl_search_drift_t *d = &s->drift;
