@@ -697,3 +697,32 @@ Test(budget, a_measured_baseline_owing_first_events_looks_again_soon)
                 "its first events paid by a neighbour: it begins (a %u-call wait)", len);
   free(s);
 }
+
+/* FSDP on one H100 (2026-12-07): the communicator's pooled budget covered
+ * its first events near step 150, and with waits doubling from 16 every
+ * workload's next look came at step 256 (the 250 MiB ones, once a step,
+ * at 505 after missing 249 by a few calls). A wait owing them grows by a
+ * quarter of the calls so far at most: a neighbour's charge at call 300
+ * starts the workload within a quarter more. */
+Test(budget, a_wait_owing_first_events_looks_again_within_a_quarter)
+{
+  acl_search_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  uint64_t call = 9 + wait_for_budget(s, 1);
+  acl_candidate_t c;
+  uint32_t len = 0;
+  while (call < 300) {
+    acl_search_next(s, &c, &len);
+    cr_assert_eq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET, "state %d", acl_search_phase(s));
+    cr_assert_leq(len, 16u + call / 4, "a %u-call wait at call %llu", len,
+                  (unsigned long long)call);
+    call += len;
+  }
+  acl_search_observe(s, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
+  acl_search_next(s, &c, &len);
+  cr_assert_neq(acl_search_phase(s), ACL_PHASE_WAIT_BUDGET,
+                "paid by a neighbour before call %llu: it begins there", (unsigned long long)call);
+  cr_assert_leq(call, 300u + 300u / 4u + 16u, "its first look after call 300 came at %llu",
+                (unsigned long long)call);
+  free(s);
+}

@@ -155,9 +155,17 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
    * AllGather on one H100 waited from its call 57 past the run's end (its
    * 1,015th call), while its neighbours paid them at call 63 */
   uint32_t max = ACL_SEARCH_WAIT_MAX;
-  bool owed = s->params.events_per_comm && !s->events_paid;
-  if (owed || s->cands[0].nsamples == 0) {
-    max = (owed ? ACL_SEARCH_WAIT_EVENTS_MAX : ACL_SEARCH_WAIT_PRIOR_MAX) << s->prior_waits;
+  if (s->params.events_per_comm && !s->events_paid) {
+    /* growing with the calls so far, not doubling: a doubled look came
+     * up to twice as late as the communicator's pooled budget (FSDP on
+     * one H100: step 256 for step ~150, or 505 for a look missed by a few
+     * calls); a quarter overshoots by at most that */
+    uint64_t q = s->calls_planned / ACL_SEARCH_WAIT_EVENTS_SHARE;
+    max = q < ACL_SEARCH_WAIT_EVENTS_MAX ? ACL_SEARCH_WAIT_EVENTS_MAX
+          : q > ACL_SEARCH_WAIT_MAX    ? ACL_SEARCH_WAIT_MAX
+                                       : (uint32_t)q;
+  } else if (s->cands[0].nsamples == 0) {
+    max = ACL_SEARCH_WAIT_PRIOR_MAX << s->prior_waits;
     if (max < ACL_SEARCH_WAIT_MAX)
       s->prior_waits++;
     else

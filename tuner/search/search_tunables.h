@@ -121,12 +121,16 @@
  * each further one on the table alone twice that, up to
  * ACL_SEARCH_WAIT_MAX. */
 #define ACL_SEARCH_WAIT_PRIOR_MAX 256u
-/* ... and at most 16 (then twice that, each time) while it owes the
- * communicator's first profiler events (params.events_per_comm): a
- * neighbour may pay them meanwhile, and then the wait needs next to
- * nothing. On the H100's FSDP job the 250 MiB AllGather (once per step)
- * waited its first 256 calls, 81 % of the run, in one block. */
+/* ... and at most 16 calls, or a quarter of the calls planned so far
+ * where that is more, while it owes the communicator's first profiler
+ * events (params.events_per_comm): a neighbour may pay them meanwhile, and
+ * then the wait needs next to nothing. On the H100's FSDP job the 250 MiB
+ * AllGather (once per step) waited its first 256 calls, 81 % of the run,
+ * in one block; with waits doubling from 16, the pooled budget covered the
+ * events near step 150 and all four workloads looked again at step 256,
+ * the 250 MiB ones (by a few calls) not until step 505. */
 #define ACL_SEARCH_WAIT_EVENTS_MAX 16u
+#define ACL_SEARCH_WAIT_EVENTS_SHARE 4u
 #define ACL_SEARCH_PROBE_SHIFT 4 /* 1 call in 2^4 = ACL_SEARCH_WAIT_MIN sampled */
 /* Wait blocks for a candidate's late samples before running it again: a
  * host far ahead of its GPU is 500 calls ahead at 1 GiB. */
