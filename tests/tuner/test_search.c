@@ -243,6 +243,49 @@ Test(search, swinging_overlap_readings_never_retune)
   }
 }
 
+/* A workload called 16 times a step whose first call of each step runs
+ * 3x longer (DDP on one H100: a bucket's time moved with its place in the
+ * backward, 0.4 to 2.9 ms). Converged on every call's samples, then sampled
+ * 1 call in 2^shift: with shift >= 4 and call % 2^shift == 0 every sample
+ * came from that first place and the decision re-tuned on "slower"; at
+ * offsets moving from period to period the places mix and it stays. */
+static double place_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  return 0.2 * model_time(user, c, call) * (call % 16 == 0 ? 3.0 : 1.0);
+}
+
+Test(search, samples_of_every_place_in_the_step)
+{
+  static acl_search_t s;
+  model_t m;
+  ring_tree_start(&s, &m);
+  drive_opts_t o = {.max_calls = 20000, .settle = 1};
+  uint64_t k = drive(&s, place_time, &m, &o);
+  cr_assert(k > 0, "converged");
+  cr_assert_eq(s.retunes, 0);
+  uint64_t end = k + 200000;
+  int places = 0, sampled = 0;
+  while (k < end) {
+    acl_candidate_t c;
+    uint32_t len = 0;
+    int id = acl_search_next(&s, &c, &len);
+    uint8_t shift = acl_search_sample_shift(&s);
+    for (uint32_t j = 0; j < len; j++, k++)
+      if (acl_search_sampled(shift, k)) {
+        places |= 1 << (k % 16);
+        sampled++;
+        acl_search_observe(&s, &(acl_search_obs_t){
+                                   .cand_id = id, .seconds = place_time(&m, &c, k), .overlap = 0.0f});
+      }
+    cr_assert(acl_phase_decided(acl_search_phase(&s)) && s.retunes == 0,
+              "re-tuned (state %d) at call %llu, shift %u", acl_search_phase(&s),
+              (unsigned long long)k, shift);
+  }
+  cr_assert_geq(acl_search_sample_shift(&s), 4, "one sample in 16 calls or fewer");
+  cr_assert_gt(sampled, 1000);
+  cr_assert_eq(places, 0xffff, "samples from every place in the step (%#x)", places);
+}
+
 /* Two clocks (one H100, 256 KiB AllGather's trace): CUPTI's windows time
  * NCCL's choice at 4.80 us, NCCL's KernelCh stamps at 3.01 us; a decision
  * judged on KernelCh then sampled by a window read 1.6x slower and
