@@ -41,7 +41,7 @@ void acl_sim_usage(FILE *f)
         "\n"
         "Workload and performance:\n"
         "  --workload W           fsdp-llama8b | ddp | tp | mixed | torch-fsdp |\n"
-        "                         torch-fsdp-1gpu (default mixed)\n"
+        "                         torch-fsdp-1gpu | torch-ddp-1gpu (default mixed)\n"
         "  --landscape L          h200 | h200-traces[:single] (replay of recorded traces,\n"
         "                         docs/trace.md) | h200-1gpu-traces[:single] (recorded on\n"
         "                         one H200, 2 ranks, NCCL 2.30) | h100-1gpu-traces[:single]\n"
@@ -285,7 +285,8 @@ int acl_sim_parse_args(int argc, char **argv, acl_sim_opts_t *o, int *exit_code)
       break;
     case OPT_WORKLOAD:
       if ((l = acl_sim_mix_parse(optarg)) < 0)
-        BAD("--workload '%s': expected fsdp-llama8b, ddp, tp, mixed, torch-fsdp or torch-fsdp-1gpu",
+        BAD("--workload '%s': expected fsdp-llama8b, ddp, tp, mixed, torch-fsdp, "
+            "torch-fsdp-1gpu or torch-ddp-1gpu",
             optarg);
       o->mix = (acl_sim_mix_t)l;
       break;

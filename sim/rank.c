@@ -194,7 +194,7 @@ static double noise_worst(const acl_sim_opts_t *o, uint64_t base)
 
 /* The same call as NCCL ships: its own choice on the same draw, no
  * profiler events, no set-up of configs it would not run. */
-static double nccl_alone_seconds(const rank_drv_t *d, const acl_sim_call_t *call, double level)
+static double nccl_alone_at(const rank_drv_t *d, const acl_sim_call_t *call, double level)
 {
   const acl_sim_opts_t *o = d->w->o;
   const acl_landscape_t *land = d->w->land;
@@ -207,7 +207,19 @@ static double nccl_alone_seconds(const rank_drv_t *d, const acl_sim_call_t *call
          noise_worst(o, base);
 }
 
-static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
+/* How much longer every config of this call runs at its place in the step. */
+static double place_factor(const acl_sim_call_t *call)
+{
+  return call->slow > 1.0f ? (double)call->slow : 1.0;
+}
+
+static double nccl_alone_seconds(const rank_drv_t *d, const acl_sim_call_t *call, double level)
+{
+  return place_factor(call) * nccl_alone_at(d, call, level);
+}
+
+static double call_seconds_at(rank_drv_t *d, const acl_sim_call_t *call, double level,
+                              double *mine)
 {
   const acl_sim_opts_t *o = d->w->o;
   const acl_landscape_t *land = d->w->land;
@@ -238,6 +250,13 @@ static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double lev
   double worst = noise_worst(o, base);
   *mine = t * worst;
   return t * worst;
+}
+
+static double call_seconds(rank_drv_t *d, const acl_sim_call_t *call, double level, double *mine)
+{
+  double f = place_factor(call), sec = call_seconds_at(d, call, level, mine);
+  *mine *= f;
+  return sec * f;
 }
 
 int acl_sim_rank_channels_used(rank_drv_t *d, const acl_sim_call_t *call)

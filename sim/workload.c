@@ -25,6 +25,7 @@ typedef struct {
   bool paired;   /* each repetition is one coalesced group with the next entry's */
   bool swap_odd; /* (acl_sim_call_t) */
   uint16_t comm; /* its communicator, when the run has that many (else 0) */
+  float slow;    /* (acl_sim_call_t) */
 } tpattern_t;
 
 /* Full patterns; "lite" ones are what the mixed workload takes of each. */
@@ -63,12 +64,12 @@ static const pattern_t tp_lite[] = {
  * reduce-scatter, and a small AllReduce (the loss) on a second
  * communicator that comes before or after the last reduce-scatter. */
 static const tpattern_t torch_fsdp[] = {
-    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0},
-    {{ncclFuncAllGather, 102768640ull, 8}, false, false, 0},
-    {{ncclFuncAllGather, 102768640ull, 8}, true, false, 0},
-    {{ncclFuncReduceScatter, 205537280ull, 8}, false, false, 0},
-    {{ncclFuncAllReduce, 4096, 1}, false, true, 1},
-    {{ncclFuncReduceScatter, 524296192ull, 1}, false, false, 0},
+    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0, 0.0f},
+    {{ncclFuncAllGather, 102768640ull, 8}, false, false, 0, 0.0f},
+    {{ncclFuncAllGather, 102768640ull, 8}, true, false, 0, 0.0f},
+    {{ncclFuncReduceScatter, 205537280ull, 8}, false, false, 0, 0.0f},
+    {{ncclFuncAllReduce, 4096, 1}, false, true, 1, 0.0f},
+    {{ncclFuncReduceScatter, 524296192ull, 1}, false, false, 0, 0.0f},
 };
 
 /* The FSDP2 job of examples/fsdp_llama.py on one H100 (2 ranks), nBytes
@@ -77,17 +78,35 @@ static const tpattern_t torch_fsdp[] = {
  * step and the gather that starts the next, so a workload waiting for its
  * budget there gets no profiler events from a neighbour's block. */
 static const tpattern_t torch_fsdp_1gpu[] = {
-    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0},
-    {{ncclFuncAllGather, 100409344ull, 8}, false, false, 0},
-    {{ncclFuncAllGather, 100409344ull, 8}, true, false, 0},
-    {{ncclFuncReduceScatter, 100409344ull, 8}, false, false, 0},
-    {{ncclFuncReduceScatter, 262148096ull, 1}, false, false, 0},
+    {{ncclFuncAllGather, 262148096ull, 1}, false, false, 0, 0.0f},
+    {{ncclFuncAllGather, 100409344ull, 8}, false, false, 0, 0.0f},
+    {{ncclFuncAllGather, 100409344ull, 8}, true, false, 0, 0.0f},
+    {{ncclFuncReduceScatter, 100409344ull, 8}, false, false, 0, 0.0f},
+    {{ncclFuncReduceScatter, 262148096ull, 1}, false, false, 0, 0.0f},
+};
+
+/* The DDP job of examples/ddp_buckets.py on one H100 (2 ranks), nBytes as
+ * its job reports gave them: per step 16, 8 and 8 buckets of three sizes
+ * and one of each of two 250 MiB ones. A bucket's time moved with its place
+ * in the backward (64 MiB: 0.40 ms at the 10th percentile, 2.87 ms at the
+ * median for NCCL's choice); here the first calls of each size overlap
+ * compute (3x) and the rest do not, so the median is the fast place's. */
+static const tpattern_t torch_ddp_1gpu[] = {
+    {{ncclFuncAllReduce, 262144000ull, 1}, false, false, 0, 3.0f},
+    {{ncclFuncAllReduce, 44564480ull, 4}, false, false, 0, 3.0f},
+    {{ncclFuncAllReduce, 67117056ull, 3}, false, false, 0, 3.0f},
+    {{ncclFuncAllReduce, 44572672ull, 3}, false, false, 0, 3.0f},
+    {{ncclFuncAllReduce, 44564480ull, 12}, false, false, 0, 1.0f},
+    {{ncclFuncAllReduce, 67117056ull, 5}, false, false, 0, 1.0f},
+    {{ncclFuncAllReduce, 44572672ull, 5}, false, false, 0, 1.0f},
+    {{ncclFuncAllReduce, 262152192ull, 1}, false, false, 0, 1.0f},
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const mix_names[] = {"fsdp-llama8b", "ddp",        "tp",
-                                        "mixed",        "torch-fsdp", "torch-fsdp-1gpu"};
+static const char *const mix_names[] = {"fsdp-llama8b",    "ddp",           "tp",
+                                        "mixed",           "torch-fsdp",    "torch-fsdp-1gpu",
+                                        "torch-ddp-1gpu"};
 
 int acl_sim_mix_parse(const char *s)
 {
@@ -124,6 +143,7 @@ static int add_call(acl_sim_step_t *s, size_t *cap, const tpattern_t *tp, int gr
   c->nbytes = acl_sim_round_bytes(tp->p.coll, tp->p.nbytes, nranks, ACL_SIM_DTYPE_BYTES);
   c->cgroup = cgroup;
   c->swap_odd = tp->swap_odd;
+  c->slow = tp->slow;
   return 0;
 }
 
@@ -167,7 +187,7 @@ static int add_calls(acl_sim_step_t *s, size_t *cap, const pattern_t *pat, size_
 
 acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms)
 {
-  if ((unsigned)mix > ACL_SIM_MIX_TORCH_FSDP_1GPU || nranks < 1 || ncomms < 1 || ncomms > 65535)
+  if ((unsigned)mix > ACL_SIM_MIX_TORCH_DDP_1GPU || nranks < 1 || ncomms < 1 || ncomms > 65535)
     return NULL;
   acl_sim_step_t *s = calloc(1, sizeof(*s));
   if (!s)
@@ -177,6 +197,11 @@ acl_sim_step_t *acl_sim_step_create(acl_sim_mix_t mix, int nranks, int ncomms)
     bool h100 = mix == ACL_SIM_MIX_TORCH_FSDP_1GPU;
     if (add_torch(s, &cap, h100 ? torch_fsdp_1gpu : torch_fsdp,
                   h100 ? N(torch_fsdp_1gpu) : N(torch_fsdp), ACL_SIM_MIX_FSDP, ncomms, nranks))
+      goto fail;
+    goto ids;
+  }
+  if (mix == ACL_SIM_MIX_TORCH_DDP_1GPU) {
+    if (add_torch(s, &cap, torch_ddp_1gpu, N(torch_ddp_1gpu), ACL_SIM_MIX_DDP, ncomms, nranks))
       goto fail;
     goto ids;
   }

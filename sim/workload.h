@@ -22,10 +22,14 @@ typedef enum acl_sim_mix {
    * and the gather that starts each step and the reduce-scatter that ends
    * it are called once per step, with nothing else between them. */
   ACL_SIM_MIX_TORCH_FSDP_1GPU = 5,
+  /* PyTorch DDP as measured on one H100 (2026-12-07): AllReduce buckets of
+   * four sizes called 1, 8 or 16 times a step, the first ones of each size
+   * slowed by the backward compute they overlap (acl_sim_call_t.slow). */
+  ACL_SIM_MIX_TORCH_DDP_1GPU = 6,
 } acl_sim_mix_t;
 
 /* Parses "fsdp-llama8b" | "ddp" | "tp" | "mixed" | "torch-fsdp" |
- * "torch-fsdp-1gpu"; -1 when unknown. */
+ * "torch-fsdp-1gpu" | "torch-ddp-1gpu"; -1 when unknown. */
 int acl_sim_mix_parse(const char *s);
 const char *acl_sim_mix_name(acl_sim_mix_t m);
 /* Name of a call group ("fsdp-llama8b", "ddp", "tp"). */
@@ -42,6 +46,10 @@ typedef struct acl_sim_call {
    * asks the tuner about all of them at ncclGroupEnd). */
   uint8_t cgroup;
   bool swap_odd; /* on odd steps this call and the next trade places */
+  /* > 1: every config of this call runs that many times longer (its place
+   * in the step overlaps compute, as a DDP bucket early in the backward);
+   * 0 or 1: as the landscape says */
+  float slow;
 } acl_sim_call_t;
 
 typedef struct acl_sim_step {

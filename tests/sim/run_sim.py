@@ -42,6 +42,8 @@ checks:
   --sampled-from N    every workload of N calls or more has samples (an NCCL time)
                       in every rank's job report, and one still waiting for the
                       exploration budget says how many more calls it waits
+  --max-retunes N     rank 0's job report: its workloads re-tuned N times or fewer
+                      in all
   --min-captured N    at least N calls captured into a CUDA graph (--capture-every),
                       and none of them ran an exploratory candidate (neither NCCL's
                       own choice nor the workload's final decision)
@@ -244,7 +246,7 @@ def main(argv):
     fake_overlap = None
     min_tuned, min_chunked, min_captured, churn, want_state = None, None, None, None, None
     expects, max_steps, sampled_from, hosts_match, account = [], None, None, None, None
-    leaves_by = None
+    leaves_by, max_retunes = None, None
     k = 0
     while k < len(opts):
         o = opts[k]
@@ -283,6 +285,8 @@ def main(argv):
             sampled_from = int(v)
         elif o == "--leaves-waiting-by":
             leaves_by = float(v)
+        elif o == "--max-retunes":
+            max_retunes = int(v)
         elif o == "--churn":
             churn = int(v)
         elif o == "--expect-state":
@@ -466,6 +470,19 @@ def main(argv):
             fail("a workload waits for the budget and its report does not say how long", out, err)
     if leaves_by is not None:
         check_leaves_waiting(trace_dir, rep, sampled_from or 1, leaves_by, out, err)
+    if max_retunes is not None:
+        rows = [w for r in rep.get("job_reports") or [] for w in r["workloads"]
+                if w.get("rank") == 0]
+        if not rows:
+            fail("no job report rows of rank 0", out, err)
+        n = sum(w.get("retunes") or 0 for w in rows)
+        for w in rows:
+            if w.get("retunes"):
+                print("  %s %d bytes: %d re-tunes, the latest on %s" % (
+                    w["collective"], w["bytes"], w["retunes"], w.get("retune_cause")))
+        print("%d re-tunes in all (at most %d)" % (n, max_retunes))
+        if n > max_retunes:
+            fail("%d re-tunes, more than %d" % (n, max_retunes), out, err)
     if min_captured is not None:
         cap = sum(w["captured_calls"] for w in rep["workloads"])
         bad = sum(w["captured_exploratory"] for w in rep["workloads"])

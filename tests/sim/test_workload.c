@@ -14,6 +14,8 @@ Test(workload, parse_names)
   cr_assert_eq(acl_sim_mix_parse("mixed"), ACL_SIM_MIX_MIXED);
   cr_assert_eq(acl_sim_mix_parse("torch-fsdp-1gpu"), ACL_SIM_MIX_TORCH_FSDP_1GPU);
   cr_assert_str_eq(acl_sim_mix_name(ACL_SIM_MIX_TORCH_FSDP_1GPU), "torch-fsdp-1gpu");
+  cr_assert_eq(acl_sim_mix_parse("torch-ddp-1gpu"), ACL_SIM_MIX_TORCH_DDP_1GPU);
+  cr_assert_str_eq(acl_sim_mix_name(ACL_SIM_MIX_TORCH_DDP_1GPU), "torch-ddp-1gpu");
   cr_assert_eq(acl_sim_mix_parse("Mixed"), -1);
   cr_assert_eq(acl_sim_mix_parse(""), -1);
   cr_assert_eq(acl_sim_mix_parse(NULL), -1);
@@ -160,5 +162,30 @@ Test(workload, torch_fsdp_1gpu_step)
   cr_assert_eq(s->calls[0].coll, ncclFuncAllGather);
   cr_assert_eq(s->calls[25].coll, ncclFuncReduceScatter);
   cr_assert_eq(s->calls[0].nbytes, s->calls[25].nbytes);
+  acl_sim_step_destroy(s);
+}
+
+/* The one-H100 DDP job: per step 16, 8 and 8 AllReduce buckets of three
+ * sizes and two of 250 MiB, five workloads on one communicator; the first
+ * calls of each size run 3x longer (their place in the backward), the
+ * rest as the landscape says. */
+Test(workload, torch_ddp_1gpu_step)
+{
+  acl_sim_step_t *s = acl_sim_step_create(ACL_SIM_MIX_TORCH_DDP_1GPU, 2, 1);
+  cr_assert_not_null(s);
+  cr_assert_eq(s->ncalls, 34u);
+  cr_assert_eq(s->nworkloads, 5u);
+  unsigned per[5] = {0}, slow[5] = {0};
+  for (size_t i = 0; i < s->ncalls; i++) {
+    cr_assert_eq(s->calls[i].coll, ncclFuncAllReduce);
+    cr_assert_eq(s->calls[i].cgroup, 0);
+    per[s->calls[i].wid]++;
+    slow[s->calls[i].wid] += s->calls[i].slow > 1.0f;
+  }
+  const unsigned want[5] = {1, 16, 8, 8, 1}, want_slow[5] = {1, 4, 3, 3, 0};
+  for (int w = 0; w < 5; w++) {
+    cr_assert_eq(per[w], want[w], "workload %d: %u calls a step", w, per[w]);
+    cr_assert_eq(slow[w], want_slow[w], "workload %d: %u slowed calls", w, slow[w]);
+  }
   acl_sim_step_destroy(s);
 }
