@@ -72,7 +72,8 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k)
           acl_search_observe(
-              s, &(acl_search_obs_t){.cand_id = q[i].id, .seconds = q[i].sec, .overlap = 0.0f});
+              s, &(acl_search_obs_t){
+                     .cand_id = q[i].id, .seconds = q[i].sec, .overlap = o->no_overlap ? -1.0f : 0.0f});
         else
           q[w++] = q[i];
       }

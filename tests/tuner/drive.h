@@ -19,6 +19,7 @@ typedef struct drive_opts {
   uint64_t seed;
   uint64_t max_calls;
   int settle;         /* 1: also wait for the background validation's verdict */
+  int no_overlap;     /* 1: samples' overlap unknown (NCCL's events), else 0 known */
   double *time_spent; /* when set, accumulates the noise-free time of every call */
 } drive_opts_t;
 

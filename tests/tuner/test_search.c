@@ -243,6 +243,63 @@ Test(search, swinging_overlap_readings_never_retune)
   }
 }
 
+/* FSDP's 96 MiB AllGather on one H100 (2026-12-07, rank 0's trace): a
+ * decision judged on NCCL's events (no overlap known), then CUPTI's windows,
+ * 16 readings each, their means 0.80, 0.30, 0.47, 0.44, 0.21, 0.49, 0.35
+ * and 0.23 with the step each caught. No new regime: a reference of the
+ * first window against the latest 32 readings re-tuned it (on the GPU twice
+ * in the run, to the same decision); three windows against the latest 64
+ * do not. */
+static const float fsdp_windows[][16] = {
+    {1.00f, 0.01f, 1.00f, 0.00f, 0.70f, 0.98f, 0.97f, 0.97f, 0.99f, 0.97f, 0.70f, 0.98f, 0.51f,
+     1.00f, 1.00f, 1.00f},
+    {1.00f, 1.00f, 0.01f, 1.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.15f,
+     0.60f, 0.52f, 0.51f},
+    {0.07f, 0.53f, 0.51f, 0.49f, 0.00f, 0.00f, 0.99f, 0.99f, 0.47f, 0.35f, 0.75f, 0.14f, 0.75f,
+     0.92f, 0.54f, 0.01f},
+    {0.00f, 0.99f, 0.00f, 0.67f, 0.98f, 0.51f, 0.50f, 0.51f, 0.52f, 0.51f, 0.51f, 0.00f, 0.02f,
+     0.45f, 0.40f, -1.0f},
+    {0.52f, 0.52f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.85f, 0.05f, 0.51f,
+     0.50f, -1.0f, -1.0f},
+    {0.82f, 1.00f, 1.00f, 0.00f, 0.00f, 0.42f, 0.03f, 0.55f, 0.64f, 0.70f, 0.56f, 0.48f, 0.04f,
+     0.51f, 0.51f, 0.52f},
+    {0.64f, 0.01f, 0.79f, 0.26f, 0.51f, 0.51f, 0.52f, 0.51f, 0.51f, 0.51f, 0.00f, 0.01f, 0.06f,
+     0.10f, -1.0f, -1.0f},
+    {0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.00f, 0.08f, 0.96f, 1.00f, 0.01f, 1.00f,
+     0.01f, 0.32f, 0.33f},
+};
+
+Test(search, fsdp_windows_of_one_regime_never_retune)
+{
+  static acl_search_t s;
+  model_t m;
+  ring_tree_start(&s, &m);
+  drive_opts_t o = {.max_calls = 2000, .no_overlap = 1};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  double t;
+  int id = decision_next(&s, &m, &t);
+  for (int rep = 0; rep < 2; rep++) /* the run had 17 windows */
+    for (size_t w = 0; w < sizeof(fsdp_windows) / sizeof(fsdp_windows[0]); w++) {
+      for (int i = 0; i < 16; i++) /* a window's readings (-1: a call it missed) */
+        acl_search_observe(&s, &(acl_search_obs_t){
+                                   .cand_id = id, .seconds = t, .overlap = fsdp_windows[w][i]});
+      for (int i = 0; i < 300; i++) /* NCCL's events until the next window */
+        acl_search_observe(&s,
+                           &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = -1.0f});
+      cr_assert(acl_phase_decided(acl_search_phase(&s)), "re-tuned after window %zu of pass %d",
+                w + 1, rep + 1);
+    }
+  /* a new regime (the step's compute now hides nearly all of it) still
+   * re-tunes once the latest 64 readings show it */
+  int w = 0;
+  for (; w < 8 && acl_phase_decided(acl_search_phase(&s)); w++)
+    for (int i = 0; i < 316; i++)
+      acl_search_observe(&s, &(acl_search_obs_t){
+                                 .cand_id = id, .seconds = t, .overlap = i < 16 ? 0.95f : -1.0f});
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "after %d windows", w);
+  cr_assert_leq(w, 4, "after %d windows of the new regime", w);
+}
+
 /* A workload called 16 times a step whose first call of each step runs
  * 3x longer (DDP on one H100: a bucket's time moved with its place in the
  * backward, 0.4 to 2.9 ms). Converged on every call's samples, then sampled

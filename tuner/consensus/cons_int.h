@@ -29,8 +29,10 @@
  * knows which calls its latest pause ran; 12: budget lent between workloads
  * of a communicator; 13: the search keeps a re-tune's dropped baseline and
  * its cause; 14: the overlap drift rule's readings; 15: a sample's clock
- * (CUPTI or KernelCh) in the slots and the search */
-#define ACL_CONS_LAYOUT 15u
+ * (CUPTI or KernelCh) in the slots and the search; 16: the overlap rule's
+ * 64 readings and its reference's size, and samples at offsets that move
+ * from period to period (a rank of another build samples other calls) */
+#define ACL_CONS_LAYOUT 16u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

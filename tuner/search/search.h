@@ -37,13 +37,18 @@
 #define ACL_SEARCH_MAX_DRIFT_WINDOW 64 /* highest drift_window (the ring's size) */
 /* Known overlaps come in CUPTI's windows (2 % of the time), and one reading
  * moves with the ranks' skew and with the call's place in the step (FSDP's
- * per-layer AllGathers: 0 to 1 within one window). The overlap drift rule
- * compares a reference of 16 readings (what a candidate's samples hold)
- * with the mean of the latest 32: on one GPU, means of 8 against 8 moved by
- * more than 0.3 46 times over four PyTorch runs' readings (both ranks; the
- * re-tuned decisions came back the same), 16 against 32 once. */
-#define ACL_SEARCH_OVERLAP_REF_READINGS ACL_SEARCH_MAX_SAMPLES
-#define ACL_SEARCH_OVERLAP_READINGS 32
+ * per-layer AllGathers: 0 to 1 within one window), one window's mean with
+ * the step it caught (0.21 to 0.80 for FSDP's 96 MiB AllGather on one
+ * H100, 16 readings each). The overlap drift rule compares a reference
+ * with the mean of the latest 64 readings; the reference is 16 readings
+ * from a decision's own samples on where they have overlaps known, else
+ * its first 48 readings (three such windows). On one GPU, means of 8
+ * against 8 moved by more than 0.3 46 times over four PyTorch runs'
+ * readings; a reference of one window against the latest 32 readings
+ * re-tuned FSDP's AllGather twice in a run, the same decision back both
+ * times. */
+#define ACL_SEARCH_OVERLAP_REF_READINGS 48
+#define ACL_SEARCH_OVERLAP_READINGS 64
 
 /* The search's settings: part of the settings every rank of a communicator
  * must agree on, hashed byte for byte by the consensus layer, so the layout
@@ -172,12 +177,14 @@ typedef struct acl_search_pair {
  * (search_conv.c). */
 typedef struct acl_search_drift {
   double ref_seconds; /* robust time of the decision when taken, 0 unknown */
-  double ref_overlap; /* mean of ACL_SEARCH_OVERLAP_REF_READINGS known overlaps, <0 until then */
+  double ref_overlap; /* mean of ov_ref known overlaps, <0 until then */
   uint32_t count;     /* samples of the decision since it was taken */
   uint32_t head;
   uint32_t run;     /* consecutive samples past the drift rule */
   uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
   uint16_t ov_head;
+  uint16_t ov_ref;  /* readings the reference takes (drift_overlap_reset) */
+  uint16_t reserved;
   float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;

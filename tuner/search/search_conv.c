@@ -64,6 +64,11 @@ static void drift_overlap_reset(acl_search_t *s, const acl_search_cand_t *c)
     if (c->overlap[i] >= 0.0f)
       d->ov[d->ov_n++] = c->overlap[i];
   d->ov_head = d->ov_n;
+  /* measured with its overlaps known, its own samples set the regime
+   * (completed to 16 by the first readings); measured on NCCL's events, the
+   * reference is CUPTI's first windows, three of them (one window is one
+   * step's readings) */
+  d->ov_ref = d->ov_n > 0 ? ACL_SEARCH_MAX_SAMPLES : ACL_SEARCH_OVERLAP_REF_READINGS;
 }
 
 /* Make cand id the decision (drift reference included). */
@@ -432,15 +437,17 @@ static double latest_overlap(const acl_search_cand_t *c)
 /* The overlap side of the drift rule, on the decision's latest sample:
  * true when the mean of its last ACL_SEARCH_OVERLAP_READINGS known
  * overlaps moved by more than ACL_SEARCH_OVERLAP_SHIFT from the reference
- * (the mean of its first ACL_SEARCH_OVERLAP_REF_READINGS readings, from
- * drift_overlap_reset on). Unknown overlaps (between CUPTI's windows) add
- * nothing; the verdict on the last readings holds until the next one. */
-_Static_assert(ACL_SEARCH_OVERLAP_REF_READINGS <= ACL_SEARCH_OVERLAP_READINGS,
+ * (the mean of its first ov_ref readings, from drift_overlap_reset on).
+ * Unknown overlaps (between CUPTI's windows) add nothing; the verdict on
+ * the last readings holds until the next one. */
+_Static_assert(ACL_SEARCH_OVERLAP_REF_READINGS <= ACL_SEARCH_OVERLAP_READINGS &&
+                   ACL_SEARCH_MAX_SAMPLES <= ACL_SEARCH_OVERLAP_REF_READINGS,
                "the reference's readings fit the ring's first slots");
 static bool overlap_shift(acl_search_t *s, double overlap)
 {
   acl_search_drift_t *d = &s->drift;
-  enum { K = ACL_SEARCH_OVERLAP_READINGS, R = ACL_SEARCH_OVERLAP_REF_READINGS };
+  enum { K = ACL_SEARCH_OVERLAP_READINGS };
+  int R = d->ov_ref ? d->ov_ref : ACL_SEARCH_OVERLAP_REF_READINGS;
   if (overlap >= 0.0) {
     d->ov[d->ov_head] = (float)overlap;
     d->ov_head = (uint16_t)((d->ov_head + 1) % K);
