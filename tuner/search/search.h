@@ -41,12 +41,12 @@
  * the step it caught (0.21 to 0.80 for FSDP's 96 MiB AllGather on one
  * H100, 16 readings each). The overlap drift rule compares a reference
  * with the mean of the latest 64 readings; the reference is 16 readings
- * from a decision's own samples on where they have overlaps known, else
- * its first 48 readings (three such windows). On one GPU, means of 8
- * against 8 moved by more than 0.3 46 times over four PyTorch runs'
- * readings; a reference of one window against the latest 32 readings
- * re-tuned FSDP's AllGather twice in a run, the same decision back both
- * times. */
+ * where the decision's own samples have overlaps known (completed by its
+ * first readings), else its first 48 readings (three such windows). On one
+ * GPU, means of 8 against 8 moved by more than 0.3 46 times over four
+ * PyTorch runs' readings; a reference of one window against the latest 32
+ * readings re-tuned FSDP's AllGather twice in a run, the same decision
+ * back both times. */
 #define ACL_SEARCH_OVERLAP_REF_READINGS 48
 #define ACL_SEARCH_OVERLAP_READINGS 64
 
