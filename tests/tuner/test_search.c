@@ -380,6 +380,48 @@ Test(search, cupti_durations_on_the_kernelch_clock)
   cr_assert_float_eq(s.clock.offset_s, skew, 1e-8, "offset %g s", s.clock.offset_s);
 }
 
+/* 1 MiB AllReduce on one H100 (2026-12-07): the decision RING/LL/48 ran
+ * 5.7 us by NCCL's KernelCh stamps, and CUPTI's windows timed it at 13.4 us
+ * (7.6 us more; NCCL's choice 2.1 us more), past the 5 us the search takes
+ * off as the clock's. A window's burst filled the drift window and the
+ * decision re-tuned on "slower" (in 2 of 3 runs, one ending on a config
+ * 1.6x slower). Once KernelCh times the decision, CUPTI's samples bring
+ * only the overlap; a real slowdown on KernelCh still re-tunes. */
+Test(search, cuptis_longer_durations_of_a_decision_never_retune)
+{
+  static acl_search_t s;
+  model_t m;
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(&m, cost);
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int q = 0; q < ACL_NUM_PROTO; q++)
+      m.base[a][q] *= 5e-3; /* ~6 us a call, as at 1 MiB */
+  m.nccl_seconds *= 5e-3;
+  acl_search_params_t p = params();
+  acl_search_init(&s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 4000};
+  cr_assert(drive(&s, model_time, &m, &o) > 0);
+  double t;
+  int id = decision_next(&s, &m, &t);
+  for (int round = 0; round < 10; round++) {
+    for (int i = 0; i < 16; i++) /* between windows: NCCL's events */
+      acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = -1.0f});
+    for (int i = 0; i < 500; i++) /* a window: CUPTI's durations, 7.6 us longer */
+      acl_search_observe(&s, &(acl_search_obs_t){
+                                 .cand_id = id, .seconds = t + 7.6e-6, .overlap = 0.0f, .cupti = 1});
+    cr_assert(acl_phase_decided(acl_search_phase(&s)), "re-tuned in window %d (%g us on %g)",
+              round + 1, (t + 7.6e-6) * 1e6, t * 1e6);
+  }
+  int i = 0;
+  for (; i < 2000 && acl_phase_decided(acl_search_phase(&s)); i++)
+    acl_search_observe(&s,
+                       &(acl_search_obs_t){.cand_id = id, .seconds = 2.0 * t, .overlap = -1.0f});
+  cr_assert_eq(acl_search_phase(&s), ACL_PHASE_RETUNING, "2x slower on KernelCh: %d samples", i);
+  acl_search_report_t r;
+  acl_search_report(&s, &r);
+  cr_assert_eq(r.retune_cause, ACL_RETUNE_SLOWER);
+}
+
 /* A difference beyond a clock's (CUPTI's kernel includes the wait for the
  * other rank: 733 against 333 us in a DDP job) is left alone. */
 Test(search, skew_is_no_clock_offset)

@@ -349,7 +349,11 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
     if (s->lag_calls > ACL_SEARCH_LATE_CALLS)
       s->late = 1;
   }
-  if (o->seconds > 0.0 && isfinite(o->seconds))
+  if (o->seconds > 0.0 && isfinite(o->seconds)) {
+    s->clock.last_cupti = o->cupti != 0; /* the drift rule's time side reads it */
+    if (!o->cupti)
+      s->clock.kch_any = 1;
     add_sample(s, o->cand_id, one_clock(s, o->cand_id, o->seconds, o->cupti != 0), o->overlap,
                o->call);
+  }
 }

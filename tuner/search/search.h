@@ -184,7 +184,8 @@ typedef struct acl_search_drift {
   uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
   uint16_t ov_head;
   uint16_t ov_ref;  /* readings the reference takes (drift_overlap_reset) */
-  uint16_t reserved;
+  uint8_t slow;     /* the time side's latest verdict (drift_check) */
+  uint8_t pad;
   float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;
@@ -199,7 +200,8 @@ typedef struct acl_search_clock {
   uint16_t hcupti, hkch;           /* next slot of each */
   float offset_s;                  /* CUPTI minus KernelCh, taken off CUPTI's; 0 none */
   uint16_t cand;                   /* whose durations the rings hold */
-  uint16_t pad;
+  uint8_t kch_any;                 /* some sample came from NCCL's KernelCh events */
+  uint8_t last_cupti;              /* the latest sample's clock (1: CUPTI) */
 } acl_search_clock_t;
 
 /* Pointer-free. Field layout is private to tuner/search/; other modules

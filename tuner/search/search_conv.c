@@ -86,6 +86,7 @@ static void adopt(acl_search_t *s, int id)
   s->drift.count = 0;
   s->drift.head = 0;
   s->drift.run = 0;
+  s->drift.slow = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
     s->pair.n = s->pair.unpaired = 0; /* NCCL's own choice: its speedup is 1 by definition */
@@ -414,6 +415,7 @@ static void retune(acl_search_t *s, int cause)
   s->calls_to_converge = 0;
   s->drift.count = 0;
   s->drift.run = 0;
+  s->drift.slow = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val.refines = 0;
@@ -482,14 +484,25 @@ static bool overlap_shift(acl_search_t *s, double overlap)
 static void drift_check(acl_search_t *s, double seconds, double overlap)
 {
   int w = s->params.drift_window;
-  s->drift.win[s->drift.head] = (float)seconds;
-  s->drift.head = (s->drift.head + 1) % (uint32_t)w;
-  s->drift.count++;
+  /* Where NCCL's KernelCh events time the calls, CUPTI's windows bring the
+   * overlap only: a config's CUPTI durations run longer by an offset of its
+   * own (1 MiB AllReduce on one H100: RING/LL/48 7.6 us, NCCL's choice
+   * 2.1 us), past what the search takes off as the clock's (at most 5 us),
+   * and a window's burst of them filled the window and re-tuned a 1.6x
+   * decision on "slower" in 2 of 3 runs. */
+  bool timed = !s->clock.last_cupti || !s->clock.kch_any;
+  if (timed) {
+    s->drift.win[s->drift.head] = (float)seconds;
+    s->drift.head = (s->drift.head + 1) % (uint32_t)w;
+    s->drift.count++;
+  }
   bool shift = overlap_shift(s, overlap);
   if (s->drift.count < (uint32_t)w)
     return;
-  double robust = acl_search_median(s->drift.win, w);
-  bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
+  if (timed)
+    s->drift.slow =
+        acl_search_median(s->drift.win, w) * s->params.drift_ratio > s->drift.ref_seconds;
+  bool slow = s->drift.slow;
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =
