@@ -44,7 +44,7 @@ static void usage(FILE *f, const char *prog)
           "          [--calls C] [--run-seconds S] [--h200-reps R] [--worst N] [--no-hint]\n"
           "          [--csv FILE] [--landscape h200-traces|h200-1gpu-traces|h100-1gpu-traces]\n"
           "          [--nccl 2.28|2.30] [--chunk-landscape sensitive|flat]\n"
-          "          [--sample-buffer N] [--sample-lag N]\n"
+          "          [--sample-buffer N] [--sample-lag N] [--cupti-window ON/PERIOD]\n"
           "  --landscapes N  synthetic landscapes, 0..100000 (default 1000)\n"
           "  --seed S        random seed, unsigned integer (default 1)\n"
           "  --samples K     samples per candidate, 2..16 (default 5)\n"
@@ -67,6 +67,11 @@ static void usage(FILE *f, const char *prog)
           "                  in call order, as NCCL's events did on one H200 (default:\n"
           "                  for the 1gpu traces 1,000, the host's lead over the GPU,\n"
           "                  where the GPU is the slower, else 16; 0 otherwise)\n"
+          "  --cupti-window ON/PERIOD  replay of the 1gpu traces: CUPTI's windows in ms,\n"
+          "                  every call in one sampled and its sample 128 calls late, at\n"
+          "                  a phase drawn per run (default 0/0: none, NCCL's events\n"
+          "                  alone; the plugin's own rule is AUTOCCL_CUPTI_WINDOW's\n"
+          "                  100/5000)\n"
           "  --nccl V        2.28 (default: tuner v5, no chunk axis) or 2.30 (tuner v6:\n"
           "                  chunk size is a search axis; each synthetic run is also\n"
           "                  played with the axis held, on the same landscape and seed)\n"
@@ -125,6 +130,11 @@ static int parse_opts(int argc, char **argv, acl_bench_opts_t *o)
       o->sample_lag = (int)n;
     } else if (strcmp(a, "--sample-buffer") == 0 && acl_parse_int(v, 0, ACL_DRIVE_MAX_BUFFER, &n)) {
       o->sample_buffer = (int)n;
+    } else if (strcmp(a, "--cupti-window") == 0 &&
+               (strcmp(v, "0/0") == 0 ||
+                acl_config_window_ms(v, &o->window_on_ms, &o->window_period_ms))) {
+      if (strcmp(v, "0/0") == 0)
+        o->window_on_ms = o->window_period_ms = 0;
     } else if (strcmp(a, "--h200-reps") == 0 && acl_parse_int(v, 1, 1000, &n)) {
       o->h200_reps = (int)n;
     } else if (strcmp(a, "--nccl") == 0 && (!strcmp(v, "2.28") || !strcmp(v, "2.30"))) {

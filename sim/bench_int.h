@@ -75,6 +75,9 @@ typedef struct acl_bench_opts {
    * (CUPTI's buffers, tuner/drive); -1 = none (0) */
   int sample_buffer;
   int sample_lag; /* replay: calls every sample arrives after its call (-1: the landscape's) */
+  /* replay of the 1gpu traces: CUPTI's windows, ON ms every PERIOD ms (0:
+   * none, the default) */
+  unsigned window_on_ms, window_period_ms;
   /* --nccl 2.30: the search has its chunk axis (tuner v6) and synthetic
    * landscapes a chunk model of amplitude chunk_amp (sim/landscape_chunk.c);
    * every synthetic run is also played with the axis held, side by side. */

@@ -48,6 +48,15 @@
 #define ONE_GPU_LAUNCH_PROCS_S 16e-6
 #define ONE_GPU_LAUNCH_SINGLE_S 25e-6
 #define RANK_SKEW 0.3 /* ranks that arrive early measure up to 30 % more */
+/* A CUPTI window's samples reach the search this many calls after their
+ * call (one H100, one process per rank: 4 ms at 1 MiB AllReduce, ~300
+ * calls; 102 ms at 256 MiB, ~116 calls), not behind NCCL's launch queue. */
+#define WINDOW_LAG_CALLS 128
+
+/* CUPTI's windows of one run, in calls (tuner/drive's window_*). */
+typedef struct rwin {
+  uint32_t calls, period, phase;
+} rwin_t;
 
 typedef struct rres {
   double fob, incl, foo;
@@ -70,8 +79,9 @@ static uint64_t calls_from(uint64_t k, uint64_t end, uint64_t from)
 
 /* One run of `calls` calls through consensus (tuner/drive); returns the
  * ratios. */
-static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag, int coll,
-                      uint64_t nbytes, double interf, uint64_t seed, int calls, rres_t *out)
+static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag,
+                      const rwin_t *win, int coll, uint64_t nbytes, double interf, uint64_t seed,
+                      int calls, rres_t *out)
 {
   const int nranks = 2;
   acl_config_t cfg;
@@ -85,6 +95,10 @@ static int replay_one(const acl_landscape_t *l, int samples, int buffer, int lag
                            .skew = RANK_SKEW,
                            .buffer = buffer,
                            .lag_calls = lag,
+                           .window_calls = win->calls,
+                           .window_period = win->period,
+                           .window_phase = win->phase,
+                           .window_lag_calls = win->calls ? WINDOW_LAG_CALLS : 0,
                            .seed = seed};
   acl_land_cost_table(l, coll, nbytes, nranks, dp.cost);
   char err[256] = "";
@@ -323,13 +337,26 @@ int acl_sim_bench_replay(const acl_bench_opts_t *o)
                   : !one_gpu              ? 0
                   : t_def > host_launch_s ? ONE_GPU_QUEUE_CALLS
                                           : ONE_GPU_HOST_BOUND_CALLS;
+        /* the plugin's CUPTI windows in NCCL's calls, at a phase of the
+         * run's own: a window covers every call, its samples come soon */
+        rwin_t win = {0};
+        if (one_gpu && o->window_period_ms > 0 && t_def > 0) {
+          double on = ceil(o->window_on_ms * 1e-3 / t_def);
+          double per = ceil(o->window_period_ms * 1e-3 / t_def);
+          if (per < 1e9 && on < per) {
+            win.calls = (uint32_t)on;
+            win.period = (uint32_t)per;
+          }
+        }
         for (int rep = 0; rep < reps; rep++) {
           uint64_t seed = acl_bench_mix(o->seed * 1000003ull + (uint64_t)(rep * 131 + w * 7));
-          if (replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed, long_calls,
-                         &r) ||
-              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf, seed, LONG_CALLS,
-                         &ri) ||
-              replay_one(l, o->samples, buffer, lag, colls[ci], sizes[z], interf,
+          if (win.calls)
+            win.phase = (uint32_t)(acl_bench_mix(seed ^ 0x77696eull) % win.period);
+          if (replay_one(l, o->samples, buffer, lag, &win, colls[ci], sizes[z], interf, seed,
+                         long_calls, &r) ||
+              replay_one(l, o->samples, buffer, lag, &win, colls[ci], sizes[z], interf, seed,
+                         LONG_CALLS, &ri) ||
+              replay_one(l, o->samples, buffer, lag, &win, colls[ci], sizes[z], interf,
                          acl_bench_mix(seed + 1), SHORT_CALLS, &rs)) {
             free(rows);
             acl_land_destroy(l);

@@ -50,6 +50,21 @@ def check(exe, targets):
         print("landscape %s: %d recorded traces, %d workloads" % (e["landscape"],
                                                                  e["traces_recorded"],
                                                                  e["workloads"]))
+        # the plugin's CUPTI windows played: every call in one sampled (and
+        # charged its events), so the same seeds' runs come out otherwise
+        w = subprocess.run([exe, "--bench", "--landscape", "h200-1gpu-traces", "--h200-reps", "2",
+                            "--cupti-window", "100/5000", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert w.returncode in (0, 1), (w.returncode, w.stderr)
+        f = json.loads(w.stdout.strip().splitlines()[-1])
+        assert f["workloads"] == 21, f
+        assert f["per_workload"] != e["per_workload"], "windows changed no run"
+        x = subprocess.run([exe, "--bench", "--landscape", "h200-1gpu-traces",
+                            "--cupti-window", "5/3"], capture_output=True, text=True, timeout=20)
+        assert x.returncode == 2 and "--cupti-window" in x.stderr and x.stdout == "", (
+            x.returncode, x.stderr)
+        print("with CUPTI's windows: incl/baseline min %.4f (%.4f without)" % (
+            f["incl_over_baseline_min"], e["incl_over_baseline_min"]))
     assert (d["targets_met"] is True) == (p.returncode == 0), d
     print("landscape %s, %d trace files" % (d["landscape"], d["traces"]))
     missed = []

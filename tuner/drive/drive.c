@@ -31,7 +31,7 @@ struct acl_drive {
   int max_lag, lag_calls;
   double skew;
   bool per_call;
-  uint32_t window_calls, window_period;
+  uint32_t window_calls, window_period, window_phase;
   int window_lag_calls;
   double window_clock_s;
   uint64_t rng;
@@ -69,11 +69,12 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   if (!p || p->nranks < 1 || p->nranks > ACL_DRIVE_MAX_RANKS || p->buffer < 0 ||
       p->buffer > ACL_DRIVE_MAX_BUFFER || p->lag_calls < 0 || p->lag_calls > ACL_DRIVE_MAX_BUFFER ||
       p->window_lag_calls < 0 || p->window_lag_calls > ACL_DRIVE_MAX_BUFFER ||
-      (p->window_calls > 0 && p->window_period <= p->window_calls) ||
+      (p->window_calls > 0 &&
+       (p->window_period <= p->window_calls || p->window_phase >= p->window_period)) ||
       !(p->window_clock_s >= 0.0 && p->window_clock_s < 1.0)) {
     snprintf(err, errlen,
              "drive: bad parameters (ranks 1..%d, buffer and lags 0..%d, a window shorter "
-             "than its period, its clock 0..1 s)",
+             "than its period and its phase within it, its clock 0..1 s)",
              ACL_DRIVE_MAX_RANKS, ACL_DRIVE_MAX_BUFFER);
     return NULL;
   }
@@ -95,6 +96,7 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->per_call = p->per_call;
   d->window_calls = p->window_calls;
   d->window_period = p->window_period;
+  d->window_phase = p->window_phase;
   d->window_lag_calls = p->window_lag_calls;
   d->window_clock_s = p->window_clock_s;
   d->rng = mix(p->seed ^ 0x5eedull);
@@ -208,7 +210,7 @@ static uint64_t calls_to_window(const acl_drive_t *d, uint64_t k)
 {
   if (d->window_calls == 0)
     return UINT64_MAX;
-  uint64_t at = k % d->window_period;
+  uint64_t at = (k + d->window_phase) % d->window_period;
   return at < d->window_calls ? 0 : d->window_period - at;
 }
 

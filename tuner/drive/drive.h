@@ -44,9 +44,9 @@ typedef struct acl_drive_params {
    * ACL_DRIVE_MAX_BUFFER. */
   int buffer;
   /* CUPTI's windows (AUTOCCL_CUPTI_WINDOW) sample every call they cover,
-   * whatever NCCL's event mask says: calls k with k % window_period <
-   * window_calls (0: no windows; NCCL's events alone). */
-  uint32_t window_calls, window_period;
+   * whatever NCCL's event mask says: calls k with (k + window_phase) %
+   * window_period < window_calls (0: no windows; NCCL's events alone). */
+  uint32_t window_calls, window_period, window_phase;
   /* A window's samples come with CUPTI's flushes (every 2 ms), not behind
    * NCCL's launch queue: this many calls late instead of lag_calls (one
    * H100, one process per rank: ~10 ms against NCCL's events' ~54 ms).
