@@ -343,6 +343,23 @@ Test(search, samples_of_every_place_in_the_step)
   cr_assert_eq(places, 0xffff, "samples from every place in the step (%#x)", places);
 }
 
+/* The ring/tree model with every time scaled (small calls), driven until
+ * converged; the decision's next call: its id and noise-free time. */
+static int scaled_decision(acl_search_t *s, model_t *m, double scale, double *t)
+{
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  ring_tree_model(m, cost);
+  for (int a = 0; a < ACL_NUM_ALGO; a++)
+    for (int q = 0; q < ACL_NUM_PROTO; q++)
+      m->base[a][q] *= scale;
+  m->nccl_seconds *= scale;
+  acl_search_params_t p = params();
+  acl_search_init(s, &p, &key, cost);
+  drive_opts_t o = {.max_calls = 4000};
+  cr_assert(drive(s, model_time, m, &o) > 0);
+  return decision_next(s, m, t);
+}
+
 /* Two clocks (one H100, 256 KiB AllGather's trace): CUPTI's windows time
  * NCCL's choice at 4.80 us, NCCL's KernelCh stamps at 3.01 us; a decision
  * judged on KernelCh then sampled by a window read 1.6x slower and
@@ -353,19 +370,9 @@ Test(search, cupti_durations_on_the_kernelch_clock)
 {
   static acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int q = 0; q < ACL_NUM_PROTO; q++)
-      m.base[a][q] *= 3e-3; /* ~3 us a call, as at 256 KiB */
-  m.nccl_seconds *= 3e-3;
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
-  drive_opts_t o = {.max_calls = 4000};
-  cr_assert(drive(&s, model_time, &m, &o) > 0);
-  const double skew = 2.3e-6; /* CUPTI's excess at 256 KiB */
   double t;
-  int id = decision_next(&s, &m, &t);
+  int id = scaled_decision(&s, &m, 3e-3, &t); /* ~3 us a call, as at 256 KiB */
+  const double skew = 2.3e-6;                 /* CUPTI's excess at 256 KiB */
   for (int i = 0; i < 16; i++) /* the decision between windows: NCCL's events */
     acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = -1.0f});
   for (int i = 0; i < 2000; i++) { /* then a window */
@@ -391,18 +398,8 @@ Test(search, cuptis_longer_durations_of_a_decision_never_retune)
 {
   static acl_search_t s;
   model_t m;
-  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  ring_tree_model(&m, cost);
-  for (int a = 0; a < ACL_NUM_ALGO; a++)
-    for (int q = 0; q < ACL_NUM_PROTO; q++)
-      m.base[a][q] *= 5e-3; /* ~6 us a call, as at 1 MiB */
-  m.nccl_seconds *= 5e-3;
-  acl_search_params_t p = params();
-  acl_search_init(&s, &p, &key, cost);
-  drive_opts_t o = {.max_calls = 4000};
-  cr_assert(drive(&s, model_time, &m, &o) > 0);
   double t;
-  int id = decision_next(&s, &m, &t);
+  int id = scaled_decision(&s, &m, 5e-3, &t); /* ~6 us a call, as at 1 MiB */
   for (int round = 0; round < 10; round++) {
     for (int i = 0; i < 16; i++) /* between windows: NCCL's events */
       acl_search_observe(&s, &(acl_search_obs_t){.cand_id = id, .seconds = t, .overlap = -1.0f});

@@ -184,8 +184,7 @@ typedef struct acl_search_drift {
   uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
   uint16_t ov_head;
   uint16_t ov_ref;  /* readings the reference takes (drift_overlap_reset) */
-  uint8_t slow;     /* the time side's latest verdict (drift_check) */
-  uint8_t pad;
+  uint16_t reserved;
   float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
 } acl_search_drift_t;

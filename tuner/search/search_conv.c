@@ -86,7 +86,6 @@ static void adopt(acl_search_t *s, int id)
   s->drift.count = 0;
   s->drift.head = 0;
   s->drift.run = 0;
-  s->drift.slow = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
     s->pair.n = s->pair.unpaired = 0; /* NCCL's own choice: its speedup is 1 by definition */
@@ -415,7 +414,6 @@ static void retune(acl_search_t *s, int cause)
   s->calls_to_converge = 0;
   s->drift.count = 0;
   s->drift.run = 0;
-  s->drift.slow = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val.refines = 0;
@@ -499,10 +497,8 @@ static void drift_check(acl_search_t *s, double seconds, double overlap)
   bool shift = overlap_shift(s, overlap);
   if (s->drift.count < (uint32_t)w)
     return;
-  if (timed)
-    s->drift.slow =
-        acl_search_median(s->drift.win, w) * s->params.drift_ratio > s->drift.ref_seconds;
-  bool slow = s->drift.slow;
+  double robust = acl_search_median(s->drift.win, w);
+  bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =
