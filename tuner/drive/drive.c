@@ -29,6 +29,7 @@ struct acl_drive {
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
   acl_config_t cfg;
   int max_lag, lag_calls;
+  uint32_t lag_from;
   double skew;
   bool per_call;
   uint32_t window_calls, window_period, window_phase;
@@ -92,6 +93,7 @@ acl_drive_t *acl_drive_create(const acl_drive_params_t *p, char *err, size_t err
   d->nranks = p->nranks;
   d->max_lag = p->max_lag;
   d->lag_calls = p->lag_calls;
+  d->lag_from = p->lag_from;
   d->skew = p->skew;
   d->per_call = p->per_call;
   d->window_calls = p->window_calls;
@@ -281,9 +283,11 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
   bool cupti = in_window && d->window_clock_s > 0.0;
   if (cupti)
     seconds += d->window_clock_s;
-  uint64_t lag = windowed ? (uint64_t)d->window_lag_calls
-                          : (uint64_t)d->lag_calls +
-                                (d->max_lag > 0 ? (uint64_t)(unif(&d->rng) * d->max_lag) : 0);
+  uint64_t lag = windowed                      ? (uint64_t)d->window_lag_calls
+                 : st->call < (uint64_t)d->lag_from ? 0
+                                                    : (uint64_t)d->lag_calls;
+  if (!windowed && d->max_lag > 0)
+    lag += (uint64_t)(unif(&d->rng) * d->max_lag);
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);

@@ -36,6 +36,11 @@ typedef struct acl_drive_params {
    * of its GPU (one H200, NCCL's events: about 1,000 calls, the launch
    * queue). At most ACL_DRIVE_MAX_BUFFER. */
   int lag_calls;
+  /* ... but only from this call on: before it the host keeps pace with its
+   * GPU and samples come at once (one H100, 256 MiB AllReduce: its first
+   * ~60 calls' samples came 1-9 ms late, the later ones 0.9 s, ~1,000
+   * calls, as the host ran ahead). 0: from the first call. */
+  uint32_t lag_from;
   double skew;  /* ranks that arrive early measure up to this share more */
   /* CUPTI hands a process its records a buffer at a time: each rank's
    * samples then reach consensus in batches of this many, rank r's first
