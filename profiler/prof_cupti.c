@@ -179,6 +179,20 @@ static void CUPTIAPI probe_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId 
 
 static bool is_multi(CUptiResult r) { return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; }
 
+/* Another CUPTI client (PyTorch's profiler, Nsight) holds a subscriber now.
+ * One that arrives while a window is open has registered its own activity
+ * callbacks and enabled its kinds (the same kinds as ours), and tears CUPTI
+ * down itself when it is done: disabling the kinds or detaching CUPTI then
+ * would pull them from under it. */
+static bool other_subscriber(void)
+{
+  CUpti_SubscriberHandle sub;
+  CUptiResult r = acl_cu.cuptiSubscribe(&sub, (CUpti_CallbackFunc)probe_cb, NULL);
+  if (r == CUPTI_SUCCESS)
+    acl_cu.cuptiUnsubscribe(sub);
+  return is_multi(r);
+}
+
 /* Enables our kinds (a window opens). After a detach CUPTI starts afresh:
  * callbacks are registered again, and the probe sees a subscriber that
  * arrived meanwhile (PyTorch's profiler, Nsight), which makes us back off. */
@@ -213,6 +227,17 @@ static bool attach(acl_cupti_t *c, char *why, size_t whylen, bool *other)
   atomic_fetch_add(&c->epoch, 1);
   atomic_store(&c->attached, true);
   return true;
+}
+
+/* Another client took CUPTI while we were attached: nothing of ours is
+ * switched off or detached, and no window opens again. */
+static void leave_to_other(acl_cupti_t *c)
+{
+  atomic_store(&c->attached, false);
+  if (!atomic_exchange(&c->backed_off, true))
+    acl_warn("profiler: another CUPTI subscriber (PyTorch's profiler, Nsight) arrived while "
+             "CUPTI was attached; its kinds and callbacks are left as they are, and CUPTI is "
+             "backed off: samples now come from NCCL profiler events");
 }
 
 static void disable_kinds(acl_cupti_t *c)
@@ -295,6 +320,8 @@ static void close_window(acl_cupti_t *c, uint64_t opened_ns)
     usleep(c->flush_us);
   }
   pthread_mutex_lock(&g_mu);
+  if (!atomic_load(&c->backed_off) && other_subscriber())
+    leave_to_other(c);
   if (!atomic_load(&c->backed_off)) {
     disable_kinds(c);
     acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -365,6 +392,8 @@ static void retire_now(acl_cupti_t *c)
     sched_yield();
   pthread_mutex_lock(&g_mu);
   settle_detach(c);
+  if (atomic_load(&c->attached) && other_subscriber())
+    leave_to_other(c);
   if (atomic_load(&c->attached)) {
     disable_kinds(c);
     acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -517,6 +546,8 @@ void acl_cupti_stop(acl_cupti_t *c, bool at_exit)
     /* Deliver what completed, then stop our kinds so CUPTI holds none of
      * our buffers and never calls into a plugin about to be unloaded. */
     settle_detach(c);
+    if (atomic_load(&c->attached) && other_subscriber())
+      leave_to_other(c);
     if (atomic_load(&c->attached)) {
       acl_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       c->batch(c->u, true);

@@ -1,7 +1,9 @@
 /* A stand-in libcupti for the window tests (test_windows.c): every call
  * succeeds (cuptiSubscribe fails with FAKE_CUPTI_FAIL set, as on a machine
- * without a GPU), no activity record ever arrives, and it counts how often
- * the kernel activity kind was enabled (a window's attach). Built only where
+ * without a GPU, and as CUPTI does while another client holds a subscriber
+ * once fake_cupti_set_other(1) said one arrived), no activity record ever
+ * arrives, and it counts how often the kernel activity kind was enabled (a
+ * window's attach) and disabled, and cuptiFinalize calls. Built only where
  * CUPTI's headers are, so the prototypes are CUPTI's own. */
 #include <cupti.h>
 #include <stdatomic.h>
@@ -10,9 +12,12 @@
 /* the project builds with -fvisibility=hidden; dlsym must find these */
 #define EXPORT __attribute__((visibility("default")))
 
-static atomic_int kernel_enables;
+static atomic_int kernel_enables, kernel_disables, finalizes, other;
 
 EXPORT int fake_cupti_kernel_enables(void) { return atomic_load(&kernel_enables); }
+EXPORT int fake_cupti_kernel_disables(void) { return atomic_load(&kernel_disables); }
+EXPORT int fake_cupti_finalizes(void) { return atomic_load(&finalizes); }
+EXPORT void fake_cupti_set_other(int on) { atomic_store(&other, on); }
 
 EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 {
@@ -30,6 +35,8 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, C
   (void)callback, (void)userdata;
   if (getenv("FAKE_CUPTI_FAIL"))
     return CUPTI_ERROR_NOT_INITIALIZED;
+  if (atomic_load(&other))
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   *subscriber = (CUpti_SubscriberHandle)&kernel_enables;
   return CUPTI_SUCCESS;
 }
@@ -46,7 +53,8 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 }
 EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
-  (void)kind;
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    atomic_fetch_add(&kernel_disables, 1);
   return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
@@ -92,4 +100,8 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberH
   (void)enable, (void)subscriber, (void)domain;
   return CUPTI_SUCCESS;
 }
-EXPORT CUptiResult CUPTIAPI cuptiFinalize(void) { return CUPTI_SUCCESS; }
+EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+  atomic_fetch_add(&finalizes, 1);
+  return CUPTI_SUCCESS;
+}

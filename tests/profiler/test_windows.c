@@ -28,15 +28,30 @@ static void init(void)
 }
 TestSuite(windows, .init = init);
 
-static int enables(void)
+/* One of the stand-in's counters, by its function's name. */
+static int fake_count(const char *name)
 {
   void *h = dlopen(FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
   cr_assert_not_null(h, "the stand-in CUPTI is not loaded");
-  int (*f)(void) = (int (*)(void))dlsym(h, "fake_cupti_kernel_enables");
-  cr_assert_not_null(f);
+  int (*f)(void) = (int (*)(void))dlsym(h, name);
+  cr_assert_not_null(f, "%s", name);
   int n = f();
   dlclose(h);
   return n;
+}
+
+static int enables(void) { return fake_count("fake_cupti_kernel_enables"); }
+static int disables(void) { return fake_count("fake_cupti_kernel_disables"); }
+
+/* Says another CUPTI client arrived (1) or left (0). */
+static void other_client(int on)
+{
+  void *h = dlopen(FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(h);
+  void (*f)(int) = (void (*)(int))dlsym(h, "fake_cupti_set_other");
+  cr_assert_not_null(f);
+  f(on);
+  dlclose(h);
 }
 
 static acl_prof_t *start(void)
@@ -221,4 +236,41 @@ Test(windows, a_capture_before_the_first_window_never_attaches)
   cr_assert_eq(enables(), base, "CUPTI attached after a capture");
   acl_prof_rank_detach(p, r);
   acl_prof_destroy(p);
+}
+
+/* PyTorch's profiler started while a window was open (one H100, FSDP,
+ * 2026-12-07: "bufferCompleted called with unknown buffer" from PyTorch on
+ * both ranks, then the job stopped making progress until it was killed
+ * four minutes later). It registers its own activity callbacks, enables
+ * the same kinds as ours and holds a subscriber until it tears CUPTI down.
+ * The window's close disabled those kinds and armed a detach under it;
+ * now it leaves them, and CUPTI backs off for good. */
+Test(windows, a_subscriber_arriving_in_a_window_is_left_alone)
+{
+  acl_prof_t *p = start();
+  int ctx = 0;
+  void *r = acl_prof_rank_attach(p, &ctx, 0x6666, 0, 2);
+  acl_call_tag_t t = {.rank_ctx = &ctx, .coll = ncclFuncAllReduce, .nbytes = 1u << 20};
+  calls(p, r, &t, 3, false);
+  int i = 0;
+  while (enables() <= disables() && i++ < 5000) /* until a window is open */
+    usleep(1000);
+  cr_assert_gt(enables(), disables(), "no window opened in 5 s");
+  other_client(1);
+  int d = disables();
+  acl_prof_stats_t st;
+  for (i = 0; i < 500; i++) { /* 20 ms windows: closed within 5 s */
+    acl_prof_stats(p, &st);
+    if (st.cupti_backed_off)
+      break;
+    usleep(10000);
+  }
+  cr_assert(st.cupti_backed_off, "CUPTI did not back off; log: %s", logbuf);
+  usleep(100000); /* 2.5 periods: no window opens, none closes */
+  cr_assert_eq(disables(), d, "the other client's kernel activity was disabled");
+  cr_assert_not_null(strstr(logbuf, "another CUPTI subscriber"), "log: %s", logbuf);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
+  cr_assert_eq(disables(), d, "the other client's kernel activity was disabled at the end");
+  other_client(0);
 }
