@@ -340,6 +340,60 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode != 0 and "--plugin" in r.stderr and not os.path.exists(out),
           "ddp_buckets.py without a plugin: exit %d, %s" % (r.returncode, r.stderr.strip()))
 
+# a launch that stops making progress (the plugin's CUPTI under PyTorch's
+# profiler once hung a launch until it was killed, and the run with it):
+# its stacks are written, it and its children are killed, a
+# torch_step_hang line says so, and the run goes on
+import time
+with tempfile.TemporaryDirectory() as d:
+    fake = os.path.join(d, "torchrun")
+    with open(fake, "w") as f:
+        f.write("""#!%s
+import json, subprocess, sys, time
+a = sys.argv
+mode, rep, res = a[a.index("--mode") + 1], int(a[a.index("--rep") + 1]), a[a.index("--result") + 1]
+if mode == "nccl":
+    with open(res, "w") as f:
+        json.dump({"kind": "torch_step_run", "mode": mode, "rep": rep, "median_step_s": 0.1,
+                   "steps": 3, "step_s": [0.1] * 3}, f)
+    sys.exit(0)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "hung-worker-%%d" %% rep])
+time.sleep(300)
+""" % sys.executable)
+    os.chmod(fake, 0o755)
+    plug = os.path.join(d, "p.so")
+    open(plug, "w").close()
+    out = os.path.join(d, "t.jsonl")
+    t0 = time.time()
+    try:
+        r = subprocess.run([sys.executable, path, "--modes", "nccl,autoccl", "--reps", "1",
+                            "--plugin", plug, "--torchrun", fake, "--timeout", "3", "--out", out],
+                           capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as e:
+        r = subprocess.CompletedProcess(e.cmd, -1, "", "the driver itself hung")
+    took = time.time() - t0
+    lines = [json.loads(x) for x in open(out)] if os.path.exists(out) else []
+    hang = [x for x in lines if x.get("kind") == "torch_step_hang"]
+    check(len(hang) == 1 and hang[0]["mode"] == "autoccl" and hang[0]["limit_s"] == 3.0,
+          "hang line %s; stderr %s" % (hang, r.stderr.strip()))
+    check("made no progress within 3 s" in r.stderr, "the hang is said: %s" % r.stderr.strip())
+    st = os.path.join(d, hang[0]["stacks"]) if hang and hang[0].get("stacks") else ""
+    check(st and os.path.exists(st) and "==== pid" in open(st).read(), "stacks written: %s" % st)
+    check(any(x.get("kind") == "torch_step_run" and x["mode"] == "nccl" for x in lines),
+          "the launch before the hang kept: %s" % lines)
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if b"hung-worker-0" in f.read():
+                    left.append(pid)
+        except OSError:
+            pass
+    check(not left, "the hung launch's child is still running: %s" % left)
+    for pid in left:
+        os.kill(int(pid), 9)
+    check(took < 120, "the hang took %.0f s to handle" % took)
+
 for f in fails:
     print("FAIL:", f)
 print("%d checks failed" % len(fails) if fails else "ok")

@@ -108,6 +108,13 @@ in the profiled steps.
 A mode whose launches all failed gets no line: nothing is reported without
 a run.
 
+A launch that stops making progress (past --timeout, or once a launch
+finished, past --stall-factor times the longest so far) counts as hung:
+every thread's stack of its processes goes to OUT.hang-MODE-rREP.txt next
+to --out (py-spy where installed, else gdb, else each thread's kernel wait
+channel), the processes are killed, a {"kind": "torch_step_hang", "mode",
+"rep", "wrap", "limit_s", "stacks"} line is written, and the run goes on.
+
 The worker side (--worker, started by torchrun) needs PyTorch with CUDA;
 the driver needs only Python.
 """
@@ -597,7 +604,14 @@ def launch(mode, rep, args, out):
     if args.torch_trace:
         cmd += ["--torch-trace", args.torch_trace]
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, timeout=args.timeout)
+    limit = launch_limit(args)
+    p = subprocess.Popen(cmd, env=env)
+    was_hung = False
+    try:
+        p.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        hung(p, mode, rep, args, out, limit)
+        was_hung = True
     rec = None
     by_rank = reports_by_rank(rdir) if mode != "nccl" else None
     try:
@@ -612,15 +626,113 @@ def launch(mode, rep, args, out):
             os.unlink(os.path.join(rdir, f))
         os.rmdir(rdir)
     if p.returncode != 0 or rec is None:
-        print("fsdp_llama: %s rep %d failed (exit %d)" % (mode, rep, p.returncode), file=sys.stderr)
+        if not was_hung:
+            print("fsdp_llama: %s rep %d failed (exit %s)" % (mode, rep, p.returncode),
+                  file=sys.stderr)
         return None
     rec["env"] = mode_env(mode, args)
     rec["wall_s"] = round(time.time() - t0, 1)
+    args.walls.append(rec["wall_s"])
     if by_rank:
         rec["reports_by_rank"] = by_rank
     out.write(json.dumps(rec) + "\n")
     out.flush()
     return rec
+
+
+def launch_limit(args):
+    """Seconds a launch may take: --timeout, and once a launch finished,
+    --stall-factor times the longest so far (at least 60 s): a launch that
+    runs that much longer than its peers has stopped making progress."""
+    walls = getattr(args, "walls", [])
+    if args.stall_factor > 0 and walls:
+        return min(args.timeout, max(60.0, args.stall_factor * max(walls)))
+    return args.timeout
+
+
+def descendants(root):
+    """root and every process below it (torchrun's workers may sit in
+    sessions of their own)."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return sorted(out)
+
+
+def stacks_of(pids):
+    """Every thread's stack of the launch's processes, with whatever this
+    machine has: py-spy (Python and native frames), else gdb, else the
+    kernel's wait channel per thread."""
+    text = []
+    for pid in pids:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                what = f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+        except OSError:
+            continue
+        text.append("==== pid %d: %s" % (pid, what))
+        if shutil.which("py-spy"):
+            cmd = ["py-spy", "dump", "--native", "--pid", str(pid)]
+        elif shutil.which("gdb"):
+            cmd = ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"]
+        else:
+            cmd = None
+        if cmd:
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                text.append(r.stdout + r.stderr)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                text.append("%s: %s" % (cmd[0], e))
+        for t in sorted(os.listdir("/proc/%d/task" % pid)) if os.path.isdir("/proc/%d/task" % pid) else []:
+            try:
+                with open("/proc/%d/task/%s/wchan" % (pid, t)) as f:
+                    wchan = f.read().strip()
+                with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                    comm = f.read().strip()
+                text.append("  thread %s (%s): waiting in %s" % (t, comm, wchan or "-"))
+            except OSError:
+                pass
+    return "\n".join(text) + "\n"
+
+
+def hung(p, mode, rep, args, out, limit):
+    """A launch that ran past its limit: its stacks go next to --out, then
+    it is killed and the run goes on; a torch_step_hang line says so."""
+    path = "%s.hang-%s-r%d.txt" % (os.path.splitext(args.out)[0], mode, rep)
+    pids = descendants(p.pid)
+    try:
+        with open(path, "w") as f:
+            f.write(stacks_of(pids))
+    except OSError:
+        path = None
+    for sig in (15, 9):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        try:
+            p.wait(timeout=10)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+    print("fsdp_llama: %s rep %d made no progress within %.0f s (a hang); stacks: %s; killed"
+          % (mode, rep, limit, path or "none written"), file=sys.stderr)
+    out.write(json.dumps({"kind": "torch_step_hang", "mode": mode, "rep": rep,
+                          "wrap": args.wrap, "limit_s": round(limit, 1),
+                          "stacks": os.path.basename(path) if path else None}) + "\n")
+    out.flush()
 
 
 def ratio_interval(runs, mode):
@@ -716,6 +828,7 @@ def driver(args):
         sys.exit("fsdp_llama: modes %s need --plugin PATH (libnccl-tuner-autoccl.so)" % args.modes)
     args.plugin = os.path.abspath(args.plugin) if args.plugin else ""
     runs = []
+    args.walls = []
     with open(args.out, "a") as out:
         for rep in range(args.reps):
             order = args.modes[rep % len(args.modes):] + args.modes[:rep % len(args.modes)]
@@ -771,7 +884,12 @@ def parse(argv):
     ap.add_argument("--ranks-per-gpu", type=int, default=1)
     ap.add_argument("--nccl-lib", default="", help="libnccl.so.2 to preload (LD_PRELOAD)")
     ap.add_argument("--torchrun", default="torchrun")
-    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds a launch may take before it counts as hung (default 600)")
+    ap.add_argument("--stall-factor", type=float, default=2.5,
+                    help="once a launch finished, one taking this many times the longest so far "
+                         "(at least 60 s) counts as hung: its stacks are written next to --out, "
+                         "it is killed and the run goes on (0: --timeout alone)")
     ap.add_argument("--out", default="torch.jsonl")
     # worker side (started by torchrun)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
