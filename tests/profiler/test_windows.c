@@ -241,7 +241,7 @@ Test(windows, a_capture_before_the_first_window_never_attaches)
 /* PyTorch's profiler started while a window was open (one H100, FSDP,
  * 2026-12-07: "bufferCompleted called with unknown buffer" from PyTorch on
  * both ranks, then the job stopped making progress until it was killed
- * four minutes later). It registers its own activity callbacks, enables
+ * 226 s later). It registers its own activity callbacks, enables
  * the same kinds as ours and holds a subscriber until it tears CUPTI down.
  * The window's close disabled those kinds and armed a detach under it;
  * now it leaves them, and CUPTI backs off for good. */

@@ -370,13 +370,13 @@ static int g_window_lag;
 static uint32_t g_window_period;
 static double g_window_clock;
 
-/* The same workload played through consensus (tuner/drive), as the plugin
- * plays it: its warm-up span and starvation back-off run calls the search
- * did not plan, so the calls' indices run ahead of the search's count. */
 /* The host keeps pace with its GPU for this many calls before it runs
  * `lag` ahead (drive's lag_from), when set. */
 static uint32_t g_lag_from;
 
+/* The same workload played through consensus (tuner/drive), as the plugin
+ * plays it: its warm-up span and starvation back-off run calls the search
+ * did not plan, so the calls' indices run ahead of the search's count. */
 static void drive_run(const acl_landscape_t *l, int coll, uint64_t nbytes, double seconds, int lag,
                       uint64_t seed, run_res_t *out)
 {
