@@ -243,7 +243,7 @@ Test(windows, a_capture_before_the_first_window_never_attaches)
  * both ranks, then the job stopped making progress until it was killed
  * 226 s later). It registers its own activity callbacks, enables
  * the same kinds as ours and holds a subscriber until it tears CUPTI down.
- * The window's close disabled those kinds and armed a detach under it;
+ * The window's close disabled those kinds and tried to arm a detach;
  * now it leaves them, and CUPTI backs off for good. */
 Test(windows, a_subscriber_arriving_in_a_window_is_left_alone)
 {
