@@ -53,6 +53,14 @@ static void nccl_block(cons_blk_t *b, uint32_t len, int phase)
   b->safe = b->cand;
 }
 
+/* Workloads in use: the header's word, bounded by the mapping (a header
+ * scribbled while ranks run must not send a loop past the segment). */
+static uint32_t wl_used(const cons_hdr_t *h, const cons_settings_t *set)
+{
+  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  return n < (uint32_t)set->max_workloads ? n : (uint32_t)set->max_workloads;
+}
+
 /* Workload i of the segment when it is another live workload of w's
  * communicator, else NULL. */
 static cons_wl_t *comm_neighbour(cons_hdr_t *h, const cons_wl_t *w, uint32_t i)
@@ -76,11 +84,11 @@ static cons_wl_t *comm_neighbour(cons_hdr_t *h, const cons_wl_t *w, uint32_t i)
  * 64 KiB's error (its kernel 2 us), waited for the budget through every
  * 2 s run. The segment is shared and read under its lock: every rank's
  * blocks follow the same scale. */
-static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
+static void prior_scale(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w)
 {
   if (!acl_search_on_prior(&w->search))
     return;
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  uint32_t n = wl_used(h, set);
   double best = -1.0, scale = 0.0;
   for (uint32_t i = 0; i < n; i++) {
     cons_wl_t *o = comm_neighbour(h, w, i);
@@ -103,9 +111,9 @@ static void prior_scale(cons_hdr_t *h, cons_wl_t *w)
 /* Whether another workload of w's communicator has had its first profiler
  * events charged (the search uses it only where they cost once per
  * communicator). Under the segment's lock: every rank sees the same. */
-static bool events_nearby(cons_hdr_t *h, const cons_wl_t *w)
+static bool events_nearby(cons_hdr_t *h, const cons_settings_t *set, const cons_wl_t *w)
 {
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  uint32_t n = wl_used(h, set);
   for (uint32_t i = 0; i < n; i++) {
     const cons_wl_t *o = comm_neighbour(h, w, i);
     if (o && acl_search_events_charged(&o->search))
@@ -128,9 +136,10 @@ static bool events_nearby(cons_hdr_t *h, const cons_wl_t *w)
  * search took it. Under the segment's lock, like prior_scale: every rank
  * sees the same loan. 0 for a workload too small a share of the
  * communicator's time. */
-static double loan_pool(cons_hdr_t *h, const cons_wl_t *w, bool first)
+static double loan_pool(cons_hdr_t *h, const cons_settings_t *set, const cons_wl_t *w,
+                        bool first)
 {
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  uint32_t n = wl_used(h, set);
   double pool = 0.0, mine = acl_search_time_so_far(&w->search), all = mine;
   for (uint32_t i = 0; i < n; i++) {
     const cons_wl_t *o = comm_neighbour(h, w, i);
@@ -142,9 +151,10 @@ static double loan_pool(cons_hdr_t *h, const cons_wl_t *w, bool first)
   return mine >= CONS_LOAN_MIN_SHARE * all ? pool : 0.0;
 }
 
-static void loan_charge(cons_hdr_t *h, const cons_wl_t *w, double got, double pool, bool first)
+static void loan_charge(cons_hdr_t *h, const cons_settings_t *set, const cons_wl_t *w,
+                        double got, double pool, bool first)
 {
-  uint32_t n = atomic_load_explicit(&h->nworkloads, memory_order_relaxed);
+  uint32_t n = wl_used(h, set);
   for (uint32_t i = 0; i < n && got > 0.0 && pool > 0.0; i++) {
     cons_wl_t *o = comm_neighbour(h, w, i);
     double share = o ? acl_search_lendable(&o->search, first) : 0.0;
@@ -202,23 +212,23 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
     nccl_block(b, ACL_CONS_WARM_SPAN, ACL_PHASE_WARMUP);
     return;
   }
-  prior_scale(h, w);
+  prior_scale(h, set, w);
   /* the warm-up span and grown blocks ran calls the search did not plan */
   acl_search_observe(
       &w->search, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .next_call = b->start + 1});
-  if (!acl_search_events_charged(&w->search) && events_nearby(h, w))
+  if (!acl_search_events_charged(&w->search) && events_nearby(h, set, w))
     acl_search_observe(&w->search,
                        &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
   /* the communicator's first events still owed by w's baseline: the
    * neighbours that have not begun theirs may pay them too */
   bool first = !acl_search_events_charged(&w->search);
-  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, w, first) : 0.0;
+  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, set, w, first) : 0.0;
   if (pool > 0.0)
     acl_search_observe(&w->search,
                        &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = pool});
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
-  loan_charge(h, w, acl_search_loan_taken(&w->search), pool, first);
+  loan_charge(h, set, w, acl_search_loan_taken(&w->search), pool, first);
   b->cand_id = (uint16_t)(id < 0 ? 0 : id);
   if (id <= 0)
     b->cand = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
