@@ -222,6 +222,15 @@ wl = {x["mode"]: x for x in ex.summarize(wg_runs, a)}
 check(near(wl["autoccl"].get("workload_overlap_gap_max"), 0.12)
       and wl["nccl"].get("workload_overlap_gap_max") is None,
       "workload gap: the largest over launches %s" % wl["autoccl"].get("workload_overlap_gap_max"))
+# how many launches ended with the plugin's CUPTI backed off (another client took it)
+bo_runs = [dict(r, autoccl_profiler=pr) for r, pr in zip(ov_runs, (
+    None, {"cupti_backed_off": False}, None, {"cupti_backed_off": True}))]
+bo = {x["mode"]: x for x in ex.summarize(bo_runs, a)}
+check(bo["autoccl"].get("cupti_backed_off_runs") == 1
+      and bo["nccl"].get("cupti_backed_off_runs") is None
+      and ol["autoccl"].get("cupti_backed_off_runs") is None,
+      "CUPTI backed off in %s launches (want 1; none known without a profiler block)"
+      % bo["autoccl"].get("cupti_backed_off_runs"))
 # the printed summary names both exposed figures
 import contextlib
 import io
@@ -230,7 +239,7 @@ with tempfile.TemporaryDirectory() as d:
     open(plug, "w").close()
     da = ex.parse(["--plugin", plug, "--reps", "2", "--modes", "nccl,autoccl",
                    "--out", os.path.join(d, "t.jsonl")])
-    it = iter([r for k in (0, 1) for r in ov_runs if r["rep"] == k])
+    it = iter([r for k in (0, 1) for r in bo_runs if r["rep"] == k])
     real, ex.launch = ex.launch, lambda mode, rep, args, out: dict(next(it))
     buf = io.StringIO()
     try:
@@ -239,7 +248,8 @@ with tempfile.TemporaryDirectory() as d:
     finally:
         ex.launch = real
     txt = buf.getvalue()
-    check(rc == 0 and "of comm time torch 0.600, autoccl 0.700 (gap 10.0 pp)" in txt,
+    check(rc == 0 and "of comm time torch 0.600, autoccl 0.700 (gap 10.0 pp)" in txt
+          and "CUPTI backed off in 1 of 2 launches" in txt,
           "printed summary: %s" % txt.strip())
 # every launch's record carries the new figures (the worker runs only on GPUs)
 import ast

@@ -96,6 +96,11 @@ every other kernel compute.
   autoccl_profiler       (torch_step_run lines) the profiler block of the
                          plugin's /api/v1/state (samples, stale and
                          overlap_unknown counts, CUPTI windows); null without it
+  cupti_backed_off_runs  (the summary line) how many of the mode's launches
+                         ended with the plugin's CUPTI backed off (another
+                         CUPTI client, such as PyTorch's own profiler, took
+                         CUPTI; samples then come from NCCL's events); null
+                         when no launch reported its profiler
 Compare torch_exposed_of_comm with autoccl_exposed_share, not
 exposed_comm_share: the span share divides by the whole step, the other two
 by communication time. The two sides also watch different stretches (the
@@ -806,6 +811,9 @@ def summarize(runs, args):
         line["overlap_gap_pp"] = overlap_gap_pp(line)
         wg = [r["workload_overlap_gap_max"] for r in rs if r.get("workload_overlap_gap_max") is not None]
         line["workload_overlap_gap_max"] = max(wg) if wg else None
+        prof = [r["autoccl_profiler"] for r in rs if isinstance(r.get("autoccl_profiler"), dict)]
+        line["cupti_backed_off_runs"] = \
+            sum(1 for p in prof if p.get("cupti_backed_off")) if prof else None
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
@@ -845,14 +853,16 @@ def driver(args):
         print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  "
               "last quarter x%s  saved %s  "
               "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
-              "workload overlap gap max %s  unsampled %s"
+              "workload overlap gap max %s  unsampled %s  CUPTI backed off in %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
                  fmt(line["ratio_tail_vs_nccl"]),
                  fmt(line["time_saved_s"], "%+.3f s"), fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
                  fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
-                 fmt(line["workloads_unsampled"], "%d")))
+                 fmt(line["workloads_unsampled"], "%d"),
+                 "-" if line["cupti_backed_off_runs"] is None
+                 else "%d of %d launches" % (line["cupti_backed_off_runs"], line["reps"])))
     return 0 if len(lines) == len(args.modes) else 1
 
 
