@@ -90,14 +90,15 @@ static const tpattern_t torch_fsdp_1gpu[] = {
  * and one of each of two 250 MiB ones. A bucket's time moved with its place
  * in the backward (64 MiB: 0.40 ms at the 10th percentile, 2.87 ms at the
  * median for NCCL's choice); here the first calls of each size overlap
- * compute (3x) and the rest do not, so the median is the fast place's. */
+ * compute and the rest do not: 64 MiB's first 5 of 8 at 7x, so its median
+ * is a slow place's as there, the 42 MiB ones' first 3-4 at 3x. */
 static const tpattern_t torch_ddp_1gpu[] = {
     {{ncclFuncAllReduce, 262144000ull, 1}, false, false, 0, 3.0f},
     {{ncclFuncAllReduce, 44564480ull, 4}, false, false, 0, 3.0f},
-    {{ncclFuncAllReduce, 67117056ull, 3}, false, false, 0, 3.0f},
+    {{ncclFuncAllReduce, 67117056ull, 5}, false, false, 0, 7.0f},
     {{ncclFuncAllReduce, 44572672ull, 3}, false, false, 0, 3.0f},
     {{ncclFuncAllReduce, 44564480ull, 12}, false, false, 0, 1.0f},
-    {{ncclFuncAllReduce, 67117056ull, 5}, false, false, 0, 1.0f},
+    {{ncclFuncAllReduce, 67117056ull, 3}, false, false, 0, 1.0f},
     {{ncclFuncAllReduce, 44572672ull, 5}, false, false, 0, 1.0f},
     {{ncclFuncAllReduce, 262152192ull, 1}, false, false, 0, 1.0f},
 };

@@ -167,8 +167,9 @@ Test(workload, torch_fsdp_1gpu_step)
 
 /* The one-H100 DDP job: per step 16, 8 and 8 AllReduce buckets of three
  * sizes and two of 250 MiB, five workloads on one communicator; the first
- * calls of each size run 3x longer (their place in the backward), the
- * rest as the landscape says. */
+ * calls of each size run longer (their place in the backward: 64 MiB's
+ * first 5 of 8 at 7x, most of its calls, as on the GPU), the rest as the
+ * landscape says. */
 Test(workload, torch_ddp_1gpu_step)
 {
   acl_sim_step_t *s = acl_sim_step_create(ACL_SIM_MIX_TORCH_DDP_1GPU, 2, 1);
@@ -182,7 +183,7 @@ Test(workload, torch_ddp_1gpu_step)
     per[s->calls[i].wid]++;
     slow[s->calls[i].wid] += s->calls[i].slow > 1.0f;
   }
-  const unsigned want[5] = {1, 16, 8, 8, 1}, want_slow[5] = {1, 4, 3, 3, 0};
+  const unsigned want[5] = {1, 16, 8, 8, 1}, want_slow[5] = {1, 4, 5, 3, 0};
   for (int w = 0; w < 5; w++) {
     cr_assert_eq(per[w], want[w], "workload %d: %u calls a step", w, per[w]);
     cr_assert_eq(slow[w], want_slow[w], "workload %d: %u slowed calls", w, slow[w]);

@@ -385,6 +385,11 @@ Test(search, retunes_back_off)
     if (id != s.current)
       id = acl_search_next(&s, &c, &len);
     double t = s.drift.ref_seconds;
+    /* the decision's first window at its time: the reference a drift is
+     * judged against */
+    for (int j = 0; j < s.params.drift_window; j++)
+      acl_search_observe(&s,
+                         &(acl_search_obs_t){.cand_id = s.current, .seconds = t, .overlap = 0.0f});
     int i = 0;
     for (; i < 4096 && acl_phase_decided(acl_search_phase(&s)); i++)
       acl_search_observe(

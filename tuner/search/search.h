@@ -181,12 +181,16 @@ typedef struct acl_search_drift {
   uint32_t count;     /* samples of the decision since it was taken */
   uint32_t head;
   uint32_t run;     /* consecutive samples past the drift rule */
+  uint32_t base_n;  /* samples in base: 0 until the first full window */
   uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
   uint16_t ov_head;
   uint16_t ov_ref;  /* readings the reference takes (drift_overlap_reset) */
   uint16_t reserved;
   float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
+  /* its first drift_window samples once taken: the "slower" rule's
+   * reference, sampled as the window is (search_conv.c) */
+  float base[ACL_SEARCH_MAX_DRIFT_WINDOW];
 } acl_search_drift_t;
 
 /* One candidate on both clocks (acl_search_obs_t.cupti): the incumbent's

@@ -86,6 +86,7 @@ static void adopt(acl_search_t *s, int id)
   s->drift.count = 0;
   s->drift.head = 0;
   s->drift.run = 0;
+  s->drift.base_n = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
     s->pair.n = s->pair.unpaired = 0; /* NCCL's own choice: its speedup is 1 by definition */
@@ -376,7 +377,13 @@ void acl_search_val_abandon(acl_search_t *s)
 int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   bool challenger_turn = s->val.handed & 1u;
-  uint32_t l = challenger_turn ? ACL_VAL_BLOCK : ACL_VAL_RUN;
+  /* the run's length from the block's number (golden-ratio hash, the same
+   * on every rank): ACL_VAL_RUN on average, the challenger's place in the
+   * step moving */
+  uint64_t h = ((uint64_t)(s->val.handed / 2u) + 1u) * 0x9e3779b97f4a7c15ull;
+  uint32_t l = challenger_turn ? ACL_VAL_BLOCK
+                               : ACL_VAL_RUN - ACL_VAL_RUN_JITTER +
+                                     (uint32_t)((h >> 32) % (2u * ACL_VAL_RUN_JITTER + 1u));
   int id = challenger_turn ? s->val.challenger : s->current;
   s->spent_s += l * ACL_SEARCH_EVENT_COST_S;
   s->val.handed++;
@@ -414,6 +421,7 @@ static void retune(acl_search_t *s, int cause)
   s->calls_to_converge = 0;
   s->drift.count = 0;
   s->drift.run = 0;
+  s->drift.base_n = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val.refines = 0;
@@ -473,12 +481,33 @@ static bool overlap_shift(acl_search_t *s, double overlap)
   return fabs(sum / K - d->ref_overlap) > ACL_SEARCH_OVERLAP_SHIFT;
 }
 
-/* Drift rule (docs/tuner.md): once drift_window samples of the decision have
- * arrived since it was taken, the rule holds when the median of the last
- * drift_window is slower than converged / drift_ratio (bandwidth below
- * drift_ratio x converged), or when the overlap moved (overlap_shift: the
- * interference regime, hence the winner, changed). Outliers, even many,
- * never move the median. */
+/* Whether the window is slower than the reference by more than 1 / ratio:
+ * more than half of the (window, reference) pairs have the window's sample,
+ * sped up by the ratio, still the slower. With one mode that is the medians'
+ * comparison, outliers never moving it; with two (a call's place in the
+ * step: a DDP bucket 0.4 ms at one, 2.9 ms at another on one H100) a window
+ * whose mix of places moved by a few samples moves it by as much, where
+ * the median jumps from one mode to the other. */
+static bool slower_than(const float *win, const float *ref, int w, double ratio)
+{
+  int above = 0;
+  for (int i = 0; i < w; i++)
+    for (int j = 0; j < w; j++)
+      above += (double)win[i] * ratio > (double)ref[j];
+  return 2 * above > w * w;
+}
+
+/* Drift rule (docs/tuner.md): the decision's first drift_window samples
+ * once taken are the reference; from then on the rule holds when the last
+ * drift_window are slower than it by more than 1 / drift_ratio (bandwidth
+ * below drift_ratio x converged: slower_than), or when the overlap moved
+ * (overlap_shift: the interference regime, hence the winner, changed). The
+ * reference is sampled as the window is: the time the decision was judged
+ * on came from a few consecutive calls, one or two places of the step, and
+ * against it the window's mix of every place read "slower" (six seeds of
+ * the simulated DDP job with one H100's 7x between places: 3-5 re-tunes of
+ * its 64 MiB bucket in 3,000 steps, each one costing more than the
+ * decision saved). */
 static void drift_check(acl_search_t *s, double seconds, double overlap)
 {
   int w = s->params.drift_window;
@@ -497,8 +526,11 @@ static void drift_check(acl_search_t *s, double seconds, double overlap)
   bool shift = overlap_shift(s, overlap);
   if (s->drift.count < (uint32_t)w)
     return;
-  double robust = acl_search_median(s->drift.win, w);
-  bool slow = robust * s->params.drift_ratio > s->drift.ref_seconds;
+  if (!s->drift.base_n) {
+    memcpy(s->drift.base, s->drift.win, sizeof(float) * (size_t)w);
+    s->drift.base_n = (uint32_t)w;
+  }
+  bool slow = slower_than(s->drift.win, s->drift.base, w, s->params.drift_ratio);
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
   uint32_t backoff =

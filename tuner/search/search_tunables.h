@@ -161,6 +161,13 @@
   12u                    /* decision calls between two challenger blocks: the
                               * challenger (maybe slower) runs 1 call in 4 */
 #define ACL_VAL_BLOCK 4u /* challenger (cand 0) calls per block */
+/* The decision's runs take ACL_VAL_RUN +- this many calls, varying from
+ * block to block (acl_search_val_block): a job calls a workload 8 or 16
+ * times a step, and with a fixed cycle of 16 the challenger ran at the same
+ * 4 places of every step, whose overlap with compute decided the verdict
+ * (simulated DDP with one H100's 7x between places: a decision 3.5x
+ * slower than NCCL's choice kept as 187x faster). */
+#define ACL_VAL_RUN_JITTER 4u
 #define ACL_VAL_MIN 8u   /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u  /* challenger samples: no verdict by then -> revert */
 /* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
