@@ -46,8 +46,9 @@ CHECKS = [
     # Validation (tuner/search/search_conv.c).
     ("docs/tuner.md", r"a new decision, blocks of (\d+) decision calls \+ (\d+) calls of NCCL's choice",
      ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
-    ("docs/tuner.md", r"runs in blocks of (\d+)\s+calls interleaved with blocks of (\d+) calls",
-     ["ACL_VAL_RUN", "ACL_VAL_BLOCK"]),
+    ("docs/tuner.md", r"runs in blocks of\s+(\d+)-(\d+) calls \((\d+) on average",
+     ["ACL_VAL_RUN - ACL_VAL_RUN_JITTER", "ACL_VAL_RUN + ACL_VAL_RUN_JITTER", "ACL_VAL_RUN"]),
+    ("docs/tuner.md", r"interleaved with blocks of (\d+) calls of cand 0", ["ACL_VAL_BLOCK"]),
     ("docs/tuner.md", r"stragglers \(> (\d+\.\d+)x", ["ACL_VAL_STRAGGLER"]),
     ("docs/tuner.md", r"Looked at once per block from\s+(\d+) samples", ["ACL_VAL_MIN"]),
     ("docs/tuner.md", r"faster by (\d+(?:\.\d+)?) standard\s+errors", ["ACL_VAL_Z_KEEP"]),
