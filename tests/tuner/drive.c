@@ -37,6 +37,7 @@ void table_only(float cost[ACL_NUM_ALGO][ACL_NUM_PROTO], int n, const int *algo,
 
 typedef struct pend {
   int id;
+  uint64_t call;
   uint64_t due;
   double sec;
 } pend_t;
@@ -67,13 +68,16 @@ uint64_t drive(acl_search_t *s, drive_time_fn fn, void *user, const drive_opts_t
         *o->time_spent += fn(user, &c, k);
       bool sampled = acl_search_sampled(shift, k);
       if (sampled && unif(&rng) >= drop && nq < 256)
-        q[nq++] = (pend_t){id, k + (uint64_t)o->lag, t};
+        q[nq++] = (pend_t){id, k, k + (uint64_t)o->lag, t};
       int w = 0;
       for (int i = 0; i < nq; i++) {
         if (q[i].due <= k)
           acl_search_observe(
               s, &(acl_search_obs_t){
-                     .cand_id = q[i].id, .seconds = q[i].sec, .overlap = o->no_overlap ? -1.0f : 0.0f});
+                     .cand_id = q[i].id,
+                     .seconds = q[i].sec,
+                     .overlap = o->no_overlap ? -1.0f : 0.0f,
+                     .call = o->calls ? q[i].call + 1 : 0});
         else
           q[w++] = q[i];
       }

@@ -21,6 +21,8 @@ typedef struct drive_opts {
   int settle;         /* 1: also wait for the background validation's verdict */
   int no_overlap;     /* 1: samples' overlap unknown (NCCL's events), else 0 known */
   double *time_spent; /* when set, accumulates the noise-free time of every call */
+  int calls;          /* 1: samples say their call (acl_search_obs_t.call), as the
+                       * plugin's do */
 } drive_opts_t;
 
 /* Runs until converged (returns the call count) or max_calls (returns 0);

@@ -404,3 +404,64 @@ Test(search, retunes_back_off)
                needed[1]);
   cr_assert_gt(needed[2], needed[1] + s.params.drift_window, "%d then %d", needed[1], needed[2]);
 }
+
+/* Validation with a call's place in the step (a DDP bucket called 8 times
+ * a step, its first 5 calls overlapping backward compute at 7x): the
+ * exploration saw no places, so it found the best point; validation then
+ * compares it with NCCL's choice set `ratio` x its time. */
+typedef fooled_t placed_t; /* the model and the search it times */
+
+static double placed_time(void *user, const acl_candidate_t *c, uint64_t call)
+{
+  placed_t *p = user;
+  double t = model_time(&p->m, c, call);
+  if (!acl_phase_decided(acl_search_phase(p->s)))
+    return t;
+  return call % 8 < 5 ? 7.0 * t : t;
+}
+
+static void placed_validation(placed_t *p, acl_search_t *s, double ratio, int calls,
+                              acl_search_report_t *r)
+{
+  p->s = s;
+  ring_tree_start(s, &p->m);
+  drive_opts_t o = {.max_calls = 4000, .noise = 0.05, .seed = 21, .calls = calls};
+  cr_assert(drive(s, placed_time, p, &o) > 0);
+  acl_search_report(s, r);
+  cr_assert_neq(r->current.algo, ACL_ALGO_NCCL, "the test needs an explored decision");
+  cr_assert_eq(r->validating, 1);
+  p->m.nccl_seconds = ratio * model_time(&p->m, &r->current, 0);
+  o.settle = 1;
+  o.max_calls = 20000;
+  o.seed = 22;
+  cr_assert(drive(s, placed_time, p, &o) > 0, "validation never ended");
+  acl_search_report(s, r);
+}
+
+/* 10 % faster at every place: kept when each sample of NCCL's choice is
+ * compared with the decision's at its place; compared by means, the
+ * places' spread leaves it unproven and it goes back to NCCL's choice. */
+Test(search, validation_pairs_samples_by_place)
+{
+  acl_search_t s;
+  placed_t p = {0};
+  acl_search_report_t r;
+  placed_validation(&p, &s, 1.10, 1, &r);
+  cr_assert_neq(r.current.algo, ACL_ALGO_NCCL, "a 10%% gain lost to the places");
+  cr_assert(r.speedup > 1.03 && r.speedup < 1.2, "speedup %g", r.speedup);
+  acl_search_t s2;
+  placed_t p2 = {0};
+  placed_validation(&p2, &s2, 1.10, 0, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "without the samples' calls there is no pairing");
+}
+
+/* ... and 10 % slower at every place: reverted. */
+Test(search, validation_by_place_reverts_a_slower_decision)
+{
+  acl_search_t s;
+  placed_t p = {0};
+  acl_search_report_t r;
+  placed_validation(&p, &s, 0.90, 1, &r);
+  cr_assert_eq(r.current.algo, ACL_ALGO_NCCL, "kept %d/%d/%d", r.current.algo, r.current.proto,
+               r.current.nchannels);
+}

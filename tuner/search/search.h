@@ -163,6 +163,26 @@ typedef struct acl_search_val {
   double sum[2], sq[2]; /* sums of log(seconds) and their squares */
 } acl_search_val_t;
 
+/* Validation's pairing by place in the step (search_place.c): the
+ * decision's samples by call (a direct-mapped ring, tag = call index + 1),
+ * the challenger's waiting for a period, the period found (0 none), and the
+ * paired differences log(t_challenger / t_decision) at the same place. */
+#define ACL_SEARCH_PLACE_RING 512
+#define ACL_SEARCH_PLACE_PEND 192
+typedef struct acl_search_place {
+  uint32_t call[ACL_SEARCH_PLACE_RING];
+  float lx[ACL_SEARCH_PLACE_RING]; /* log(seconds) */
+  uint32_t pend_call[ACL_SEARCH_PLACE_PEND];
+  float pend_lx[ACL_SEARCH_PLACE_PEND];
+  uint32_t npend;
+  uint32_t since; /* decision samples since the period was last looked for */
+  uint16_t period;
+  uint8_t looks; /* times it was looked for */
+  uint8_t pad;
+  uint32_t pn;
+  double psum, psq;
+} acl_search_place_t;
+
 /* Validation's result, kept while the decision stands (reporting): the
  * decision against NCCL's own choice measured interleaved (same
  * interference regime), log(t_nccl / t_decision) and its standard error,
@@ -275,6 +295,7 @@ typedef struct acl_search {
   uint32_t budget_wait; /* calls the latest budget wait needed, unclamped (0: none) */
   acl_search_explore_t explore;
   acl_search_val_t val;
+  acl_search_place_t place;
   acl_search_pair_t pair;
   acl_search_drift_t drift;
   acl_search_clock_t clock;

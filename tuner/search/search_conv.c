@@ -14,6 +14,7 @@ static void seed_failed(acl_search_t *s);
 
 static void val_reset(acl_search_t *s)
 {
+  acl_search_place_reset(s);
   s->val.handed = 0;
   s->val.challenger = ACL_SEARCH_CAND_NCCL;
   memset(s->val.n, 0, sizeof s->val.n);
@@ -81,6 +82,7 @@ static void adopt(acl_search_t *s, int id)
   }
   s->current = (uint16_t)id;
   s->best = (uint16_t)id;
+  acl_search_place_reset(s); /* its samples by place are the old decision's */
   s->drift.ref_seconds = c->robust_seconds;
   drift_overlap_reset(s, c);
   s->drift.count = 0;
@@ -177,6 +179,7 @@ void acl_search_next_challenger(acl_search_t *s)
   s->val.full_at = s->val.seen = 0;
   s->val.n[1] = 0;
   s->val.sum[1] = s->val.sq[1] = 0.0;
+  acl_search_place_challenger(s);
   acl_sm_fire(s, EV_CHALLENGE);
 }
 
@@ -298,6 +301,9 @@ static void val_check(acl_search_t *s)
   double var = ss > 0.0 ? ss / (double)(nd + nc - 2) : 0.0;
   double se = sqrt(var * (1.0 / nd + 1.0 / nc));
   double gain = mc - md; /* log(t_challenger / t_decision): > 0 when the decision is faster */
+  /* each challenger sample against the decision's at its place in the
+   * step, where the places' spread made the means' difference the noisier */
+  acl_search_place_estimate(s, se, &gain, &se);
   if (acl_sm_base(s) == ACL_PHASE_VALIDATING) { /* against NCCL's own choice */
     /* The speedup shown is this interleaved estimate, updated at the looks
      * only: a decision measured slower (by ACL_VAL_Z_DROP_UNPROVEN SE)
@@ -570,9 +576,12 @@ void acl_search_converged_sample(acl_search_t *s, int id, double seconds, uint64
   if (id == s->current) {
     if (s->drift.ref_seconds > 0.0)
       drift_check(s, seconds, latest_overlap(c));
-    if (validating)
+    if (validating) {
       val_add(s, 0, id, seconds);
+      acl_search_place_sample(s, false, seconds, call);
+    }
   } else if (id == s->val.challenger && validating) {
+    acl_search_place_sample(s, true, seconds, call);
     const acl_search_cand_t *d = &s->cands[s->current];
     double ref = s->drift.ref_seconds > 0.0 ? s->drift.ref_seconds
                  : d->nsamples > 0          ? acl_search_trimmed_mean(d->seconds, d->nsamples)

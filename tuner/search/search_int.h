@@ -5,6 +5,7 @@
  *   search_conv.c     the decision, background validation and refinement,
  *                     drift and re-tuning, warm start, reporting
  *   search_explore.c  exploration: the descent's plan, blocks, verdicts
+ *   search_place.c    validation's pairing by place in the step
  *   search_budget.c   the exploration budget: what is charged, waiting
  *   search_grid.c     the candidate grid and table, statistics, with
  *   search_chunk.c    the chunk-size axis (grid calls chunk, never back)
@@ -75,6 +76,16 @@ bool acl_sm_is_wait(int st);
 /* The validation runs: a challenger (NCCL's choice or a neighbour) is
  * interleaved with the decision. */
 bool acl_sm_validating(int st);
+
+/* search_place.c: validation's pairing by place in the step. */
+void acl_search_place_reset(acl_search_t *s);      /* a new decision */
+void acl_search_place_challenger(acl_search_t *s); /* a new challenger */
+/* A validation sample of the decision or the challenger; call = index + 1. */
+void acl_search_place_sample(acl_search_t *s, bool challenger, double seconds, uint64_t call);
+/* The paired gain (mean log(t_challenger / t_decision)) and its standard
+ * error, where pairs exist and their error is well below unpaired_se. */
+bool acl_search_place_estimate(const acl_search_t *s, double unpaired_se, double *gain,
+                               double *se);
 
 /* search_budget.c: the exploration budget (docs/tuner.md). */
 double acl_search_budget_left(const acl_search_t *s);

@@ -168,6 +168,23 @@
  * (simulated DDP with one H100's 7x between places: a decision 3.5x
  * slower than NCCL's choice kept as 187x faster). */
 #define ACL_VAL_RUN_JITTER 4u
+/* Pairing by place (search_place.c): periods looked for up to 32 calls,
+ * each lag on at least 16 pairs of the decision's samples, a period only
+ * where its pairs differ by under half the lags' median difference; looked
+ * for every 64 samples of the decision, at most 4 times (where a workload
+ * has no places, the look costs the sample path nothing after that). A
+ * challenger sample is paired with the decision's up to 4 periods back,
+ * its difference clipped at 4x; the paired estimate replaces the unpaired
+ * one where its standard error is below 0.7 of it (with no places, pairs
+ * are the noisier, about 1.2 of it). */
+#define ACL_SEARCH_PLACE_MAX_PERIOD 32
+#define ACL_SEARCH_PLACE_MIN_PAIRS 16
+#define ACL_SEARCH_PLACE_CLEAR 0.5
+#define ACL_SEARCH_PLACE_LOOK 64u
+#define ACL_SEARCH_PLACE_MAX_LOOKS 4u
+#define ACL_SEARCH_PLACE_BACK 4u
+#define ACL_SEARCH_PLACE_CLIP 1.3862943611198906 /* log(4) */
+#define ACL_SEARCH_PLACE_SE_SHARE 0.7
 #define ACL_VAL_MIN 8u   /* challenger samples before any verdict */
 #define ACL_VAL_MAX 96u  /* challenger samples: no verdict by then -> revert */
 /* Samples not arriving: after twice the challenger blocks ACL_VAL_MAX needs,
