@@ -127,7 +127,9 @@ void acl_search_place_sample(acl_search_t *s, bool challenger, double seconds, u
       p->since = 0;
       p->looks++;
       p->period = find_period(p);
-      for (uint32_t j = 0; p->period && j < p->npend; j++)
+      /* bounded by the array too: the search lives in the communicator's
+       * shared memory, where a scribble must not reach past it */
+      for (uint32_t j = 0; p->period && j < p->npend && j < ACL_SEARCH_PLACE_PEND; j++)
         pair_one(p, p->pend_call[j], p->pend_lx[j]);
       if (p->period)
         p->npend = 0;
