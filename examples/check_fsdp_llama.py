@@ -231,6 +231,16 @@ check(bo["autoccl"].get("cupti_backed_off_runs") == 1
       and ol["autoccl"].get("cupti_backed_off_runs") is None,
       "CUPTI backed off in %s launches (want 1; none known without a profiler block)"
       % bo["autoccl"].get("cupti_backed_off_runs"))
+# the most re-tunes one rank's workloads made in one launch, from the job reports
+rt_runs = [dict(r, reports_by_rank=rb) for r, rb in zip(bo_runs, (
+    None, [{"rank": 0, "workloads": [{"retunes": 1}, {"retunes": 2}]},
+           {"rank": 1, "workloads": [{"retunes": 0}, {"retunes": None}]}],
+    None, [{"rank": 0, "workloads": [{"retunes": 1}]}]))]
+rl = {x["mode"]: x for x in ex.summarize(rt_runs, a)}
+check(rl["autoccl"].get("retunes_max") == 3 and rl["nccl"].get("retunes_max") is None
+      and bo["autoccl"].get("retunes_max") is None,
+      "re-tunes at most %s per rank and launch (want 3; none known without reports)"
+      % rl["autoccl"].get("retunes_max"))
 # the printed summary names both exposed figures
 import contextlib
 import io
@@ -239,7 +249,7 @@ with tempfile.TemporaryDirectory() as d:
     open(plug, "w").close()
     da = ex.parse(["--plugin", plug, "--reps", "2", "--modes", "nccl,autoccl",
                    "--out", os.path.join(d, "t.jsonl")])
-    it = iter([r for k in (0, 1) for r in bo_runs if r["rep"] == k])
+    it = iter([r for k in (0, 1) for r in rt_runs if r["rep"] == k])
     real, ex.launch = ex.launch, lambda mode, rep, args, out: dict(next(it))
     buf = io.StringIO()
     try:
@@ -249,7 +259,8 @@ with tempfile.TemporaryDirectory() as d:
         ex.launch = real
     txt = buf.getvalue()
     check(rc == 0 and "of comm time torch 0.600, autoccl 0.700 (gap 10.0 pp)" in txt
-          and "CUPTI backed off in 1 of 2 launches" in txt,
+          and "CUPTI backed off in 1 of 2 launches" in txt
+          and "re-tunes 3 per rank and launch at most" in txt,
           "printed summary: %s" % txt.strip())
 # every launch's record carries the new figures (the worker runs only on GPUs)
 import ast

@@ -96,6 +96,9 @@ every other kernel compute.
   autoccl_profiler       (torch_step_run lines) the profiler block of the
                          plugin's /api/v1/state (samples, stale and
                          overlap_unknown counts, CUPTI windows); null without it
+  retunes_max            (the summary line) the most re-tunes one rank's
+                         workloads made in one of the mode's launches, from
+                         the job reports (reports_by_rank); null without them
   cupti_backed_off_runs  (the summary line) how many of the mode's launches
                          ended with the plugin's CUPTI backed off (another
                          CUPTI client, such as PyTorch's own profiler, took
@@ -814,6 +817,9 @@ def summarize(runs, args):
         prof = [r["autoccl_profiler"] for r in rs if isinstance(r.get("autoccl_profiler"), dict)]
         line["cupti_backed_off_runs"] = \
             sum(1 for p in prof if p.get("cupti_backed_off")) if prof else None
+        rt = [sum(w.get("retunes") or 0 for w in rank.get("workloads") or [])
+              for r in rs for rank in (r.get("reports_by_rank") or []) if isinstance(rank, dict)]
+        line["retunes_max"] = max(rt) if rt else None
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)
@@ -853,7 +859,7 @@ def driver(args):
         print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  "
               "last quarter x%s  saved %s  "
               "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
-              "workload overlap gap max %s  unsampled %s  CUPTI backed off in %s"
+              "workload overlap gap max %s  unsampled %s  re-tunes %s  CUPTI backed off in %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
                  fmt(line["ratio_tail_vs_nccl"]),
@@ -861,6 +867,7 @@ def driver(args):
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
                  fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
                  fmt(line["workloads_unsampled"], "%d"),
+                 fmt(line["retunes_max"], "%d per rank and launch at most"),
                  "-" if line["cupti_backed_off_runs"] is None
                  else "%d of %d launches" % (line["cupti_backed_off_runs"], line["reps"])))
     return 0 if len(lines) == len(args.modes) else 1
