@@ -12,9 +12,11 @@
 #define ACL_SEARCH_DEFAULT_MAX_CHANNELS 32
 /* Communicator size when not given: it only scales bus bandwidth. */
 #define ACL_SEARCH_DEFAULT_NRANKS 2
-/* Drift: bandwidth below 80% of the converged one (median of the window). */
+/* Drift: bandwidth below 80% of the decision's first window (search_conv.c,
+ * slower_than). */
 #define ACL_SEARCH_DEFAULT_DRIFT_RATIO 0.8
-/* Drift window: 16 samples; its median ignores up to 7 outliers. */
+/* Drift window: 16 samples; outliers move its share of slower pairs by no
+ * more than their own share. */
 #define ACL_SEARCH_DEFAULT_DRIFT_WINDOW 16
 /* Prune a subspace whose first point is > 1.15x the best (tunerbench: 1.10
  * lost H200 p5 0.9415 vs 0.9418, not kept). */
