@@ -207,6 +207,29 @@ for modes in (("default", "autoccl"), ("default", "autoccl", "table")):
     out = cost_summary(base, base, modes)
     check("| 64K |" in out and "Per-call cost" not in out, "%s is no cost record:\n%s" % (modes, out))
 
+# the PyTorch table: re-tunes from the summary line, else from the launches' job reports
+def torch_summary(rows):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write("".join(json.dumps(x) + "\n" for x in rows))
+    r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
+    os.unlink(f.name)
+    check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
+    return [ln for ln in r.stdout.splitlines() if ln.startswith("| ddp | autoccl")]
+
+
+step = {"kind": "torch_step", "wrap": "ddp", "mode": "autoccl", "median_step_s": 0.1, "reps": 2,
+        "steps": 800, "ratio_vs_nccl": 1.05}
+launches = [{"kind": "torch_step_run", "wrap": "ddp", "mode": "autoccl", "reports_by_rank": rb}
+            for rb in ([{"rank": 0, "workloads": [{"retunes": 1}, {"retunes": 2}]},
+                        {"rank": 1, "workloads": [{"retunes": None}]}],
+                       [{"rank": 0, "workloads": [{"retunes": 1}]}])]
+row = torch_summary([step] + launches)
+check(len(row) == 1 and "| 3 |" in row[0], "re-tunes from the job reports: 3 expected: %s" % row)
+row = torch_summary([dict(step, retunes_max=0)] + launches)
+check(len(row) == 1 and "| 0 |" in row[0], "the summary line's own figure first: %s" % row)
+row = torch_summary([step])
+check(len(row) == 1 and "| - |" in row[0].split("1.050")[1], "no reports: none known: %s" % row)
+
 # --help documents it
 r = run("--help")
 for w in ("--ranks-per-gpu", "--mps", "2.30.3", "ranks_per_gpu"):

@@ -221,20 +221,35 @@ def advise_table(a):
         print("\n`%s`" % a["reproduce"])
 
 
-def torch_table(lines):
+def retunes_max(t, runs):
+    """The most re-tunes one rank's workloads made in one launch of t's mode:
+    the summary line's own figure, else from the file's torch_step_run lines
+    (their job reports); None where neither says."""
+    if t.get("retunes_max") is not None:
+        return t["retunes_max"]
+    rt = [sum(w.get("retunes") or 0 for w in rank.get("workloads") or [])
+          for r in runs if r.get("mode") == t["mode"] and r.get("wrap", t.get("wrap")) == t.get("wrap")
+          for rank in (r.get("reports_by_rank") or []) if isinstance(rank, dict)]
+    return max(rt) if rt else None
+
+
+def torch_table(lines, runs=()):
     wraps = sorted({t.get("wrap") or "fsdp" for t in lines})
     print("\n#### PyTorch step, %s\n" % " and ".join(w.upper() for w in wraps))
     print("| wrap | mode | median step s | reps x steps | vs nccl (95 %) | last quarter vs nccl "
-          "| tuner's net time saved s | exposed comm share | env |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| tuner's net time saved s | re-tunes (most of one rank, one launch) "
+          "| exposed comm share | env |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for t in lines:
+        rt = retunes_max(t, runs)
         iv = (" (%.3f-%.3f)" % (t["ratio_low"], t["ratio_high"])
               if t.get("ratio_low") is not None and t.get("ratio_high") is not None else "")
-        print("| %s | %s | %.4f | %d x %d | %s%s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %.4f | %d x %d | %s%s | %s | %s | %s | %s | %s |" % (
             t.get("wrap") or "fsdp", t["mode"], t["median_step_s"], t["reps"], t["steps"],
             "%.3f" % t["ratio_vs_nccl"] if t.get("ratio_vs_nccl") else "-", iv,
             "%.3f" % t["ratio_tail_vs_nccl"] if t.get("ratio_tail_vs_nccl") else "-",
             "%.3f" % t["time_saved_s"] if t.get("time_saved_s") is not None else "-",
+            "-" if rt is None else "%d" % rt,
             "%.3f" % t["exposed_comm_share"] if t.get("exposed_comm_share") is not None else "-",
             env_of(t)))
 
@@ -299,7 +314,7 @@ def main():
         if path.endswith(".tar") or path.endswith(".tgz") or path.endswith(".tar.gz"):
             reports_tables(path)
             continue
-        torch = []
+        torch, torch_runs = [], []
         for n, line in enumerate(open(path), 1):
             try:
                 d = json.loads(line)
@@ -317,8 +332,10 @@ def main():
                 advise_table(d["advise"])
             elif d.get("kind") == "torch_step":
                 torch.append(d)
+            elif d.get("kind") == "torch_step_run":
+                torch_runs.append(d)
         if torch:
-            torch_table(torch)
+            torch_table(torch, torch_runs)
     for key, ds in costs.items():
         if len(ds) > 1:
             pooled_cost(key, ds)
