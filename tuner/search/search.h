@@ -201,15 +201,15 @@ typedef struct acl_search_drift {
   uint32_t count;     /* samples of the decision since it was taken */
   uint32_t head;
   uint32_t run;     /* consecutive samples past the drift rule */
-  uint32_t base_n;  /* samples in base: 0 until the first full window */
   uint16_t ov_n;    /* known overlaps in ov (saturates at its size) */
   uint16_t ov_head;
   uint16_t ov_ref;  /* readings the reference takes (drift_overlap_reset) */
   uint16_t reserved;
   float ov[ACL_SEARCH_OVERLAP_READINGS]; /* its latest known overlaps (ring) */
   float win[ACL_SEARCH_MAX_DRIFT_WINDOW]; /* recent samples of the decision (ring) */
-  /* its first drift_window samples once taken: the "slower" rule's
-   * reference, sampled as the window is (search_conv.c) */
+  /* its first drift_window samples once taken (copied when count reaches
+   * drift_window): the "slower" rule's reference, sampled as the window is
+   * (search_conv.c) */
   float base[ACL_SEARCH_MAX_DRIFT_WINDOW];
 } acl_search_drift_t;
 
@@ -511,6 +511,9 @@ bool acl_search_phase_waits(acl_phase_t ph); /* one of those waiting states */
 #define ACL_SEARCH_SAMPLE_MAX_SHIFT 12
 #define ACL_SEARCH_SAMPLE_PERIOD_S 0.01
 uint8_t acl_search_sample_shift(const acl_search_t *s);
+/* A spread of k's over 64 bits (k + 1 times 2^64 / golden ratio): the
+ * same on every rank, and successive k's far apart in every high bit. */
+static inline uint64_t acl_search_golden(uint64_t k) { return (k + 1) * 0x9e3779b97f4a7c15ull; }
 /* The sampling rule, the one place it is written: whether call `call`
  * carries profiler events under `shift` (the plugin sets NCCL's event mask
  * with it; tuner/drive plays it), and the first call after `call` that does
@@ -524,7 +527,7 @@ uint8_t acl_search_sample_shift(const acl_search_t *s);
  * DDP's buckets re-tuned on "slower" 2-3 times). */
 static inline uint64_t acl_search_sample_offset(uint8_t shift, uint64_t period)
 {
-  return shift ? ((period + 1) * 0x9e3779b97f4a7c15ull) >> (64 - shift) : 0;
+  return shift ? acl_search_golden(period) >> (64 - shift) : 0;
 }
 static inline bool acl_search_sampled(uint8_t shift, uint64_t call)
 {

@@ -14,7 +14,6 @@ static void seed_failed(acl_search_t *s);
 
 static void val_reset(acl_search_t *s)
 {
-  acl_search_place_reset(s);
   s->val.handed = 0;
   s->val.challenger = ACL_SEARCH_CAND_NCCL;
   memset(s->val.n, 0, sizeof s->val.n);
@@ -88,7 +87,6 @@ static void adopt(acl_search_t *s, int id)
   s->drift.count = 0;
   s->drift.head = 0;
   s->drift.run = 0;
-  s->drift.base_n = 0;
   s->decision_call = s->calls_planned - s->tune_start_call;
   if (id == ACL_SEARCH_CAND_NCCL)
     s->pair.n = s->pair.unpaired = 0; /* NCCL's own choice: its speedup is 1 by definition */
@@ -386,7 +384,7 @@ int acl_search_val_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   /* the run's length from the block's number (golden-ratio hash, the same
    * on every rank): ACL_VAL_RUN on average, the challenger's place in the
    * step moving */
-  uint64_t h = ((uint64_t)(s->val.handed / 2u) + 1u) * 0x9e3779b97f4a7c15ull;
+  uint64_t h = acl_search_golden(s->val.handed / 2u);
   uint32_t l = challenger_turn ? ACL_VAL_BLOCK
                                : ACL_VAL_RUN - ACL_VAL_RUN_JITTER +
                                      (uint32_t)((h >> 32) % (2u * ACL_VAL_RUN_JITTER + 1u));
@@ -427,7 +425,6 @@ static void retune(acl_search_t *s, int cause)
   s->calls_to_converge = 0;
   s->drift.count = 0;
   s->drift.run = 0;
-  s->drift.base_n = 0;
   s->decision_call = 0;
   s->verdict_call = 0;
   s->val.refines = 0;
@@ -527,15 +524,12 @@ static void drift_check(acl_search_t *s, double seconds, double overlap)
   if (timed) {
     s->drift.win[s->drift.head] = (float)seconds;
     s->drift.head = (s->drift.head + 1) % (uint32_t)w;
-    s->drift.count++;
+    if (++s->drift.count == (uint32_t)w) /* the first full window: the reference */
+      memcpy(s->drift.base, s->drift.win, sizeof(float) * (size_t)w);
   }
   bool shift = overlap_shift(s, overlap);
   if (s->drift.count < (uint32_t)w)
     return;
-  if (!s->drift.base_n) {
-    memcpy(s->drift.base, s->drift.win, sizeof(float) * (size_t)w);
-    s->drift.base_n = (uint32_t)w;
-  }
   bool slow = slower_than(s->drift.win, s->drift.base, w, s->params.drift_ratio);
   /* Sustained: the rule must hold for w consecutive samples (a second
    * window), and each re-tune doubles the evidence the next one needs. */
