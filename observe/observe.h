@@ -150,6 +150,8 @@ typedef struct acl_snap_profiler {
   uint64_t ambiguous;            /* calls not used (fused launches) */
   uint64_t stale;                /* kernels not used: stale timestamps */
   uint64_t overlap_unknown;      /* CUPTI samples without an overlap: compute records lost */
+  uint64_t overlap_late;         /* CUPTI samples whose overlap needed later compute records */
+  double overlap_late_seconds;   /* collective time only those later records showed overlapped */
   uint64_t mismatches;           /* NCCL ran something else than decided */
   double sample_latency_seconds; /* median call->sample delay, <0 unknown */
   /* CUPTI windows (source "cupti"): state "closed" | "lead" | "open" |

@@ -195,6 +195,10 @@ void acl_render_profiler_json(const acl_snap_profiler_t *p, acl_strbuf_t *sb)
   acl_render_u64(sb, p->stale);
   KEY(sb, ", ", PROF_OVERLAP_UNKNOWN);
   acl_render_u64(sb, p->overlap_unknown);
+  KEY(sb, ", ", PROF_OVERLAP_LATE);
+  acl_render_u64(sb, p->overlap_late);
+  KEY(sb, ", ", PROF_OVERLAP_LATE_SECONDS);
+  put_ratio(sb, p->overlap_late_seconds);
   KEY(sb, ", ", PROF_MISMATCHES);
   acl_render_u64(sb, p->mismatches);
   KEY(sb, ", ", PROF_SAMPLE_LATENCY_SECONDS);

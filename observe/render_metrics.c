@@ -245,6 +245,7 @@ static void render_process(mctx_t *m)
       {ACL_F_PROF_AMBIGUOUS, offsetof(acl_snap_profiler_t, ambiguous)},
       {ACL_F_PROF_STALE, offsetof(acl_snap_profiler_t, stale)},
       {ACL_F_PROF_OVERLAP_UNKNOWN, offsetof(acl_snap_profiler_t, overlap_unknown)},
+      {ACL_F_PROF_OVERLAP_LATE, offsetof(acl_snap_profiler_t, overlap_late)},
       {ACL_F_PROF_MISMATCHES, offsetof(acl_snap_profiler_t, mismatches)},
   };
   for (size_t i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {
@@ -253,6 +254,8 @@ static void render_process(mctx_t *m)
     head(m, ctr[i].f);
     acl_sb_printf(m->out, "%s %" PRIu64 "\n", acl_fields[ctr[i].f].metric, v);
   }
+  head(m, ACL_F_PROF_OVERLAP_LATE_SECONDS);
+  sample_plain(m, MET(PROF_OVERLAP_LATE_SECONDS), p->overlap_late_seconds);
   if (isfinite(p->sample_latency_seconds) && p->sample_latency_seconds >= 0) {
     head(m, ACL_F_PROF_SAMPLE_LATENCY_SECONDS);
     sample_plain(m, MET(PROF_SAMPLE_LATENCY_SECONDS), p->sample_latency_seconds);

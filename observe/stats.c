@@ -22,6 +22,8 @@ void acl_snap_profiler_fill(acl_snap_profiler_t *o, const acl_prof_stats_t *p)
   o->ambiguous = p->ambiguous;
   o->stale = p->stale;
   o->overlap_unknown = p->overlap_unknown;
+  o->overlap_late = p->overlap_late;
+  o->overlap_late_seconds = p->overlap_late_seconds;
   o->mismatches = p->mismatches;
   o->sample_latency_seconds = p->sample_latency_seconds;
   snprintf(o->cupti_window, sizeof(o->cupti_window), "%s", p->cupti_window ? p->cupti_window : "");

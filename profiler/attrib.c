@@ -29,6 +29,9 @@ typedef struct kq {
   uint64_t start, end;
   uint32_t device, corr;
   uint64_t round;
+  uint64_t held_ns; /* when it was first held for later compute records */
+  double early;     /* its overlap then (what resolving at once gave) */
+  bool held;
 } kq_t;
 
 typedef struct corr_ent {
@@ -184,6 +187,7 @@ void acl_attr_kernel(acl_attr_t *a, const acl_krec_t *k)
       q->device = k->device;
       q->corr = k->corr;
       q->round = a->round;
+      q->held = false;
     }
   } else {
     a->st.compute_records++;
@@ -269,6 +273,10 @@ static bool make_sample(acl_attr_t *a, ptag_t *t, const kq_t *k, acl_attr_sample
     acl_cwin_overlap(&a->cwin[k->device], k->start, k->end, &out->ov);
     if (out->ov.truncated)
       a->st.ov_truncated++;
+    if (k->held && k->early >= 0.0 && out->ov.frac > k->early + 1e-9) {
+      a->st.ov_late++;
+      a->st.ov_late_ns += (uint64_t)((out->ov.frac - k->early) * (double)(k->end - k->start));
+    }
     for (uint32_t i = 0; i < out->ov.nnames; i++)
       if (out->ov.names[i] < ACL_ATTR_NAMES)
         a->names[out->ov.names[i]].hits++;
@@ -406,6 +414,26 @@ static size_t resolve_window(acl_attr_t *a, uint64_t ext, kq_t *ks, size_t nk,
   return n;
 }
 
+/* Whether kernel k's overlap can be read: a compute kernel that ended after
+ * it has been recorded on its device (CUPTI writes a record when the kernel
+ * ends, so one still running across k's end comes later: resolving at once
+ * read that tail as exposed), or it has waited ACL_ATTR_HOLD_NS (no compute
+ * follows, or one runs that long). */
+static bool settled(acl_attr_t *a, kq_t *k, uint64_t now_ns)
+{
+  if (k->device >= ACL_ATTR_DEVS || a->cwin[k->device].max_end >= k->end)
+    return true;
+  if (!k->held) {
+    acl_overlap_res_t ov;
+    acl_cwin_overlap(&a->cwin[k->device], k->start, k->end, &ov);
+    k->held = true;
+    k->held_ns = now_ns;
+    k->early = ov.frac;
+    a->st.held++;
+  }
+  return now_ns >= k->held_ns + ACL_ATTR_HOLD_NS;
+}
+
 static void expire_locked(acl_attr_t *a, uint64_t now_ns)
 {
   if (now_ns < a->last_expire_ns + 1000000000ull)
@@ -437,6 +465,10 @@ size_t acl_attr_process(acl_attr_t *a, bool final, uint64_t now_ns, acl_attr_sam
   for (size_t i = 0; i < a->nkq;) {
     kq_t *k = &a->kq[i];
     if (!final && k->round >= cur) {
+      i++;
+      continue;
+    }
+    if (!final && !settled(a, k, now_ns)) {
       i++;
       continue;
     }

@@ -32,6 +32,10 @@
 #define ACL_ATTR_NAMELEN 96
 #define ACL_ATTR_MAX_WINDOW 64             /* tags in one window beyond which all are ambiguous */
 #define ACL_ATTR_TAG_TTL_NS 10000000000ull /* unresolved tags expire after 10 s */
+/* The longest an NCCL kernel waits for a compute record that ends after it
+ * (a training step's kernels are far shorter; a benchmark without compute
+ * pays it once per sample, off NCCL's thread). */
+#define ACL_ATTR_HOLD_NS 20000000ull
 
 typedef struct acl_krec {
   uint64_t start, end; /* GPU ns */
@@ -53,6 +57,9 @@ typedef struct acl_attr_stats {
   uint64_t samples, ambiguous, untagged, lost, bad_clock, ring_dropped;
   uint64_t overlapped; /* kernels that overlapped an earlier one of their rank */
   uint64_t ov_truncated; /* samples whose overlap is unknown: compute records lost */
+  uint64_t held;         /* NCCL kernels held for a compute record ending after them */
+  uint64_t ov_late;      /* samples whose overlap grew by holding (late compute records) */
+  uint64_t ov_late_ns;   /* collective ns found overlapped only by those late records */
   uint64_t pending; /* tags not resolved yet */
 } acl_attr_stats_t;
 
@@ -66,8 +73,10 @@ uint64_t acl_attr_tag(acl_attr_t *a, unsigned slot, const acl_call_tag_t *tag, v
                       uint64_t host_ns);
 void acl_attr_extcorr(acl_attr_t *a, uint32_t corr, uint64_t ext);
 void acl_attr_kernel(acl_attr_t *a, const acl_krec_t *k);
-/* Resolves what can be resolved: NCCL records are held one round (so compute
- * records delivered just after them still count for overlap) unless final.
+/* Resolves what can be resolved: NCCL records are held at least one round,
+ * and until a compute record ending after them arrived on their device or
+ * ACL_ATTR_HOLD_NS passed (now_ns; so compute records delivered after them
+ * still count for overlap), unless final.
  * Writes up to max samples (max >= ACL_ATTR_MAX_WINDOW to make progress);
  * returns how many. *more (may be NULL) says the out buffer filled before
  * the round ended: call again, the round is not over. */

@@ -134,6 +134,8 @@ void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id
   r->end = end;
   r->name_id = name_id;
   w->head++;
+  if (end > w->max_end)
+    w->max_end = end;
 }
 
 void acl_cwin_overlap(const acl_cwin_t *w, uint64_t s, uint64_t e, acl_overlap_res_t *out)

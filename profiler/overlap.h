@@ -94,6 +94,7 @@ typedef struct acl_cwin {
   acl_cwin_rec_t rec[ACL_CWIN_CAP];
   uint64_t head;         /* records pushed so far; the ring keeps the last CAP */
   uint64_t evicted_end;  /* the latest end among kernels the ring dropped */
+  uint64_t max_end;      /* the latest end pushed: a collective ending before it is settled */
 } acl_cwin_t;
 
 void acl_cwin_push(acl_cwin_t *w, uint64_t start, uint64_t end, uint32_t name_id);

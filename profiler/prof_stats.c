@@ -47,6 +47,8 @@ void acl_prof_stats(const acl_prof_t *p, acl_prof_stats_t *out)
   out->ambiguous = as.ambiguous;
   out->stale = as.overlapped + es.overlapped;
   out->overlap_unknown = as.ov_truncated;
+  out->overlap_late = as.ov_late;
+  out->overlap_late_seconds = (double)as.ov_late_ns * 1e-9;
   out->mismatches = es.mismatches;
   uint64_t nl = atomic_load_explicit(&p->nlat, memory_order_relaxed);
   size_t n = nl < LAT_N ? (size_t)nl : LAT_N;

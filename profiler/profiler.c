@@ -320,11 +320,13 @@ void acl_prof_destroy(acl_prof_t *p)
     if (as.nccl_records)
       acl_info("profiler: CUPTI: %llu NCCL kernels, %llu samples, %llu ambiguous, %llu untagged, "
                "%llu bad clock, %llu overlapping an earlier kernel of their rank (not used), "
-               "%llu with the overlap unknown (compute records dropped)",
+               "%llu with the overlap unknown (compute records dropped), %llu held for later "
+               "compute records, %llu whose overlap grew by %.3f s that way",
                (unsigned long long)as.nccl_records, (unsigned long long)as.samples,
                (unsigned long long)as.ambiguous, (unsigned long long)as.untagged,
                (unsigned long long)as.bad_clock, (unsigned long long)as.overlapped,
-               (unsigned long long)as.ov_truncated);
+               (unsigned long long)as.ov_truncated, (unsigned long long)as.held,
+               (unsigned long long)as.ov_late, (double)as.ov_late_ns * 1e-9);
   }
   acl_attr_destroy(p->attr);
   acl_ncclev_destroy(p->ev);

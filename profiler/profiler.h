@@ -139,6 +139,9 @@ typedef struct acl_prof_stats {
   uint64_t ambiguous;            /* calls not used (fused launches) */
   uint64_t stale;                /* kernels not used: overlapped an earlier one of their rank */
   uint64_t overlap_unknown;      /* CUPTI samples whose overlap is unknown (compute records lost) */
+  uint64_t overlap_late;         /* CUPTI samples whose overlap came from compute records that
+                                  * arrived after their own */
+  double overlap_late_seconds;   /* collective time those late records showed overlapped */
   uint64_t mismatches;           /* NCCL ran something else than decided */
   double sample_latency_seconds; /* median call->sample delay, <0 unknown */
   /* CUPTI windows: "closed" | "lead" | "open" | "always"; "" when CUPTI is

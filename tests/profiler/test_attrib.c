@@ -103,6 +103,52 @@ Test(attrib, held_one_round_unless_final)
   cr_assert_float_eq(out[0].ov.frac, 0.5, 1e-9);
 }
 
+/* A compute kernel running across the collective's end is recorded when it
+ * ends, rounds after the collective: the collective waits for a compute
+ * record ending after it, so its tail is not read as exposed. */
+Test(attrib, held_until_compute_passes_its_end)
+{
+  int r0;
+  acl_call_tag_t t = mk(&r0, 0, 0);
+  uint64_t e = acl_attr_tag(A, 0, &t, &r0, 0);
+  compute(0, 0, 150, "gemm_a"); /* covers the first half */
+  launch(e, "ncclDevKernel_X", 0, 1, 100, 200);
+  cr_assert_eq(acl_attr_process(A, false, 1000, out, 256, NULL), 0, "held for one round");
+  cr_assert_eq(acl_attr_process(A, false, 2000, out, 256, NULL), 0,
+               "no compute record past its end yet");
+  cr_assert_eq(acl_attr_process(A, false, 3000, out, 256, NULL), 0);
+  compute(0, 150, 900, "gemm_b"); /* ran across the end, recorded late */
+  cr_assert_eq(acl_attr_process(A, false, 4000, out, 256, NULL), 1);
+  cr_assert_float_eq(out[0].ov.frac, 1.0, 1e-9);
+  acl_attr_stats_t st;
+  acl_attr_stats(A, &st);
+  cr_assert_eq(st.held, 1);
+  cr_assert_eq(st.ov_late, 1, "the overlap grew by the late record");
+  cr_assert_eq(st.ov_late_ns, 50); /* half of the 100 ns kernel */
+  cr_assert_eq(acl_attr_pending(A), 0);
+}
+
+/* Without compute after it (a benchmark, the step's end) a collective waits
+ * ACL_ATTR_HOLD_NS at most, and its overlap is what was there. */
+Test(attrib, hold_is_bounded_without_compute)
+{
+  int r0;
+  acl_call_tag_t t = mk(&r0, 0, 0);
+  uint64_t e = acl_attr_tag(A, 0, &t, &r0, 0);
+  compute(0, 0, 150, "gemm_a");
+  launch(e, "ncclDevKernel_X", 0, 1, 100, 200);
+  uint64_t t0 = 5000000;
+  cr_assert_eq(acl_attr_process(A, false, t0, out, 256, NULL), 0);
+  cr_assert_eq(acl_attr_process(A, false, t0 + 1, out, 256, NULL), 0);
+  cr_assert_eq(acl_attr_process(A, false, t0 + ACL_ATTR_HOLD_NS - 1, out, 256, NULL), 0);
+  cr_assert_eq(acl_attr_process(A, false, t0 + ACL_ATTR_HOLD_NS + 1, out, 256, NULL), 1);
+  cr_assert_float_eq(out[0].ov.frac, 0.5, 1e-9);
+  acl_attr_stats_t st;
+  acl_attr_stats(A, &st);
+  cr_assert_eq(st.held, 1);
+  cr_assert_eq(st.ov_late, 0);
+}
+
 Test(attrib, interleaved_comms_threads_streams)
 {
   /* Two threads, each driving its own communicator on its own stream;

@@ -182,6 +182,8 @@ Test(render, exposed_time_per_workload_and_job)
   s->profiler.cupti_windows = 7;
   s->profiler.stale = 5;
   s->profiler.overlap_unknown = 6;
+  s->profiler.overlap_late = 8;
+  s->profiler.overlap_late_seconds = 0.375;
   s->profiler.cupti_on_seconds = 0.7;
   char *text = state_of(s);
   json_t *j = parse(text);
@@ -204,6 +206,8 @@ Test(render, exposed_time_per_workload_and_job)
   cr_assert_eq(json_integer_value(json_object_get(p, "cupti_windows")), 7);
   cr_assert_eq(json_integer_value(json_object_get(p, "stale")), 5);
   cr_assert_eq(json_integer_value(json_object_get(p, "overlap_unknown")), 6);
+  cr_assert_eq(json_integer_value(json_object_get(p, "overlap_late")), 8);
+  cr_assert_float_eq(json_number_value(json_object_get(p, "overlap_late_seconds")), 0.375, 1e-12);
   json_decref(j);
   free(text);
   char *m = metrics_of(s);
@@ -214,6 +218,8 @@ Test(render, exposed_time_per_workload_and_job)
   cr_assert(strstr(m, "autoccl_profiler_cupti_windows_total 7\n"));
   cr_assert(strstr(m, "autoccl_profiler_stale_total 5\n"), "%s", m);
   cr_assert(strstr(m, "autoccl_profiler_overlap_unknown_total 6\n"), "%s", m);
+  cr_assert(strstr(m, "autoccl_profiler_overlap_late_total 8\n"), "%s", m);
+  cr_assert(strstr(m, "autoccl_profiler_overlap_late_seconds_total 0.375\n"), "%s", m);
   free(m);
   /* nothing measured: no job series, job fields null */
   for (int i = 0; i < s->nworkloads; i++)
@@ -333,6 +339,8 @@ Test(stats, fill_copies_every_figure)
                          .ambiguous = 2,
                          .stale = 11,
                          .overlap_unknown = 12,
+                         .overlap_late = 13,
+                         .overlap_late_seconds = 0.25,
                          .mismatches = 3,
                          .sample_latency_seconds = 0.004,
                          .cupti_window = "always-and-longer-than-the-field",
@@ -350,6 +358,8 @@ Test(stats, fill_copies_every_figure)
   cr_assert_eq(p.ambiguous, 2);
   cr_assert_eq(p.stale, 11);
   cr_assert_eq(p.overlap_unknown, 12);
+  cr_assert_eq(p.overlap_late, 13);
+  cr_assert_eq(p.overlap_late_seconds, 0.25);
   cr_assert_eq(p.mismatches, 3);
   cr_assert_eq(p.sample_latency_seconds, 0.004);
   cr_assert_eq(strnlen(p.cupti_window, sizeof(p.cupti_window)), sizeof(p.cupti_window) - 1);
