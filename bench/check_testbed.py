@@ -230,6 +230,28 @@ check(len(row) == 1 and "| 0 |" in row[0], "the summary line's own figure first:
 row = torch_summary([step])
 check(len(row) == 1 and "| - |" in row[0].split("1.050")[1], "no reports: none known: %s" % row)
 
+
+# the overlap table: each autoccl launch against torch.profiler, with the
+# plugin's late-record figures where its profiler block has them
+def overlap_rows(rows):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write("".join(json.dumps(x) + "\n" for x in rows))
+    r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
+    os.unlink(f.name)
+    check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
+    return [ln for ln in r.stdout.splitlines() if ln.startswith("| ddp | 1 |")]
+
+
+ov = {"kind": "torch_step_run", "wrap": "ddp", "mode": "autoccl", "rep": 1,
+      "torch_exposed_of_comm": 0.5, "autoccl_exposed_share": 0.62, "workload_overlap_gap_max": 0.2,
+      "autoccl_profiler": {"samples": 900, "overlap_late": 40, "overlap_late_seconds": 0.125,
+                           "cupti_backed_off": False}}
+row = overlap_rows([step, ov, dict(ov, mode="nccl")])
+check(len(row) == 1 and "| 12.0 |" in row[0] and "| 40 (0.125) |" in row[0] and "| no |" in row[0],
+      "overlap row: gap 12.0 pp, 40 late samples (0.125 s), not backed off: %s" % row)
+row = overlap_rows([step, dict(ov, autoccl_profiler=None, autoccl_exposed_share=None)])
+check(len(row) == 1 and row[0].count("| - |") >= 3, "overlap row, plugin figures unknown: %s" % row)
+
 # --help documents it
 r = run("--help")
 for w in ("--ranks-per-gpu", "--mps", "2.30.3", "ranks_per_gpu"):

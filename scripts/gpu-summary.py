@@ -16,7 +16,9 @@ interval over reps and the verdict against the 1 us target; where the reps
 fall in two states (a fast and a slow kind of process, in both modes), also
 the difference within each state. Several cost records of one collective,
 size and launch model are also pooled.
-Lines of other kinds (--advise, torch_step) get their own short tables; lines
+Lines of other kinds (--advise, torch_step) get their own short tables (with
+torch_step_run lines also each autoccl launch's overlap against
+torch.profiler's); lines
 that are not JSON objects are skipped with a note on stderr.
 
 A tar (gpu-testbed.sh --reports: reports-iso.tar) gets a table of the job
@@ -254,6 +256,33 @@ def torch_table(lines, runs=()):
             env_of(t)))
 
 
+def overlap_table(runs):
+    """Each autoccl launch's exposed share against torch.profiler's, and
+    what the plugin's profiler says about its own samples."""
+    rows = [r for r in runs if r.get("mode") == "autoccl" and (
+        r.get("torch_exposed_of_comm") is not None or r.get("autoccl_profiler"))]
+    if not rows:
+        return
+    print("\n#### Overlap, autoccl launches: exposed share of communication time\n")
+    print("| wrap | rep | torch.profiler | autoccl | gap pp | workload gap max | samples "
+          "| overlap late (s) | CUPTI backed off |")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def f3(v):
+        return "-" if v is None else "%.3f" % v
+    for r in rows:
+        p = r.get("autoccl_profiler") or {}
+        t, a = r.get("torch_exposed_of_comm"), r.get("autoccl_exposed_share")
+        late = ("%d (%.3f)" % (p["overlap_late"], p.get("overlap_late_seconds") or 0.0)
+                if p.get("overlap_late") is not None else "-")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.get("wrap") or "fsdp", r.get("rep", "-"), f3(t), f3(a),
+            "%.1f" % (100 * abs(a - t)) if t is not None and a is not None else "-",
+            f3(r.get("workload_overlap_gap_max")),
+            p.get("samples", "-"), late,
+            {True: "yes", False: "no"}.get(p.get("cupti_backed_off"), "-")))
+
+
 def reports_tables(path):
     """End states of the job reports under reports-<launch>/ in a tar."""
     rows = {}
@@ -336,6 +365,7 @@ def main():
                 torch_runs.append(d)
         if torch:
             torch_table(torch, torch_runs)
+            overlap_table(torch_runs)
     for key, ds in costs.items():
         if len(ds) > 1:
             pooled_cost(key, ds)
