@@ -258,7 +258,7 @@ with tempfile.TemporaryDirectory() as d:
     finally:
         ex.launch = real
     txt = buf.getvalue()
-    check(rc == 0 and "of comm time torch 0.600, autoccl 0.700 (gap 10.0 pp)" in txt
+    check(rc == 0 and "of comm time torch 0.600, autoccl 0.700, last quarter - (gap 10.0 pp)" in txt
           and "CUPTI backed off in 1 of 2 launches" in txt
           and "re-tunes 3 per rank and launch at most" in txt,
           "printed summary: %s" % txt.strip())
@@ -270,9 +270,30 @@ for n in ast.walk(ast.parse(open(path).read())):
                                        for v in n.values):
         rec_keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
 want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
-        "autoccl_exposed_share", "autoccl_overlap_by_coll", "torch_overlap_by_workload",
+        "autoccl_exposed_share", "autoccl_exposed_share_tail", "autoccl_overlap_by_coll",
+        "torch_overlap_by_workload",
         "overlap_gap_by_workload", "workload_overlap_gap_max"}
 check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))
+# the last quarter: the growth of the exposed and collective seconds between two states
+mid = {"job": {"collective_seconds": 10.0, "exposed_seconds": 6.0},
+       "workloads": [{"comm": "0x1", "rank": 0, "collective": "AllReduce", "bytes": 64,
+                      "collective_seconds": 8.0, "exposed_seconds": 5.0},
+                     {"comm": "0x1", "rank": 0, "collective": "AllReduce", "bytes": 32,
+                      "collective_seconds": 2.0, "exposed_seconds": 1.0}]}
+end = {"job": {"collective_seconds": 14.0, "exposed_seconds": 7.0},
+       "workloads": [{"comm": "0x1", "rank": 0, "collective": "AllReduce", "bytes": 64,
+                      "collective_seconds": 12.0, "exposed_seconds": 6.0, "overlap": 0.5},
+                     {"comm": "0x1", "rank": 0, "collective": "AllReduce", "bytes": 32,
+                      "collective_seconds": 2.0, "exposed_seconds": 1.0, "overlap": 0.5}]}
+check(near(ex.tail_share(mid, end), 0.25), "last quarter's share %s, want 1/4" % ex.tail_share(mid, end))
+check(ex.tail_share(None, end) is None and ex.tail_share(end, end) is None,
+      "no earlier state, or no time between: none")
+tw = ex.tail_overlaps(ex.tuner_overlap_by_workload(end), mid, end)
+check(near(tw[0]["overlap"], 0.75) and near(tw[0]["overlap_run"], 0.5)
+      and near(tw[1]["overlap"], 0.5), "per workload over the last quarter: %s" % tw)
+check(near(ex.overlap_gap_pp({"autoccl_exposed_share": 0.7, "autoccl_exposed_share_tail": 0.62,
+                              "torch_exposed_of_comm": 0.6}), 2.0),
+      "the gap takes the last quarter's share where known")
 # the plugin's account: unsampled = >= 200 calls with neither a baseline nor a best time
 st = {"job": {"exposed_share": 0.3},
       "workloads": [{"calls": 3200, "baseline_seconds": 0.01, "best_seconds": None,

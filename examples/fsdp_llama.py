@@ -65,9 +65,13 @@ every other kernel compute.
                          runs: a share of communication time
   autoccl_exposed_share  the plugin's job-level exposed_share: its exposed
                          seconds over its collective seconds, also a share of
-                         communication time
-  overlap_gap_pp         100 x |autoccl_exposed_share - torch_exposed_of_comm|
-                         (percentage points; null unless both are known)
+                         communication time, over the whole run
+  autoccl_exposed_share_tail  the same over the last quarter of the timed
+                         steps (rank 0 reads the state before them too): the
+                         stretch nearest torch's steps; null without both
+  overlap_gap_pp         100 x |autoccl - torch_exposed_of_comm|, autoccl's
+                         last-quarter share where known, else its whole-run
+                         one (percentage points; null unless both are known)
   torch_overlap_by_coll  per collective (AllGather, ReduceScatter, AllReduce,
                          Broadcast, ... from the kernel name, "other" when it
                          names none): the share of its NCCL kernel time that
@@ -77,8 +81,11 @@ every other kernel compute.
                          x bytes where that is missing), workloads without an
                          overlap left out; null when none has one
   autoccl_overlap_by_workload  (torch_step_run lines) each workload with an
-                         overlap: collective, bytes, calls, state, overlap,
-                         exposed_share, collective_seconds, speedup
+                         overlap: comm, rank, collective, bytes, calls, state,
+                         overlap, exposed_share (both over the last quarter
+                         of the steps where it had collective time there),
+                         overlap_run (over the whole run),
+                         collective_seconds, speedup
   torch_overlap_by_workload  (torch_step_run lines) per (collective, bytes),
                          bytes as autoccl counts them (the larger buffer:
                          AllGather's output, ReduceScatter's input), from the
@@ -104,10 +111,11 @@ every other kernel compute.
                          CUPTI client, such as PyTorch's own profiler, took
                          CUPTI; samples then come from NCCL's events); null
                          when no launch reported its profiler
-Compare torch_exposed_of_comm with autoccl_exposed_share, not
-exposed_comm_share: the span share divides by the whole step, the other two
-by communication time. The two sides also watch different stretches (the
-profiled steps against the whole run). The summary line carries the median
+Compare torch_exposed_of_comm with autoccl_exposed_share_tail (else
+autoccl_exposed_share), not exposed_comm_share: the span share divides by
+the whole step, the other two by communication time. The two sides still
+watch different steps: torch.profiler takes CUPTI while it runs, so the
+plugin measures the quarter of the steps before it. The summary line carries the median
 of each figure over the mode's launches, per collective for the
 *_by_coll maps; each torch_step_run line carries its launch's figures and
 also torch_comm_s_by_coll, each collective's NCCL kernel time (seconds)
@@ -415,13 +423,54 @@ def nccl_runtime_version():
     return ".".join(map(str, torch.cuda.nccl.version()))
 
 
+def tail_share(mid, end):
+    """The plugin's job-level exposed share over the steps between two
+    /api/v1/state documents (the growth of its exposed seconds over that of
+    its collective seconds); None unless both have them and time passed."""
+    try:
+        a, b = mid["job"], end["job"]
+        dc = b["collective_seconds"] - a["collective_seconds"]
+        de = b["exposed_seconds"] - a["exposed_seconds"]
+    except (KeyError, TypeError):
+        return None
+    if not (num(dc) and num(de)) or dc <= 0:
+        return None
+    return min(max(de / dc, 0.0), 1.0)
+
+
+def tail_overlaps(acl_wl, mid, end):
+    """tuner_overlap_by_workload's list with each workload's overlap and
+    exposed share over the steps between mid and end (its whole-run overlap
+    kept as overlap_run); a workload without collective time in between
+    keeps its whole-run figures."""
+    if not acl_wl or not isinstance(mid, dict) or not isinstance(end, dict):
+        return acl_wl
+
+    def key(w):
+        return (w.get("comm"), w.get("rank"), w.get("collective"), w.get("bytes"))
+    before = {key(w): w for w in mid.get("workloads") or []}
+    after = {key(w): w for w in end.get("workloads") or []}
+    out = []
+    for w in acl_wl:
+        w = dict(w, overlap_run=w.get("overlap"))
+        a, b = before.get(key(w)), after.get(key(w))
+        if a and b and all(num(x.get(k)) for x in (a, b)
+                           for k in ("collective_seconds", "exposed_seconds")):
+            dc = b["collective_seconds"] - a["collective_seconds"]
+            if dc > 0:
+                share = min(max((b["exposed_seconds"] - a["exposed_seconds"]) / dc, 0.0), 1.0)
+                w["exposed_share"], w["overlap"] = share, 1.0 - share
+        out.append(w)
+    return out
+
+
 def tuner_overlap_by_workload(st):
     """From the plugin's /api/v1/state document: each workload with an
     overlap, with what it ran and how long (the per-collective figure is
     their weighted mean); None when none has one."""
     if not isinstance(st, dict):
         return None
-    keys = ("collective", "bytes", "calls", "state", "overlap", "exposed_share",
+    keys = ("comm", "rank", "collective", "bytes", "calls", "state", "overlap", "exposed_share",
             "collective_seconds", "speedup")
     out = [{k: w.get(k) for k in keys} for w in st.get("workloads") or [] if num(w.get("overlap"))]
     return out or None
@@ -520,7 +569,11 @@ def worker(args):
         step()
     torch.cuda.synchronize()
     times = []
-    for _ in range(args.steps):
+    port = int(os.environ.get("AUTOCCL_HTTP_PORT") or 0) if rank == 0 else 0
+    mid = None  # the plugin's state before the last quarter of the steps
+    for i in range(args.steps):
+        if port and i == args.steps * 3 // 4:
+            mid = tuner_state(port)  # between steps, outside their times
         t0 = time.perf_counter()
         step()
         torch.cuda.synchronize()
@@ -548,8 +601,7 @@ def worker(args):
                                         "torch-trace-%s-r%d.json.gz" % (args.mode, args.rep))
                     with open(p, "rb") as fi, gzip.open(keep, "wb", compresslevel=3) as fo:
                         shutil.copyfileobj(fi, fo)
-    st = tuner_state(int(os.environ["AUTOCCL_HTTP_PORT"])) \
-        if rank == 0 and os.environ.get("AUTOCCL_HTTP_PORT") else None
+    st = tuner_state(port) if port else None
     saved, acl_share, unsampled = tuner_account(st)
     acl_overlap = tuner_overlap(st)
     known = st is not None
@@ -564,7 +616,7 @@ def worker(args):
         if r_unsampled is not None:
             saved, unsampled, known = r_saved, r_unsampled, True
     if rank == 0:
-        acl_wl = tuner_overlap_by_workload(st)
+        acl_wl = tail_overlaps(tuner_overlap_by_workload(st), mid, st)
         gaps = workload_gaps(acl_wl, ov["by_workload"] if ov else None)
         rec = {"kind": "torch_step_run", "mode": args.mode, "rep": args.rep, "wrap": args.wrap,
                "median_step_s": statistics.median(times), "steps": len(times),
@@ -575,7 +627,9 @@ def worker(args):
                    {c: v["overlap"] for c, v in ov["by_coll"].items()} if ov else None,
                "torch_comm_s_by_coll":
                    {c: v["comm_s"] for c, v in ov["by_coll"].items()} if ov else None,
-               "autoccl_exposed_share": acl_share, "autoccl_overlap_by_coll": acl_overlap,
+               "autoccl_exposed_share": acl_share,
+               "autoccl_exposed_share_tail": tail_share(mid, st),
+               "autoccl_overlap_by_coll": acl_overlap,
                "autoccl_overlap_by_workload": acl_wl,
                "torch_overlap_by_workload": ov["by_workload"] if ov else None,
                "overlap_gap_by_workload": gaps,
@@ -782,8 +836,12 @@ def median_by_coll(rs, key):
 
 def overlap_gap_pp(line):
     """Percentage points between autoccl's exposed share and torch's, both
-    shares of communication time; None unless both are known."""
-    a, t = line.get("autoccl_exposed_share"), line.get("torch_exposed_of_comm")
+    shares of communication time: autoccl's over the last quarter of the
+    steps where known (the stretch nearest torch's), else over the run; None
+    unless both are known."""
+    a, t = line.get("autoccl_exposed_share_tail"), line.get("torch_exposed_of_comm")
+    if a is None:
+        a = line.get("autoccl_exposed_share")
     return 100.0 * abs(a - t) if a is not None and t is not None else None
 
 
@@ -806,6 +864,7 @@ def summarize(runs, args):
                 "exposed_comm_share": median_of(rs, "exposed_comm_share"),
                 "torch_exposed_of_comm": median_of(rs, "torch_exposed_of_comm"),
                 "autoccl_exposed_share": median_of(rs, "autoccl_exposed_share"),
+                "autoccl_exposed_share_tail": median_of(rs, "autoccl_exposed_share_tail"),
                 "torch_overlap_by_coll": median_by_coll(rs, "torch_overlap_by_coll"),
                 "autoccl_overlap_by_coll": median_by_coll(rs, "autoccl_overlap_by_coll"),
                 "workloads_unsampled": max(unsampled) if unsampled else None,
@@ -858,14 +917,15 @@ def driver(args):
               else " (95 %% %.3f-%.3f)" % (line["ratio_low"], line["ratio_high"]))
         print("%-16s median step %.4f s over %d reps x %d steps  x%s%s vs nccl  "
               "last quarter x%s  saved %s  "
-              "exposed %s of the span; of comm time torch %s, autoccl %s (gap %s pp)  "
+              "exposed %s of the span; of comm time torch %s, autoccl %s, last quarter %s "
+              "(gap %s pp)  "
               "workload overlap gap max %s  unsampled %s  re-tunes %s  CUPTI backed off in %s"
               % (line["mode"], line["median_step_s"], line["reps"], line["steps"],
                  "%.3f" % line["ratio_vs_nccl"] if line["ratio_vs_nccl"] else "-", iv,
                  fmt(line["ratio_tail_vs_nccl"]),
                  fmt(line["time_saved_s"], "%+.3f s"), fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
-                 fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
+                 fmt(line["autoccl_exposed_share_tail"]), fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
                  fmt(line["workloads_unsampled"], "%d"),
                  fmt(line["retunes_max"], "%d per rank and launch at most"),
                  "-" if line["cupti_backed_off_runs"] is None

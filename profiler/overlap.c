@@ -86,13 +86,17 @@ bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, d
 void acl_exposure_pick(const double coll[ACL_OV_N], const double exposed[ACL_OV_N], double *c,
                        double *e)
 {
-  if (coll[ACL_OV_RUNS] > 0.0) {
-    *c = coll[ACL_OV_RUNS];
-    *e = exposed[ACL_OV_RUNS];
-    return;
+  *c = *e = 0.0;
+  for (int k = ACL_OV_DECIDED; k >= ACL_OV_NCCL; k--)
+    if (coll[k] > 0.0) {
+      *c = coll[k];
+      *e = exposed[k];
+      return;
+    }
+  for (int k = 0; k < ACL_OV_N; k++) {
+    *c += coll[k];
+    *e += exposed[k];
   }
-  *c = coll[ACL_OV_RUNS] + coll[ACL_OV_TRIED];
-  *e = exposed[ACL_OV_RUNS] + exposed[ACL_OV_TRIED];
 }
 
 bool acl_exposure_fold(acl_exposure_acc_t *acc, uint64_t calls, uint64_t dur_count, double dur_sum,

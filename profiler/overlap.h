@@ -38,14 +38,15 @@ typedef struct acl_exposure {
 bool acl_exposure_estimate(uint64_t calls, uint64_t dur_count, double dur_sum, double known_coll,
                            double known_exposed, acl_exposure_t *out);
 
-/* The samples a workload's exposed share is read from, by what ran: what
- * the job runs (NCCL's choice, a decision) or a candidate tried while
- * exploring. The tried ones often run slower, so more of them sticks out
- * of the compute they overlap: a whole-run share would say less overlap
- * than the job has. */
-enum { ACL_OV_RUNS = 0, ACL_OV_TRIED = 1, ACL_OV_N = 2 };
-/* The collective and exposed seconds to read the share from: what runs
- * once it has time, else every sample. */
+/* The samples a workload's exposed share is read from, by what ran: NCCL's
+ * choice, the search's decision, or a candidate tried while exploring. The
+ * tried ones often run slower, so more of them sticks out of the compute
+ * they overlap: a whole-run share would say less overlap than the job has;
+ * and once a decision runs, NCCL's choice (slower where the decision earns)
+ * is no longer what the job runs either. */
+enum { ACL_OV_NCCL = 0, ACL_OV_DECIDED = 1, ACL_OV_TRIED = 2, ACL_OV_N = 3 };
+/* The collective and exposed seconds to read the share from: the
+ * decision's once it has time, else NCCL's choice's, else every sample. */
 void acl_exposure_pick(const double coll[ACL_OV_N], const double exposed[ACL_OV_N], double *c,
                        double *e);
 

@@ -193,14 +193,27 @@ Test(exposed, fold_never_goes_down)
  * shows 0.4, not the time-weighted mix; with only tried samples, those. */
 Test(exposed, share_is_read_from_what_runs)
 {
-  double coll[ACL_OV_N] = {[ACL_OV_RUNS] = 1.0, [ACL_OV_TRIED] = 2.0};
-  double exp[ACL_OV_N] = {[ACL_OV_RUNS] = 0.4, [ACL_OV_TRIED] = 1.6};
+  double coll[ACL_OV_N] = {[ACL_OV_NCCL] = 1.0, [ACL_OV_TRIED] = 2.0};
+  double exp[ACL_OV_N] = {[ACL_OV_NCCL] = 0.4, [ACL_OV_TRIED] = 1.6};
   double c = 0.0, e = 0.0;
   acl_exposure_pick(coll, exp, &c, &e);
   cr_assert_float_eq(e / c, 0.4, 1e-12, "share %g: the tried candidates weighed in", e / c);
-  coll[ACL_OV_RUNS] = 0.0;
-  exp[ACL_OV_RUNS] = 0.0;
+  coll[ACL_OV_NCCL] = 0.0;
+  exp[ACL_OV_NCCL] = 0.0;
   acl_exposure_pick(coll, exp, &c, &e);
   cr_assert_float_eq(c, 2.0, 1e-12);
   cr_assert_float_eq(e / c, 0.8, 1e-12);
+}
+
+/* Once a decision runs, its own samples say what is exposed: a DDP bucket
+ * whose decision (faster than NCCL's choice) ran 30 % exposed shows 0.3,
+ * not the mix with NCCL's choice's 60 % from before it was found. */
+Test(exposed, share_is_the_decisions_once_it_runs)
+{
+  double coll[ACL_OV_N] = {[ACL_OV_NCCL] = 3.0, [ACL_OV_DECIDED] = 1.0, [ACL_OV_TRIED] = 2.0};
+  double exp[ACL_OV_N] = {[ACL_OV_NCCL] = 1.8, [ACL_OV_DECIDED] = 0.3, [ACL_OV_TRIED] = 1.6};
+  double c = 0.0, e = 0.0;
+  acl_exposure_pick(coll, exp, &c, &e);
+  cr_assert_float_eq(c, 1.0, 1e-12);
+  cr_assert_float_eq(e / c, 0.3, 1e-12, "share %g: NCCL's choice weighed in", e / c);
 }

@@ -496,10 +496,11 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
       atomic_fetch_add_explicit(&st->hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->dur_ns, (uint64_t)(s->seconds * 1e9), memory_order_relaxed);
-    bool tried = acl_nv_class((acl_phase_t)s->tag.phase, s->tag.cand.algo == ACL_ALGO_NCCL) ==
-                 ACL_NV_EXPLORE;
+    acl_nv_class_t nc =
+        acl_nv_class((acl_phase_t)s->tag.phase, s->tag.cand.algo == ACL_ALGO_NCCL);
+    bool tried = nc == ACL_NV_EXPLORE;
     if (s->overlap >= 0.0f && s->overlap <= 1.0f) { /* CUPTI window or simulator */
-      int k = tried ? ACL_OV_TRIED : ACL_OV_RUNS;
+      int k = tried ? ACL_OV_TRIED : nc == ACL_NV_DECIDED ? ACL_OV_DECIDED : ACL_OV_NCCL;
       atomic_fetch_add_explicit(&st->ov_exposed_ns[k],
                                 (uint64_t)(s->seconds * (1.0 - s->overlap) * 1e9),
                                 memory_order_relaxed);

@@ -25,7 +25,8 @@ typedef struct acl_rank_stats {
   _Atomic uint64_t dur_count;
   _Atomic uint64_t dur_ns;
   /* Samples with a known overlap: their collective ns and exposed ns, by
-   * what ran (ACL_OV_RUNS, ACL_OV_TRIED: profiler/overlap.h). */
+   * what ran (NCCL's choice, the decision, a tried candidate: ACL_OV_*,
+   * profiler/overlap.h). */
   _Atomic uint64_t ov_coll_ns[ACL_OV_N], ov_exposed_ns[ACL_OV_N];
   /* Stopped calls (plugin_stall.c), also the rank's own calls only: the
    * rank's stall_calls at this workload's last call and what it ran. */
