@@ -250,8 +250,8 @@ row = overlap_rows([step, ov, dict(ov, mode="nccl")])
 check(len(row) == 1 and "| 12.0 |" in row[0] and "| 40 (0.125) |" in row[0] and "| no |" in row[0],
       "overlap row: gap 12.0 pp, 40 late samples (0.125 s), not backed off: %s" % row)
 row = overlap_rows([step, dict(ov, autoccl_exposed_share_tail=0.53)])
-check(len(row) == 1 and "| 0.530 | 3.0 |" in row[0],
-      "overlap row: the gap from the last quarter's share: %s" % row)
+check(len(row) == 1 and "| 0.620 | 0.530 | 12.0 |" in row[0],
+      "overlap row: the last quarter's share beside the run's: %s" % row)
 row = overlap_rows([step, dict(ov, autoccl_profiler=None, autoccl_exposed_share=None)])
 check(len(row) == 1 and row[0].count("| - |") >= 3, "overlap row, plugin figures unknown: %s" % row)
 

@@ -68,10 +68,10 @@ every other kernel compute.
                          communication time, over the whole run
   autoccl_exposed_share_tail  the same over the last quarter of the timed
                          steps (rank 0 reads the state before them too): the
-                         stretch nearest torch's steps; null without both
-  overlap_gap_pp         100 x |autoccl - torch_exposed_of_comm|, autoccl's
-                         last-quarter share where known, else its whole-run
-                         one (percentage points; null unless both are known)
+                         stretch nearest torch's steps, but from a quarter of
+                         the CUPTI windows; null without both
+  overlap_gap_pp         100 x |autoccl_exposed_share - torch_exposed_of_comm|
+                         (percentage points; null unless both are known)
   torch_overlap_by_coll  per collective (AllGather, ReduceScatter, AllReduce,
                          Broadcast, ... from the kernel name, "other" when it
                          names none): the share of its NCCL kernel time that
@@ -82,9 +82,9 @@ every other kernel compute.
                          overlap left out; null when none has one
   autoccl_overlap_by_workload  (torch_step_run lines) each workload with an
                          overlap: comm, rank, collective, bytes, calls, state,
-                         overlap, exposed_share (both over the last quarter
-                         of the steps where it had collective time there),
-                         overlap_run (over the whole run),
+                         overlap, exposed_share, overlap_tail and
+                         exposed_share_tail (over the last quarter of the
+                         steps; null without collective time there),
                          collective_seconds, speedup
   torch_overlap_by_workload  (torch_step_run lines) per (collective, bytes),
                          bytes as autoccl counts them (the larger buffer:
@@ -111,11 +111,11 @@ every other kernel compute.
                          CUPTI client, such as PyTorch's own profiler, took
                          CUPTI; samples then come from NCCL's events); null
                          when no launch reported its profiler
-Compare torch_exposed_of_comm with autoccl_exposed_share_tail (else
-autoccl_exposed_share), not exposed_comm_share: the span share divides by
-the whole step, the other two by communication time. The two sides still
-watch different steps: torch.profiler takes CUPTI while it runs, so the
-plugin measures the quarter of the steps before it. The summary line carries the median
+Compare torch_exposed_of_comm with autoccl_exposed_share (and its last
+quarter), not exposed_comm_share: the span share divides by the whole
+step, the other two by communication time. The two sides watch different
+steps: torch.profiler takes CUPTI while it runs, so the plugin measures
+the steps before it. The summary line carries the median
 of each figure over the mode's launches, per collective for the
 *_by_coll maps; each torch_step_run line carries its launch's figures and
 also torch_comm_s_by_coll, each collective's NCCL kernel time (seconds)
@@ -440,9 +440,8 @@ def tail_share(mid, end):
 
 def tail_overlaps(acl_wl, mid, end):
     """tuner_overlap_by_workload's list with each workload's overlap and
-    exposed share over the steps between mid and end (its whole-run overlap
-    kept as overlap_run); a workload without collective time in between
-    keeps its whole-run figures."""
+    exposed share over the steps between mid and end added (overlap_tail,
+    exposed_share_tail; null without collective time in between)."""
     if not acl_wl or not isinstance(mid, dict) or not isinstance(end, dict):
         return acl_wl
 
@@ -452,14 +451,14 @@ def tail_overlaps(acl_wl, mid, end):
     after = {key(w): w for w in end.get("workloads") or []}
     out = []
     for w in acl_wl:
-        w = dict(w, overlap_run=w.get("overlap"))
+        w = dict(w, overlap_tail=None, exposed_share_tail=None)
         a, b = before.get(key(w)), after.get(key(w))
         if a and b and all(num(x.get(k)) for x in (a, b)
                            for k in ("collective_seconds", "exposed_seconds")):
             dc = b["collective_seconds"] - a["collective_seconds"]
             if dc > 0:
                 share = min(max((b["exposed_seconds"] - a["exposed_seconds"]) / dc, 0.0), 1.0)
-                w["exposed_share"], w["overlap"] = share, 1.0 - share
+                w["exposed_share_tail"], w["overlap_tail"] = share, 1.0 - share
         out.append(w)
     return out
 
@@ -835,13 +834,10 @@ def median_by_coll(rs, key):
 
 
 def overlap_gap_pp(line):
-    """Percentage points between autoccl's exposed share and torch's, both
-    shares of communication time: autoccl's over the last quarter of the
-    steps where known (the stretch nearest torch's), else over the run; None
+    """Percentage points between autoccl's exposed share (the job's, as the
+    plugin reports it) and torch's, both shares of communication time; None
     unless both are known."""
-    a, t = line.get("autoccl_exposed_share_tail"), line.get("torch_exposed_of_comm")
-    if a is None:
-        a = line.get("autoccl_exposed_share")
+    a, t = line.get("autoccl_exposed_share"), line.get("torch_exposed_of_comm")
     return 100.0 * abs(a - t) if a is not None and t is not None else None
 
 

@@ -258,8 +258,8 @@ def torch_table(lines, runs=()):
 
 def overlap_table(runs):
     """Each autoccl launch's exposed share against torch.profiler's (the gap
-    from the plugin's last-quarter share where known, else its whole-run
-    one), and what the plugin's profiler says about its own samples."""
+    from the plugin's whole-run share; its last quarter beside it), and what
+    the plugin's profiler says about its own samples."""
     rows = [r for r in runs if r.get("mode") == "autoccl" and (
         r.get("torch_exposed_of_comm") is not None or r.get("autoccl_profiler"))]
     if not rows:
@@ -275,7 +275,7 @@ def overlap_table(runs):
         p = r.get("autoccl_profiler") or {}
         t, run, tail = (r.get("torch_exposed_of_comm"), r.get("autoccl_exposed_share"),
                         r.get("autoccl_exposed_share_tail"))
-        a = tail if tail is not None else run  # the stretch nearest torch's steps
+        a = run  # the job's share as the plugin reports it; its last quarter beside it
         late = ("%d (%.3f)" % (p["overlap_late"], p.get("overlap_late_seconds") or 0.0)
                 if p.get("overlap_late") is not None else "-")
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
