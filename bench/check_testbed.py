@@ -208,13 +208,18 @@ for modes in (("default", "autoccl"), ("default", "autoccl", "table")):
     check("| 64K |" in out and "Per-call cost" not in out, "%s is no cost record:\n%s" % (modes, out))
 
 # the PyTorch table: re-tunes from the summary line, else from the launches' job reports
-def torch_summary(rows):
+def summary_rows(rows, prefix):
+    """gpu-summary.py's table rows for these JSON lines that start with prefix."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         f.write("".join(json.dumps(x) + "\n" for x in rows))
     r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
     os.unlink(f.name)
     check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
-    return [ln for ln in r.stdout.splitlines() if ln.startswith("| ddp | autoccl")]
+    return [ln for ln in r.stdout.splitlines() if ln.startswith(prefix)]
+
+
+def torch_summary(rows):
+    return summary_rows(rows, "| ddp | autoccl")
 
 
 step = {"kind": "torch_step", "wrap": "ddp", "mode": "autoccl", "median_step_s": 0.1, "reps": 2,
@@ -234,12 +239,7 @@ check(len(row) == 1 and "| - |" in row[0].split("1.050")[1], "no reports: none k
 # the overlap table: each autoccl launch against torch.profiler, with the
 # plugin's late-record figures where its profiler block has them
 def overlap_rows(rows):
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        f.write("".join(json.dumps(x) + "\n" for x in rows))
-    r = subprocess.run([sys.executable, summary, f.name], capture_output=True, text=True, timeout=60)
-    os.unlink(f.name)
-    check(r.returncode == 0, "gpu-summary.py exit %d: %s" % (r.returncode, r.stderr[-300:]))
-    return [ln for ln in r.stdout.splitlines() if ln.startswith("| ddp | 1 |")]
+    return summary_rows(rows, "| ddp | 1 |")
 
 
 ov = {"kind": "torch_step_run", "wrap": "ddp", "mode": "autoccl", "rep": 1,
