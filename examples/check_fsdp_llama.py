@@ -274,6 +274,20 @@ want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
         "torch_overlap_by_workload",
         "overlap_gap_by_workload", "workload_overlap_gap_max"}
 check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))
+# the profiled steps start together and run as the timed ones (each synchronized)
+src = open(path).read()
+blk = src[src.index("with profile("):]
+blk = blk[:blk.index("if rank == 0:")]
+head, loop = blk.split("for _ in range(args.overlap_steps):", 1)
+ind = len(head) - len(head.rstrip(" "))  # the for line's indent
+body = []
+for ln in loop.splitlines()[1:]:
+    if ln.strip() and len(ln) - len(ln.lstrip(" ")) <= ind:
+        break
+    body.append(ln.strip())
+check("dist.barrier()" in head, "the profiled steps begin after a barrier:\n" + blk)
+check(body[:2] == ["step()", "torch.cuda.synchronize()"],
+      "each profiled step is synchronized, as the timed ones: %s" % body)
 # the last quarter: the growth of the exposed and collective seconds between two states
 mid = {"job": {"collective_seconds": 10.0, "exposed_seconds": 6.0},
        "workloads": [{"comm": "0x1", "rank": 0, "collective": "AllReduce", "bytes": 64,

@@ -53,7 +53,8 @@ local rank's own account (net saved, and each workload's state, times, net
 saved and exploration cost): a rank that arrives first waits in its kernels.
 
 Exposed communication, two ways. torch's figures come from a
-torch.profiler trace of rank 0 over a few extra steps after the timed ones
+torch.profiler trace of rank 0 over a few extra steps after the timed ones,
+begun together on every rank and each synchronized as the timed ones are
 (--overlap-steps, 5; --no-overlap skips them; --torch-trace DIR keeps that
 trace); autoccl's from rank 0's
 /api/v1/state at the end of the run (null where the plugin is off or has not
@@ -587,9 +588,16 @@ def worker(args):
         # CPU too: PyTorch copies a collective's metadata (sizes, dtype)
         # from its CPU op onto its kernels, which names the workload
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            # the profiler starts on each rank at its own pace, and a rank
+            # ahead waits in every collective of the steps that follow (on
+            # one H100 some launches' DDP steps held 35-66 ms of NCCL
+            # kernels, others 11-12 ms): the ranks start together, and each
+            # step runs as the timed ones do, synchronized
+            dist.barrier()
+            torch.cuda.synchronize()
             for _ in range(args.overlap_steps):
                 step()
-            torch.cuda.synchronize()
+                torch.cuda.synchronize()
         if rank == 0:
             with tempfile.TemporaryDirectory() as d:
                 p = os.path.join(d, "trace.json")
