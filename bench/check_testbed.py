@@ -244,11 +244,14 @@ def overlap_rows(rows):
 
 ov = {"kind": "torch_step_run", "wrap": "ddp", "mode": "autoccl", "rep": 1,
       "torch_exposed_of_comm": 0.5, "autoccl_exposed_share": 0.62, "workload_overlap_gap_max": 0.2,
+      "torch_comm_s_by_coll": {"AllReduce": 0.05, "other": 0.01}, "overlap_steps": 5,
       "autoccl_profiler": {"samples": 900, "overlap_late": 40, "overlap_late_seconds": 0.125,
                            "cupti_backed_off": False}}
 row = overlap_rows([step, ov, dict(ov, mode="nccl")])
-check(len(row) == 1 and "| 12.0 |" in row[0] and "| 40 (0.125) |" in row[0] and "| no |" in row[0],
-      "overlap row: gap 12.0 pp, 40 late samples (0.125 s), not backed off: %s" % row)
+check(len(row) == 1 and "| 12.0 |" in row[0] and "| 40 (0.125) |" in row[0] and "| no |" in row[0]
+      and "| 12.0 | 0.200 | 12.0 | 900 |" in row[0],
+      "overlap row: gap 12.0 pp, 12 ms of NCCL kernels a step, 40 late samples (0.125 s), "
+      "not backed off: %s" % row)
 row = overlap_rows([step, dict(ov, autoccl_exposed_share_tail=0.53)])
 check(len(row) == 1 and "| 0.620 | 0.530 | 12.0 |" in row[0],
       "overlap row: the last quarter's share beside the run's: %s" % row)

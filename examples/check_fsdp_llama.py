@@ -271,6 +271,7 @@ for n in ast.walk(ast.parse(open(path).read())):
         rec_keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
 want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
         "autoccl_exposed_share", "autoccl_exposed_share_tail", "autoccl_overlap_by_coll",
+        "overlap_steps", "torch_comm_s_by_coll",
         "torch_overlap_by_workload",
         "overlap_gap_by_workload", "workload_overlap_gap_max"}
 check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))

@@ -120,7 +120,7 @@ the steps before it. The summary line carries the median
 of each figure over the mode's launches, per collective for the
 *_by_coll maps; each torch_step_run line carries its launch's figures and
 also torch_comm_s_by_coll, each collective's NCCL kernel time (seconds)
-in the profiled steps.
+in the profiled steps, and overlap_steps, how many steps those were.
 
 A mode whose launches all failed gets no line: nothing is reported without
 a run.
@@ -645,6 +645,7 @@ def worker(args):
                "autoccl_profiler": st.get("profiler") if isinstance(st, dict) else None,
                "workloads_unsampled": unsampled if known else None,
                "workloads": brief,
+               "overlap_steps": args.overlap_steps if ov else None,
                "ranks_per_gpu": args.ranks_per_gpu,
                "world": world, "torch": torch.__version__,
                "nccl_version": nccl_runtime_version(), "model": cfg}

@@ -266,8 +266,9 @@ def overlap_table(runs):
         return
     print("\n#### Overlap, autoccl launches: exposed share of communication time\n")
     print("| wrap | rep | torch.profiler | autoccl, run | autoccl, last quarter | gap pp "
-          "| workload gap max | samples | overlap late (s) | CUPTI backed off |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| workload gap max | torch's NCCL kernels a step (ms) | samples | overlap late (s) "
+          "| CUPTI backed off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
 
     def f3(v):
         return "-" if v is None else "%.3f" % v
@@ -278,10 +279,14 @@ def overlap_table(runs):
         a = run  # the job's share as the plugin reports it; its last quarter beside it
         late = ("%d (%.3f)" % (p["overlap_late"], p.get("overlap_late_seconds") or 0.0)
                 if p.get("overlap_late") is not None else "-")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        # how long the profiled steps' NCCL kernels ran: a rank waiting for
+        # the other in them shows here (its kernels run the wait)
+        cs, ns = r.get("torch_comm_s_by_coll"), r.get("overlap_steps") or 5
+        comm = "%.1f" % (1e3 * sum(cs.values()) / ns) if isinstance(cs, dict) and cs else "-"
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r.get("wrap") or "fsdp", r.get("rep", "-"), f3(t), f3(run), f3(tail),
             "%.1f" % (100 * abs(a - t)) if t is not None and a is not None else "-",
-            f3(r.get("workload_overlap_gap_max")),
+            f3(r.get("workload_overlap_gap_max")), comm,
             p.get("samples", "-"), late,
             {True: "yes", False: "no"}.get(p.get("cupti_backed_off"), "-")))
 
