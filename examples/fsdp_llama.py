@@ -424,19 +424,25 @@ def nccl_runtime_version():
     return ".".join(map(str, torch.cuda.nccl.version()))
 
 
+def share_between(a, b):
+    """The exposed share between two readings of the same counters (dicts
+    with collective_seconds and exposed_seconds): the growth of the exposed
+    seconds over that of the collective seconds; None unless both readings
+    have them and collective time passed."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return None
+    c0, c1, e0, e1 = (x.get(k) for k in ("collective_seconds", "exposed_seconds") for x in (a, b))
+    if not all(num(v) for v in (c0, c1, e0, e1)) or c1 - c0 <= 0:
+        return None
+    return min(max((e1 - e0) / (c1 - c0), 0.0), 1.0)
+
+
 def tail_share(mid, end):
     """The plugin's job-level exposed share over the steps between two
-    /api/v1/state documents (the growth of its exposed seconds over that of
-    its collective seconds); None unless both have them and time passed."""
-    try:
-        a, b = mid["job"], end["job"]
-        dc = b["collective_seconds"] - a["collective_seconds"]
-        de = b["exposed_seconds"] - a["exposed_seconds"]
-    except (KeyError, TypeError):
+    /api/v1/state documents; None unless both have it and time passed."""
+    if not (isinstance(mid, dict) and isinstance(end, dict)):
         return None
-    if not (num(dc) and num(de)) or dc <= 0:
-        return None
-    return min(max(de / dc, 0.0), 1.0)
+    return share_between(mid.get("job"), end.get("job"))
 
 
 def tail_overlaps(acl_wl, mid, end):
@@ -452,15 +458,9 @@ def tail_overlaps(acl_wl, mid, end):
     after = {key(w): w for w in end.get("workloads") or []}
     out = []
     for w in acl_wl:
-        w = dict(w, overlap_tail=None, exposed_share_tail=None)
-        a, b = before.get(key(w)), after.get(key(w))
-        if a and b and all(num(x.get(k)) for x in (a, b)
-                           for k in ("collective_seconds", "exposed_seconds")):
-            dc = b["collective_seconds"] - a["collective_seconds"]
-            if dc > 0:
-                share = min(max((b["exposed_seconds"] - a["exposed_seconds"]) / dc, 0.0), 1.0)
-                w["exposed_share_tail"], w["overlap_tail"] = share, 1.0 - share
-        out.append(w)
+        share = share_between(before.get(key(w)), after.get(key(w)))
+        out.append(dict(w, exposed_share_tail=share,
+                        overlap_tail=None if share is None else 1.0 - share))
     return out
 
 
@@ -930,7 +930,8 @@ def driver(args):
                  fmt(line["ratio_tail_vs_nccl"]),
                  fmt(line["time_saved_s"], "%+.3f s"), fmt(line["exposed_comm_share"]),
                  fmt(line["torch_exposed_of_comm"]), fmt(line["autoccl_exposed_share"]),
-                 fmt(line["autoccl_exposed_share_tail"]), fmt(line["overlap_gap_pp"], "%.1f"), fmt(line["workload_overlap_gap_max"]),
+                 fmt(line["autoccl_exposed_share_tail"]), fmt(line["overlap_gap_pp"], "%.1f"),
+                 fmt(line["workload_overlap_gap_max"]),
                  fmt(line["workloads_unsampled"], "%d"),
                  fmt(line["retunes_max"], "%d per rank and launch at most"),
                  "-" if line["cupti_backed_off_runs"] is None

@@ -276,16 +276,17 @@ def overlap_table(runs):
         p = r.get("autoccl_profiler") or {}
         t, run, tail = (r.get("torch_exposed_of_comm"), r.get("autoccl_exposed_share"),
                         r.get("autoccl_exposed_share_tail"))
-        a = run  # the job's share as the plugin reports it; its last quarter beside it
         late = ("%d (%.3f)" % (p["overlap_late"], p.get("overlap_late_seconds") or 0.0)
                 if p.get("overlap_late") is not None else "-")
         # how long the profiled steps' NCCL kernels ran: a rank waiting for
         # the other in them shows here (its kernels run the wait)
+        # (records before overlap_steps was written used the example's 5)
         cs, ns = r.get("torch_comm_s_by_coll"), r.get("overlap_steps") or 5
         comm = "%.1f" % (1e3 * sum(cs.values()) / ns) if isinstance(cs, dict) and cs else "-"
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r.get("wrap") or "fsdp", r.get("rep", "-"), f3(t), f3(run), f3(tail),
-            "%.1f" % (100 * abs(a - t)) if t is not None and a is not None else "-",
+            # the gap: the job's share as the plugin reports it, not its last quarter
+            "%.1f" % (100 * abs(run - t)) if t is not None and run is not None else "-",
             f3(r.get("workload_overlap_gap_max")), comm,
             p.get("samples", "-"), late,
             {True: "yes", False: "no"}.get(p.get("cupti_backed_off"), "-")))
