@@ -255,6 +255,12 @@ check(len(row) == 1 and "| 12.0 |" in row[0] and "| 40 (0.125) |" in row[0] and 
 row = overlap_rows([step, dict(ov, autoccl_exposed_share_tail=0.53)])
 check(len(row) == 1 and "| 0.620 | 0.530 | 12.0 |" in row[0],
       "overlap row: the last quarter's share beside the run's: %s" % row)
+row = overlap_rows([step, dict(ov, workloads_waiting_early=[
+    {"collective": "AllGather", "bytes": 250 << 20, "state": "waiting-budget"}])])
+check(len(row) == 1 and row[0].endswith("| no | AllGather 250M waiting-budget |"),
+      "overlap row: the workloads waiting at 30 %% of the steps: %s" % row)
+row = overlap_rows([step, dict(ov, workloads_waiting_early=[])])
+check(len(row) == 1 and row[0].endswith("| none |"), "overlap row, none waiting: %s" % row)
 row = overlap_rows([step, dict(ov, autoccl_profiler=None, autoccl_exposed_share=None)])
 check(len(row) == 1 and row[0].count("| - |") >= 3, "overlap row, plugin figures unknown: %s" % row)
 

@@ -273,7 +273,8 @@ want = {"exposed_comm_share", "torch_exposed_of_comm", "torch_overlap_by_coll",
         "autoccl_exposed_share", "autoccl_exposed_share_tail", "autoccl_overlap_by_coll",
         "overlap_steps", "torch_comm_s_by_coll",
         "torch_overlap_by_workload",
-        "overlap_gap_by_workload", "workload_overlap_gap_max"}
+        "overlap_gap_by_workload", "workload_overlap_gap_max",
+        "early_step", "workloads_waiting_early"}
 check(want <= rec_keys, "torch_step_run lacks %s" % sorted(want - rec_keys))
 # the profiled steps start together and run as the timed ones (each synchronized)
 src = open(path).read()
@@ -309,6 +310,22 @@ check(near(tw[0]["overlap_tail"], 0.75) and near(tw[0]["overlap"], 0.5)
 check(near(ex.overlap_gap_pp({"autoccl_exposed_share": 0.7, "autoccl_exposed_share_tail": 0.62,
                               "torch_exposed_of_comm": 0.6}), 10.0),
       "the gap is the job's share as the plugin reports it")
+# still waiting at 30 % of the steps: a waiting-* state or not yet seen, >= 200 calls at the end
+wl = lambda b, st, calls, wait=None: {"comm": "0x1", "rank": 0, "collective": "AllGather",
+                                       "bytes": b, "state": st, "calls": calls,
+                                       "budget_wait_calls": wait}
+early = {"workloads": [wl(1, "exploring", 90), wl(2, "waiting-budget", 30, 512),
+                       wl(3, "waiting-samples", 90), wl(5, "converged", 60)]}
+end = {"workloads": [wl(1, "converged", 600), wl(2, "converged", 200), wl(3, "converged", 199),
+                     wl(4, "converged", 300), wl(5, "waiting-budget", 400)]}
+we = ex.waiting_early(early, end)
+check([(w["bytes"], w["state"], w["budget_wait_calls"]) for w in we]
+      == [(2, "waiting-budget", 512), (4, None, None)],
+      "waiting at 30 %%: %s" % we)
+check(ex.waiting_early(None, end) is None, "no early state: unknown")
+we_runs = [dict(r, workloads_waiting_early=w) for r, w in zip(bo_runs, (None, we, None, []))]
+check({x["mode"]: x for x in ex.summarize(we_runs, a)}["autoccl"]["workloads_waiting_early"] == 2,
+      "the mode's line keeps the most of its launches")
 # the plugin's account: unsampled = >= 200 calls with neither a baseline nor a best time
 st = {"job": {"exposed_share": 0.3},
       "workloads": [{"calls": 3200, "baseline_seconds": 0.01, "best_seconds": None,

@@ -48,7 +48,12 @@ workloads' time_saved_seconds from its /api/v1/state endpoint at the end of
 the run; null where the plugin is off or reports none. workloads_unsampled
 is the number of its workloads with 200 calls or more that no sample reached
 (no NCCL time in the report; neither a baseline nor a best time at the
-endpoint). Each autoccl torch_step_run line also has reports_by_rank, every
+endpoint). workloads_waiting_early is the most, over the mode's launches, of
+those workloads still waiting (a waiting-* state, or not yet seen) when rank
+0 read the plugin's state at 30 % of the run's steps, warm-up included; each
+torch_step_run line lists them (collective, bytes, state, calls and
+budget_wait_calls then) and gives that step as early_step. Each autoccl
+torch_step_run line also has reports_by_rank, every
 local rank's own account (net saved, and each workload's state, times, net
 saved and exploration cost): a rank that arrives first waits in its kernels.
 
@@ -516,6 +521,35 @@ def reports_by_rank(rdir):
     return sorted(out, key=lambda r: r["rank"]) or None
 
 
+EARLY_SHARE = 0.3  # the run's share of steps by which a workload should measure
+
+
+def waiting_early(early, end):
+    """The workloads of UNSAMPLED_MIN_CALLS calls or more at the end of the
+    run (/api/v1/state document end) that were still waiting (a waiting-*
+    state, or not yet seen) when rank 0 read the state at EARLY_SHARE of the
+    run's steps (document early): each with its collective, bytes, state
+    then and the calls its budget still needed (budget_wait_calls). None
+    unless both documents are known."""
+    if not (isinstance(early, dict) and isinstance(end, dict)):
+        return None
+
+    def key(w):
+        return (w.get("comm"), w.get("rank"), w.get("collective"), w.get("bytes"))
+    then = {key(w): w for w in early.get("workloads") or []}
+    out = []
+    for w in end.get("workloads") or []:
+        if (w.get("calls") or 0) < UNSAMPLED_MIN_CALLS:
+            continue
+        e = then.get(key(w)) or {}
+        state = e.get("state")
+        if state is None or str(state).startswith("waiting"):
+            out.append({"collective": w.get("collective"), "bytes": w.get("bytes"),
+                        "state": state, "calls": e.get("calls"),
+                        "budget_wait_calls": e.get("budget_wait_calls")})
+    return out
+
+
 def tuner_state(port):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/state" % port, timeout=5) as r:
@@ -571,9 +605,13 @@ def worker(args):
     times = []
     port = int(os.environ.get("AUTOCCL_HTTP_PORT") or 0) if rank == 0 else 0
     mid = None  # the plugin's state before the last quarter of the steps
+    early = None  # and at EARLY_SHARE of the run's steps, warm-up included
+    early_i = max(math.ceil(EARLY_SHARE * (args.warmup + args.steps)) - args.warmup, 0)
     for i in range(args.steps):
+        if port and i == early_i:
+            early = tuner_state(port)  # between steps, outside their times
         if port and i == args.steps * 3 // 4:
-            mid = tuner_state(port)  # between steps, outside their times
+            mid = tuner_state(port)
         t0 = time.perf_counter()
         step()
         torch.cuda.synchronize()
@@ -644,6 +682,8 @@ def worker(args):
                if gaps is not None else None,
                "autoccl_profiler": st.get("profiler") if isinstance(st, dict) else None,
                "workloads_unsampled": unsampled if known else None,
+               "early_step": args.warmup + early_i if early is not None else None,
+               "workloads_waiting_early": waiting_early(early, st),
                "workloads": brief,
                "overlap_steps": args.overlap_steps if ov else None,
                "ranks_per_gpu": args.ranks_per_gpu,
@@ -884,6 +924,9 @@ def summarize(runs, args):
         rt = [sum(w.get("retunes") or 0 for w in rank.get("workloads") or [])
               for r in rs for rank in (r.get("reports_by_rank") or []) if isinstance(rank, dict)]
         line["retunes_max"] = max(rt) if rt else None
+        we = [len(r["workloads_waiting_early"]) for r in rs
+              if isinstance(r.get("workloads_waiting_early"), list)]
+        line["workloads_waiting_early"] = max(we) if we else None
         if mode == "nccl":
             base = line["median_step_s"]
         lines.append(line)

@@ -267,8 +267,8 @@ def overlap_table(runs):
     print("\n#### Overlap, autoccl launches: exposed share of communication time\n")
     print("| wrap | rep | torch.profiler | autoccl, run | autoccl, last quarter | gap pp "
           "| workload gap max | torch's NCCL kernels a step (ms) | samples | overlap late (s) "
-          "| CUPTI backed off |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CUPTI backed off | waiting at 30 % of steps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def f3(v):
         return "-" if v is None else "%.3f" % v
@@ -283,13 +283,18 @@ def overlap_table(runs):
         # (records before overlap_steps was written used the example's 5)
         cs, ns = r.get("torch_comm_s_by_coll"), r.get("overlap_steps") or 5
         comm = "%.1f" % (1e3 * sum(cs.values()) / ns) if isinstance(cs, dict) and cs else "-"
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        # workloads of >= 200 calls not yet measuring at 30 % of the steps
+        we = r.get("workloads_waiting_early")
+        wait = "-" if not isinstance(we, list) else ", ".join(
+            "%s %s %s" % (w.get("collective"), fmt_size(w.get("bytes") or 0), w.get("state"))
+            for w in we) or "none"
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r.get("wrap") or "fsdp", r.get("rep", "-"), f3(t), f3(run), f3(tail),
             # the gap: the job's share as the plugin reports it, not its last quarter
             "%.1f" % (100 * abs(run - t)) if t is not None and run is not None else "-",
             f3(r.get("workload_overlap_gap_max")), comm,
             p.get("samples", "-"), late,
-            {True: "yes", False: "no"}.get(p.get("cupti_backed_off"), "-")))
+            {True: "yes", False: "no"}.get(p.get("cupti_backed_off"), "-"), wait))
 
 
 def reports_tables(path):
