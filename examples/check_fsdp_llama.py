@@ -315,9 +315,11 @@ wl = lambda b, st, calls, wait=None: {"comm": "0x1", "rank": 0, "collective": "A
                                        "bytes": b, "state": st, "calls": calls,
                                        "budget_wait_calls": wait}
 early = {"workloads": [wl(1, "exploring", 90), wl(2, "waiting-budget", 30, 512),
-                       wl(3, "waiting-samples", 90), wl(5, "converged", 60)]}
+                       wl(3, "waiting-samples", 90), wl(5, "converged", 60),
+                       dict(wl(6, "waiting-budget", 80, 40), baseline_seconds=1e-3)]}
 end = {"workloads": [wl(1, "converged", 600), wl(2, "converged", 200), wl(3, "converged", 199),
-                     wl(4, "converged", 300), wl(5, "waiting-budget", 400)]}
+                     wl(4, "converged", 300), wl(5, "waiting-budget", 400),
+                     wl(6, "converged", 300)]}
 we = ex.waiting_early(early, end)
 check([(w["bytes"], w["state"], w["budget_wait_calls"]) for w in we]
       == [(2, "waiting-budget", 512), (4, None, None)],

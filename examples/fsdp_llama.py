@@ -49,8 +49,9 @@ the run; null where the plugin is off or reports none. workloads_unsampled
 is the number of its workloads with 200 calls or more that no sample reached
 (no NCCL time in the report; neither a baseline nor a best time at the
 endpoint). workloads_waiting_early is the most, over the mode's launches, of
-those workloads still waiting (a waiting-* state, or not yet seen) when rank
-0 read the plugin's state at 30 % of the run's steps, warm-up included; each
+those workloads that had not begun measuring (not yet seen, or waiting with
+no time of their own) when rank 0 read the plugin's state at 30 % of the
+run's steps, warm-up included; each
 torch_step_run line lists them (collective, bytes, state, calls and
 budget_wait_calls then) and gives that step as early_step. Each autoccl
 torch_step_run line also has reports_by_rank, every
@@ -526,11 +527,13 @@ EARLY_SHARE = 0.3  # the run's share of steps by which a workload should measure
 
 def waiting_early(early, end):
     """The workloads of UNSAMPLED_MIN_CALLS calls or more at the end of the
-    run (/api/v1/state document end) that were still waiting (a waiting-*
-    state, or not yet seen) when rank 0 read the state at EARLY_SHARE of the
-    run's steps (document early): each with its collective, bytes, state
-    then and the calls its budget still needed (budget_wait_calls). None
-    unless both documents are known."""
+    run (/api/v1/state document end) that had not begun measuring when rank 0
+    read the state at EARLY_SHARE of the run's steps (document early): not
+    seen yet, or in a waiting-* state with no time of its own (neither a
+    baseline nor a best time; one exploring waits for its budget between
+    candidates). Each with its collective, bytes, state then and the calls
+    its budget still needed (budget_wait_calls). None unless both documents
+    are known."""
     if not (isinstance(early, dict) and isinstance(end, dict)):
         return None
 
@@ -543,7 +546,8 @@ def waiting_early(early, end):
             continue
         e = then.get(key(w)) or {}
         state = e.get("state")
-        if state is None or str(state).startswith("waiting"):
+        timed = e.get("baseline_seconds") is not None or e.get("best_seconds") is not None
+        if state is None or (str(state).startswith("waiting") and not timed):
             out.append({"collective": w.get("collective"), "bytes": w.get("bytes"),
                         "state": state, "calls": e.get("calls"),
                         "budget_wait_calls": e.get("budget_wait_calls")})

@@ -267,7 +267,7 @@ def overlap_table(runs):
     print("\n#### Overlap, autoccl launches: exposed share of communication time\n")
     print("| wrap | rep | torch.profiler | autoccl, run | autoccl, last quarter | gap pp "
           "| workload gap max | torch's NCCL kernels a step (ms) | samples | overlap late (s) "
-          "| CUPTI backed off | waiting at 30 % of steps |")
+          "| CUPTI backed off | not measuring at 30 % of steps |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def f3(v):
@@ -283,7 +283,7 @@ def overlap_table(runs):
         # (records before overlap_steps was written used the example's 5)
         cs, ns = r.get("torch_comm_s_by_coll"), r.get("overlap_steps") or 5
         comm = "%.1f" % (1e3 * sum(cs.values()) / ns) if isinstance(cs, dict) and cs else "-"
-        # workloads of >= 200 calls not yet measuring at 30 % of the steps
+        # workloads of >= 200 calls not yet measuring at 30 % of the steps (waiting, no time of their own)
         we = r.get("workloads_waiting_early")
         wait = "-" if not isinstance(we, list) else ", ".join(
             "%s %s %s" % (w.get("collective"), fmt_size(w.get("bytes") or 0), w.get("state"))
