@@ -312,6 +312,11 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
   if (!e || !eHandle || !d)
     return ncclSuccess;
   if (d->type == ncclProfileColl) {
+    acl_ev_coll_fn hook = NULL; /* with its arguments, taken under the lock */
+    void *hu = NULL;
+    acl_call_tag_t htag;
+    void *huser = NULL;
+    int hran[3] = {-1, -1, 0};
     int coll = acl_coll_parse(d->coll.func);
     int dsz = acl_ncclev_dtype_size(d->coll.datatype);
     pthread_mutex_lock(&e->mu);
@@ -339,14 +344,24 @@ ncclResult_t acl_ncclev_start(acl_ncclev_t *e, acl_ncclev_rank_t *r, void **eHan
     if (c->has_tag && r) { /* has_tag implies r; said for the analyzer */
       e->st.colls_matched++;
       check_mismatch(e, r, &c->tag, d);
-      if (e->coll_hook)
-        e->coll_hook(e->coll_u, c->user, &c->tag, c->nch, c->ran_algo, c->ran_proto);
+      if (e->coll_hook) {
+        hook = e->coll_hook;
+        hu = e->coll_u;
+        htag = c->tag;
+        huser = c->user;
+        hran[0] = c->ran_algo;
+        hran[1] = c->ran_proto;
+        hran[2] = c->nch;
+      }
     } else {
       e->st.colls_unmatched++; /* not a tuned call (or its tag expired) */
     }
     *eHandle = c;
   out:
     pthread_mutex_unlock(&e->mu);
+    /* outside the lock: the hook may hand a fact to the tuner */
+    if (hook)
+      hook(hu, huser, &htag, hran[2], hran[0], hran[1]);
     return ncclSuccess;
   }
   if (d->type == ncclProfileKernelCh) {

@@ -39,9 +39,10 @@ typedef struct acl_ncclev acl_ncclev_t;
 typedef struct acl_ncclev_rank acl_ncclev_rank_t;
 
 acl_ncclev_t *acl_ncclev_create(acl_ev_emit_fn emit, void *u);
-/* Called (under the source's lock: must not block) when a tagged Coll event
- * arrives, with the rank's user pointer and what NCCL actually ran (algo,
- * proto -1 when unknown). */
+/* Called (on NCCL's thread, after the source's lock: must not block) when
+ * a tagged Coll event arrives, with the rank's user pointer and what NCCL
+ * actually ran (algo, proto -1 when unknown). The hook is set once, before
+ * any event. */
 typedef void (*acl_ev_coll_fn)(void *u, void *rank_user, const acl_call_tag_t *tag, int nchannels,
                                int algo, int proto);
 void acl_ncclev_set_coll_hook(acl_ncclev_t *e, acl_ev_coll_fn fn, void *u);

@@ -43,7 +43,7 @@ typedef struct prank {
   int func_v, type_v;
   /* What NCCL's own choice last ran per workload (its Coll events; CUPTI
    * samples carry none): widx:32 | channels:16 | algo:8 | proto:8, by
-   * widx % OWN_N, written under the NCCL-event source's lock. */
+   * widx % OWN_N, written by the NCCL-event source's Coll hook. */
   _Atomic uint64_t own[OWN_N];
   acl_hostcost_t host; /* NCCL's host time per call (hostcost.h) */
 } prank_t;

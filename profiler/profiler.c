@@ -61,16 +61,33 @@ static void deliver(acl_prof_t *p, const prank_t *r, int src, const acl_call_tag
     p->sink(p->user, &s);
 }
 
+/* NCCL's Coll event of its own choice, when the call is enqueued: kept for
+ * the CUPTI samples (own_fill), and handed on at once as a fact (no time:
+ * seconds < 0) where it is new for the workload. Its samples come up to
+ * ~1,000 calls later (a host far ahead of its GPU), and the search plans
+ * its first round from where NCCL's choice runs while the baseline's
+ * samples are on their way. */
 static void own_hook(void *u, void *rank_user, const acl_call_tag_t *tag, int nch, int algo,
                      int proto)
 {
-  (void)u;
+  acl_prof_t *p = u;
   prank_t *r = rank_user;
   if (!r || tag->cand.algo != ACL_ALGO_NCCL || nch <= 0 || nch > 0xffff)
     return;
   uint64_t v = (uint64_t)tag->widx << 32 | (uint64_t)nch << 16 | (uint64_t)(uint8_t)algo << 8 |
                (uint64_t)(uint8_t)proto;
-  atomic_store_explicit(&r->own[tag->widx % OWN_N], v, memory_order_relaxed);
+  uint64_t was = atomic_exchange_explicit(&r->own[tag->widx % OWN_N], v, memory_order_relaxed);
+  if (was == v || !p || !p->sink)
+    return;
+  acl_prof_sample_t s;
+  memset(&s, 0, sizeof(s));
+  s.tag = *tag;
+  s.seconds = -1.0;
+  s.overlap = -1.0f;
+  s.ran_nch = nch;
+  s.ran_algo = (int8_t)algo;
+  s.ran_proto = (int8_t)proto;
+  p->sink(p->user, &s);
 }
 
 /* ran[]: a CUPTI sample of NCCL's own choice gets what its workload's

@@ -31,7 +31,10 @@ typedef struct acl_call_tag {
 
 typedef struct acl_prof_sample {
   acl_call_tag_t tag;
-  double seconds; /* GPU time of the collective on this rank */
+  /* GPU time of the collective on this rank; < 0: no time, a fact only
+   * (NCCL's own choice's Coll event, handed on when it is enqueued: what it
+   * runs, in ran_*) */
+  double seconds;
   /* NCCL's host time for a call of this workload on this rank, the
    * shortest seen (enqueue to kernel launch, profiler/hostcost.h); 0 unknown */
   double host_seconds;

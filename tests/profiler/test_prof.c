@@ -13,11 +13,16 @@
 
 #include "logcap.h"
 
-static acl_prof_sample_t last;
-static int nsamples;
+static acl_prof_sample_t last, last_fact;
+static int nsamples, nfacts;
 static void sink(void *u, const acl_prof_sample_t *s)
 {
   (void)u;
+  if (s->seconds < 0.0) { /* a fact: what NCCL's own choice runs */
+    last_fact = *s;
+    nfacts++;
+    return;
+  }
   last = *s;
   nsamples++;
 }
@@ -28,6 +33,7 @@ static void init(void)
   acl_log_set_level(ACL_LOG_INFO);
   logbuf[0] = 0;
   nsamples = 0;
+  nfacts = 0;
 }
 TestSuite(prof, .init = init);
 
@@ -246,6 +252,32 @@ Test(prof, sim_feed_overlap_per_rank)
   acl_prof_destroy(p);
   munmap(f, sizeof(*f));
   shm_unlink(name);
+}
+
+/* NCCL's Coll event of its own choice says what it runs when the call is
+ * enqueued: handed on at once as a fact (no time), once per workload while
+ * it stays the same, before the call's sample (which can come ~1,000 calls
+ * later). */
+Test(prof, own_choice_is_a_fact_at_its_coll_event)
+{
+  acl_config_t cfg;
+  acl_config_defaults(&cfg);
+  cfg.profiler = ACL_PROF_NCCL;
+  acl_prof_t *p = acl_prof_create(&cfg, sink, NULL);
+  int ctx;
+  void *r = acl_prof_rank_attach(p, &ctx, 5, 0, 2);
+  run_one(p, r, 0);
+  cr_assert_eq(nfacts, 1);
+  cr_assert_eq(nsamples, 1);
+  cr_assert_eq(last_fact.ran_nch, 1);
+  cr_assert_eq(last_fact.ran_algo, NCCL_ALGO_RING);
+  cr_assert_eq(last_fact.ran_proto, NCCL_PROTO_LL);
+  cr_assert_eq(last_fact.tag.widx, last.tag.widx);
+  run_one(p, r, 1);
+  cr_assert_eq(nfacts, 1, "the same again: no new fact");
+  cr_assert_eq(nsamples, 2);
+  acl_prof_rank_detach(p, r);
+  acl_prof_destroy(p);
 }
 
 Test(prof, sim_feed_missing_or_bad_magic)

@@ -288,6 +288,18 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
                                                     : (uint64_t)d->lag_calls;
   if (!windowed && d->max_lag > 0)
     lag += (uint64_t)(unif(&d->rng) * d->max_lag);
+  /* NCCL's Coll event says what its own choice runs when the call is
+   * enqueued, long before the GPU gets to it: a fact at once (the
+   * profiler's coll hook, profiler/profiler.c) */
+  if (ran && ran->nchannels > 0 && st->d.cand.algo == ACL_ALGO_NCCL)
+    for (int r = 0; r < d->nranks; r++)
+      acl_cons_observe(d->cons[r], &(acl_cons_obs_t){.widx = st->d.widx,
+                                                     .call_idx = st->call,
+                                                     .cand_id = st->d.cand_id,
+                                                     .seconds = -1.0,
+                                                     .ran_algo = ran->algo,
+                                                     .ran_proto = ran->proto,
+                                                     .ran_nch = ran->nchannels});
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);

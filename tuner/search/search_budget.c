@@ -112,10 +112,9 @@ double acl_search_spec_cost(const acl_search_t *s, int id)
   int low = 0;
   double low_t = 0.0;
   const acl_search_sub_t *sub = c->sub != ACL_SEARCH_NONE ? &s->subs[c->sub] : NULL;
-  if (sub && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch > 0 &&
-      s->cands[0].judged) {
-    low = s->hint_ch;
-    low_t = s->cands[0].robust_seconds;
+  if (sub && sub->algo == s->nccl_algo && sub->proto == s->nccl_proto && s->hint_ch > 0) {
+    low = s->hint_ch; /* before its verdict (the baseline's look-ahead) at the time so far's */
+    low_t = s->cands[0].judged ? s->cands[0].robust_seconds : ref;
   }
   for (int i = 1; i < s->ncands; i++) {
     const acl_search_cand_t *o = &s->cands[i];

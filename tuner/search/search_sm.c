@@ -134,6 +134,19 @@ static int warmup_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   return ACL_SEARCH_CAND_NCCL;
 }
 
+/* Cand id's block, or while it waits for late samples what comes next
+ * (search_explore.c, look-ahead), where the budget pays for it, priced
+ * pessimistically, and one more step: spent to the last, it paused the
+ * validation that followed for 2,000 calls. */
+static int block_or_ahead(acl_search_t *s, int id, acl_candidate_t *out, uint32_t *len)
+{
+  int next = acl_search_lookahead(s, id);
+  if (next > 0 &&
+      acl_search_spec_cost(s, next) + acl_search_step_cost(s, next) <= acl_search_budget_left(s))
+    return acl_search_hand_out(s, next, out, len);
+  return acl_search_hand_out(s, id, out, len);
+}
+
 /* The baseline's next block (NCCL's choice measured), or the budget's wait
  * before its first one. */
 static int baseline_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
@@ -141,7 +154,7 @@ static int baseline_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   double need = acl_search_baseline_need(s);
   if (s->cands[0].planned == 0 && need > acl_search_budget_left(s) && !acl_search_borrow(s, need))
     return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
-  return acl_search_hand_out(s, ACL_SEARCH_CAND_NCCL, out, len);
+  return block_or_ahead(s, ACL_SEARCH_CAND_NCCL, out, len);
 }
 
 /* baseline: NCCL's choice until it is judged. */
@@ -185,15 +198,7 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
     /* NCCL's own choice waits for the budget: unvalidated, a candidate
      * ahead on a few samples may well be slower. */
     return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
-  /* A late stream measures what comes next while id waits (search_explore.c,
-   * look-ahead), where the budget pays for it, priced pessimistically, and
-   * one more step: spent to the last, it paused the validation that
-   * followed for 2,000 calls. */
-  int next = acl_search_lookahead(s, id);
-  if (next > 0 &&
-      acl_search_spec_cost(s, next) + acl_search_step_cost(s, next) <= acl_search_budget_left(s))
-    return acl_search_hand_out(s, next, out, len);
-  return acl_search_hand_out(s, id, out, len);
+  return block_or_ahead(s, id, out, len);
 }
 
 /* validating, refining: the decision interleaved with a challenger (NCCL's

@@ -143,6 +143,10 @@
  * for a late stream): the stream is late (acl_search_t.late). CUPTI on one
  * H200 is ~1,000 calls behind. */
 #define ACL_SEARCH_LATE_WAITS 32
+/* The baseline's samples this many wait blocks (32 calls) overdue: the
+ * plan's first candidates go out meanwhile (search_explore.c, look-ahead);
+ * a stream on time has them back within a block. */
+#define ACL_SEARCH_AHEAD_WAITS 2
 /* A sample this many calls behind the end of its block marks the stream
  * late; a late stream's candidate waits for its samples until twice the lag
  * has passed since its block (a re-run sooner costs the lag again, and
