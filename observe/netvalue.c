@@ -9,7 +9,11 @@ acl_nv_class_t acl_nv_class(acl_phase_t ph, bool nccl_choice)
     return ACL_NV_FREE;
   if (acl_phase_decided(ph))
     return ACL_NV_DECIDED;
-  return ph == ACL_PHASE_EXPLORING || ph == ACL_PHASE_RETUNING ? ACL_NV_EXPLORE : ACL_NV_FREE;
+  /* the baseline's phase runs another candidate only as its look-ahead
+   * (tuner/search): exploring while NCCL's samples are on their way */
+  return ph == ACL_PHASE_EXPLORING || ph == ACL_PHASE_RETUNING || ph == ACL_PHASE_BASELINE
+             ? ACL_NV_EXPLORE
+             : ACL_NV_FREE;
 }
 
 void acl_nv_fold(acl_netvalue_t *nv, uint64_t explore_calls, uint64_t explore_sampled,

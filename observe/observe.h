@@ -305,7 +305,7 @@ void acl_report_totals_line(const acl_report_totals_t *t, acl_strbuf_t *out);
 
 typedef enum acl_nv_class {
   ACL_NV_FREE = 0,    /* NCCL's own choice ran (warm-up, baseline): counts zero */
-  ACL_NV_EXPLORE = 1, /* exploring, validating, re-tuning */
+  ACL_NV_EXPLORE = 1, /* exploring, re-tuning, the baseline's look-ahead */
   ACL_NV_DECIDED = 2, /* the converged decision ran */
 } acl_nv_class_t;
 

@@ -50,6 +50,8 @@ Test(netvalue, classes)
   cr_expect_eq(acl_nv_class(ACL_PHASE_DISABLED, true), ACL_NV_FREE);
   cr_expect_eq(acl_nv_class(ACL_PHASE_EXPLORING, false), ACL_NV_EXPLORE);
   cr_expect_eq(acl_nv_class(ACL_PHASE_RETUNING, false), ACL_NV_EXPLORE);
+  /* another candidate in the baseline's phase: its look-ahead explores */
+  cr_expect_eq(acl_nv_class(ACL_PHASE_BASELINE, false), ACL_NV_EXPLORE);
   cr_expect_eq(acl_nv_class(ACL_PHASE_CONVERGED, false), ACL_NV_DECIDED);
   /* NCCL's own choice is the baseline whatever the phase. */
   cr_expect_eq(acl_nv_class(ACL_PHASE_EXPLORING, true), ACL_NV_FREE);
