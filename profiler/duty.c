@@ -25,6 +25,17 @@ void acl_duty_align(acl_duty_t *d, uint64_t now_ns, uint64_t wall_ns)
   d->next_open_ns = now_ns + (d->period_ns - wall_ns % d->period_ns) % d->period_ns;
 }
 
+void acl_duty_first_look(acl_duty_t *d, uint64_t now_ns)
+{
+  if (!d->period_ns || d->state != ACL_DUTY_CLOSED || d->windows)
+    return;
+  d->state = ACL_DUTY_LEAD;
+  d->opened_ns = now_ns;
+  d->windows = 1;
+  while (d->next_open_ns < now_ns + d->period_ns)
+    d->next_open_ns += d->period_ns;
+}
+
 acl_duty_state_t acl_duty_step(acl_duty_t *d, uint64_t now)
 {
   for (;;) {

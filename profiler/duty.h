@@ -38,6 +38,14 @@ void acl_duty_init(acl_duty_t *d, unsigned on_ms, unsigned period_ms, uint64_t n
  * clocks agree, open their windows together: a workload called once per
  * step is sampled only where their windows cover the same call. */
 void acl_duty_align(acl_duty_t *d, uint64_t now_ns, uint64_t wall_ns);
+/* The first window opens at now, the process's first collective, whatever
+ * the wall clock: the workloads' first calls get samples at once (NCCL's
+ * cost table, 3-5x low at large sizes on one GPU, prices their budgets
+ * until samples come; a benchmark process of 2.8 s on one H100 saw no
+ * aligned window in two of three runs, and its only workload never paid
+ * for a baseline). The aligned windows go on from the first a whole period
+ * after it, so the attached share stays on/period. Once, while closed. */
+void acl_duty_first_look(acl_duty_t *d, uint64_t now_ns);
 /* Advances the rule to now and returns the state. A window missed while no
  * one called (now past its end) is skipped, not caught up: the attached
  * share never exceeds on/period. */

@@ -420,7 +420,8 @@ void acl_cupti_retire(acl_cupti_t *c, const char *why)
   pthread_mutex_unlock(&c->mu);
 }
 
-/* No window opens before the first collective. A process driving several
+/* No window opens before the first collective, and the first opens then
+ * (acl_duty_first_look). A process driving several
  * ranks of one communicator has attached all of them by then (NCCL runs no
  * collective before every rank of it is initialised), so it is retired
  * before CUPTI ever attaches: once attached, CUPTI stays in the launch path
@@ -444,6 +445,7 @@ static void *flush_main(void *arg)
   acl_cupti_t *c = arg;
   if (!await_first_call(c))
     return NULL;
+  acl_duty_first_look(&c->duty, acl_mono_ns());
   while (!atomic_load(&c->stopping) && !atomic_load(&c->backed_off)) {
     if (atomic_load(&c->retire)) {
       retire_now(c);
@@ -507,7 +509,7 @@ acl_cupti_t *acl_cupti_start(const acl_cupti_opts_t *o, acl_attr_t *attr, acl_cu
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->bmu, NULL);
   atomic_store(&g_active, c);
-  /* CUPTI attaches in the first window after the first collective
+  /* CUPTI attaches in the first window, at the first collective
    * (await_first_call); a subscriber already present is reported then. */
   if (pthread_create(&c->thr, NULL, flush_main, c) != 0) {
     snprintf(why, whylen, "cannot start the CUPTI flush thread");

@@ -98,3 +98,31 @@ Test(duty, always_on_without_a_period)
   cr_assert_eq(acl_duty_step(&d, 0), ACL_DUTY_ALWAYS);
   cr_assert_str_eq(acl_duty_state_name(ACL_DUTY_OPEN), "open");
 }
+
+/* The first window opens at the process's first collective, whatever the
+ * wall clock; the aligned ones go on from a whole period after it. */
+Test(duty, first_look_at_the_first_collective)
+{
+  const uint64_t wall0 = 1764000001000ull * MS; /* 1 s past a multiple of 5 s */
+  acl_duty_t d;
+  acl_duty_init(&d, 100, 5000, 0);
+  acl_duty_align(&d, 0, wall0);
+  cr_assert_eq(d.next_open_ns, 4000 * MS);
+  cr_assert_eq(acl_duty_step(&d, 300 * MS), ACL_DUTY_CLOSED);
+  acl_duty_first_look(&d, 300 * MS);
+  cr_assert_eq(acl_duty_step(&d, 300 * MS), ACL_DUTY_LEAD);
+  cr_assert_eq(acl_duty_step(&d, 320 * MS), ACL_DUTY_OPEN);
+  cr_assert_eq(acl_duty_step(&d, 400 * MS), ACL_DUTY_CLOSED);
+  /* the aligned window 3.7 s later is skipped: the next is at 9 s */
+  cr_assert_eq(d.next_open_ns, 9000 * MS);
+  cr_assert_eq(acl_duty_step(&d, 4050 * MS), ACL_DUTY_CLOSED);
+  cr_assert_eq(acl_duty_step(&d, 9000 * MS), ACL_DUTY_LEAD);
+  cr_assert_eq(d.windows, 2u);
+  /* once only, and never over an open window or always-on */
+  acl_duty_first_look(&d, 9010 * MS);
+  cr_assert_eq(d.opened_ns, 9000 * MS);
+  acl_duty_t a;
+  acl_duty_init(&a, 100, 0, 0);
+  acl_duty_first_look(&a, 5 * MS);
+  cr_assert_eq(acl_duty_step(&a, 5 * MS), ACL_DUTY_ALWAYS);
+}
