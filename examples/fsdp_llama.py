@@ -451,20 +451,22 @@ def tail_share(mid, end):
     return share_between(mid.get("job"), end.get("job"))
 
 
+def workload_key(w):
+    """A workload of an /api/v1/state document, the same in two readings."""
+    return (w.get("comm"), w.get("rank"), w.get("collective"), w.get("bytes"))
+
+
 def tail_overlaps(acl_wl, mid, end):
     """tuner_overlap_by_workload's list with each workload's overlap and
     exposed share over the steps between mid and end added (overlap_tail,
     exposed_share_tail; null without collective time in between)."""
     if not acl_wl or not isinstance(mid, dict) or not isinstance(end, dict):
         return acl_wl
-
-    def key(w):
-        return (w.get("comm"), w.get("rank"), w.get("collective"), w.get("bytes"))
-    before = {key(w): w for w in mid.get("workloads") or []}
-    after = {key(w): w for w in end.get("workloads") or []}
+    before = {workload_key(w): w for w in mid.get("workloads") or []}
+    after = {workload_key(w): w for w in end.get("workloads") or []}
     out = []
     for w in acl_wl:
-        share = share_between(before.get(key(w)), after.get(key(w)))
+        share = share_between(before.get(workload_key(w)), after.get(workload_key(w)))
         out.append(dict(w, exposed_share_tail=share,
                         overlap_tail=None if share is None else 1.0 - share))
     return out
@@ -536,15 +538,12 @@ def waiting_early(early, end):
     are known."""
     if not (isinstance(early, dict) and isinstance(end, dict)):
         return None
-
-    def key(w):
-        return (w.get("comm"), w.get("rank"), w.get("collective"), w.get("bytes"))
-    then = {key(w): w for w in early.get("workloads") or []}
+    then = {workload_key(w): w for w in early.get("workloads") or []}
     out = []
     for w in end.get("workloads") or []:
         if (w.get("calls") or 0) < UNSAMPLED_MIN_CALLS:
             continue
-        e = then.get(key(w)) or {}
+        e = then.get(workload_key(w)) or {}
         state = e.get("state")
         timed = e.get("baseline_seconds") is not None or e.get("best_seconds") is not None
         if state is None or (str(state).startswith("waiting") and not timed):

@@ -293,13 +293,14 @@ void acl_drive_sample(acl_drive_t *d, const acl_drive_step_t *st, double seconds
    * profiler's coll hook, profiler/profiler.c) */
   if (ran && ran->nchannels > 0 && st->d.cand.algo == ACL_ALGO_NCCL)
     for (int r = 0; r < d->nranks; r++)
-      acl_cons_observe(d->cons[r], &(acl_cons_obs_t){.widx = st->d.widx,
-                                                     .call_idx = st->call,
-                                                     .cand_id = st->d.cand_id,
-                                                     .seconds = -1.0,
-                                                     .ran_algo = ran->algo,
-                                                     .ran_proto = ran->proto,
-                                                     .ran_nch = ran->nchannels});
+      submit(d, &(pend_t){.rank = r,
+                          .call = st->call,
+                          .widx = st->d.widx,
+                          .cand_id = st->d.cand_id,
+                          .cand = st->d.cand,
+                          .seconds = -1.0,
+                          .overlap = -1.0f,
+                          .ran = *ran});
   for (int r = 0; r < d->nranks; r++) {
     if (d->nq == d->qcap) /* a full profiler queue drains */
       deliver(d, UINT64_MAX);

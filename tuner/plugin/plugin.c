@@ -476,17 +476,10 @@ static void sample_sink(void *user, const acl_prof_sample_t *s)
   acl_rank_t *r = s->tag.rank_ctx;
   if (!r)
     return;
-  if (s->seconds < 0.0) { /* a fact: what NCCL's own choice runs (consensus keeps the first) */
-    acl_cons_observe(r->cons, &(acl_cons_obs_t){.widx = s->tag.widx,
-                                                .call_idx = s->tag.call_idx,
-                                                .cand_id = s->tag.cand_id,
-                                                .seconds = -1.0,
-                                                .ran_algo = s->ran_algo,
-                                                .ran_proto = s->ran_proto,
-                                                .ran_nch = s->ran_nch});
-    return;
-  }
-  acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
+  /* a fact without a time (what NCCL's own choice runs) goes to consensus
+   * only, which keeps the first */
+  if (s->seconds >= 0.0)
+    acl_trace_sample(r->comm_id, r->rank, r->nranks, s, s->seconds);
   acl_cons_observe(
       r->cons,
       &(acl_cons_obs_t){.widx = s->tag.widx,
