@@ -345,8 +345,8 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
     acl_sb_printf(out,
                   "waiting-budget: %s %s needs about %" PRIu64 " more calls before its next "
                   "measurement is paid for (exploring may cost a share of the workload's time, "
-                  "AUTOCCL_EXPLORE_BUDGET; a communicator's first profiler events are paid by "
-                  "its workloads together, sooner)\n",
+                  "AUTOCCL_EXPLORE_BUDGET; before its first measurement this counts what the "
+                  "communicator's other workloads can lend)\n",
                   acl_coll_name(w->key.coll), size, w->budget_wait_calls);
   }
 }

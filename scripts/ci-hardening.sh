@@ -314,4 +314,13 @@ done
 echo
 echo "==== hardening summary ($(($(date +%s) - T_ALL))s total)"
 printf '  %s\n' "${RESULTS[@]}"
+# A failed stage's own lines again, last: CI may keep only the end of a
+# long log, and the summary alone does not say what failed.
+for r in "${RESULTS[@]}"; do
+  read -r name st _ <<<"$r"
+  [ "$st" = FAIL ] || continue
+  echo
+  echo "==== [$name] failed; the end of $LOGS/$name.log:"
+  grep -vE ': clean \(|^\[[0-9]+/[0-9]+\] ' "$LOGS/$name.log" | tail -n 40
+done
 exit $FAILED

@@ -134,3 +134,64 @@ Test(prior, a_converged_neighbour_pays_the_baseline, .timeout = 60)
             "after A converged, B waited %llu calls (1 %% of the communicator's time: ~600)",
             (unsigned long long)after.first_sampled);
 }
+
+/* NCCL 2.30 charges a communicator's first profiler events (30 ms) once,
+ * and its workloads that have not begun pay them together: each one's wait
+ * is the pool's, not its own alone. DDP's two 250 MiB AllReduces (once a
+ * step) on one H100 each said 700-1,000 calls at step 93 of 300, and the
+ * pool paid them within about 50. Four workloads called once a step, each
+ * 10 us on the table at 3 %: alone 100,000 calls, pooled 25,000. */
+#define POOL_N 4
+Test(prior, a_wait_for_the_communicators_first_events_is_the_pools, .timeout = 60)
+{
+  th_rank_t r;
+  th_params(&r, th_comm_id(3), 0, 1, 1, NULL);
+  r.cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
+  r.p.events_per_comm = 1;
+  char err[256] = "";
+  acl_cons_t *c = acl_cons_create(&r.p, err, sizeof err);
+  cr_assert_not_null(c, "%s", err);
+  float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
+  th_cost(cost, -1);
+  acl_wkey_t k[POOL_N];
+  uint32_t widx[POOL_N];
+  uint64_t said[POOL_N] = {0}, began[POOL_N] = {0};
+  for (int i = 0; i < POOL_N; i++)
+    k[i] = th_key(r.p.comm_id, 4, (uint64_t)(i + 1) << 26);
+  const uint64_t read_at = 10000, max_steps = 120000;
+  int n_began = 0;
+  for (uint64_t step = 1; step <= max_steps && n_began < POOL_N; step++) {
+    for (int i = 0; i < POOL_N; i++) {
+      acl_decision_t d;
+      cr_assert_eq(acl_cons_decide(c, &k[i], cost, &d, err, sizeof err), 0, "%s", err);
+      widx[i] = d.widx;
+      if (!began[i] && acl_search_sampled(d.sample_shift, d.call_idx)) {
+        began[i] = step;
+        n_began++;
+      }
+    }
+    if (step == read_at)
+      for (int i = 0; i < POOL_N; i++) {
+        acl_search_report_t rep;
+        cr_assert_eq(acl_cons_search_report(c, widx[i], &rep), 0);
+        cr_assert_eq(rep.phase, ACL_PHASE_WAIT_BUDGET, "workload %d: phase %d at step %llu", i,
+                     rep.phase, (unsigned long long)step);
+        said[i] = rep.budget_wait_calls;
+      }
+  }
+  acl_cons_destroy(c);
+  for (int i = 0; i < POOL_N; i++) {
+    cr_log_info("workload %d: said %llu more calls at step %llu, began at %llu", i,
+                (unsigned long long)said[i], (unsigned long long)read_at,
+                (unsigned long long)began[i]);
+    cr_assert(began[i] > read_at, "workload %d began at step %llu", i,
+              (unsigned long long)began[i]);
+    double waited = (double)(began[i] - read_at);
+    /* a wait block planned before the reading can be a quarter of the
+     * calls so far old, and the last to begin pay what is left of their
+     * baselines after lending */
+    cr_assert(said[i] >= 0.7 * waited && said[i] <= 1.3 * waited + 64,
+              "workload %d said %llu more calls at step %llu and began %.0f steps later", i,
+              (unsigned long long)said[i], (unsigned long long)read_at, waited);
+  }
+}

@@ -31,8 +31,9 @@
  * its cause; 14: the overlap drift rule's readings; 15: a sample's clock
  * (CUPTI or KernelCh) in the slots and the search; 16: the overlap rule's
  * 64 readings and its reference's size, and samples at offsets that move
- * from period to period (a rank of another build samples other calls) */
-#define ACL_CONS_LAYOUT 16u
+ * from period to period (a rank of another build samples other calls); 17:
+ * what a loan offer earns per call */
+#define ACL_CONS_LAYOUT 17u
 #define ACL_CONS_RING 512       /* published blocks kept per workload */
 #define ACL_CONS_SLOTS 128      /* calls whose samples are being aggregated */
 #define ACL_CONS_MAX_PROCS 128  /* processes recorded for stale detection */

@@ -133,22 +133,28 @@ static bool events_nearby(cons_hdr_t *h, const cons_settings_t *set, const cons_
  * begun (acl_search_lendable; acl_search_obs_t.loan_offer): offered before
  * the search plans w's block,
  * charged to the lenders in proportion to what each could lend once the
- * search took it. Under the segment's lock, like prior_scale: every rank
- * sees the same loan. 0 for a workload too small a share of the
- * communicator's time. */
+ * search took it; *earned: what those lenders earned so far, which tells
+ * w's wait how fast the pool grows. Under the segment's lock, like
+ * prior_scale: every rank sees the same loan. 0 for a workload too small a
+ * share of the communicator's time. */
 static double loan_pool(cons_hdr_t *h, const cons_settings_t *set, const cons_wl_t *w,
-                        bool first)
+                        bool first, double *earned)
 {
   uint32_t n = wl_used(h, set);
   double pool = 0.0, mine = acl_search_time_so_far(&w->search), all = mine;
+  *earned = 0.0;
   for (uint32_t i = 0; i < n; i++) {
     const cons_wl_t *o = comm_neighbour(h, w, i);
     if (o) {
       pool += acl_search_lendable(&o->search, first);
+      *earned += acl_search_lend_earned(&o->search, first);
       all += acl_search_time_so_far(&o->search);
     }
   }
-  return mine >= CONS_LOAN_MIN_SHARE * all ? pool : 0.0;
+  if (mine >= CONS_LOAN_MIN_SHARE * all)
+    return pool;
+  *earned = 0.0;
+  return 0.0;
 }
 
 static void loan_charge(cons_hdr_t *h, const cons_settings_t *set, const cons_wl_t *w,
@@ -222,10 +228,13 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
   /* the communicator's first events still owed by w's baseline: the
    * neighbours that have not begun theirs may pay them too */
   bool first = !acl_search_events_charged(&w->search);
-  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, set, w, first) : 0.0;
-  if (pool > 0.0)
-    acl_search_observe(&w->search,
-                       &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .loan_offer = pool});
+  double earned = 0.0;
+  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, set, w, first, &earned) : 0.0;
+  if (pool > 0.0 || earned > 0.0)
+    acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1,
+                                                       .seconds = -1.0,
+                                                       .loan_offer = pool,
+                                                       .loan_earned = earned});
   uint32_t len = 1;
   int id = acl_search_next(&w->search, &b->cand, &len);
   loan_charge(h, set, w, acl_search_loan_taken(&w->search), pool, first);

@@ -233,6 +233,7 @@ int acl_search_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   s->loan_new_s = 0.0;
   int id = acl_sm_next(s, out, len); /* the state's handler (search_sm.c) */
   s->loan_offer_s = 0.0;             /* an offer lasts for one block */
+  s->loan_rate_s = 0.0;
   return id;
 }
 
@@ -330,6 +331,8 @@ void acl_search_observe(acl_search_t *s, const acl_search_obs_t *o)
   acl_search_prior_scale(s, o->prior_scale);
   if (o->loan_offer > 0.0 && isfinite(o->loan_offer))
     s->loan_offer_s = o->loan_offer;
+  if (o->loan_earned > 0.0 && isfinite(o->loan_earned) && s->calls_planned > 0)
+    s->loan_rate_s = o->loan_earned / (double)s->calls_planned;
   if (o->lent > 0.0 && isfinite(o->lent))
     s->loan_s -= o->lent;
   if (o->events_nearby && s->params.events_per_comm)

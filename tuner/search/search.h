@@ -284,6 +284,7 @@ typedef struct acl_search {
    * workload spent. */
   double loan_s;
   double loan_offer_s; /* what the next block may borrow (0: none) */
+  double loan_rate_s;  /* what that offer grows by per call of this workload */
   double loan_new_s;   /* what the latest acl_search_next borrowed */
   double ref_kept; /* NCCL's time as a re-tune found it (0: none): the time
                     * so far until the baseline is measured again */
@@ -429,6 +430,13 @@ typedef struct acl_search_obs {
    * what it lacks (acl_search_loan_taken says how much); the offer lasts
    * for that one acl_search_next. */
   double loan_offer;
+  /* > 0: the budget (seconds) the lenders behind loan_offer have earned
+   * so far (their share of their time so far): over this workload's calls
+   * so far, what the offer grows by per call of its own. A baseline owing
+   * the communicator's first events waits for the pooled budget, not for
+   * its own alone: DDP's two 250 MiB AllReduces on one H100 each read a
+   * wait of 700-1,000 calls, and the pool paid them within 50. */
+  double loan_earned;
   /* > 0: budget (seconds) this workload lent another's baseline: its
    * budget shrinks by that much (the caller splits a loan over the
    * lenders by what each could lend). */
@@ -476,10 +484,14 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
  * communicator's first profiler events, params.events_per_comm), also
  * while its own baseline has not begun. acl_search_wants_loan: its baseline
  * has not begun.
+ * acl_search_lend_earned: while s could lend, the budget it earned so far
+ * (params.budget x its time so far), what its lendable grows with; 0
+ * otherwise.
  * acl_search_loan_taken: what the latest acl_search_next borrowed.
  * acl_search_time_so_far: the workload's time so far, calls x its time of
  * NCCL's choice (0 while unknown), what the budget is a share of. */
 double acl_search_lendable(const acl_search_t *s, bool first_events);
+double acl_search_lend_earned(const acl_search_t *s, bool first_events);
 bool acl_search_wants_loan(const acl_search_t *s);
 /* Its first profiler events were charged (acl_search_obs_t.events_nearby). */
 bool acl_search_events_charged(const acl_search_t *s);

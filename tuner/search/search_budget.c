@@ -15,18 +15,28 @@ double acl_search_budget_left(const acl_search_t *s)
          s->loan_s;
 }
 
+/* Exploring or validating, a workload needs its budget. Before any
+ * workload of the communicator converged, its first events (paid once for
+ * all of them) are paid by the budgets of those that have not begun either. */
+static bool may_lend(const acl_search_t *s, bool first_events)
+{
+  bool idle = first_events && s->params.events_per_comm && acl_search_wants_loan(s);
+  return acl_sm_base(s) == ACL_PHASE_CONVERGED || idle;
+}
+
 double acl_search_lendable(const acl_search_t *s, bool first_events)
 {
-  if (!s)
-    return 0.0;
-  /* exploring or validating: it needs its budget. Before any workload of
-   * the communicator converged, its first events (paid once for all of
-   * them) are paid by the budgets of those that have not begun either. */
-  bool idle = first_events && s->params.events_per_comm && acl_search_wants_loan(s);
-  if (acl_sm_base(s) != ACL_PHASE_CONVERGED && !idle)
+  if (!s || !may_lend(s, first_events))
     return 0.0;
   double left = acl_search_budget_left(s);
   return isfinite(left) && left > 0.0 ? left : 0.0;
+}
+
+double acl_search_lend_earned(const acl_search_t *s, bool first_events)
+{
+  if (!s || !may_lend(s, first_events))
+    return 0.0;
+  return s->params.budget * acl_search_time_so_far(s);
 }
 
 bool acl_search_wants_loan(const acl_search_t *s)
@@ -144,6 +154,12 @@ int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t 
 {
   double per_call = s->params.budget * acl_search_ref_seconds(s);
   double deficit = need - acl_search_budget_left(s);
+  if (acl_search_wants_loan(s)) {
+    /* a baseline borrows from the communicator's pool once it covers all
+     * it lacks: the pool and what it earns per call count toward the wait */
+    deficit -= s->loan_offer_s;
+    per_call += s->loan_rate_s;
+  }
   double l = per_call > 0.0 ? ceil(deficit / per_call) : (double)ACL_SEARCH_WAIT_MAX;
   s->budget_wait = l >= (double)UINT32_MAX ? UINT32_MAX : l > 0.0 ? (uint32_t)l : 1u;
   /* planned on the cost table alone, the wait is looked at again soon
