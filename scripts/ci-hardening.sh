@@ -141,8 +141,15 @@ vg() {
   if [ -n "$bad" ]; then
     echo "valgrind[$tag]: errors in $(echo "$bad" | wc -l) process(es):" >&2
     for f in $bad; do
-      grep -E "ERROR SUMMARY|Invalid|uninitialised|definitely lost|^==[0-9]+==    (at|by)" "$f" |
-        head -40 >&2
+      if grep -q "ERROR SUMMARY:" "$f"; then
+        grep -E "ERROR SUMMARY|Invalid|uninitialised|definitely lost|^==[0-9]+==    (at|by)" "$f" |
+          head -40 >&2
+      else
+        # killed, or still running 30 s after the command returned
+        echo "$(basename "$f"): no summary; its command and last lines:" >&2
+        grep -m 2 -E "Command:|Parent PID:" "$f" >&2
+        tail -n 8 "$f" >&2
+      fi
     done
     return 1
   fi

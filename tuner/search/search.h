@@ -435,7 +435,8 @@ typedef struct acl_search_obs {
    * so far, what the offer grows by per call of its own. A baseline owing
    * the communicator's first events waits for the pooled budget, not for
    * its own alone: DDP's two 250 MiB AllReduces on one H100 each read a
-   * wait of 700-1,000 calls, and the pool paid them within 50. */
+   * wait of 700-1,000 calls at step 93, and in the simulator's same job the
+   * pool paid them at calls 107-138. */
   double loan_earned;
   /* > 0: budget (seconds) this workload lent another's baseline: its
    * budget shrinks by that much (the caller splits a loan over the
