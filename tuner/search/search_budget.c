@@ -7,12 +7,17 @@
 
 #include "tuner/search/search_int.h"
 
+/* The budget earned so far: params.budget x the time so far. */
+static double earned(const acl_search_t *s)
+{
+  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s);
+}
+
 double acl_search_budget_left(const acl_search_t *s)
 {
   if (acl_search_ref_seconds(s) <= 0.0)
     return INFINITY; /* no time known yet: the baseline's samples tell it */
-  return s->params.budget * (double)s->calls_planned * acl_search_ref_seconds(s) - s->spent_s +
-         s->loan_s;
+  return earned(s) - s->spent_s + s->loan_s;
 }
 
 /* Exploring or validating, a workload needs its budget. Before any
@@ -36,7 +41,7 @@ double acl_search_lend_earned(const acl_search_t *s, bool first_events)
 {
   if (!s || !may_lend(s, first_events))
     return 0.0;
-  return s->params.budget * acl_search_time_so_far(s);
+  return earned(s);
 }
 
 bool acl_search_wants_loan(const acl_search_t *s)
