@@ -377,6 +377,20 @@ int acl_search_confirm(const acl_search_t *s, int pick)
   return pick;
 }
 
+bool acl_search_pick_proven(const acl_search_t *s, int pick)
+{
+  if (pick <= 0 || s->late)
+    return true; /* a late stream's pick has no confirmation: validation guards it */
+  const acl_search_cand_t *b = &s->cands[ACL_SEARCH_CAND_NCCL], *p = &s->cands[pick];
+  if (!(b->robust_seconds > 0.0 && p->robust_seconds > 0.0))
+    return false;
+  double sd = acl_search_log_sd(b->seconds, b->nsamples, p->seconds, p->nsamples);
+  double se = sd * sqrt(1.0 / (b->nsamples > 0 ? b->nsamples : 1) +
+                        1.0 / (p->nsamples > 0 ? p->nsamples : 1));
+  double gain = log(b->robust_seconds / p->robust_seconds);
+  return gain - ACL_SEARCH_PROV_Z * se > -log1p(-ACL_SEARCH_PROV_MARGIN);
+}
+
 /* Whether a sample of a call after the wait began has arrived: then the
  * samples still missing from before it are lost (they arrive in call
  * order). Samples that say their call tell it; otherwise NCCL's choice's

@@ -141,6 +141,28 @@ double acl_search_median(const float *src, int n)
   return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
 }
 
+double acl_search_log_sd(const float *a, int na, const float *b, int nb)
+{
+  float d[2 * ACL_SEARCH_STAT_MAX];
+  const float *src[2] = {a, b};
+  int cnt[2] = {na < ACL_SEARCH_STAT_MAX ? na : ACL_SEARCH_STAT_MAX,
+                nb < ACL_SEARCH_STAT_MAX ? nb : ACL_SEARCH_STAT_MAX};
+  int n = 0;
+  for (int k = 0; k < 2; k++) {
+    double med = acl_search_median(src[k], cnt[k]);
+    if (!(med > 0.0))
+      continue;
+    for (int i = 0; i < cnt[k]; i++)
+      if (src[k][i] > 0.0f)
+        d[n++] = (float)fabs(log(src[k][i] / med));
+  }
+  if (n < 3)
+    return 0.0;
+  sort_floats(d, n);
+  double mad = n % 2 ? d[n / 2] : 0.5 * ((double)d[n / 2 - 1] + d[n / 2]);
+  return 1.4826 * mad;
+}
+
 double acl_search_mean_overlap(const acl_search_cand_t *c)
 {
   double sum = 0.0;

@@ -139,6 +139,9 @@ int acl_search_explored_pick(const acl_search_t *s);
 /* Exploration over on pick: pick again when it still needs its confirming
  * samples (ACL_SEARCH_CONFIRM_MULT), else -1. */
 int acl_search_confirm(const acl_search_t *s, int pick);
+/* Whether the pick's lead over NCCL's choice, once confirmed, stands
+ * ACL_SEARCH_PROV_Z standard errors beyond ACL_SEARCH_PROV_MARGIN. */
+bool acl_search_pick_proven(const acl_search_t *s, int pick);
 /* Re-tuning: every measurement of the exploration is stale. */
 void acl_search_explore_reset(acl_search_t *s);
 
@@ -157,6 +160,10 @@ int acl_search_find_or_add(acl_search_t *s, int sub, const uint8_t idx[ACL_SEARC
 bool acl_search_is_nccl(const acl_search_t *s, int id);
 double acl_search_trimmed_mean(const float *src, int n);
 double acl_search_median(const float *src, int n);
+/* Robust spread of log times (1.4826 x the median absolute deviation from
+ * each set's own median), pooled over two candidates' samples (the same
+ * relative noise for both); 0 with fewer than 3 samples. */
+double acl_search_log_sd(const float *a, int na, const float *b, int nb);
 /* NCCL's choice's time as its own samples measure it (robust once judged,
  * else their median); 0 without a sample. */
 double acl_search_measured_ref(const acl_search_t *s);

@@ -186,7 +186,7 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
     int pick = acl_search_explored_pick(s);
     int more = acl_search_confirm(s, pick);
     if (more < 0) {
-      acl_search_converge(s, pick);
+      acl_search_converge(s, acl_search_pick_proven(s, pick) ? pick : ACL_SEARCH_CAND_NCCL);
       return -1;
     }
     double cost = acl_search_confirm_cost(s, more, (uint32_t)s->params.samples_per_cand);
