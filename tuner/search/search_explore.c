@@ -381,6 +381,8 @@ bool acl_search_pick_proven(const acl_search_t *s, int pick)
 {
   if (pick <= 0 || s->late)
     return true; /* a late stream's pick has no confirmation: validation guards it */
+  if (pick >= s->ncands)
+    return false;
   const acl_search_cand_t *b = &s->cands[ACL_SEARCH_CAND_NCCL], *p = &s->cands[pick];
   if (!(b->robust_seconds > 0.0 && p->robust_seconds > 0.0))
     return false;
