@@ -65,10 +65,10 @@
 /* The confirmed pick still beats NCCL's choice by luck where their gap is
  * a few percent (a neighbour of NCCL's own channel count): it becomes the
  * provisional decision only this many standard errors beyond the margin
- * (not on a late stream: it has no confirmation). Tunerbench, 300
- * landscapes: final/baseline min 0.9852 without, 0.9935 at 0.5, 0.9957 at
- * 1.0; but 1.0 left the H200 landscape's 5-6 % channel gains at 16-64 MiB
- * (its p5 0.9424 -> 0.9374 over 1,000 runs; 0.5: 0.9424). */
+ * (not on a late stream: it has no confirmation). Tunerbench, 51,000
+ * runs: runs below 0.99x NCCL's choice 9 -> 3 (seed 2: 16 -> 14), p5
+ * -0.001; at 1.0, 1 run below but the H200 landscape's 5-6 % channel gains
+ * at 16-64 MiB lost (its p5 0.9424 -> 0.9374; 0.5: 0.9424). */
 #define ACL_SEARCH_PROV_Z 0.5
 /* First step of a descent in grid units: from scratch 3 (x2.8 channels),
  * near a known optimum 1 (tunerbench: H200 p5 0.9418 with 3 vs 0.8250 with
