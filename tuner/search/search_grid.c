@@ -112,6 +112,12 @@ static void sort_floats(float *v, int n)
   }
 }
 
+/* The median of n > 0 values sorted ascending. */
+static double sorted_median(const float *v, int n)
+{
+  return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Mean of the fastest 75% (rounded up): slow outliers never count. */
 double acl_search_trimmed_mean(const float *src, int n)
 {
@@ -138,7 +144,7 @@ double acl_search_median(const float *src, int n)
     n = ACL_SEARCH_STAT_MAX;
   memcpy(v, src, (size_t)n * sizeof v[0]);
   sort_floats(v, n);
-  return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+  return sorted_median(v, n);
 }
 
 double acl_search_log_sd(const float *a, int na, const float *b, int nb)
@@ -159,8 +165,7 @@ double acl_search_log_sd(const float *a, int na, const float *b, int nb)
   if (n < 3)
     return 0.0;
   sort_floats(d, n);
-  double mad = n % 2 ? d[n / 2] : 0.5 * ((double)d[n / 2 - 1] + d[n / 2]);
-  return 1.4826 * mad;
+  return 1.4826 * sorted_median(d, n);
 }
 
 double acl_search_mean_overlap(const acl_search_cand_t *c)
