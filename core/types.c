@@ -43,6 +43,12 @@ const char *acl_retune_cause_name(int cause)
   static const char *const names[ACL_NUM_RETUNE_CAUSES] = {NULL, "slower", "overlap", "table"};
   return cause > 0 && cause < ACL_NUM_RETUNE_CAUSES ? names[cause] : NULL;
 }
+const char *acl_wait_for_name(int why)
+{
+  static const char *const names[ACL_NUM_WAIT_FOR] = {
+      NULL, "first-events", "baseline", "candidate", "confirm", "validation"};
+  return why > 0 && why < ACL_NUM_WAIT_FOR ? names[why] : NULL;
+}
 const char *acl_proto_name(int p) { return p >= 0 && p < ACL_NUM_PROTO ? proto_names[p] : "?"; }
 const char *acl_phase_name(acl_phase_t ph)
 {

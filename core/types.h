@@ -112,6 +112,21 @@ const char *acl_source_name(int src); /* "nccl", "explored", "table"; "nccl" oth
 #define ACL_RETUNE_TABLE 3
 #define ACL_NUM_RETUNE_CAUSES 4
 const char *acl_retune_cause_name(int cause); /* "slower", "overlap", "table"; NULL for none */
+/* What a workload waiting for its exploration budget waits to pay (snapshot
+ * "budget_wait_for"): its communicator's first profiler events (once, the
+ * dearest: with NCCL 2.30 they held each process 25-37 ms), its baseline's
+ * samples of NCCL's choice, the next candidate's first look, more samples
+ * of the best candidate before it becomes the decision, or validation's
+ * next block. The wait's length alone did not tell a user which. */
+#define ACL_WAIT_FOR_NONE 0
+#define ACL_WAIT_FOR_FIRST_EVENTS 1
+#define ACL_WAIT_FOR_BASELINE 2
+#define ACL_WAIT_FOR_CANDIDATE 3
+#define ACL_WAIT_FOR_CONFIRM 4
+#define ACL_WAIT_FOR_VALIDATION 5
+#define ACL_NUM_WAIT_FOR 6
+/* "first-events", "baseline", "candidate", "confirm", "validation"; NULL for none */
+const char *acl_wait_for_name(int why);
 /* The one spelling of a search that ended on NCCL's own choice after trying
  * candidates, in the job report, autoccl-top and the dashboard (web/assets/
  * app.js writes the same): "NCCL, 29 tried". */

@@ -52,8 +52,8 @@ endpoint). workloads_waiting_early is the most, over the mode's launches, of
 those workloads that had not begun measuring (not yet seen, or waiting with
 no time of their own) when rank 0 read the plugin's state at 30 % of the
 run's steps, warm-up included; each
-torch_step_run line lists them (collective, bytes, state, calls and
-budget_wait_calls then) and gives that step as early_step. Each autoccl
+torch_step_run line lists them (collective, bytes, state, calls,
+budget_wait_calls and budget_wait_for then) and gives that step as early_step. Each autoccl
 torch_step_run line also has reports_by_rank, every
 local rank's own account (net saved, and each workload's state, times, net
 saved and exploration cost): a rank that arrives first waits in its kernels.
@@ -533,9 +533,9 @@ def waiting_early(early, end):
     read the state at EARLY_SHARE of the run's steps (document early): not
     seen yet, or in a waiting-* state with no time of its own (neither a
     baseline nor a best time; one exploring waits for its budget between
-    candidates). Each with its collective, bytes, state then and the calls
-    its budget still needed (budget_wait_calls). None unless both documents
-    are known."""
+    candidates). Each with its collective, bytes, state then, the calls
+    its budget still needed (budget_wait_calls) and what for
+    (budget_wait_for). None unless both documents are known."""
     if not (isinstance(early, dict) and isinstance(end, dict)):
         return None
     then = {workload_key(w): w for w in early.get("workloads") or []}
@@ -549,7 +549,8 @@ def waiting_early(early, end):
         if state is None or (str(state).startswith("waiting") and not timed):
             out.append({"collective": w.get("collective"), "bytes": w.get("bytes"),
                         "state": state, "calls": e.get("calls"),
-                        "budget_wait_calls": e.get("budget_wait_calls")})
+                        "budget_wait_calls": e.get("budget_wait_calls"),
+                        "budget_wait_for": e.get("budget_wait_for")})
     return out
 
 

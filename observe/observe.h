@@ -124,6 +124,7 @@ typedef struct acl_snap_workload {
   uint64_t budget_wait_calls; /* waiting for the exploration budget: about how many
                                * more calls until its next measurement is paid for
                                * (the leader host's search), 0 = not waiting */
+  int budget_wait_for;        /* ACL_WAIT_FOR_*: what that wait pays for */
   double clock_offset_seconds; /* CUPTI's durations minus NCCL's KernelCh stamps,
                                 * taken off CUPTI's samples (the leader host's
                                 * search), 0 = none */

@@ -157,6 +157,12 @@ void acl_render_wait_and_clock(acl_strbuf_t *sb, const acl_snap_workload_t *w)
     acl_render_u64(sb, w->budget_wait_calls);
   else
     acl_sb_puts(sb, "null");
+  acl_render_key(sb, ", ", ACL_F_BUDGET_WAIT_FOR);
+  const char *why = w->budget_wait_calls ? acl_wait_for_name(w->budget_wait_for) : NULL;
+  if (why)
+    acl_sb_printf(sb, "\"%s\"", why);
+  else
+    acl_sb_puts(sb, "null");
   acl_render_key(sb, ", ", ACL_F_CLOCK_OFFSET_US);
   if (w->clock_offset_seconds > 0.0)
     acl_sb_printf(sb, "%.3f", w->clock_offset_seconds * 1e6);

@@ -335,18 +335,30 @@ void acl_report_text(const acl_snapshot_t *s, acl_strbuf_t *out)
   if (p->sample_latency_seconds >= 0)
     acl_sb_printf(out, ", samples %.3f s after their call (median)", p->sample_latency_seconds);
   acl_sb_puts(out, "\n");
-  /* why a workload never measured: the budget it waits for, in calls */
+  /* why a workload never measured: the budget it waits for, in calls, and
+   * what that budget is to pay */
+  static const char *const what[ACL_NUM_WAIT_FOR] = {
+      [ACL_WAIT_FOR_FIRST_EVENTS] = "the first profiler events, paid once",
+      [ACL_WAIT_FOR_BASELINE] = "its first samples of NCCL's choice",
+      [ACL_WAIT_FOR_CANDIDATE] = "its next candidate's first samples",
+      [ACL_WAIT_FOR_CONFIRM] = "more samples of its best candidate",
+      [ACL_WAIT_FOR_VALIDATION] = "validation's next block",
+  };
   for (int i = 0; i < nw; i++) {
     const acl_snap_workload_t *w = &s->workloads[i];
     if (!w->budget_wait_calls)
       continue;
     char size[24];
     fmt_bytes(w->key.nbytes, size, sizeof(size));
+    int why = w->budget_wait_for;
     acl_sb_printf(out,
                   "waiting-budget: %s %s needs about %" PRIu64 " more calls before its next "
-                  "measurement is paid for (exploring may cost a share of the workload's time, "
-                  "AUTOCCL_EXPLORE_BUDGET; before its first measurement this counts what the "
-                  "communicator's other workloads can lend)\n",
+                  "measurement is paid for",
                   acl_coll_name(w->key.coll), size, w->budget_wait_calls);
+    if (why > 0 && why < ACL_NUM_WAIT_FOR)
+      acl_sb_printf(out, ": %s", what[why]);
+    acl_sb_puts(out, " (exploring may cost a share of the workload's time, "
+                     "AUTOCCL_EXPLORE_BUDGET; before its first measurement this counts what the "
+                     "communicator's other workloads can lend)\n");
   }
 }

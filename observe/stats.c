@@ -77,6 +77,7 @@ void acl_snap_workload_fill(acl_snap_workload_t *o, const acl_cons_wl_stats_t *w
   o->retunes = w->retunes;
   o->retune_cause = w->retune_cause;
   o->budget_wait_calls = w->budget_wait_calls;
+  o->budget_wait_for = w->budget_wait_for;
   o->clock_offset_seconds = w->clock_offset_seconds;
   o->source = w->source;
   o->samples = w->samples;

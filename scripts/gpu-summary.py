@@ -285,8 +285,12 @@ def overlap_table(runs):
         comm = "%.1f" % (1e3 * sum(cs.values()) / ns) if isinstance(cs, dict) and cs else "-"
         # workloads of >= 200 calls not yet measuring at 30 % of the steps (waiting, no time of their own)
         we = r.get("workloads_waiting_early")
+        # with the calls it still waited and what for, where the record has them
         wait = "-" if not isinstance(we, list) else ", ".join(
-            "%s %s %s" % (w.get("collective"), fmt_size(w.get("bytes") or 0), w.get("state"))
+            "%s %s %s%s" % (w.get("collective"), fmt_size(w.get("bytes") or 0), w.get("state"),
+                            " (%s more calls for %s)" % (w["budget_wait_calls"],
+                                                         w.get("budget_wait_for") or "?")
+                            if w.get("budget_wait_calls") else "")
             for w in we) or "none"
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r.get("wrap") or "fsdp", r.get("rep", "-"), f3(t), f3(run), f3(tail),

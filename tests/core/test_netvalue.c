@@ -399,3 +399,41 @@ Test(report, times_in_s_or_ms)
     acl_sb_free(&sb);
   }
 }
+
+/* A waiting workload's report says how many calls it waits and what they
+ * pay for, in the JSON and in the text; one not waiting says neither. */
+Test(report, a_wait_says_what_it_pays_for)
+{
+  acl_snapshot_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  s->nworkloads = 2;
+  for (int i = 0; i < 2; i++) {
+    acl_snap_workload_t *w = &s->workloads[i];
+    w->key.coll = 2;
+    w->key.nbytes = 250u << 20;
+    w->calls = 183;
+    w->current = (acl_candidate_t){.algo = ACL_ALGO_NCCL};
+  }
+  s->workloads[0].phase = ACL_PHASE_WAIT_BUDGET;
+  s->workloads[0].budget_wait_calls = 975;
+  s->workloads[0].budget_wait_for = ACL_WAIT_FOR_FIRST_EVENTS;
+  s->workloads[1].phase = ACL_PHASE_CONVERGED;
+  s->workloads[1].budget_wait_for = ACL_WAIT_FOR_CANDIDATE; /* stale: not waiting now */
+  acl_strbuf_t sb;
+  acl_sb_init(&sb);
+  acl_report_json(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "\"budget_wait_calls\": 975, \"budget_wait_for\": \"first-events\""),
+            "%s", sb.data);
+  cr_expect(strstr(sb.data, "\"budget_wait_calls\": null, \"budget_wait_for\": null"), "%s",
+            sb.data);
+  acl_sb_free(&sb);
+  acl_sb_init(&sb);
+  acl_report_text(s, &sb);
+  cr_assert(acl_sb_ok(&sb));
+  cr_expect(strstr(sb.data, "needs about 975 more calls before its next measurement is paid for: "
+                            "the first profiler events, paid once"),
+            "%s", sb.data);
+  acl_sb_free(&sb);
+  free(s);
+}

@@ -461,13 +461,16 @@ def main(argv):
                 w["rank"], w["collective"], w["bytes"], w["state"], w["calls"]))
         if not big or dry:
             fail("workloads of >= %d calls without samples" % sampled_from, out, err)
-        # one still waiting for the budget says for how many more calls
+        # one still waiting for the budget says for how many more calls, and
+        # what they pay for
         mute = [w for w in big if w["state"] in ("waiting-budget", "paused")
-                and not w.get("budget_wait_calls")]
-        print("%d of them waiting for the budget, %d without the calls they wait for" % (
-            sum(w["state"] in ("waiting-budget", "paused") for w in big), len(mute)))
+                and not (w.get("budget_wait_calls") and w.get("budget_wait_for"))]
+        print("%d of them waiting for the budget, %d without the calls they wait for or "
+              "what those pay for" % (
+                  sum(w["state"] in ("waiting-budget", "paused") for w in big), len(mute)))
         if mute:
-            fail("a workload waits for the budget and its report does not say how long", out, err)
+            fail("a workload waits for the budget and its report does not say how long or "
+                 "for what", out, err)
     if leaves_by is not None:
         check_leaves_waiting(trace_dir, rep, sampled_from or 1, leaves_by, out, err)
     if max_retunes is not None:

@@ -726,3 +726,46 @@ Test(budget, a_wait_owing_first_events_looks_again_within_a_quarter)
                 (unsigned long long)call);
   free(s);
 }
+
+/* A wait says what it pays for (the job report's budget_wait_for): FSDP's
+ * 250 MiB AllGather on one H100 reported ~900 calls to go at 30 % of its
+ * steps, and the number alone did not say it waited for its communicator's
+ * first profiler events. Owing them, that is its reason; paid by a
+ * neighbour, the baseline runs, and the wait before the next candidate's
+ * first look (priced by the cost table as slower) names the candidate. */
+Test(budget, a_wait_says_what_it_pays_for)
+{
+  acl_search_t *s = calloc(1, sizeof(*s));
+  cr_assert_not_null(s);
+  uint64_t call = 9 + wait_for_budget(s, 1);
+  acl_search_report_t r;
+  acl_search_report(s, &r);
+  cr_assert_gt(r.budget_wait_calls, 0);
+  cr_assert_eq(r.budget_wait_for, ACL_WAIT_FOR_FIRST_EVENTS, "waits for %d", r.budget_wait_for);
+  cr_assert_str_eq(acl_wait_for_name(r.budget_wait_for), "first-events");
+
+  acl_search_observe(s, &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
+  acl_candidate_t c;
+  uint32_t len = 0;
+  int waited_for = ACL_WAIT_FOR_NONE;
+  for (int i = 0; i < 256 && waited_for == ACL_WAIT_FOR_NONE; i++) {
+    int id = acl_search_next(s, &c, &len);
+    if (acl_search_phase(s) == ACL_PHASE_WAIT_BUDGET) {
+      acl_search_report(s, &r);
+      cr_assert_gt(r.budget_wait_calls, 0);
+      waited_for = r.budget_wait_for;
+    } else if (id >= 0 && acl_search_sample_shift(s) < ACL_SEARCH_SAMPLE_NEVER) {
+      for (uint32_t k = 0; k < len; k++)
+        acl_search_observe(s, &(acl_search_obs_t){.cand_id = id,
+                                                  .seconds = id == 0 ? 5.0e-4 : 5.5e-4,
+                                                  .overlap = 0.5f,
+                                                  .call = call + k + 1});
+    }
+    call += len;
+  }
+  cr_assert(s->cands[0].judged, "the baseline was measured");
+  cr_assert_eq(waited_for, ACL_WAIT_FOR_CANDIDATE, "its next wait was for %s",
+               acl_wait_for_name(waited_for) ? acl_wait_for_name(waited_for) : "nothing");
+  cr_assert_null(acl_wait_for_name(ACL_WAIT_FOR_NONE));
+  free(s);
+}

@@ -191,6 +191,7 @@ static void wl_stats_locked(acl_cons_t *c, bool lead, uint32_t i, cons_wl_t *w,
   o->retunes = r.retunes;
   o->retune_cause = r.retune_cause;
   o->budget_wait_calls = r.budget_wait_calls;
+  o->budget_wait_for = r.budget_wait_for;
   o->clock_offset_seconds = r.clock_offset_seconds;
   o->source = r.source;
   o->samples = r.samples;

@@ -143,6 +143,7 @@ typedef struct acl_cons_wl_stats {
   uint32_t retunes;
   int retune_cause;           /* ACL_RETUNE_* of the latest re-tune */
   uint64_t budget_wait_calls; /* waiting for the budget: about how many more calls, 0 not */
+  int budget_wait_for;        /* ACL_WAIT_FOR_*: what that wait pays for */
   double clock_offset_seconds; /* CUPTI's clock minus KernelCh's taken off samples, 0 none */
   int source; /* acl_search_source_name */
   uint64_t samples;

@@ -270,6 +270,7 @@ typedef struct acl_search {
                         * first look measures them all */
   uint8_t calls_known;  /* samples say their call (acl_search_obs_t.call) */
   uint8_t retune_cause; /* ACL_RETUNE_* of the latest re-tune (0: none) */
+  uint8_t budget_wait_for; /* ACL_WAIT_FOR_* of the latest budget wait */
   uint32_t seen_call;  /* the latest call a sample said (low 32 bits) */
   uint16_t lag_calls;  /* how far behind the calls samples arrive
                         * (acl_search_obs_t.behind: the largest seen,
@@ -339,6 +340,7 @@ typedef struct acl_search_report {
   /* Waiting for the exploration budget: about how many more calls the
    * workload needs before its next measurement is paid for (0: not waiting). */
   uint64_t budget_wait_calls;
+  int budget_wait_for; /* ACL_WAIT_FOR_*: what that wait pays for (0: not waiting) */
   /* CUPTI's clock minus NCCL's KernelCh stamps, taken off CUPTI's samples
    * (acl_search_obs_t.cupti); 0: none (one clock, or not learned yet). */
   double clock_offset_seconds;

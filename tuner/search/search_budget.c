@@ -155,8 +155,13 @@ double acl_search_confirm_cost(const acl_search_t *s, int id, uint32_t n)
 
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
  * `need` (within [ACL_SEARCH_WAIT_MIN, ACL_SEARCH_WAIT_MAX]). */
-int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out, uint32_t *len)
+int acl_search_wait_block(acl_search_t *s, double need, int id, int why, acl_candidate_t *out,
+                          uint32_t *len)
 {
+  /* the first events dwarf what else a step costs (30 ms against ~5 us a
+   * sample): a wait that still owes them waits for them */
+  s->budget_wait_for = (uint8_t)(need > 0.0 && first_events_due(s) > 0.0 ? ACL_WAIT_FOR_FIRST_EVENTS
+                                                                         : why);
   double per_call = s->params.budget * acl_search_ref_seconds(s);
   double deficit = need - acl_search_budget_left(s);
   if (acl_search_wants_loan(s)) {

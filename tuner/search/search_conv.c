@@ -726,8 +726,10 @@ void acl_search_report(const acl_search_t *s, acl_search_report_t *r)
   r->merged = s->merged;
   r->outliers = s->outliers;
   r->samples = s->samples_seen;
-  if (s->state == ACL_PHASE_WAIT_BUDGET || s->state == ACL_PHASE_PAUSED)
+  if (s->state == ACL_PHASE_WAIT_BUDGET || s->state == ACL_PHASE_PAUSED) {
     r->budget_wait_calls = s->budget_wait;
+    r->budget_wait_for = s->budget_wait_for;
+  }
   if (s->from_table && cur == s->seed_id)
     r->source = ACL_SEARCH_SRC_TABLE;
   else if (!decided || acl_search_is_nccl(s, cur))

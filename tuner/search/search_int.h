@@ -106,8 +106,9 @@ double acl_search_spec_cost(const acl_search_t *s, int id);
 /* What confirming the pick (id) with n more samples is expected to cost. */
 double acl_search_confirm_cost(const acl_search_t *s, int id, uint32_t n);
 /* Runs cand id unsampled for as many calls as the budget needs to grow by
- * `need` (a waiting state). */
-int acl_search_wait_block(acl_search_t *s, double need, int id, acl_candidate_t *out,
+ * `need` (a waiting state); why (ACL_WAIT_FOR_*) is what `need` pays for,
+ * reported as the communicator's first events while those are still due. */
+int acl_search_wait_block(acl_search_t *s, double need, int id, int why, acl_candidate_t *out,
                           uint32_t *len);
 /* Charges a block of cand id with `sampled` calls carrying profiler events
  * (the workload's first events and a config's first call pay once more);

@@ -153,7 +153,7 @@ static int baseline_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   double need = acl_search_baseline_need(s);
   if (s->cands[0].planned == 0 && need > acl_search_budget_left(s) && !acl_search_borrow(s, need))
-    return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, out, len);
+    return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, ACL_WAIT_FOR_BASELINE, out, len);
   return block_or_ahead(s, ACL_SEARCH_CAND_NCCL, out, len);
 }
 
@@ -191,13 +191,15 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
     }
     double cost = acl_search_confirm_cost(s, more, (uint32_t)s->params.samples_per_cand);
     if (cost > acl_search_budget_left(s))
-      return acl_search_wait_block(s, cost, ACL_SEARCH_CAND_NCCL, out, len);
+      return acl_search_wait_block(s, cost, ACL_SEARCH_CAND_NCCL, ACL_WAIT_FOR_CONFIRM, out,
+                                    len);
     return acl_search_hand_out(s, more, out, len);
   }
   if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s))
     /* NCCL's own choice waits for the budget: unvalidated, a candidate
      * ahead on a few samples may well be slower. */
-    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL, out, len);
+    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL,
+                                 ACL_WAIT_FOR_CANDIDATE, out, len);
   return block_or_ahead(s, id, out, len);
 }
 
@@ -224,7 +226,8 @@ static int validate_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
   if (acl_search_budget_left(s) < 0.0) {
     uint64_t before = s->calls_planned;
     uint32_t at = (uint32_t)acl_search_call_index(s);
-    int id = acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : s->current, out, len);
+    int id = acl_search_wait_block(s, 0.0, unproven ? ACL_SEARCH_CAND_NCCL : s->current,
+                                   ACL_WAIT_FOR_VALIDATION, out, len);
     uint32_t n = (uint32_t)(s->calls_planned - before);
     s->val.paused += n;
     if (s->val.pause_to != at || s->val.pause_from == s->val.pause_to)
