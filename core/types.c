@@ -45,8 +45,8 @@ const char *acl_retune_cause_name(int cause)
 }
 const char *acl_wait_for_name(int why)
 {
-  static const char *const names[ACL_NUM_WAIT_FOR] = {
-      NULL, "first-events", "baseline", "candidate", "confirm", "validation"};
+  static const char *const names[ACL_NUM_WAIT_FOR] = {NULL,        "first-events", "baseline",
+                                                      "candidate", "confirm",      "validation"};
   return why > 0 && why < ACL_NUM_WAIT_FOR ? names[why] : NULL;
 }
 const char *acl_proto_name(int p) { return p >= 0 && p < ACL_NUM_PROTO ? proto_names[p] : "?"; }

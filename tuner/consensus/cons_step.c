@@ -229,7 +229,8 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
    * neighbours that have not begun theirs may pay them too */
   bool first = !acl_search_events_charged(&w->search);
   double earned = 0.0;
-  double pool = acl_search_wants_loan(&w->search) ? loan_pool(h, set, w, first, &earned) : 0.0;
+  bool borrows = acl_search_wants_loan(&w->search) || acl_search_owes_first_events(&w->search);
+  double pool = borrows ? loan_pool(h, set, w, first, &earned) : 0.0;
   if (pool > 0.0 || earned > 0.0)
     acl_search_observe(&w->search, &(acl_search_obs_t){.cand_id = -1,
                                                        .seconds = -1.0,

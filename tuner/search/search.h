@@ -483,10 +483,10 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
 /* Budget lending within a communicator (docs/tuner.md, "Exploration
  * budget"; acl_search_obs_t.loan_offer and .lent carry it in).
  * acl_search_lendable: what s can lend, its unspent budget once converged
- * (0 otherwise); with first_events (the borrower's baseline still owes the
+ * (0 otherwise); with first_events (the borrower still owes the
  * communicator's first profiler events, params.events_per_comm), also
- * while its own baseline has not begun. acl_search_wants_loan: its baseline
- * has not begun.
+ * while it owes them itself. acl_search_wants_loan: its baseline has not
+ * begun.
  * acl_search_lend_earned: while s could lend, the budget it earned so far
  * (params.budget x its time so far), what its lendable grows with; 0
  * otherwise.
@@ -496,6 +496,10 @@ int acl_search_safe(const acl_search_t *s, acl_candidate_t *out);
 double acl_search_lendable(const acl_search_t *s, bool first_events);
 double acl_search_lend_earned(const acl_search_t *s, bool first_events);
 bool acl_search_wants_loan(const acl_search_t *s);
+/* It still owes its communicator's first profiler events
+ * (params.events_per_comm, none of its workloads charged yet): it lends
+ * toward them whatever its phase, and its next step may borrow for them. */
+bool acl_search_owes_first_events(const acl_search_t *s);
 /* Its first profiler events were charged (acl_search_obs_t.events_nearby). */
 bool acl_search_events_charged(const acl_search_t *s);
 double acl_search_loan_taken(const acl_search_t *s);

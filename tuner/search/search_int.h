@@ -93,7 +93,9 @@ double acl_search_budget_left(const acl_search_t *s);
 double acl_search_baseline_need(const acl_search_t *s);
 /* Borrows from the offer what the budget lacks for `need` (all or nothing);
  * true: borrowed, the budget now pays it. */
-bool acl_search_borrow(acl_search_t *s, double need);
+bool acl_search_borrow(acl_search_t *s, double need, double cap);
+/* The workload's first profiler events, while still due (0 once charged). */
+double acl_search_first_events_due(const acl_search_t *s);
 /* What the first look at candidate id is expected to cost. */
 double acl_search_step_cost(const acl_search_t *s, int id);
 /* What a look-ahead's candidate may cost (search_explore.c): all its
