@@ -135,6 +135,20 @@ Test(prior, a_converged_neighbour_pays_the_baseline, .timeout = 60)
             (unsigned long long)after.first_sampled);
 }
 
+/* A communicator of one rank whose first profiler events cost once
+ * (NCCL 2.30), at the default budget, and the cost table th_cost gives. */
+static acl_cons_t *events_comm(th_rank_t *r, int id, float cost[ACL_NUM_ALGO][ACL_NUM_PROTO])
+{
+  th_params(r, th_comm_id(id), 0, 1, 1, NULL);
+  r->cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
+  r->p.events_per_comm = 1;
+  char err[256] = "";
+  acl_cons_t *c = acl_cons_create(&r->p, err, sizeof err);
+  cr_assert_not_null(c, "%s", err);
+  th_cost(cost, -1);
+  return c;
+}
+
 /* NCCL 2.30 charges a communicator's first profiler events (30 ms) once,
  * and its workloads that have not begun pay them together: each one's wait
  * is the pool's, not its own alone. DDP's two 250 MiB AllReduces (once a
@@ -145,14 +159,9 @@ Test(prior, a_converged_neighbour_pays_the_baseline, .timeout = 60)
 Test(prior, a_wait_for_the_communicators_first_events_is_the_pools, .timeout = 60)
 {
   th_rank_t r;
-  th_params(&r, th_comm_id(3), 0, 1, 1, NULL);
-  r.cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
-  r.p.events_per_comm = 1;
-  char err[256] = "";
-  acl_cons_t *c = acl_cons_create(&r.p, err, sizeof err);
-  cr_assert_not_null(c, "%s", err);
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  th_cost(cost, -1);
+  acl_cons_t *c = events_comm(&r, 3, cost);
+  char err[256] = "";
   acl_wkey_t k[POOL_N];
   uint32_t widx[POOL_N];
   uint64_t said[POOL_N] = {0}, began[POOL_N] = {0};
@@ -210,14 +219,9 @@ Test(prior, a_wait_for_the_communicators_first_events_is_the_pools, .timeout = 6
 Test(prior, windows_measuring_a_baseline_leave_it_lending_for_first_events, .timeout = 60)
 {
   th_rank_t r;
-  th_params(&r, th_comm_id(4), 0, 1, 1, NULL);
-  r.cfg.explore_budget_pct = ACL_CONFIG_BUDGET_PCT_DEFAULT;
-  r.p.events_per_comm = 1;
-  char err[256] = "";
-  acl_cons_t *c = acl_cons_create(&r.p, err, sizeof err);
-  cr_assert_not_null(c, "%s", err);
   float cost[ACL_NUM_ALGO][ACL_NUM_PROTO];
-  th_cost(cost, -1);
+  acl_cons_t *c = events_comm(&r, 4, cost);
+  char err[256] = "";
   const int per_step[WIN_N] = {4, 4, 1, 1};
   acl_wkey_t k[WIN_N];
   uint64_t began[WIN_N] = {0}, window_samples = 0;
