@@ -68,7 +68,12 @@
  * (not on a late stream: it has no confirmation). Tunerbench, 51,000
  * runs: runs below 0.99x NCCL's choice 9 -> 3 (seed 2: 16 -> 14), p5
  * -0.001; at 1.0, 1 run below but the H200 landscape's 5-6 % channel gains
- * at 16-64 MiB lost (its p5 0.9424 -> 0.9374; 0.5: 0.9424). */
+ * at 16-64 MiB lost (its p5 0.9424 -> 0.9374; 0.5: 0.9424). Measuring
+ * NCCL's choice as often as the pick where the lead passed this bar but
+ * not 2 SE (a second look that could only take the pick back) was tried
+ * and not kept: runs below 0.99x 3 -> 3 with min 0.9755 -> 0.9693 (seed 2:
+ * 14 -> 17), and the H200 landscape's median final/baseline 1.037 -> 1.023
+ * (seed 2: 1.026 -> 1.000). */
 #define ACL_SEARCH_PROV_Z 0.5
 /* First step of a descent in grid units: from scratch 3 (x2.8 channels),
  * near a known optimum 1 (tunerbench: H200 p5 0.9418 with 3 vs 0.8250 with
