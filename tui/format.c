@@ -117,6 +117,18 @@ const char *acl_top_fmt_int(int64_t v, char *buf, size_t len)
   return buf;
 }
 
+const char *acl_top_fmt_wait(const acl_top_workload_t *w, char *buf, size_t len)
+{
+  if (w->budget_wait_calls <= 0) {
+    if (len)
+      buf[0] = '\0';
+    return buf;
+  }
+  snprintf(buf, len, "waits ~%" PRId64 " calls%s%s", w->budget_wait_calls,
+           w->budget_wait_for[0] ? " for " : "", w->budget_wait_for);
+  return buf;
+}
+
 bool acl_top_state_decided(const char *s)
 {
   int ph = acl_phase_parse(s);

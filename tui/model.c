@@ -200,6 +200,8 @@ static int parse_workload(pctx_t *c, json_t *o, acl_top_workload_t *w)
       get_i64(c, o, ACL_KEY(CANDIDATES_EVALUATED), &w->candidates_evaluated, 0) < 0 ||
       get_i64(c, o, ACL_KEY(CALLS_TO_CONVERGE), &w->calls_to_converge, 0) < 0 ||
       get_i64(c, o, ACL_KEY(RETUNES), &w->retunes, 0) < 0 ||
+      get_i64(c, o, ACL_KEY(BUDGET_WAIT_CALLS), &w->budget_wait_calls, 0) < 0 ||
+      get_str(c, o, ACL_KEY(BUDGET_WAIT_FOR), w->budget_wait_for, sizeof(w->budget_wait_for)) < 0 ||
       get_i64(c, o, ACL_KEY(CALLS), &w->calls, 0) < 0 ||
       get_i64(c, o, ACL_KEY(BYTES_TOTAL), &w->bytes_total, 0) < 0)
     return -1;

@@ -149,6 +149,13 @@ void acl_top_draw_pane(const acl_top_row_t *r, const char *url, int y0, int h, i
       break; /* no room for the speedup: no URL either */
     }
   }
+  /* a wait for the budget says how long and what for, where it fits whole */
+  char wait[96];
+  if (acl_top_fmt_wait(wl, wait, sizeof(wait))[0]) {
+    size_t l = strlen(title), pl = strlen(wait);
+    if ((int)(l + pl + 1) <= w - 4 && l + pl + 1 < sizeof(title))
+      snprintf(title + l, sizeof(title) - l, "%s ", wait);
+  }
   acl_top_put(y0, 2, title, w - 4);
   attroff(A_BOLD);
   int hist_w = w >= 100 ? 46 : 0; /* the text history needs room */

@@ -54,6 +54,8 @@ typedef struct acl_top_workload {
   double time_saved_seconds, exploration_cost_seconds;            /* NaN unknown */
   double collective_seconds, exposed_seconds; /* not overlapped by compute; NaN unknown */
   int64_t candidates_evaluated, calls_to_converge, retunes, calls, bytes_total; /* -1 */
+  int64_t budget_wait_calls; /* waiting for the budget: about how many more calls; -1 none */
+  char budget_wait_for[16];  /* what those pay for ("first-events", ...); "" unknown */
   int traj_len; /* newest ACL_TOP_MAX_TRAJ kept, oldest first */
   acl_top_traj_t traj[ACL_TOP_MAX_TRAJ];
 } acl_top_workload_t;
@@ -206,6 +208,8 @@ const char *acl_top_fmt_pct(double x, char *buf, size_t len);            /* "12%
 const char *acl_top_fmt_seconds(double s, char *buf, size_t len);        /* "1.2 ms" */
 const char *acl_top_fmt_signed_seconds(double s, char *buf, size_t len); /* "+1.2 ms", "-3.0 us" */
 const char *acl_top_fmt_int(int64_t v, char *buf, size_t len);
+/* A budget wait: "waits ~975 calls for first-events"; "" when not waiting. */
+const char *acl_top_fmt_wait(const acl_top_workload_t *w, char *buf, size_t len);
 const char *acl_top_state_label(const char *state); /* as sent, "-" if none */
 /* A state name whose workload has a decision applied (core/types.h). */
 bool acl_top_state_decided(const char *state);

@@ -362,3 +362,34 @@ Test(state, error_messages_quote_server_bytes_safely)
     acl_top_model_clear(&m);
   }
 }
+
+/* A workload waiting for its exploration budget shows how many more calls
+ * and what they pay for; one not waiting (the fields null or absent)
+ * shows nothing. */
+Test(state, a_budget_wait_shows_its_calls_and_reason)
+{
+  static const char from[] = "\"retunes\": 0,";
+  static const char to[] =
+      "\"retunes\": 0, \"budget_wait_calls\": 975, \"budget_wait_for\": \"first-events\",";
+  const char *at = strstr(doc_example, from);
+  cr_assert_not_null(at);
+  char doc[sizeof(doc_example) + sizeof(to)];
+  snprintf(doc, sizeof(doc), "%.*s%s%s", (int)(at - doc_example), doc_example, to,
+           at + strlen(from));
+  acl_top_model_t m;
+  acl_top_model_init(&m);
+  char err[256], b[96];
+  cr_assert_eq(acl_top_parse_state(doc, strlen(doc), &m, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(m.nworkloads, 1);
+  cr_expect_eq(m.workloads[0].budget_wait_calls, 975);
+  cr_expect_str_eq(m.workloads[0].budget_wait_for, "first-events");
+  cr_expect_str_eq(acl_top_fmt_wait(&m.workloads[0], b, sizeof(b)),
+                   "waits ~975 calls for first-events");
+  acl_top_model_clear(&m);
+  acl_top_model_init(&m);
+  cr_assert_eq(acl_top_parse_state(doc_example, strlen(doc_example), &m, err, sizeof(err)), 0, "%s",
+               err);
+  cr_expect_eq(m.workloads[0].budget_wait_calls, -1);
+  cr_expect_str_eq(acl_top_fmt_wait(&m.workloads[0], b, sizeof(b)), "");
+  acl_top_model_clear(&m);
+}
