@@ -129,9 +129,10 @@ static bool events_nearby(cons_hdr_t *h, const cons_settings_t *set, const cons_
 #define CONS_LOAN_MIN_SHARE 0.01
 
 /* Budget for w's baseline from the communicator's converged workloads, and
- * while w owes the communicator's first events (first) also from those not
- * begun (acl_search_lendable; acl_search_obs_t.loan_offer): offered before
- * the search plans w's block,
+ * while w owes the communicator's first events (first) also from those
+ * that owe them too, for its baseline or for those events in its next
+ * candidate's cost (acl_search_lendable; acl_search_obs_t.loan_offer):
+ * offered before the search plans w's block,
  * charged to the lenders in proportion to what each could lend once the
  * search took it; *earned: what those lenders earned so far, which tells
  * w's wait how fast the pool grows. Under the segment's lock, like
@@ -225,8 +226,8 @@ static void block_policy(cons_hdr_t *h, const cons_settings_t *set, cons_wl_t *w
   if (!acl_search_events_charged(&w->search) && events_nearby(h, set, w))
     acl_search_observe(&w->search,
                        &(acl_search_obs_t){.cand_id = -1, .seconds = -1.0, .events_nearby = 1});
-  /* the communicator's first events still owed by w's baseline: the
-   * neighbours that have not begun theirs may pay them too */
+  /* the communicator's first events still owed by w: every neighbour that
+   * owes them too may pay for them, begun or not */
   bool first = !acl_search_events_charged(&w->search);
   double earned = 0.0;
   bool borrows = acl_search_wants_loan(&w->search) || acl_search_owes_first_events(&w->search);
