@@ -33,7 +33,7 @@ JS_NAMES = set("""
     getContext getElementById has height hidden hostname includes isArray isInteger join json
     length lineTo lineWidth location log10 map max message min moveTo now ok onerror onopen PI
     pow push readyState reduce replaceChildren round search set setTransform signal size some
-    status stroke strokeStyle style tBodies textContent toFixed value width
+    status stroke strokeStyle style tBodies textContent title toFixed value width
 """.split())
 
 # JSON keys or family names spelled in C: "key": inside a literal, a family

@@ -217,6 +217,11 @@ def main():
     wait_for(ws, "document.getElementById('status').textContent === 'live'", "stream live")
     if not ws.js("document.getElementById('banner').hidden"):
         raise SystemExit("FAIL: disconnect banner shown while connected")
+    # a workload waiting for its budget says how long and what for
+    wait = ws.js("[...document.querySelectorAll('#workloads tbody td.state-waiting-budget')]"
+                 ".map((td) => td.title).join('|')")
+    if wait != "waits ~975 calls for first-events":
+        raise SystemExit(f"FAIL: the waiting row's state says {wait!r}")
     cur = int(ws.js("document.getElementById('trajectory').dataset.current"))
     legend = ws.js("document.querySelectorAll('#legend > span').length")
     print(f"cdp: {rows} workload rows, {pts} trajectory points plotted, current candidate at {cur}, "

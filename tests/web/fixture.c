@@ -229,6 +229,12 @@ static void build(fixture_t *f, int extra)
     traj_push(f, w, &c);
   }
   w->has_overlap = false; /* overlap unknown (no CUPTI on that comm) */
+  /* once a step, waiting for its communicator's first profiler events */
+  w = add_wl(s, 0, 2, 250u << 20, ACL_PHASE_WAIT_BUDGET);
+  w->calls = 183;
+  w->bytes = 183u * (250ull << 20);
+  w->budget_wait_calls = 975;
+  w->budget_wait_for = ACL_WAIT_FOR_FIRST_EVENTS;
   for (int i = 0; i < extra && s->nworkloads < ACL_SNAP_MAX_WORKLOADS; i++) {
     w = add_wl(s, i % 3, 4, (uint64_t)(1 + i) << 12, ACL_PHASE_CONVERGED);
     set_baseline(f, w);

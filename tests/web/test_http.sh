@@ -56,7 +56,7 @@ assert s["profiler"]["sample_latency_seconds"] is None
 comms = {c["id"]: c for c in s["communicators"]}
 assert len(comms) == 4 and any(c["rank"] is None for c in comms.values())
 ws = s["workloads"]
-assert len(ws) == 7, len(ws)
+assert len(ws) == 8, len(ws)
 keys = {"comm", "rank", "collective", "bytes", "pipe_ops", "state", "subspace", "candidate", "best", "baseline",
         "baseline_seconds", "best_seconds", "speedup", "busbw", "overlap", "candidates_evaluated",
         "calls_to_converge", "retunes", "calls", "bytes_total", "trajectory"}
@@ -67,7 +67,10 @@ for w in ws:
     states.add(w["state"])
     for p in w["trajectory"]:
         assert set(p) == {"step", "algo", "proto", "channels", "chunk_log2", "busbw", "overlap"}, p
-assert states == {"warmup", "baseline", "exploring", "converged", "retuning", "disabled"}, states
+assert states == {"warmup", "baseline", "exploring", "converged", "retuning", "disabled", "waiting-budget"}, states
+wait = next(w for w in ws if w["state"] == "waiting-budget")
+assert wait["budget_wait_calls"] == 975 and wait["budget_wait_for"] == "first-events", wait
+assert all(w["budget_wait_for"] is None for w in ws if w is not wait)
 warm = next(w for w in ws if w["state"] == "warmup")
 assert warm["busbw"] is None and warm["best"] is None and warm["speedup"] is None and warm["subspace"] is None
 ex = ws[0]

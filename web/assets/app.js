@@ -113,7 +113,11 @@ function renderTable() {
     cell(tr, dash(w.rank, String));
     cell(tr, w.collective);
     cell(tr, fmtBytes(w.bytes), 'num');
-    cell(tr, w.state, 'state-' + w.state);
+    const st = cell(tr, w.state, 'state-' + w.state);
+    // a wait for the budget: how long and what for (autoccl-top's words)
+    if (isNum(w.budget_wait_calls))
+      st.title = 'waits ~' + w.budget_wait_calls + ' calls' +
+        (w.budget_wait_for ? ' for ' + w.budget_wait_for : '');
     cell(tr, dash(w.subspace, String));
     cell(tr, fmtCand(w.candidate));
     // the job report's and autoccl-top's spelling (ACL_KEPT_NCCL_FMT, core/types.h)
