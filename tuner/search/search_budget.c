@@ -68,13 +68,15 @@ double acl_search_time_so_far(const acl_search_t *s)
   return s ? (double)s->calls_planned * acl_search_ref_seconds(s) : 0.0;
 }
 
-/* What a step lacks, borrowed when the offer covers all of it and it is at
- * most cap: a part would not start the step, only shorten its wait at the
- * lenders' cost. */
-bool acl_search_borrow(acl_search_t *s, double need, double cap)
+/* What a step lacks is borrowed only when the offer covers all of it and
+ * it is at most cap: a part would not start the step, only shorten its
+ * wait at the lenders' cost. */
+bool acl_search_afford(acl_search_t *s, double need, double cap)
 {
   double lack = need - acl_search_budget_left(s);
-  if (!(lack > 0.0) || lack > s->loan_offer_s || lack > cap)
+  if (!(lack > 0.0))
+    return true;
+  if (lack > s->loan_offer_s || lack > cap)
     return false;
   s->loan_s += lack;
   s->loan_new_s += lack;

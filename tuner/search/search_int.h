@@ -91,10 +91,9 @@ bool acl_search_place_estimate(const acl_search_t *s, double unpaired_se, double
 double acl_search_budget_left(const acl_search_t *s);
 /* What measuring the baseline needs from the budget. */
 double acl_search_baseline_need(const acl_search_t *s);
-/* Borrows from the offer what the budget lacks for `need` (all or nothing,
- * and nothing where that is more than cap); true: borrowed, the budget now
- * pays it. */
-bool acl_search_borrow(acl_search_t *s, double need, double cap);
+/* Whether the budget pays `need`, borrowing from the offer what it lacks
+ * (all or nothing, and nothing where that is more than cap). */
+bool acl_search_afford(acl_search_t *s, double need, double cap);
 /* The workload's first profiler events, while still due (0 once charged). */
 double acl_search_first_events_due(const acl_search_t *s);
 /* What the first look at candidate id is expected to cost. */

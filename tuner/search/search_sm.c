@@ -152,8 +152,7 @@ static int block_or_ahead(acl_search_t *s, int id, acl_candidate_t *out, uint32_
 static int baseline_block(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
 {
   double need = acl_search_baseline_need(s);
-  if (s->cands[0].planned == 0 && need > acl_search_budget_left(s) &&
-      !acl_search_borrow(s, need, INFINITY))
+  if (s->cands[0].planned == 0 && !acl_search_afford(s, need, INFINITY))
     return acl_search_wait_block(s, need, ACL_SEARCH_CAND_NCCL, ACL_WAIT_FOR_BASELINE, out, len);
   return block_or_ahead(s, ACL_SEARCH_CAND_NCCL, out, len);
 }
@@ -195,15 +194,16 @@ static int explore_next(acl_search_t *s, acl_candidate_t *out, uint32_t *len)
       return acl_search_wait_block(s, cost, ACL_SEARCH_CAND_NCCL, ACL_WAIT_FOR_CONFIRM, out, len);
     return acl_search_hand_out(s, more, out, len);
   }
-  if (s->cands[id].planned == 0 && acl_search_step_cost(s, id) > acl_search_budget_left(s) &&
-      /* the communicator's first events, owed with it, its neighbours may
-       * lend for (its baseline measured by CUPTI's windows alone); the
-       * candidate itself its own budget pays */
-      !acl_search_borrow(s, acl_search_step_cost(s, id), acl_search_first_events_due(s)))
+  if (s->cands[id].planned > 0)
+    return block_or_ahead(s, id, out, len);
+  /* the communicator's first events, owed with it, its neighbours may lend
+   * for (its baseline measured by CUPTI's windows alone); the candidate
+   * itself its own budget pays */
+  double cost = acl_search_step_cost(s, id);
+  if (!acl_search_afford(s, cost, acl_search_first_events_due(s)))
     /* NCCL's own choice waits for the budget: unvalidated, a candidate
      * ahead on a few samples may well be slower. */
-    return acl_search_wait_block(s, acl_search_step_cost(s, id), ACL_SEARCH_CAND_NCCL,
-                                 ACL_WAIT_FOR_CANDIDATE, out, len);
+    return acl_search_wait_block(s, cost, ACL_SEARCH_CAND_NCCL, ACL_WAIT_FOR_CANDIDATE, out, len);
   return block_or_ahead(s, id, out, len);
 }
 
